@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include <gpumath/core/stream.hpp>
+#include <gpumath/layout.hpp>
+
+namespace gpumath::core {
+
+/// Stream-ordered allocator interface. gpumath allocates results and workspaces through one;
+/// callers can pass their own.
+///
+/// `allocate` returns memory usable by work enqueued on `stream` after the call; `deallocate`
+/// frees it once the work enqueued on `stream` before the call has finished. Zero-byte requests
+/// return nullptr. Implementations must be thread-safe.
+class MemoryResource {
+public:
+    virtual ~MemoryResource() = default;
+
+    /// Allocates `bytes` ordered on `stream`. Throws CudaError on failure.
+    [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {}) {
+        return bytes == 0 ? nullptr : do_allocate(bytes, stream);
+    }
+    /// Frees `ptr` (from `allocate` with the same `bytes`) ordered on `stream`. Never throws.
+    void deallocate(void* ptr, std::size_t bytes, StreamRef stream = {}) noexcept {
+        if (ptr != nullptr) do_deallocate(ptr, bytes, stream);
+    }
+    /// True when kernels can access the memory.
+    [[nodiscard]] virtual bool device_accessible() const noexcept = 0;
+    /// True when the host can access the memory.
+    [[nodiscard]] virtual bool host_accessible() const noexcept = 0;
+
+protected:
+    virtual void* do_allocate(std::size_t bytes, StreamRef stream) = 0;
+    virtual void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept = 0;
+};
+
+/// Options for a DeviceMemoryResource.
+struct DeviceMemoryResourceOptions {
+    /// Bytes the pool keeps reserved across synchronizations instead of returning them to the
+    /// driver. The default keeps everything (fastest); call `trim()` to give memory back.
+    std::uint64_t release_threshold = UINT64_MAX;
+};
+
+/// Stream-ordered pool of device memory (cudaMemPool) on one device. The default resource
+/// everywhere gpumath allocates.
+class DeviceMemoryResource final : public MemoryResource {
+public:
+    /// Creates a pool on device `device` (-1: the current device). Throws CudaError.
+    explicit DeviceMemoryResource(int device = -1, const DeviceMemoryResourceOptions& options = {});
+    ~DeviceMemoryResource() override;
+    DeviceMemoryResource(const DeviceMemoryResource&) = delete;
+    DeviceMemoryResource& operator=(const DeviceMemoryResource&) = delete;
+
+    /// gpumath's shared default pool for `device` (-1: current), created on first use and alive
+    /// until the process exits. Throws CudaError when there is no such device.
+    [[nodiscard]] static const std::shared_ptr<DeviceMemoryResource>& default_resource(int device = -1);
+
+    [[nodiscard]] bool device_accessible() const noexcept override { return true; }
+    [[nodiscard]] bool host_accessible() const noexcept override { return false; }
+    /// The device the pool allocates on.
+    [[nodiscard]] int device() const noexcept { return device_; }
+    /// The native pool handle.
+    [[nodiscard]] cudaMemPool_t handle() const noexcept { return pool_; }
+    /// Releases unused reserved memory until at most `keep_bytes` stay reserved.
+    void trim(std::size_t keep_bytes = 0);
+    /// Bytes currently reserved by the pool (in use or cached).
+    [[nodiscard]] std::uint64_t reserved_bytes() const;
+    /// Bytes currently handed out.
+    [[nodiscard]] std::uint64_t used_bytes() const;
+
+protected:
+    void* do_allocate(std::size_t bytes, StreamRef stream) override;
+    void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept override;
+
+private:
+    cudaMemPool_t pool_ = nullptr;
+    int device_ = 0;
+};
+
+/// Page-locked host memory (cudaMallocHost): host- and device-accessible, fast to copy.
+/// Allocation and release are synchronous; release waits for work using the memory to finish
+/// as cudaFreeHost does.
+class PinnedMemoryResource final : public MemoryResource {
+public:
+    /// A process-wide instance.
+    [[nodiscard]] static const std::shared_ptr<PinnedMemoryResource>& default_resource();
+    [[nodiscard]] bool device_accessible() const noexcept override { return true; }
+    [[nodiscard]] bool host_accessible() const noexcept override { return true; }
+
+protected:
+    void* do_allocate(std::size_t bytes, StreamRef stream) override;
+    void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept override;
+};
+
+/// Managed (unified) memory (cudaMallocManaged): host- and device-accessible, migrated on demand.
+class ManagedMemoryResource final : public MemoryResource {
+public:
+    /// A process-wide instance.
+    [[nodiscard]] static const std::shared_ptr<ManagedMemoryResource>& default_resource();
+    [[nodiscard]] bool device_accessible() const noexcept override { return true; }
+    [[nodiscard]] bool host_accessible() const noexcept override { return true; }
+
+protected:
+    void* do_allocate(std::size_t bytes, StreamRef stream) override;
+    void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept override;
+};
+
+}  // namespace gpumath::core
+
+namespace gpumath::detail {
+// Blocking-free copy of `bytes` on `stream` (cudaMemcpyAsync, cudaMemcpyDefault).
+void copy_async(void* dst, const void* src, std::size_t bytes, core::StreamRef stream);
+void check_copy_sizes(std::size_t dst_bytes, std::size_t src_bytes, const char* api);
+}  // namespace gpumath::detail
+
+namespace gpumath::core {
+
+/// Owning, move-only block of memory from a MemoryResource, freed in stream order on the stream it
+/// was allocated on (or the one given to `reset`).
+///
+/// The allocation stream must outlive the Buffer, or the Buffer must be `reset` on a live stream.
+class Buffer {
+public:
+    /// An empty buffer (no memory).
+    Buffer() noexcept = default;
+    /// Allocates `bytes` from `resource` (default: the current device's pool) ordered on `stream`.
+    explicit Buffer(std::size_t bytes, StreamRef stream = {}, std::shared_ptr<MemoryResource> resource = nullptr);
+
+    /// Copies `data` from the host into a new device buffer ordered on `stream`. The host data may be
+    /// reused as soon as this returns.
+    template <class T>
+    [[nodiscard]] static Buffer from_host(std::span<const T> data, StreamRef stream = {},
+                                          std::shared_ptr<MemoryResource> resource = nullptr) {
+        static_assert(std::is_trivially_copyable_v<T>, "Buffer::from_host needs trivially copyable elements");
+        Buffer b(data.size_bytes(), stream, std::move(resource));
+        if (!data.empty()) detail::copy_async(b.data(), data.data(), data.size_bytes(), stream);
+        return b;
+    }
+    template <class T>
+    [[nodiscard]] static Buffer from_host(const std::vector<T>& data, StreamRef stream = {},
+                                          std::shared_ptr<MemoryResource> resource = nullptr) {
+        return from_host(std::span<const T>(data), stream, std::move(resource));
+    }
+
+    Buffer(Buffer&& other) noexcept
+        : data_(other.data_), bytes_(other.bytes_), stream_(other.stream_), resource_(std::move(other.resource_)) {
+        other.data_ = nullptr;
+        other.bytes_ = 0;
+    }
+    Buffer& operator=(Buffer&& other) noexcept {
+        if (this != &other) {
+            reset();
+            data_ = other.data_;
+            bytes_ = other.bytes_;
+            stream_ = other.stream_;
+            resource_ = std::move(other.resource_);
+            other.data_ = nullptr;
+            other.bytes_ = 0;
+        }
+        return *this;
+    }
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() { reset(); }
+
+    /// Frees the memory ordered on the allocation stream; the buffer becomes empty.
+    void reset() noexcept { reset(stream_); }
+    /// Frees the memory ordered on `stream`; the buffer becomes empty.
+    void reset(StreamRef stream) noexcept {
+        if (resource_ && data_ != nullptr) resource_->deallocate(data_, bytes_, stream);
+        data_ = nullptr;
+        bytes_ = 0;
+    }
+
+    [[nodiscard]] void* data() const noexcept { return data_; }
+    [[nodiscard]] std::size_t size_bytes() const noexcept { return bytes_; }
+    [[nodiscard]] bool empty() const noexcept { return bytes_ == 0; }
+    /// The stream the memory will be freed on.
+    [[nodiscard]] StreamRef stream() const noexcept { return stream_; }
+    /// Changes the stream the memory will be freed on.
+    void set_stream(StreamRef stream) noexcept { stream_ = stream; }
+    [[nodiscard]] const std::shared_ptr<MemoryResource>& memory_resource() const noexcept { return resource_; }
+
+    /// Copies all of `src` into this buffer on `stream`; sizes must match (InvalidArgument).
+    void copy_from(const Buffer& src, StreamRef stream = {}) {
+        detail::check_copy_sizes(bytes_, src.bytes_, "Buffer::copy_from");
+        if (bytes_ != 0) detail::copy_async(data_, src.data_, bytes_, stream);
+    }
+    /// Copies host data into this buffer on `stream`; sizes must match. `src` may be reused on return.
+    template <class T>
+    void copy_from(std::span<const T> src, StreamRef stream = {}) {
+        detail::check_copy_sizes(bytes_, src.size_bytes(), "Buffer::copy_from");
+        if (bytes_ != 0) detail::copy_async(data_, src.data(), bytes_, stream);
+    }
+    /// Copies this buffer into `dst` on `stream`; sizes must match.
+    void copy_to(Buffer& dst, StreamRef stream = {}) const { dst.copy_from(*this, stream); }
+    /// Enqueues a copy of this buffer into host memory `dst` on `stream` (does not wait: the host
+    /// data is valid after the stream is synchronized; use pinned memory for real asynchrony).
+    template <class T>
+    void copy_to(std::span<T> dst, StreamRef stream = {}) const {
+        detail::check_copy_sizes(dst.size_bytes(), bytes_, "Buffer::copy_to");
+        if (bytes_ != 0) detail::copy_async(dst.data(), data_, bytes_, stream);
+    }
+    /// Copies the buffer to a new host vector. Blocking: synchronizes `stream`. The size must be a
+    /// multiple of sizeof(T) (InvalidArgument).
+    template <class T>
+    [[nodiscard]] std::vector<T> to_host(StreamRef stream = {}) const {
+        check_multiple(sizeof(T), "Buffer::to_host");
+        std::vector<T> out(bytes_ / sizeof(T));
+        if (bytes_ != 0) {
+            detail::copy_async(out.data(), data_, bytes_, stream);
+            stream.synchronize();
+        }
+        return out;
+    }
+    /// A typed view of the buffer as a tensor of `shape` (row-major). The shape must fit in the
+    /// buffer (InvalidArgument).
+    template <class T>
+    [[nodiscard]] TensorView view(std::initializer_list<std::int64_t> shape) const {
+        TensorView v(static_cast<T*>(data_), shape);
+        check_fits(v.span_bytes(), "Buffer::view");
+        return v;
+    }
+    /// A view of the buffer with an explicit layout, which must fit in the buffer.
+    [[nodiscard]] TensorView view(const TensorLayout& layout) const {
+        TensorView v(data_, layout);
+        check_fits(v.span_bytes(), "Buffer::view");
+        return v;
+    }
+    /// The data as `T*`.
+    template <class T>
+    [[nodiscard]] T* data_as() const noexcept {
+        return static_cast<T*>(data_);
+    }
+
+private:
+    void check_multiple(std::size_t element, const char* api) const;
+    void check_fits(std::int64_t bytes, const char* api) const;
+
+    void* data_ = nullptr;
+    std::size_t bytes_ = 0;
+    StreamRef stream_{};
+    std::shared_ptr<MemoryResource> resource_;
+};
+
+}  // namespace gpumath::core

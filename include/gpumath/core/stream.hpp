@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+namespace gpumath::core {
+
+class Event;
+
+/// Options for creating a Stream.
+struct StreamOptions {
+    /// Do not synchronize with the legacy default stream (cudaStreamNonBlocking).
+    bool non_blocking = true;
+    /// Stream priority; lower numbers are higher priority. 0 is the default priority.
+    /// Values outside the device's range are clamped by CUDA.
+    int priority = 0;
+};
+
+/// A non-owning reference to a CUDA stream: wraps any `cudaStream_t` (gpumath's own, PyTorch's,
+/// CuPy's) without taking ownership. A default-constructed StreamRef is the CUDA default stream.
+/// Cheap to copy; the referenced stream must outlive the uses made of it.
+class StreamRef {
+public:
+    /// The CUDA default stream (handle 0).
+    constexpr StreamRef() noexcept = default;
+    /// Adopts `stream` without owning it.
+    constexpr StreamRef(cudaStream_t stream) noexcept : stream_(stream) {}  // NOLINT: implicit by design
+
+    /// The native handle.
+    [[nodiscard]] constexpr cudaStream_t handle() const noexcept { return stream_; }
+    /// Blocks until all work enqueued on the stream has finished. Throws CudaError.
+    void synchronize() const;
+    /// Makes future work on this stream wait for `event` (does not block the host). Throws CudaError.
+    void wait(const Event& event) const;
+    /// Makes future work on this stream wait for all work enqueued so far on `other`.
+    void wait(StreamRef other) const;
+    /// Records `event` on this stream. Throws CudaError.
+    void record(const Event& event) const;
+    /// Creates an event (timing disabled), records it on this stream and returns it.
+    [[nodiscard]] Event record() const;
+    /// True when all enqueued work has finished (non-blocking query). Throws CudaError on failure.
+    [[nodiscard]] bool ready() const;
+    /// The stream's priority. Throws CudaError.
+    [[nodiscard]] int priority() const;
+
+    friend constexpr bool operator==(StreamRef a, StreamRef b) noexcept { return a.stream_ == b.stream_; }
+
+protected:
+    cudaStream_t stream_ = nullptr;
+};
+
+/// An owning, move-only CUDA stream, destroyed (without blocking) when the Stream is destroyed.
+/// Converts to StreamRef wherever gpumath takes a stream. Created on the current device; see
+/// `Device::create_stream` for another.
+class Stream : public StreamRef {
+public:
+    /// Creates a stream on the current device. Throws CudaError (also when no driver/device).
+    explicit Stream(const StreamOptions& options = {});
+    /// Takes ownership of an existing stream: it will be destroyed with this object.
+    [[nodiscard]] static Stream adopt(cudaStream_t stream) noexcept { return Stream(stream); }
+
+    Stream(Stream&& other) noexcept : StreamRef(other.stream_) { other.stream_ = nullptr; }
+    Stream& operator=(Stream&& other) noexcept;
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    ~Stream();
+
+    /// Gives up ownership and returns the handle; the Stream becomes empty.
+    [[nodiscard]] cudaStream_t release() noexcept {
+        cudaStream_t s = stream_;
+        stream_ = nullptr;
+        return s;
+    }
+
+private:
+    explicit Stream(cudaStream_t s) noexcept : StreamRef(s) {}
+};
+
+}  // namespace gpumath::core

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private: the one place native statuses become exceptions. Not included by users directly.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+namespace gpumath::detail {
+
+// Cold paths: build the message (with fmt, in src/) and throw. `context` says what gpumath was doing.
+[[noreturn]] void throw_cuda(cudaError_t status, const char* api, std::string_view context);
+[[noreturn]] void throw_cu(CUresult status, const char* api, std::string_view context);
+[[noreturn]] void throw_cublas(int status, const char* api, std::string_view context);
+[[noreturn]] void throw_cufft(int status, const char* api, std::string_view context);
+[[noreturn]] void throw_nvrtc(int status, const char* api, std::string_view context, std::string log);
+[[noreturn]] void throw_nvjitlink(int status, const char* api, std::string_view context, std::string log);
+[[noreturn]] void throw_invalid(std::string message, const char* api = "");
+[[noreturn]] void throw_not_supported(std::string message, const char* api = "");
+
+/// True when a runtime status means "there is no usable driver or device".
+[[nodiscard]] constexpr bool is_no_device(cudaError_t s) noexcept {
+    return s == cudaErrorNoDevice || s == cudaErrorInsufficientDriver || s == cudaErrorStubLibrary ||
+           s == cudaErrorDevicesUnavailable || s == cudaErrorSystemDriverMismatch ||
+           s == cudaErrorCompatNotSupportedOnDevice || s == cudaErrorSystemNotReady;
+}
+
+template <class Context>
+[[nodiscard]] std::string context_text(Context&& context) {
+    if constexpr (std::is_invocable_v<Context>) return std::string(context());
+    else return std::string(std::string_view(context));
+}
+
+/// Throws CudaError unless `status` is cudaSuccess. `context` is a string or a callable returning
+/// one; a callable is only invoked on failure.
+template <class Context = const char*>
+inline void check(cudaError_t status, const char* api, Context&& context = "") {
+    if (status != cudaSuccess) [[unlikely]]
+        throw_cuda(status, api, context_text(static_cast<Context&&>(context)));
+}
+
+/// Throws CudaError unless a driver call returned CUDA_SUCCESS.
+template <class Context = const char*>
+inline void check(CUresult status, const char* api, Context&& context = "") {
+    if (status != CUDA_SUCCESS) [[unlikely]]
+        throw_cu(status, api, context_text(static_cast<Context&&>(context)));
+}
+
+/// Throws CublasError unless `status` (a cublasStatus_t) is CUBLAS_STATUS_SUCCESS (0).
+template <class Context = const char*>
+inline void check_cublas(int status, const char* api, Context&& context = "") {
+    if (status != 0) [[unlikely]]
+        throw_cublas(status, api, context_text(static_cast<Context&&>(context)));
+}
+
+/// Throws CufftError unless `status` (a cufftResult) is CUFFT_SUCCESS (0).
+template <class Context = const char*>
+inline void check_cufft(int status, const char* api, Context&& context = "") {
+    if (status != 0) [[unlikely]]
+        throw_cufft(status, api, context_text(static_cast<Context&&>(context)));
+}
+
+/// Calls `f` and swallows any exception: for destructors and other noexcept release paths.
+template <class F>
+void release_noexcept(F&& f) noexcept {
+    try {
+        f();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a release failure must not escape a destructor
+    }
+}
+
+}  // namespace gpumath::detail

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace gpumath {
+
+/// Base of every exception gpumath throws.
+///
+/// `status()` is the native status code of the library call that failed (0 for errors gpumath
+/// detects itself), `api()` names the function that failed (a CUDA entry point such as
+/// "cublasLtMatmul", or the gpumath function that rejected its arguments).
+class Error : public std::runtime_error {
+public:
+    Error(std::string message, int status, std::string api)
+        : std::runtime_error(std::move(message)), status_(status), api_(std::move(api)) {}
+
+    /// The native status code (cudaError_t, CUresult, cublasStatus_t, cufftResult, nvrtcResult,
+    /// nvJitLinkResult), or 0 when gpumath itself rejected the call.
+    [[nodiscard]] int status() const noexcept { return status_; }
+    /// The function that failed.
+    [[nodiscard]] const std::string& api() const noexcept { return api_; }
+
+private:
+    int status_;
+    std::string api_;
+};
+
+/// A caller passed a value that is not allowed: a bad shape, dtype, stride, option or argument.
+/// Thrown before any GPU work; the message names the operand, the value given and what is allowed.
+class InvalidArgument : public Error {
+public:
+    explicit InvalidArgument(std::string message, std::string api = {})
+        : Error(std::move(message), 0, std::move(api)) {}
+};
+
+/// A valid request that the hardware, the installed CUDA libraries or gpumath cannot carry out.
+class NotSupported : public Error {
+public:
+    explicit NotSupported(std::string message, std::string api = {}, int status = 0)
+        : Error(std::move(message), status, std::move(api)) {}
+};
+
+/// The CUDA runtime or driver reported an error, or no CUDA driver/device is available.
+class CudaError : public Error {
+public:
+    using Error::Error;
+};
+
+/// cuBLAS / cuBLASLt reported an error; `status()` is the cublasStatus_t.
+class CublasError : public Error {
+public:
+    using Error::Error;
+};
+
+/// cuFFT reported an error; `status()` is the cufftResult.
+class CufftError : public Error {
+public:
+    using Error::Error;
+};
+
+/// NVRTC failed to compile a program; `log()` is the compiler's log.
+class CompileError : public Error {
+public:
+    CompileError(std::string message, int status, std::string api, std::string log)
+        : Error(std::move(message), status, std::move(api)), log_(std::move(log)) {}
+    /// The compiler log (errors and warnings), possibly empty.
+    [[nodiscard]] const std::string& log() const noexcept { return log_; }
+
+private:
+    std::string log_;
+};
+
+/// nvJitLink failed to link; `log()` is the linker's error and info log.
+class LinkError : public Error {
+public:
+    LinkError(std::string message, int status, std::string api, std::string log)
+        : Error(std::move(message), status, std::move(api)), log_(std::move(log)) {}
+    /// The linker log, possibly empty.
+    [[nodiscard]] const std::string& log() const noexcept { return log_; }
+
+private:
+    std::string log_;
+};
+
+}  // namespace gpumath

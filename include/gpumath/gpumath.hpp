@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+// Everything gpumath offers.
+#pragma once
+
+#include <gpumath/core.hpp>
+#include <gpumath/error.hpp>
+#include <gpumath/layout.hpp>
+#include <gpumath/log.hpp>
+#include <gpumath/tensor.hpp>
+#include <gpumath/types.hpp>
+#include <gpumath/version.hpp>

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <string_view>
+
+namespace gpumath {
+
+/// Verbosity of gpumath's log, written to stderr. The initial level comes from the environment
+/// variable GPUMATH_LOG_LEVEL (off, error, warn, info, debug; default warn).
+enum class LogLevel { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
+
+/// The current level.
+[[nodiscard]] LogLevel log_level() noexcept;
+/// Changes the level for the whole process (thread-safe).
+void set_log_level(LogLevel level) noexcept;
+/// Parses "off", "error", "warn", "info", "debug" (case-insensitive) or "0".."4";
+/// InvalidArgument otherwise.
+[[nodiscard]] LogLevel parse_log_level(std::string_view text);
+/// True when messages at `level` are written.
+[[nodiscard]] inline bool log_enabled(LogLevel level) noexcept {
+    return level != LogLevel::off && static_cast<int>(level) <= static_cast<int>(log_level());
+}
+/// Writes one line "gpumath [level] message" to stderr if `level` is enabled.
+void log(LogLevel level, std::string_view message) noexcept;
+
+}  // namespace gpumath

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <gpumath/core/memory.hpp>
+#include <gpumath/core/stream.hpp>
+#include <gpumath/layout.hpp>
+#include <gpumath/types.hpp>
+
+namespace gpumath {
+
+/// An owning device tensor: a `core::Buffer` plus a row-major `TensorLayout`. Move-only;
+/// converts to `TensorView`.
+class Tensor {
+public:
+    /// An empty rank-0 tensor with no memory.
+    Tensor() = default;
+
+    /// Allocates an uninitialised row-major tensor ordered on `stream` from `resource` (default:
+    /// the current device's pool).
+    [[nodiscard]] static Tensor empty(DataType dtype, std::initializer_list<std::int64_t> shape,
+                                      core::StreamRef stream = {},
+                                      std::shared_ptr<core::MemoryResource> resource = nullptr) {
+        return empty(TensorLayout(dtype, shape), stream, std::move(resource));
+    }
+    [[nodiscard]] static Tensor empty(DataType dtype, std::span<const std::int64_t> shape,
+                                      core::StreamRef stream = {},
+                                      std::shared_ptr<core::MemoryResource> resource = nullptr) {
+        return empty(TensorLayout(dtype, shape), stream, std::move(resource));
+    }
+    /// Allocates a tensor of `layout`'s dtype and shape (row-major, whatever `layout`'s strides).
+    [[nodiscard]] static Tensor empty(const TensorLayout& layout, core::StreamRef stream = {},
+                                      std::shared_ptr<core::MemoryResource> resource = nullptr);
+
+    /// Copies host data into a new tensor of `shape` ordered on `stream`; `data.size()` must equal
+    /// the shape's element count (InvalidArgument). The host data may be reused on return.
+    template <class T>
+    [[nodiscard]] static Tensor from_host(std::span<const T> data, std::initializer_list<std::int64_t> shape,
+                                          core::StreamRef stream = {},
+                                          std::shared_ptr<core::MemoryResource> resource = nullptr) {
+        TensorLayout layout(data_type_of<T>(), shape);
+        check_count(layout, data.size());
+        Tensor t = empty(layout, stream, std::move(resource));
+        t.buffer_.copy_from(data, stream);
+        return t;
+    }
+    template <class T>
+    [[nodiscard]] static Tensor from_host(const std::vector<T>& data, std::initializer_list<std::int64_t> shape,
+                                          core::StreamRef stream = {},
+                                          std::shared_ptr<core::MemoryResource> resource = nullptr) {
+        return from_host(std::span<const T>(data), shape, stream, std::move(resource));
+    }
+
+    /// Copies the tensor to a host vector (row-major). Blocking: synchronizes `stream`.
+    /// InvalidArgument unless `data_type_of<T>() == dtype()`.
+    template <class T>
+    [[nodiscard]] std::vector<T> to_host(core::StreamRef stream = {}) const {
+        check_type(data_type_of<T>());
+        return buffer_.to_host<T>(stream);
+    }
+
+    [[nodiscard]] TensorView view() const noexcept { return view_; }
+    operator TensorView() const noexcept { return view_; }  // NOLINT: implicit by design
+    [[nodiscard]] const TensorLayout& layout() const noexcept { return view_; }
+    [[nodiscard]] DataType dtype() const noexcept { return view_.dtype(); }
+    [[nodiscard]] int rank() const noexcept { return view_.rank(); }
+    [[nodiscard]] std::span<const std::int64_t> shape() const noexcept { return view_.shape(); }
+    [[nodiscard]] std::int64_t shape(int i) const noexcept { return view_.shape(i); }
+    [[nodiscard]] std::span<const std::int64_t> strides() const noexcept { return view_.strides(); }
+    [[nodiscard]] std::int64_t size() const noexcept { return view_.size(); }
+    [[nodiscard]] void* data() const noexcept { return view_.data(); }
+    template <class T>
+    [[nodiscard]] T* data_as() const {
+        return view_.data_as<T>();
+    }
+    [[nodiscard]] const core::Buffer& buffer() const noexcept { return buffer_; }
+    [[nodiscard]] core::Buffer& buffer() noexcept { return buffer_; }
+
+private:
+    static void check_count(const TensorLayout& layout, std::size_t count);
+    void check_type(DataType requested) const;
+
+    core::Buffer buffer_;
+    TensorView view_;
+};
+
+}  // namespace gpumath

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gpumath/core/event.hpp>
+#include <gpumath/core/stream.hpp>
+
+#include <gpumath/detail/status.hpp>
+
+namespace gpumath::core {
+
+void StreamRef::synchronize() const { detail::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+void StreamRef::wait(const Event& event) const {
+    detail::check(cudaStreamWaitEvent(stream_, event.handle(), 0), "cudaStreamWaitEvent");
+}
+
+void StreamRef::wait(StreamRef other) const {
+    if (other == *this) return;
+    Event e;
+    e.record(other);
+    wait(e);
+}
+
+void StreamRef::record(const Event& event) const { event.record(*this); }
+
+Event StreamRef::record() const {
+    Event e;
+    e.record(*this);
+    return e;
+}
+
+bool StreamRef::ready() const {
+    const cudaError_t s = cudaStreamQuery(stream_);
+    if (s == cudaErrorNotReady) return false;
+    detail::check(s, "cudaStreamQuery");
+    return true;
+}
+
+int StreamRef::priority() const {
+    int p = 0;
+    detail::check(cudaStreamGetPriority(stream_, &p), "cudaStreamGetPriority");
+    return p;
+}
+
+Stream::Stream(const StreamOptions& options) {
+    detail::check(cudaStreamCreateWithPriority(&stream_, options.non_blocking ? cudaStreamNonBlocking : cudaStreamDefault,
+                                               options.priority),
+                  "cudaStreamCreateWithPriority", "creating a stream");
+}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+    if (this != &other) {
+        if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+        stream_ = other.stream_;
+        other.stream_ = nullptr;
+    }
+    return *this;
+}
+
+Stream::~Stream() {
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+Event::Event(const EventOptions& options) : timing_(options.timing) {
+    unsigned flags = options.timing ? cudaEventDefault : cudaEventDisableTiming;
+    if (options.blocking) flags |= cudaEventBlockingSync;
+    detail::check(cudaEventCreateWithFlags(&event_, flags), "cudaEventCreateWithFlags", "creating an event");
+}
+
+Event& Event::operator=(Event&& other) noexcept {
+    if (this != &other) {
+        if (event_ != nullptr) (void)cudaEventDestroy(event_);
+        event_ = other.event_;
+        timing_ = other.timing_;
+        other.event_ = nullptr;
+    }
+    return *this;
+}
+
+Event::~Event() {
+    if (event_ != nullptr) (void)cudaEventDestroy(event_);
+}
+
+void Event::record(StreamRef stream) const {
+    detail::check(cudaEventRecord(event_, stream.handle()), "cudaEventRecord");
+}
+
+void Event::synchronize() const { detail::check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
+
+bool Event::ready() const {
+    const cudaError_t s = cudaEventQuery(event_);
+    if (s == cudaErrorNotReady) return false;
+    detail::check(s, "cudaEventQuery");
+    return true;
+}
+
+float Event::elapsed_ms(const Event& start, const Event& end) {
+    if (!start.timing_ || !end.timing_)
+        detail::throw_invalid(std::string(!start.timing_ ? "start" : "end") +
+                                  " was created without timing; create both events with EventOptions{.timing = true}",
+                              "Event::elapsed_ms");
+    float ms = 0;
+    detail::check(cudaEventElapsedTime(&ms, start.event_, end.event_), "cudaEventElapsedTime");
+    return ms;
+}
+
+}  // namespace gpumath::core

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gpumath/layout.hpp>
+#include <gpumath/tensor.hpp>
+
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <gpumath/detail/status.hpp>
+
+namespace gpumath {
+namespace detail {
+
+void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) {
+    constexpr const char* api = "TensorLayout";
+    if (shape.size() > std::size_t(max_rank))
+        throw_invalid(fmt::format("shape: rank {} given, at most {} allowed", shape.size(), max_rank), api);
+    if (!strides.empty() && strides.size() != shape.size())
+        throw_invalid(fmt::format("strides: {} values given for a shape of rank {} ({}); pass one stride per "
+                                  "dimension or none for row-major",
+                                  strides.size(), shape.size(), to_string(shape)),
+                      api);
+    constexpr std::int64_t limit = std::numeric_limits<std::int64_t>::max();
+    std::int64_t count = 1;
+    bool empty = false;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] < 0)
+            throw_invalid(fmt::format("shape: extent {} of dimension {} in {} is negative; extents must be >= 0",
+                                      shape[i], i, to_string(shape)),
+                          api);
+        if (shape[i] == 0) empty = true;
+        else if (count > limit / shape[i])
+            throw_invalid(fmt::format("shape: {} has more elements than fit in int64", to_string(shape)), api);
+        else count *= shape[i];
+    }
+    const auto elem = std::int64_t(size_of(dtype));
+    if (!empty && count > limit / elem)
+        throw_invalid(fmt::format("shape: {} of {} needs more bytes than fit in int64", to_string(shape), to_string(dtype)),
+                      api);
+    if (strides.empty()) return;
+    std::int64_t last = 0;
+    for (std::size_t i = 0; i < strides.size(); ++i) {
+        if (strides[i] < 0)
+            throw_invalid(fmt::format("strides: stride {} of dimension {} in {} is negative; strides must be >= 0 "
+                                      "(0 broadcasts)",
+                                      strides[i], i, to_string(strides)),
+                          api);
+        if (empty) continue;
+        const std::int64_t extent = shape[i] - 1;
+        if (extent > 0 && strides[i] > (limit / elem - last) / extent)
+            throw_invalid(fmt::format("strides: {} with shape {} address more bytes than fit in int64",
+                                      to_string(strides), to_string(shape)),
+                          api);
+        last += extent * strides[i];
+    }
+}
+
+}  // namespace detail
+
+std::string to_string(std::span<const std::int64_t> extents) {
+    if (extents.size() == 1) return fmt::format("({},)", extents[0]);
+    return fmt::format("({})", fmt::join(extents, ", "));
+}
+
+std::string to_string(const TensorLayout& layout) {
+    return fmt::format("{} {} strides {}", to_string(layout.dtype()), to_string(layout.shape()),
+                       to_string(layout.strides()));
+}
+
+void TensorView::throw_null_data() const {
+    detail::throw_invalid(fmt::format("data: null pointer for a non-empty tensor of shape {} ({} elements); "
+                                      "pass device memory, or an empty shape",
+                                      to_string(shape()), size()),
+                          "TensorView");
+}
+
+void TensorView::throw_dtype_mismatch(DataType requested) const {
+    detail::throw_invalid(fmt::format("data_as: the view holds {} elements, {} was requested", to_string(dtype()),
+                                      to_string(requested)),
+                          "TensorView::data_as");
+}
+
+Tensor Tensor::empty(const TensorLayout& layout, core::StreamRef stream,
+                     std::shared_ptr<core::MemoryResource> resource) {
+    TensorLayout dense(layout.dtype(), layout.shape());
+    Tensor t;
+    t.buffer_ = core::Buffer(std::size_t(dense.size()) * size_of(dense.dtype()), stream, std::move(resource));
+    t.view_ = TensorView(t.buffer_.data(), dense);
+    return t;
+}
+
+void Tensor::check_count(const TensorLayout& layout, std::size_t count) {
+    if (std::int64_t(count) != layout.size())
+        detail::throw_invalid(fmt::format("data: {} host elements given for shape {}, which holds {}", count,
+                                          to_string(layout.shape()), layout.size()),
+                              "Tensor::from_host");
+}
+
+void Tensor::check_type(DataType requested) const {
+    if (requested != dtype())
+        detail::throw_invalid(fmt::format("T: the tensor holds {} elements, to_host was asked for {}",
+                                          to_string(dtype()), to_string(requested)),
+                              "Tensor::to_host");
+}
+
+}  // namespace gpumath

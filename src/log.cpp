@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gpumath/log.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <gpumath/error.hpp>
+
+namespace gpumath {
+namespace {
+
+LogLevel level_from_environment() noexcept {
+    const char* text = std::getenv("GPUMATH_LOG_LEVEL");
+    if (text == nullptr || *text == '\0') return LogLevel::warn;
+    try {
+        return parse_log_level(text);
+    } catch (...) {
+        std::fprintf(stderr, "gpumath [warn] GPUMATH_LOG_LEVEL=%s is not one of off, error, warn, info, debug; using warn\n",
+                     text);
+        return LogLevel::warn;
+    }
+}
+
+std::atomic<int>& level_storage() noexcept {
+    static std::atomic<int> level{static_cast<int>(level_from_environment())};
+    return level;
+}
+
+constexpr const char* level_name(LogLevel level) noexcept {
+    switch (level) {
+    case LogLevel::error: return "error";
+    case LogLevel::warn: return "warn";
+    case LogLevel::info: return "info";
+    case LogLevel::debug: return "debug";
+    case LogLevel::off: break;
+    }
+    return "off";
+}
+
+}  // namespace
+
+LogLevel log_level() noexcept { return static_cast<LogLevel>(level_storage().load(std::memory_order_relaxed)); }
+
+void set_log_level(LogLevel level) noexcept { level_storage().store(static_cast<int>(level), std::memory_order_relaxed); }
+
+LogLevel parse_log_level(std::string_view text) {
+    std::string lower(text);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (lower == "off" || lower == "0" || lower == "none") return LogLevel::off;
+    if (lower == "error" || lower == "1") return LogLevel::error;
+    if (lower == "warn" || lower == "warning" || lower == "2") return LogLevel::warn;
+    if (lower == "info" || lower == "3") return LogLevel::info;
+    if (lower == "debug" || lower == "4") return LogLevel::debug;
+    throw InvalidArgument(fmt::format("log level: got '{}', expected one of off, error, warn, info, debug (or 0..4)", text),
+                          "parse_log_level");
+}
+
+void log(LogLevel level, std::string_view message) noexcept {
+    if (!log_enabled(level)) return;
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    std::fprintf(stderr, "gpumath [%s] %.*s\n", level_name(level), static_cast<int>(message.size()), message.data());
+}
+
+}  // namespace gpumath

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <cublasLt.h>
+#include <cufft.h>
+
+#include <gpumath/detail/status.hpp>
+#include <gpumath/error.hpp>
+#include <gpumath/log.hpp>
+
+#include "common/test_util.hpp"
+
+using namespace gpumath;
+
+TEST(Errors, HierarchyAndFields) {
+    static_assert(std::is_base_of_v<std::runtime_error, Error>);
+    static_assert(std::is_base_of_v<Error, InvalidArgument> && std::is_base_of_v<Error, NotSupported> &&
+                  std::is_base_of_v<Error, CudaError> && std::is_base_of_v<Error, CublasError> &&
+                  std::is_base_of_v<Error, CufftError> && std::is_base_of_v<Error, CompileError> &&
+                  std::is_base_of_v<Error, LinkError>);
+    CompileError c("msg", 6, "nvrtcCompileProgram", "kernel.cu(3): error: x");
+    EXPECT_EQ(c.status(), 6);
+    EXPECT_EQ(c.api(), "nvrtcCompileProgram");
+    EXPECT_EQ(c.log(), "kernel.cu(3): error: x");
+}
+
+TEST(Errors, CublasMessageNamesApiStatusAndContext) {
+    try {
+        detail::check_cublas(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul", "running a bf16 matmul");
+        FAIL() << "no throw";
+    } catch (const CublasError& e) {
+        EXPECT_STREQ(e.what(), "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED (15): running a bf16 matmul");
+        EXPECT_EQ(e.status(), 15);
+        EXPECT_EQ(e.api(), "cublasLtMatmul");
+    }
+}
+
+TEST(Errors, CufftAndCudaMessages) {
+    try {
+        detail::check_cufft(CUFFT_INVALID_SIZE, "cufftMakePlanMany64");
+        FAIL() << "no throw";
+    } catch (const CufftError& e) {
+        EXPECT_STREQ(e.what(), "cufftMakePlanMany64: CUFFT_INVALID_SIZE (8)");
+        EXPECT_EQ(e.status(), CUFFT_INVALID_SIZE);
+    }
+    try {
+        detail::check(cudaErrorMemoryAllocation, "cudaMallocAsync", "allocating 12 bytes");
+        FAIL() << "no throw";
+    } catch (const CudaError& e) {
+        EXPECT_STREQ(e.what(), "cudaMallocAsync: cudaErrorMemoryAllocation (2): allocating 12 bytes");
+        EXPECT_EQ(e.status(), 2);
+    }
+    try {
+        detail::check(cudaErrorInsufficientDriver, "cudaGetDeviceCount");
+        FAIL() << "no throw";
+    } catch (const CudaError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("no CUDA driver/device: cudaGetDeviceCount", 0), 0u) << e.what();
+    }
+}
+
+TEST(Errors, ContextIsBuiltOnlyOnFailure) {
+    int calls = 0;
+    auto context = [&] {
+        ++calls;
+        return std::string("expensive");
+    };
+    detail::check(cudaSuccess, "cudaMemcpyAsync", context);
+    detail::check_cublas(0, "cublasLtMatmul", context);
+    EXPECT_EQ(calls, 0);
+    EXPECT_THROW(detail::check_cufft(5, "cufftExecC2C", context), CufftError);
+    EXPECT_EQ(calls, 1);
+}
+
+TEST(Errors, ReleaseNoexceptSwallows) {
+    bool ran = false;
+    detail::release_noexcept([&] {
+        ran = true;
+        throw std::runtime_error("x");
+    });
+    EXPECT_TRUE(ran);
+}
+
+TEST(Log, ParseLevelsAndReject) {
+    EXPECT_EQ(parse_log_level("off"), LogLevel::off);
+    EXPECT_EQ(parse_log_level("ERROR"), LogLevel::error);
+    EXPECT_EQ(parse_log_level("warn"), LogLevel::warn);
+    EXPECT_EQ(parse_log_level("Info"), LogLevel::info);
+    EXPECT_EQ(parse_log_level("4"), LogLevel::debug);
+    test::expect_throw_with<InvalidArgument>([] { (void)parse_log_level("verbose"); }, {"verbose", "off, error"});
+    const LogLevel before = log_level();
+    set_log_level(LogLevel::debug);
+    EXPECT_TRUE(log_enabled(LogLevel::debug));
+    set_log_level(LogLevel::error);
+    EXPECT_FALSE(log_enabled(LogLevel::warn));
+    EXPECT_TRUE(log_enabled(LogLevel::error));
+    set_log_level(LogLevel::off);
+    EXPECT_FALSE(log_enabled(LogLevel::error));
+    set_log_level(before);
+}

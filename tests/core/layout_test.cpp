@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <cstdint>
+#include <vector>
+
+#include <gpumath/layout.hpp>
+#include <gpumath/tensor.hpp>
+#include <gpumath/types.hpp>
+
+#include "common/test_util.hpp"
+
+using gpumath::DataType;
+using gpumath::TensorLayout;
+using gpumath::TensorView;
+using gpumath::test::expect_throw_with;
+
+TEST(DataType, SizesNamesAndMapping) {
+    EXPECT_EQ(gpumath::size_of(DataType::f16), 2u);
+    EXPECT_EQ(gpumath::size_of(DataType::bf16), 2u);
+    EXPECT_EQ(gpumath::size_of(DataType::f32), 4u);
+    EXPECT_EQ(gpumath::size_of(DataType::f64), 8u);
+    EXPECT_EQ(gpumath::size_of(DataType::c32), 8u);
+    EXPECT_EQ(gpumath::size_of(DataType::c64), 16u);
+    EXPECT_EQ(gpumath::size_of(DataType::e4m3), 1u);
+    EXPECT_EQ(gpumath::size_of(DataType::e5m2), 1u);
+    EXPECT_EQ(gpumath::size_of(DataType::i8), 1u);
+    EXPECT_EQ(gpumath::size_of(DataType::i32), 4u);
+    EXPECT_EQ(gpumath::to_string(DataType::bf16), "bf16");
+    EXPECT_EQ(gpumath::to_string(DataType::c64), "c64");
+    EXPECT_EQ(gpumath::to_string(DataType::e4m3), "e4m3");
+    static_assert(gpumath::data_type_of<float>() == DataType::f32);
+    static_assert(gpumath::data_type_of<const double>() == DataType::f64);
+    static_assert(gpumath::data_type_of<__half>() == DataType::f16);
+    static_assert(gpumath::data_type_of<__nv_bfloat16>() == DataType::bf16);
+    static_assert(gpumath::data_type_of<std::complex<float>>() == DataType::c32);
+    static_assert(gpumath::data_type_of<cuComplex>() == DataType::c32);
+    static_assert(gpumath::data_type_of<cuDoubleComplex>() == DataType::c64);
+    static_assert(gpumath::data_type_of<std::complex<double>>() == DataType::c64);
+    static_assert(gpumath::data_type_of<__nv_fp8_e4m3>() == DataType::e4m3);
+    static_assert(gpumath::data_type_of<__nv_fp8_e5m2>() == DataType::e5m2);
+    static_assert(gpumath::data_type_of<std::int8_t>() == DataType::i8);
+    static_assert(gpumath::data_type_of<std::int32_t>() == DataType::i32);
+    static_assert(!gpumath::is_element_type_v<long>);
+    static_assert(sizeof(__nv_fp8_e4m3) == 1 && sizeof(__half) == 2 && sizeof(cuDoubleComplex) == 16);
+    EXPECT_EQ(gpumath::to_cuda(DataType::bf16), CUDA_R_16BF);
+    EXPECT_EQ(gpumath::to_cuda(DataType::c32), CUDA_C_32F);
+}
+
+TEST(TensorLayout, RowMajorDefaults) {
+    TensorLayout l(DataType::f32, {2, 3, 4});
+    EXPECT_EQ(l.rank(), 3);
+    EXPECT_EQ(l.size(), 24);
+    EXPECT_EQ(l.stride(0), 12);
+    EXPECT_EQ(l.stride(1), 4);
+    EXPECT_EQ(l.stride(2), 1);
+    EXPECT_EQ(l.stride(-1), 1);
+    EXPECT_EQ(l.shape(-3), 2);
+    EXPECT_TRUE(l.is_contiguous());
+    EXPECT_EQ(l.span_elements(), 24);
+    EXPECT_EQ(l.span_bytes(), 96);
+    EXPECT_EQ(gpumath::to_string(l), "f32 (2, 3, 4) strides (12, 4, 1)");
+}
+
+TEST(TensorLayout, ScalarEmptyAndMaxRank) {
+    TensorLayout scalar;
+    EXPECT_EQ(scalar.rank(), 0);
+    EXPECT_EQ(scalar.size(), 1);
+    EXPECT_EQ(scalar.span_elements(), 1);
+    TensorLayout empty(DataType::f16, {3, 0, 5});
+    EXPECT_EQ(empty.size(), 0);
+    EXPECT_EQ(empty.span_bytes(), 0);
+    TensorLayout r8(DataType::i8, {1, 2, 1, 2, 1, 2, 1, 2});
+    EXPECT_EQ(r8.rank(), 8);
+    EXPECT_EQ(r8.stride(0), 16);
+    static_assert(sizeof(TensorLayout) <= 2 * 8 * 8 + 8, "layouts are stored inline");
+}
+
+TEST(TensorLayout, ExplicitStridesTransposeAndBroadcast) {
+    TensorLayout t(DataType::f64, {3, 5}, {1, 3});  // column-major 3x5
+    EXPECT_FALSE(t.is_contiguous());
+    EXPECT_EQ(t.span_elements(), 15);
+    TensorLayout b(DataType::f32, {4, 3, 5}, {0, 5, 1});  // broadcast batch
+    EXPECT_EQ(b.size(), 60);
+    EXPECT_EQ(b.span_elements(), 15);
+    EXPECT_EQ(t, TensorLayout(DataType::f64, {3, 5}, {1, 3}));
+    EXPECT_FALSE(t == TensorLayout(DataType::f32, {3, 5}, {1, 3}));
+}
+
+TEST(TensorLayout, RejectsBadShapesAndStrides) {
+    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::f32, {2, -3}); },
+                                                {"shape", "-3", "dimension 1", ">= 0"});
+    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::f32, {1, 1, 1, 1, 1, 1, 1, 1, 1}); },
+                                                {"rank 9", "at most 8"});
+    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::f32, {2, 3}, {1}); },
+                                                {"strides", "1 values", "rank 2"});
+    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::f32, {2, 3}, {3, -1}); },
+                                                {"strides", "-1", "negative"});
+    expect_throw_with<gpumath::InvalidArgument>(
+        [] { TensorLayout(DataType::f32, {INT64_C(1) << 40, INT64_C(1) << 40}); }, {"shape", "int64"});
+    expect_throw_with<gpumath::InvalidArgument>(
+        [] { TensorLayout(DataType::c64, {INT64_C(1) << 60}); }, {"bytes", "int64"});
+    expect_throw_with<gpumath::InvalidArgument>(
+        [] { TensorLayout(DataType::f32, {4, 4}, {INT64_C(1) << 62, 1}); }, {"strides", "int64"});
+}
+
+TEST(TensorView, TypedAndUntyped) {
+    std::vector<float> host(12, 1.0f);
+    TensorView v(host.data(), {3, 4});
+    EXPECT_EQ(v.dtype(), DataType::f32);
+    EXPECT_EQ(v.data(), host.data());
+    EXPECT_EQ(v.data_as<float>(), host.data());
+    const TensorLayout& as_layout = v;
+    EXPECT_EQ(as_layout.shape(1), 4);
+    const std::vector<double> cd(6, 2.0);
+    TensorView c(cd.data(), {2, 3}, {1, 2});
+    EXPECT_EQ(c.dtype(), DataType::f64);
+    EXPECT_EQ(c.stride(1), 2);
+    TensorView u(static_cast<void*>(host.data()), DataType::bf16, {24});
+    EXPECT_EQ(u.dtype(), DataType::bf16);
+    expect_throw_with<gpumath::InvalidArgument>([&] { (void)v.data_as<double>(); }, {"f32", "f64"});
+    expect_throw_with<gpumath::InvalidArgument>([] { TensorView(static_cast<float*>(nullptr), {2, 2}); },
+                                                {"data", "null", "(2, 2)"});
+    TensorView empty_ok(static_cast<float*>(nullptr), {0, 4});
+    EXPECT_EQ(empty_ok.size(), 0);
+}
+
+TEST(Tensor, HostCountAndTypeChecksComeBeforeGpuWork) {
+    const std::vector<float> six(6, 1.0f);
+    // Both checks run before any allocation, so they behave the same with or without a GPU.
+    expect_throw_with<gpumath::InvalidArgument>([&] { (void)gpumath::Tensor::from_host(six, {2, 4}); },
+                                                {"6 host elements", "(2, 4)", "8"});
+}

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device, Stream, Event, memory resources and Buffer on a real GPU.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include <gpumath/core.hpp>
+#include <gpumath/tensor.hpp>
+
+#include "common/test_util.hpp"
+
+using namespace gpumath;
+
+TEST(Device, Properties) {
+    GPUMATH_REQUIRE_GPU();
+    const int n = core::Device::count();
+    ASSERT_GT(n, 0);
+    core::Device d(0);
+    int sms = 0;
+    ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+    EXPECT_EQ(d.multiprocessor_count(), sms);
+    int major = 0, minor = 0;
+    ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+    ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), cudaSuccess);
+    EXPECT_EQ(d.compute_capability(), (core::ComputeCapability{major, minor}));
+    EXPECT_EQ(d.arch(), "sm_" + std::to_string(major) + std::to_string(minor));
+    std::size_t free_b = 0, total_b = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
+    EXPECT_EQ(d.total_memory(), total_b);
+    EXPECT_FALSE(d.name().empty());
+    EXPECT_EQ(core::Device::current().ordinal(), 0);
+    d.set_current();
+    d.synchronize();
+    test::expect_throw_with<InvalidArgument>([&] { core::Device bad(n); }, {"ordinal", std::to_string(n)});
+    test::expect_throw_with<InvalidArgument>([] { core::Device bad(-1); }, {"ordinal", "-1"});
+}
+
+TEST(Stream, OrderingAcrossStreamsThroughEvents) {
+    GPUMATH_REQUIRE_GPU();
+    core::Device d(0);
+    core::Stream a = d.create_stream();
+    core::Stream b = d.create_stream({.non_blocking = true, .priority = -1});
+    constexpr std::size_t n = 1 << 20;
+    std::vector<int> host(n);
+    std::iota(host.begin(), host.end(), 7);
+    core::Buffer src = core::Buffer::from_host(std::span<const int>(host), a);
+    core::Buffer dst(n * sizeof(int), a);
+    // Delay stream a on the host side so b would race ahead without the event wait.
+    ASSERT_EQ(cudaLaunchHostFunc(
+                  a.handle(), [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }, nullptr),
+              cudaSuccess);
+    core::Buffer staged(n * sizeof(int), a);
+    staged.copy_from(src, a);
+    core::Event done = a.record();
+    b.wait(done);
+    dst.copy_from(staged, b);
+    EXPECT_EQ(dst.to_host<int>(b), host);
+    EXPECT_TRUE(a.ready());
+    EXPECT_TRUE(b.ready());
+    EXPECT_LE(b.priority(), 0);
+    b.wait(a);  // stream-on-stream wait
+    b.synchronize();
+}
+
+TEST(Event, TimingAndQueries) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    core::Event start({.timing = true}), end({.timing = true});
+    start.record(s);
+    ASSERT_EQ(cudaLaunchHostFunc(
+                  s.handle(), [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, nullptr),
+              cudaSuccess);
+    end.record(s);
+    end.synchronize();
+    EXPECT_TRUE(end.ready());
+    const float ms = core::Event::elapsed_ms(start, end);
+    EXPECT_GE(ms, 15.0f);
+    EXPECT_LT(ms, 2000.0f);
+    core::Event untimed;
+    untimed.record(s);
+    untimed.synchronize();
+    test::expect_throw_with<InvalidArgument>([&] { (void)core::Event::elapsed_ms(start, untimed); },
+                                             {"end", "timing"});
+}
+
+TEST(Memory, PoolAllocatesAndFreesInStreamOrder) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    auto pool = std::make_shared<core::DeviceMemoryResource>();
+    const std::uint64_t used0 = pool->used_bytes();
+    std::vector<void*> ptrs;
+    for (int i = 0; i < 16; ++i) ptrs.push_back(pool->allocate(std::size_t(1) << 20, s));
+    for (void* p : ptrs) {
+        EXPECT_NE(p, nullptr);
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 256, 0u);
+    }
+    EXPECT_GE(pool->used_bytes(), used0 + (16u << 20));
+    for (void* p : ptrs) pool->deallocate(p, std::size_t(1) << 20, s);
+    s.synchronize();
+    EXPECT_EQ(pool->used_bytes(), used0);
+    EXPECT_GE(pool->reserved_bytes(), 16u << 20);  // kept for reuse (release threshold)
+    // Freed memory is reused in stream order: allocate-after-free on the same stream.
+    void* again = pool->allocate(std::size_t(1) << 20, s);
+    EXPECT_NE(again, nullptr);
+    pool->deallocate(again, std::size_t(1) << 20, s);
+    s.synchronize();
+    pool->trim(0);
+    EXPECT_EQ(pool->reserved_bytes(), 0u);
+    EXPECT_EQ(pool->allocate(0, s), nullptr);
+}
+
+TEST(Buffer, RoundTripsOfManySizes) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    auto rng = test::rng_for_test();
+    for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(3), std::size_t(1001), std::size_t(1) << 20}) {
+        std::vector<std::uint8_t> host(n);
+        for (auto& b : host) b = static_cast<std::uint8_t>(rng());
+        core::Buffer b = core::Buffer::from_host(std::span<const std::uint8_t>(host), s);
+        EXPECT_EQ(b.size_bytes(), n);
+        core::Buffer c(n, s);
+        c.copy_from(b, s);
+        EXPECT_EQ(c.to_host<std::uint8_t>(s), host) << "size " << n;
+    }
+}
+
+TEST(Buffer, OneGibibyteRoundTrip) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    const std::size_t n = std::size_t(1) << 28;  // 2^28 floats = 1 GiB
+    std::vector<std::uint32_t> host(n);
+    for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<std::uint32_t>(i * 2654435761u);
+    core::Buffer b = core::Buffer::from_host(std::span<const std::uint32_t>(host), s);
+    core::Buffer c(b.size_bytes(), s);
+    b.copy_to(c, s);
+    const auto back = c.to_host<std::uint32_t>(s);
+    ASSERT_EQ(back.size(), n);
+    EXPECT_TRUE(back == host);
+}
+
+TEST(Buffer, PinnedAndManagedResources) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    auto pinned = core::PinnedMemoryResource::default_resource();
+    core::Buffer h(4096 * sizeof(float), s, pinned);
+    auto* hp = h.data_as<float>();
+    for (int i = 0; i < 4096; ++i) hp[i] = float(i) * 0.5f + 1.0f;  // host-accessible
+    core::Buffer d(4096 * sizeof(float), s);
+    d.copy_from(h, s);
+    core::Buffer h2(4096 * sizeof(float), s, pinned);
+    h2.copy_from(d, s);
+    s.synchronize();
+    EXPECT_EQ(std::memcmp(h.data(), h2.data(), h.size_bytes()), 0);
+    EXPECT_TRUE(pinned->host_accessible());
+
+    auto managed = core::ManagedMemoryResource::default_resource();
+    core::Buffer m(64 * sizeof(int), s, managed);
+    for (int i = 0; i < 64; ++i) m.data_as<int>()[i] = i * i;
+    core::Buffer md(64 * sizeof(int), s);
+    md.copy_from(m, s);
+    const auto back = md.to_host<int>(s);
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(back[std::size_t(i)], i * i);
+}
+
+TEST(Buffer, ForeignStreamAdoptedAndLeftAlive) {
+    GPUMATH_REQUIRE_GPU();
+    cudaStream_t raw = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking), cudaSuccess);
+    {
+        core::StreamRef ref(raw);
+        EXPECT_EQ(ref.handle(), raw);
+        std::vector<float> v{1.f, 2.f, 3.f};
+        core::Buffer b = core::Buffer::from_host(v, ref);
+        EXPECT_EQ(b.stream().handle(), raw);
+        EXPECT_EQ(b.to_host<float>(ref), v);
+    }
+    // The StreamRef did not own the stream: it is still usable, and destroying it is ours to do.
+    EXPECT_EQ(cudaStreamQuery(raw), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(raw), cudaSuccess);
+    EXPECT_EQ(cudaStreamDestroy(raw), cudaSuccess);
+}
+
+TEST(Buffer, BadCopiesAndViews) {
+    GPUMATH_REQUIRE_GPU();
+    core::Buffer a(16), b(32);
+    test::expect_throw_with<InvalidArgument>([&] { a.copy_from(b); }, {"16", "32", "copy_from"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)a.view<float>({2, 3}); }, {"24 bytes", "16"});
+    core::Buffer odd(6);
+    test::expect_throw_with<InvalidArgument>([&] { (void)odd.to_host<float>(); }, {"6 bytes", "sizeof(T) = 4"});
+    const auto v = b.view<float>({2, 4});
+    EXPECT_EQ(v.data(), b.data());
+    EXPECT_EQ(v.dtype(), DataType::f32);
+}
+
+TEST(Tensor, EmptyFromHostToHost) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    auto rng = test::rng_for_test();
+    const auto host = test::random_vector<double>(35, rng);
+    Tensor t = Tensor::from_host(host, {5, 7}, s);
+    EXPECT_EQ(t.dtype(), DataType::f64);
+    EXPECT_EQ(t.shape(0), 5);
+    EXPECT_EQ(t.strides()[0], 7);
+    EXPECT_EQ(t.to_host<double>(s), host);
+    test::expect_throw_with<InvalidArgument>([&] { (void)t.to_host<float>(s); }, {"f64", "f32"});
+    Tensor e = Tensor::empty(DataType::bf16, {3, 4}, s);
+    EXPECT_EQ(e.buffer().size_bytes(), 24u);
+    TensorView view = e;
+    EXPECT_EQ(view.data(), e.data());
+}
