@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// Benchmark harness shared by gpumath's benchmark programs: CUDA-event timing of GPU work,
+// burst timing of host cost, and a reporter printing a table and writing JSON.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+namespace gpumath::bench {
+
+inline void cuda_check(cudaError_t s, const char* what) {
+    if (s != cudaSuccess) {
+        std::fprintf(stderr, "bench: %s failed: %s\n", what, cudaGetErrorString(s));
+        std::exit(2);
+    }
+}
+
+inline double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Milliseconds of GPU time per call of `fn(i)` on `stream`: `warmup` untimed calls, then
+/// `samples` samples of `per_sample` back-to-back calls, each sample bracketed by CUDA events;
+/// returns the median sample divided by `per_sample`. `i` counts calls (for rotating buffers).
+inline double gpu_ms(cudaStream_t stream, const std::function<void(int)>& fn, int warmup = 5, int samples = 31,
+                     int per_sample = 1) {
+    int call = 0;
+    for (int i = 0; i < warmup; ++i) fn(call++);
+    cuda_check(cudaStreamSynchronize(stream), "warm-up");
+    cudaEvent_t a{}, b{};
+    cuda_check(cudaEventCreate(&a), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&b), "cudaEventCreate");
+    std::vector<double> t;
+    for (int s = 0; s < samples; ++s) {
+        cuda_check(cudaEventRecord(a, stream), "cudaEventRecord");
+        for (int k = 0; k < per_sample; ++k) fn(call++);
+        cuda_check(cudaEventRecord(b, stream), "cudaEventRecord");
+        cuda_check(cudaEventSynchronize(b), "cudaEventSynchronize");
+        float ms = 0;
+        cuda_check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+        t.push_back(double(ms) / per_sample);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return median(t);
+}
+
+/// Microseconds of host time per call of `fn(i)`, timed in bursts of `burst` calls (shorter than
+/// the launch queue) with `stream` drained between bursts; median over `bursts` bursts.
+inline double host_us(cudaStream_t stream, const std::function<void(int)>& fn, int burst = 128, int bursts = 51,
+                      int warmup_bursts = 3) {
+    int call = 0;
+    std::vector<double> t;
+    for (int b = 0; b < warmup_bursts + bursts; ++b) {
+        cuda_check(cudaStreamSynchronize(stream), "drain");
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int k = 0; k < burst; ++k) fn(call++);
+        const auto t1 = std::chrono::steady_clock::now();
+        if (b >= warmup_bursts) t.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / burst);
+    }
+    cuda_check(cudaStreamSynchronize(stream), "drain");
+    return median(t);
+}
+
+/// One measured figure.
+struct Row {
+    std::string group;    // e.g. "copy D2D 256 MiB"
+    std::string variant;  // e.g. "gpumath", "raw"
+    std::string metric;   // e.g. "GB/s", "us/call", "ms", "TFLOP/s"
+    double value = 0;
+    double ratio = 0;     // gpumath / raw (or raw / gpumath for times, so >1 means gpumath is better), 0 = n/a
+    std::string note;
+};
+
+/// Collects rows, prints an aligned table, writes JSON when `--json PATH` was given.
+class Reporter {
+public:
+    Reporter(std::string program, int argc, char** argv) : program_(std::move(program)) {
+        for (int i = 1; i < argc; ++i) {
+            if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path_ = argv[++i];
+            else if (std::strcmp(argv[i], "--quick") == 0) quick_ = true;
+            else filters_.emplace_back(argv[i]);
+        }
+    }
+    /// True when `--quick` was passed (fewer samples, smaller sizes).
+    [[nodiscard]] bool quick() const { return quick_; }
+    /// True when no filter was given or `name` contains one of them.
+    [[nodiscard]] bool selected(const std::string& name) const {
+        if (filters_.empty()) return true;
+        return std::any_of(filters_.begin(), filters_.end(), [&](const std::string& f) { return name.find(f) != std::string::npos; });
+    }
+    void add(Row r) {
+        std::printf("  %-44s %-18s %12.4g %-8s", r.group.c_str(), r.variant.c_str(), r.value, r.metric.c_str());
+        if (r.ratio > 0) std::printf("  ratio %.3f", r.ratio);
+        if (!r.note.empty()) std::printf("  %s", r.note.c_str());
+        std::printf("\n");
+        std::fflush(stdout);
+        rows_.push_back(std::move(r));
+    }
+    ~Reporter() {
+        if (json_path_.empty()) return;
+        FILE* f = std::fopen(json_path_.c_str(), "w");
+        if (f == nullptr) return;
+        std::fprintf(f, "{\"program\": \"%s\", \"rows\": [\n", program_.c_str());
+        for (std::size_t i = 0; i < rows_.size(); ++i) {
+            const Row& r = rows_[i];
+            std::fprintf(f, "  {\"group\": \"%s\", \"variant\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"ratio\": %.6g, \"note\": \"%s\"}%s\n",
+                         r.group.c_str(), r.variant.c_str(), r.metric.c_str(), r.value, r.ratio, r.note.c_str(),
+                         i + 1 < rows_.size() ? "," : "");
+        }
+        std::fprintf(f, "]}\n");
+        std::fclose(f);
+    }
+    Reporter(const Reporter&) = delete;
+    Reporter& operator=(const Reporter&) = delete;
+
+private:
+    std::string program_;
+    std::string json_path_;
+    std::vector<std::string> filters_;
+    std::vector<Row> rows_;
+    bool quick_ = false;
+};
+
+/// Prints the device, driver and runtime versions as the table's header.
+inline void print_environment(const char* program) {
+    int dev = 0, driver = 0, runtime = 0;
+    cudaDeviceProp p{};
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    cuda_check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    std::printf("%s on %s (sm_%d%d, %d SMs), driver CUDA %d.%d, runtime %d.%d\n", program, p.name, p.major, p.minor,
+                p.multiProcessorCount, driver / 1000, (driver % 1000) / 10, runtime / 1000, (runtime % 1000) / 10);
+}
+
+/// Exits with a message (status 0) when there is no GPU: benchmarks need one.
+inline void require_gpu(const char* program) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        std::printf("%s: no CUDA device on this machine; benchmarks need a GPU\n", program);
+        std::exit(0);
+    }
+}
+
+}  // namespace gpumath::bench
