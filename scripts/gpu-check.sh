@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The whole GPU loop in one command, for a build made elsewhere with the `gpu` preset and carried
+# to the GPU machine:
+#
+#   scripts/gpu-check.sh [BUILD_DIR]          (default: build-gpu)
+#
+# Runs every test binary, the GPU tests again under compute-sanitizer memcheck, the examples and
+# the benchmarks, and writes logs to $OUT (default ./gpu-logs): tests.log, sanitizer.log,
+# examples.log, bench.log, bench.json, env.txt. Environment knobs:
+#   GPUCHECK_STEPS="tests sanitizer examples bench"   steps to run (any subset, in this order)
+#   GPUCHECK_FILTER=...      gtest filter for the tests step (default: all)
+#   GPUCHECK_BENCH_ARGS=...  extra arguments for every benchmark program (e.g. --quick)
+#   GPUCHECK_BENCH=...       space-separated benchmark programs to run (default: all)
+#   GPUCHECK_TIMEOUT=300     seconds allowed per binary
+set -u
+build="${1:-build-gpu}"
+out="${OUT:-$PWD/gpu-logs}"
+steps="${GPUCHECK_STEPS:-tests sanitizer examples bench}"
+limit="${GPUCHECK_TIMEOUT:-300}"
+mkdir -p "$out"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export GPUMATH_CACHE_DIR="${GPUMATH_CACHE_DIR:-$(mktemp -d)}"
+list="$build/gpumath-tests.txt"
+[ -f "$list" ] || { echo "missing $list: build with the gpu preset first" >&2; exit 1; }
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1
+  nvcc --version 2>/dev/null | tail -1
+  uname -a
+} > "$out/env.txt"
+cat "$out/env.txt"
+
+status=0
+summary=()
+
+has_step() { case " $steps " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+if has_step tests; then
+  : > "$out/tests.log"
+  while read -r label rel; do
+    bin="$build/$rel"
+    name=$(basename "$rel")
+    echo "=== $name ($label)" >> "$out/tests.log"
+    timeout "$limit" "$bin" --gtest_color=no ${GPUCHECK_FILTER:+--gtest_filter=$GPUCHECK_FILTER} >> "$out/tests.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then summary+=("PASS  tests      $name")
+    else summary+=("FAIL  tests      $name (exit $rc)"); status=1
+         grep -E "^\[  FAILED  \]|Failure|error" "$out/tests.log" | tail -n 20 | sed 's/^/      /' >> "$out/failures.txt"
+    fi
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/tests.log" | tail -n 3 > /dev/null
+  done < "$list"
+fi
+
+if has_step sanitizer; then
+  : > "$out/sanitizer.log"
+  while read -r label rel; do
+    [ "$label" = gpu ] || continue
+    bin="$build/$rel"
+    name=$(basename "$rel")
+    echo "=== $name under memcheck" >> "$out/sanitizer.log"
+    # The 1 GiB round trip is slow under memcheck and adds nothing over the small sizes.
+    timeout "$limit" compute-sanitizer --tool memcheck --error-exitcode 86 --print-limit 20 \
+      "$bin" --gtest_color=no --gtest_filter="${GPUCHECK_SANITIZER_FILTER:--*OneGibibyte*:*Bench*}" >> "$out/sanitizer.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then summary+=("PASS  memcheck   $name")
+    else summary+=("FAIL  memcheck   $name (exit $rc)"); status=1; fi
+  done < "$list"
+  grep -E "ERROR SUMMARY" "$out/sanitizer.log" | sort | uniq -c
+fi
+
+if has_step examples; then
+  if bash "$(dirname "$0")/run-examples.sh" "$build" > "$out/examples.log" 2>&1; then
+    summary+=("PASS  examples   $(tail -n 1 "$out/examples.log")")
+  else
+    summary+=("FAIL  examples   $(tail -n 1 "$out/examples.log")"); status=1
+  fi
+fi
+
+if has_step bench; then
+  : > "$out/bench.log"
+  : > "$out/bench.json"
+  benches="${GPUCHECK_BENCH:-}"
+  if [ -z "$benches" ]; then
+    for b in "$build"/bench/bench_*; do [ -x "$b" ] && benches="$benches $(basename "$b")"; done
+  fi
+  for name in $benches; do
+    echo "=== $name" >> "$out/bench.log"
+    timeout "$limit" "$build/bench/$name" ${GPUCHECK_BENCH_ARGS:-} --json "$out/$name.json.tmp" >> "$out/bench.log" 2>&1
+    rc=$?
+    [ -f "$out/$name.json.tmp" ] && { cat "$out/$name.json.tmp" >> "$out/bench.json"; rm -f "$out/$name.json.tmp"; }
+    if [ $rc -eq 0 ]; then summary+=("PASS  bench      $name")
+    else summary+=("FAIL  bench      $name (exit $rc)"); status=1; fi
+  done
+  cat "$out/bench.log"
+fi
+
+echo
+echo "=== gpu-check summary"
+for line in "${summary[@]}"; do echo "$line"; done
+[ -f "$out/failures.txt" ] && { echo "--- failures"; cat "$out/failures.txt"; }
+exit $status
