@@ -12,6 +12,7 @@ namespace gpumath::detail {
     X(cuGetErrorName, 6000)                      \
     X(cuGetErrorString, 6000)                    \
     X(cuDriverGetVersion, 2020)                  \
+    X(cuDeviceGet, 2000)                         \
     X(cuCtxGetCurrent, 4000)                     \
     X(cuCtxGetDevice, 2000)                      \
     X(cuDevicePrimaryCtxRetain, 7000)            \

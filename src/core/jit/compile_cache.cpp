@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: Apache-2.0
+// The compile cache: an in-memory LRU map plus a directory of entries shared between processes.
+//
+// Disk entry layout (little-endian, as written by this machine):
+//   header  : magic "GPUMJIT\0" | u32 format version | u32 zero | u64 payload size | u64 payload checksum
+//   payload : 32-byte key digest | u32 code type | str arch | str name | str log |
+//             u32 count, count x (str expression, str lowered name) | str code
+//   str     : u64 size | bytes
+// A reader accepts an entry only when every field checks out (magic, version, exact file size,
+// checksum, the key stored inside, bounds of every string); anything else counts as a rejected
+// entry and is overwritten by the next successful compile.
+#include <gpumath/core/program.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "core/jit/jit.hpp"
+#include "detail/log.hpp"
+#include <gpumath/detail/lru_cache.hpp>
+
+namespace fs = std::filesystem;
+
+namespace gpumath::detail {
+
+fs::path jit_cache_directory(const char* gpumath_cache_dir, const char* xdg_cache_home, const char* home) {
+    const auto set = [](const char* s) { return s != nullptr && *s != '\0'; };
+    if (set(gpumath_cache_dir)) {
+        std::string v = gpumath_cache_dir;
+        for (char& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
+        if (v == "off" || v == "0" || v == "none" || v == "false" || v == "no") return {};
+        return fs::path(gpumath_cache_dir) / "jit";
+    }
+    if (set(xdg_cache_home)) return fs::path(xdg_cache_home) / "gpumath" / "jit";
+    if (set(home)) return fs::path(home) / ".cache" / "gpumath" / "jit";
+    return {};
+}
+
+namespace {
+
+constexpr char k_magic[8] = {'G', 'P', 'U', 'M', 'J', 'I', 'T', '\0'};
+constexpr std::uint32_t k_format_version = 1;
+constexpr std::size_t k_header_size = 8 + 4 + 4 + 8 + 8;
+
+void put_u32(std::string& out, std::uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void put_u64(std::string& out, std::uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void put_str(std::string& out, std::string_view s) {
+    put_u64(out, s.size());
+    out.append(s);
+}
+
+// Bounds-checked reader over a payload; any overrun makes `ok` false.
+struct Reader {
+    std::string_view data;
+    std::size_t pos = 0;
+    bool ok = true;
+    template <class T>
+    T get() {
+        T v{};
+        if (!ok || data.size() - pos < sizeof v) {
+            ok = false;
+            return v;
+        }
+        std::memcpy(&v, data.data() + pos, sizeof v);
+        pos += sizeof v;
+        return v;
+    }
+    std::string str() {
+        const auto n = get<std::uint64_t>();
+        if (!ok || data.size() - pos < n) {
+            ok = false;
+            return {};
+        }
+        std::string s(data.substr(pos, n));
+        pos += n;
+        return s;
+    }
+};
+
+std::string encode_entry(const Digest& key, const ObjectCodeData& d) {
+    std::string payload;
+    payload.reserve(d.bytes.size() + d.log.size() + 256);
+    payload.append(reinterpret_cast<const char*>(key.data()), key.size());
+    put_u32(payload, std::uint32_t(d.type));
+    put_str(payload, d.arch);
+    put_str(payload, d.name);
+    put_str(payload, d.log);
+    put_u32(payload, std::uint32_t(d.lowered_names.size()));
+    for (const auto& [expr, lowered] : d.lowered_names) {
+        put_str(payload, expr);
+        put_str(payload, lowered);
+    }
+    put_str(payload, d.bytes);
+    std::string out;
+    out.reserve(k_header_size + payload.size());
+    out.append(k_magic, sizeof k_magic);
+    put_u32(out, k_format_version);
+    put_u32(out, 0);
+    put_u64(out, payload.size());
+    put_u64(out, checksum64(payload.data(), payload.size()));
+    out += payload;
+    return out;
+}
+
+// The entry's contents, or nullptr with `why` set when it is not a valid entry for `key`.
+std::shared_ptr<ObjectCodeData> decode_entry(std::string_view file, const Digest& key, std::string& why) {
+    if (file.size() < k_header_size) {
+        why = "shorter than its header";
+        return nullptr;
+    }
+    Reader h{file.substr(0, k_header_size)};
+    char magic[8];
+    std::memcpy(magic, file.data(), sizeof magic);
+    h.pos = sizeof magic;
+    const auto version = h.get<std::uint32_t>();
+    (void)h.get<std::uint32_t>();
+    const auto size = h.get<std::uint64_t>();
+    const auto checksum = h.get<std::uint64_t>();
+    if (std::memcmp(magic, k_magic, sizeof magic) != 0) {
+        why = "not a gpumath JIT cache entry";
+        return nullptr;
+    }
+    if (version != k_format_version) {
+        why = fmt::format("format version {} (this gpumath writes {})", version, k_format_version);
+        return nullptr;
+    }
+    if (size != file.size() - k_header_size) {
+        why = fmt::format("payload is {} bytes, header says {} (truncated or extended)", file.size() - k_header_size, size);
+        return nullptr;
+    }
+    const std::string_view payload = file.substr(k_header_size);
+    if (checksum64(payload.data(), payload.size()) != checksum) {
+        why = "checksum mismatch";
+        return nullptr;
+    }
+    Reader r{payload};
+    if (payload.size() < key.size() || std::memcmp(payload.data(), key.data(), key.size()) != 0) {
+        why = "key mismatch";
+        return nullptr;
+    }
+    r.pos = key.size();
+    auto d = std::make_shared<ObjectCodeData>();
+    const auto type = r.get<std::uint32_t>();
+    d->arch = r.str();
+    d->name = r.str();
+    d->log = r.str();
+    const auto count = r.get<std::uint32_t>();
+    for (std::uint32_t i = 0; r.ok && i < count; ++i) {
+        std::string e = r.str();
+        std::string l = r.str();
+        d->lowered_names.emplace_back(std::move(e), std::move(l));
+    }
+    d->bytes = r.str();
+    if (!r.ok || r.pos != payload.size() || type > std::uint32_t(core::CodeType::fatbin) || d->bytes.empty()) {
+        why = "malformed payload";
+        return nullptr;
+    }
+    d->type = core::CodeType(type);
+    return d;
+}
+
+}  // namespace
+}  // namespace gpumath::detail
+
+namespace gpumath::core {
+
+struct CompileCache::Impl {
+    detail::LruCache<detail::Digest, const detail::ObjectCodeData, detail::DigestHash> memory{256};
+
+    mutable std::mutex mutex;  // guards everything below that is not atomic
+    fs::path directory;
+    std::uintmax_t disk_limit = std::uintmax_t(1) << 30;
+    std::uintmax_t disk_estimate = 0;  // bytes on disk as last counted plus written since
+    bool disk_counted = false;
+    bool warned_write = false;
+    std::unordered_map<detail::Digest, std::shared_future<ObjectCode>, detail::DigestHash> in_flight;
+
+    std::atomic<std::uint64_t> memory_hits{0}, disk_hits{0}, misses{0}, disk_writes{0}, disk_rejected{0};
+
+    Impl() {
+        directory = detail::jit_cache_directory(std::getenv("GPUMATH_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"),
+                                                std::getenv("HOME"));
+    }
+
+    fs::path dir() const {
+        std::lock_guard lock(mutex);
+        return directory;
+    }
+
+    static fs::path entry_path(const fs::path& d, const detail::Digest& key) {
+        return d / (detail::to_hex(key) + ".jit");
+    }
+
+    std::shared_ptr<const detail::ObjectCodeData> disk_read(const fs::path& d, const detail::Digest& key) {
+        const fs::path path = entry_path(d, key);
+        std::optional<std::string> file = detail::read_file(path);
+        if (!file) return nullptr;
+        std::string why;
+        std::shared_ptr<detail::ObjectCodeData> data = detail::decode_entry(*file, key, why);
+        if (!data) {
+            ++disk_rejected;
+            detail::log(LogLevel::info, "compile cache: ignoring {} ({}); it will be rewritten", path.string(), why);
+            return nullptr;
+        }
+        // Mark as recently used for the size limit's LRU order; best effort.
+        std::error_code ec;
+        fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
+        return data;
+    }
+
+    void disk_write(const fs::path& d, const detail::Digest& key, const detail::ObjectCodeData& data) {
+        const std::string entry = detail::encode_entry(key, data);
+        const fs::path path = entry_path(d, key);
+        static std::atomic<std::uint64_t> counter{0};
+        const fs::path tmp = d / fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(), ::getpid(),
+                                             std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff,
+                                             counter.fetch_add(1));
+        std::error_code ec;
+        fs::create_directories(d, ec);
+        bool ok = !ec;
+        if (ok) {
+            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+            out.write(entry.data(), std::streamsize(entry.size()));
+            out.close();
+            ok = static_cast<bool>(out);
+        }
+        if (ok) {
+            fs::rename(tmp, path, ec);  // atomic: readers see the old entry or the new one, never half
+            ok = !ec;
+        }
+        if (!ok) {
+            fs::remove(tmp, ec);
+            std::lock_guard lock(mutex);
+            if (!warned_write) {
+                warned_write = true;
+                detail::log(LogLevel::warn,
+                            "compile cache: cannot write to {} ({}); continuing without storing compiles on disk "
+                            "(set GPUMATH_CACHE_DIR to a writable directory, or to off)",
+                            d.string(), ec ? ec.message() : std::string("write failed"));
+            }
+            return;
+        }
+        ++disk_writes;
+        trim_if_needed(d, entry.size(), path);
+    }
+
+    // Keeps the directory under `disk_limit` by deleting the least recently used entries (but `keep`).
+    void trim_if_needed(const fs::path& d, std::uintmax_t written, const fs::path& keep) {
+        std::lock_guard lock(mutex);
+        disk_estimate += written;
+        if (disk_counted && disk_estimate <= disk_limit) return;
+        std::vector<std::pair<fs::file_time_type, std::pair<fs::path, std::uintmax_t>>> entries;
+        std::uintmax_t total = 0;
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(d, ec)) {
+            if (e.path().extension() != ".jit") continue;
+            std::error_code e2;
+            const std::uintmax_t size = e.file_size(e2);
+            if (e2) continue;
+            total += size;
+            entries.push_back({e.last_write_time(e2), {e.path(), size}});
+        }
+        disk_counted = true;
+        disk_estimate = total;
+        if (total <= disk_limit) return;
+        std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        const std::uintmax_t target = disk_limit - disk_limit / 10;
+        for (const auto& [time, entry] : entries) {
+            if (disk_estimate <= target) break;
+            if (entry.first == keep) continue;  // never the entry just written
+            if (fs::remove(entry.first, ec)) disk_estimate -= entry.second;
+        }
+    }
+};
+
+CompileCache::CompileCache() : impl_(std::make_unique<Impl>()) {}
+CompileCache::~CompileCache() = default;
+
+CompileCache& compile_cache() {
+    static CompileCache* cache = new CompileCache();  // never destroyed: usable from static destructors
+    return *cache;
+}
+
+CompileCacheStats CompileCache::stats() const {
+    const detail::CacheStats m = impl_->memory.stats();
+    CompileCacheStats s;
+    s.memory_hits = impl_->memory_hits.load();
+    s.disk_hits = impl_->disk_hits.load();
+    s.misses = impl_->misses.load();
+    s.evictions = m.evictions;
+    s.disk_writes = impl_->disk_writes.load();
+    s.disk_rejected = impl_->disk_rejected.load();
+    s.size = m.size;
+    s.capacity = m.capacity;
+    return s;
+}
+
+void CompileCache::reset_stats() {
+    impl_->memory.reset_stats();
+    impl_->memory_hits = 0;
+    impl_->disk_hits = 0;
+    impl_->misses = 0;
+    impl_->disk_writes = 0;
+    impl_->disk_rejected = 0;
+}
+
+void CompileCache::clear() { impl_->memory.clear(); }
+
+void CompileCache::set_capacity(std::size_t entries) { impl_->memory.set_capacity(entries); }
+
+std::size_t CompileCache::capacity() const { return impl_->memory.capacity(); }
+
+fs::path CompileCache::directory() const { return impl_->dir(); }
+
+void CompileCache::set_directory(fs::path directory) {
+    std::lock_guard lock(impl_->mutex);
+    impl_->directory = std::move(directory);
+    impl_->disk_counted = false;
+    impl_->disk_estimate = 0;
+    impl_->warned_write = false;
+}
+
+void CompileCache::set_disk_limit(std::uintmax_t bytes) {
+    std::lock_guard lock(impl_->mutex);
+    impl_->disk_limit = bytes;
+    impl_->disk_counted = false;
+}
+
+}  // namespace gpumath::core
+
+namespace gpumath::detail {
+
+core::ObjectCode cached_compile(const Digest& key, const std::function<core::ObjectCode()>& compile) {
+    core::CompileCache::Impl& c = core::compile_cache().impl();
+    if (auto hit = c.memory.find(key)) {
+        ++c.memory_hits;
+        return core::ObjectCode(std::move(hit));
+    }
+    std::promise<core::ObjectCode> promise;
+    {
+        std::unique_lock lock(c.mutex);
+        if (auto it = c.in_flight.find(key); it != c.in_flight.end()) {
+            // Another thread is producing this entry: wait for it instead of running NVRTC again.
+            std::shared_future<core::ObjectCode> pending = it->second;
+            lock.unlock();
+            core::ObjectCode result = pending.get();
+            ++c.memory_hits;
+            return result;
+        }
+        c.in_flight.emplace(key, promise.get_future().share());
+    }
+    const auto finish = [&] {
+        std::lock_guard lock(c.mutex);
+        c.in_flight.erase(key);
+    };
+    try {
+        const fs::path dir = c.dir();
+        core::ObjectCode result;
+        if (!dir.empty()) {
+            if (auto data = c.disk_read(dir, key)) {
+                ++c.disk_hits;
+                result = core::ObjectCode(std::move(data));
+            }
+        }
+        if (result.empty()) {
+            result = compile();
+            ++c.misses;
+            if (!dir.empty()) c.disk_write(dir, key, *result.shared_data());
+        }
+        c.memory.put(key, result.shared_data());
+        finish();
+        promise.set_value(result);
+        return result;
+    } catch (...) {
+        finish();
+        promise.set_exception(std::current_exception());
+        throw;
+    }
+}
+
+}  // namespace gpumath::detail

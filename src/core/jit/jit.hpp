@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to src/core/jit: pieces shared by Program, the compile cache, Linker and Module.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gpumath/core/program.hpp>
+#include <gpumath/detail/jit_hash.hpp>
+
+namespace gpumath::detail {
+
+/// A parsed architecture name: "sm_90a" -> {virtual_arch=false, number=90, suffix='a'}.
+struct Arch {
+    bool virtual_arch = false;  // compute_NN
+    int number = 0;
+    char suffix = 0;  // 0, 'a' or 'f'
+    [[nodiscard]] std::string real() const;     // sm_NN[s]
+    [[nodiscard]] std::string virt() const;     // compute_NN[s]
+    [[nodiscard]] std::string text() const { return virtual_arch ? virt() : real(); }
+};
+
+/// Parses "sm_NN", "compute_NN" (and "lto_NN" when `allow_lto`) with an optional a/f suffix;
+/// nullopt when the text is not of that form.
+[[nodiscard]] std::optional<Arch> parse_arch(std::string_view text);
+
+/// Validates an architecture string against the installed NVRTC; throws InvalidArgument naming
+/// `field` with the supported list.
+Arch validate_arch(std::string_view text, const char* field, const char* api);
+
+/// NVRTC's version as major * 1000 + minor * 10.
+[[nodiscard]] int nvrtc_version();
+/// Architecture numbers the installed NVRTC supports, ascending.
+[[nodiscard]] const std::vector<int>& nvrtc_supported_archs();
+
+/// "sm_90" of the current device; InvalidArgument mentioning `field` when there is no device.
+[[nodiscard]] std::string current_device_arch(const char* field, const char* api);
+
+/// Everything one NVRTC compile needs, resolved.
+struct CompileJob {
+    const std::string* source = nullptr;
+    const core::ProgramOptions* options = nullptr;
+    std::span<const std::string> name_expressions;
+    core::CodeType target = core::CodeType::cubin;
+    std::string arch;                // the -arch value used
+    std::vector<std::string> flags;  // every NVRTC option, -arch included
+};
+
+/// Runs NVRTC. Throws CompileError (with the log), or InvalidArgument when NVRTC rejects a flag.
+[[nodiscard]] core::ObjectCode nvrtc_compile(const CompileJob& job);
+
+/// The cache key of `job`: source, headers, files included from include_dirs, flags, target,
+/// name expressions, NVRTC version.
+[[nodiscard]] Digest compile_key(const CompileJob& job);
+
+/// Returns the cached result for `key` (memory, then disk) or runs `compile` once (also when
+/// several threads ask at once) and stores the result.
+[[nodiscard]] core::ObjectCode cached_compile(const Digest& key, const std::function<core::ObjectCode()>& compile);
+
+/// Entry points found in PTX text (".entry name(").
+[[nodiscard]] std::vector<std::string> ptx_entry_names(std::string_view ptx);
+/// Kernel symbols of a CUDA ELF image (function symbols flagged as entries); empty when the bytes
+/// are not a readable ELF file.
+[[nodiscard]] std::vector<std::string> cubin_entry_names(std::string_view elf);
+/// "sm_NN" from a cubin's ELF header, empty when unreadable.
+[[nodiscard]] std::string cubin_arch(std::string_view elf);
+
+/// Makes sure a CUDA context is current on the calling thread (the primary context of the
+/// current device, as the runtime API uses). Cheap after the first call per thread.
+void ensure_context();
+
+/// Reads a whole file; nullopt when it cannot be read.
+[[nodiscard]] std::optional<std::string> read_file(const std::filesystem::path& path);
+
+}  // namespace gpumath::detail

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// Linker: nvJitLink with architecture checks before linking.
+#include <gpumath/core/linker.hpp>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nvJitLink.h>
+
+#include "core/jit/jit.hpp"
+#include <gpumath/detail/status.hpp>
+
+namespace gpumath::core {
+
+namespace {
+
+struct LinkHandle {
+    nvJitLinkHandle h = nullptr;
+    ~LinkHandle() {
+        if (h != nullptr) (void)nvJitLinkDestroy(&h);
+    }
+};
+
+std::string link_log(nvJitLinkHandle h) {
+    std::string log;
+    std::size_t n = 0;
+    if (nvJitLinkGetErrorLogSize(h, &n) == NVJITLINK_SUCCESS && n > 1) {
+        std::string e(n, '\0');
+        if (nvJitLinkGetErrorLog(h, e.data()) == NVJITLINK_SUCCESS) log += e.c_str();
+    }
+    if (nvJitLinkGetInfoLogSize(h, &n) == NVJITLINK_SUCCESS && n > 1) {
+        std::string i(n, '\0');
+        if (nvJitLinkGetInfoLog(h, i.data()) == NVJITLINK_SUCCESS) {
+            if (!log.empty() && log.back() != '\n') log += '\n';
+            log += i.c_str();
+        }
+    }
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+    return log;
+}
+
+nvJitLinkInputType input_type(CodeType t) {
+    switch (t) {
+    case CodeType::ptx: return NVJITLINK_INPUT_PTX;
+    case CodeType::cubin: return NVJITLINK_INPUT_CUBIN;
+    case CodeType::ltoir: return NVJITLINK_INPUT_LTOIR;
+    case CodeType::fatbin: return NVJITLINK_INPUT_FATBIN;
+    }
+    return NVJITLINK_INPUT_ANY;
+}
+
+}  // namespace
+
+Linker& Linker::add(const ObjectCode& code) {
+    if (code.empty()) detail::throw_invalid("code: empty ObjectCode", "Linker::add");
+    inputs_.push_back(code);
+    return *this;
+}
+
+ObjectCode Linker::link(CodeType target) const {
+    constexpr const char* api = "Linker::link";
+    const LinkerOptions& o = options_;
+    if (inputs_.empty()) detail::throw_invalid("no inputs: add ObjectCode with Linker::add before linking", api);
+    if (target != CodeType::cubin && target != CodeType::ptx)
+        detail::throw_invalid(fmt::format("target: {} is not a link result; use cubin (or ptx with LTO-IR inputs)",
+                                          to_string(target)),
+                              api);
+    if (o.optimization_level < 0 || o.optimization_level > 3)
+        detail::throw_invalid(fmt::format("LinkerOptions::optimization_level: {} is out of range 0..3", o.optimization_level), api);
+    if (o.max_registers < 0 || o.max_registers > 255)
+        detail::throw_invalid(fmt::format("LinkerOptions::max_registers: {} is out of range; use 0 (no limit) or 1..255",
+                                          o.max_registers),
+                              api);
+    for (std::size_t i = 0; i < o.extra.size(); ++i)
+        if (o.extra[i].empty() || o.extra[i][0] != '-')
+            detail::throw_invalid(fmt::format("LinkerOptions::extra[{}]: \"{}\" is not a flag (flags start with '-')", i, o.extra[i]), api);
+    const bool lto = std::any_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; });
+    if (target == CodeType::ptx && !std::all_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; }))
+        detail::throw_invalid("target: nvJitLink produces PTX only from LTO-IR inputs; link to cubin instead", api);
+
+    // The target architecture: given, or the first input's, or the current device's.
+    std::string arch_text = o.arch;
+    if (arch_text.empty())
+        for (const ObjectCode& c : inputs_)
+            if (!c.arch().empty()) {
+                arch_text = c.arch();
+                break;
+            }
+    if (arch_text.empty()) arch_text = detail::current_device_arch("LinkerOptions::arch", api);
+    detail::Arch arch = detail::validate_arch(arch_text, "LinkerOptions::arch", api);
+    if (arch.virtual_arch) {
+        if (!o.arch.empty())
+            detail::throw_invalid(fmt::format("LinkerOptions::arch: \"{}\" is virtual; linking needs a real architecture "
+                                              "such as \"{}\"",
+                                              o.arch, arch.real()),
+                                  api);
+        arch.virtual_arch = false;
+    }
+
+    // Objects for another architecture would fail inside nvJitLink with a terse message; say which.
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+        const ObjectCode& c = inputs_[i];
+        if (c.arch().empty() || c.type() == CodeType::fatbin) continue;
+        const std::optional<detail::Arch> a = detail::parse_arch(c.arch());
+        if (!a) continue;
+        const bool ok = c.type() == CodeType::ptx ? a->number <= arch.number : a->number == arch.number;
+        if (!ok)
+            detail::throw_invalid(
+                fmt::format("input {} ('{}', {} for {}) does not match the link's architecture {}: {}", i, c.name(),
+                            to_string(c.type()), c.arch(), arch.real(),
+                            c.type() == CodeType::ptx ? "PTX must be for the same or an older architecture"
+                                                      : "cubin and LTO-IR inputs must be for the same architecture; "
+                                                        "compile every input for one arch"),
+                api);
+    }
+
+    std::vector<std::string> flags;
+    flags.push_back("-arch=" + arch.real());
+    if (lto) flags.emplace_back("-lto");
+    flags.push_back(fmt::format("-O{}", o.optimization_level));
+    if (o.debug) flags.emplace_back("-g");
+    if (o.lineinfo) flags.emplace_back("-lineinfo");
+    if (o.max_registers > 0) flags.push_back(fmt::format("-maxrregcount={}", o.max_registers));
+    if (target == CodeType::ptx) flags.emplace_back("-ptx");
+    for (const std::string& e : o.extra) flags.push_back(e);
+    std::vector<const char*> argv;
+    for (const std::string& f : flags) argv.push_back(f.c_str());
+
+    const std::string what = fmt::format("linking '{}' ({} inputs) to {} for {} (options: {})", o.name, inputs_.size(),
+                                         to_string(target), arch.real(), fmt::join(flags, " "));
+    LinkHandle link;
+    nvJitLinkResult r = nvJitLinkCreate(&link.h, std::uint32_t(argv.size()), argv.data());
+    if (r != NVJITLINK_SUCCESS) {
+        std::string log = link.h != nullptr ? link_log(link.h) : std::string();
+        if (r == NVJITLINK_ERROR_UNRECOGNIZED_OPTION)
+            detail::throw_invalid(fmt::format("LinkerOptions: nvJitLink rejected an option while {}: {}", what, log), api);
+        detail::throw_nvjitlink(int(r), "nvJitLinkCreate", what, std::move(log));
+    }
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+        const ObjectCode& c = inputs_[i];
+        const std::span<const std::byte> b = c.bytes();
+        const std::string name = fmt::format("{}#{}", c.name(), i);
+        r = nvJitLinkAddData(link.h, input_type(c.type()), b.data(), b.size(), name.c_str());
+        if (r != NVJITLINK_SUCCESS)
+            detail::throw_nvjitlink(int(r), "nvJitLinkAddData",
+                                    fmt::format("{}: adding input {} ('{}', {})", what, i, c.name(), to_string(c.type())),
+                                    link_log(link.h));
+    }
+    r = nvJitLinkComplete(link.h);
+    std::string log = link_log(link.h);
+    if (r != NVJITLINK_SUCCESS) detail::throw_nvjitlink(int(r), "nvJitLinkComplete", what, std::move(log));
+
+    auto data = std::make_shared<detail::ObjectCodeData>();
+    data->type = target;
+    data->arch = target == CodeType::ptx ? arch.virt() : arch.real();
+    data->name = o.name;
+    data->log = std::move(log);
+    std::size_t size = 0;
+    if (target == CodeType::cubin) {
+        r = nvJitLinkGetLinkedCubinSize(link.h, &size);
+        if (r == NVJITLINK_SUCCESS) {
+            data->bytes.resize(size);
+            r = nvJitLinkGetLinkedCubin(link.h, data->bytes.data());
+        }
+    } else {
+        r = nvJitLinkGetLinkedPtxSize(link.h, &size);
+        if (r == NVJITLINK_SUCCESS) {
+            data->bytes.resize(size);
+            r = nvJitLinkGetLinkedPtx(link.h, data->bytes.data());
+        }
+    }
+    if (r != NVJITLINK_SUCCESS) detail::throw_nvjitlink(int(r), "nvJitLinkGetLinked", what, data->log);
+    for (const ObjectCode& c : inputs_)
+        for (const auto& entry : c.lowered_names())
+            if (std::none_of(data->lowered_names.begin(), data->lowered_names.end(),
+                             [&](const auto& e) { return e.first == entry.first; }))
+                data->lowered_names.push_back(entry);
+    return ObjectCode(std::move(data));
+}
+
+}  // namespace gpumath::core

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: Apache-2.0
+// Module (cuLibrary) and Kernel (cuKernel): loading, lookup, attributes, occupancy.
+#include <gpumath/core/module.hpp>
+
+#include <map>
+#include <mutex>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/jit/jit.hpp"
+#include <gpumath/core/device.hpp>
+#include <gpumath/core/launch.hpp>
+#include <gpumath/core/program.hpp>
+#include <gpumath/detail/driver_api.hpp>
+#include <gpumath/detail/status.hpp>
+
+namespace gpumath::detail {
+
+void ensure_context() {
+    // The runtime makes its primary context current on a thread lazily; driver calls that use the
+    // current context (launches on the NULL stream, occupancy queries) need it to be there.
+    thread_local bool ready = false;
+    if (ready) [[likely]]
+        return;
+    CUcontext ctx = nullptr;
+    const DriverApi& d = driver();
+    if (d.cuCtxGetCurrent == nullptr || d.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr)
+        check(cudaFree(nullptr), "cudaFree", "initialising the CUDA runtime's primary context on this thread");
+    ready = true;
+}
+
+struct LibraryState {
+    CUlibrary library = nullptr;
+    std::vector<std::pair<std::string, std::string>> lowered_names;
+    std::vector<std::string> code_kernel_names;  // from the ObjectCode, for drivers that cannot enumerate
+    std::mutex mutex;
+    std::map<std::pair<std::string, int>, std::unique_ptr<KernelState>> kernels;
+
+    LibraryState() = default;
+    LibraryState(const LibraryState&) = delete;
+    LibraryState& operator=(const LibraryState&) = delete;
+    ~LibraryState() {
+        if (library == nullptr) return;
+        if (const DriverApi* d = driver_if_available(); d != nullptr && d->cuLibraryUnload != nullptr)
+            (void)d->cuLibraryUnload(library);
+    }
+};
+
+namespace {
+
+CUdevice cu_device(int ordinal) {
+    const DriverApi& d = driver();
+    require_driver_function(reinterpret_cast<const void*>(d.cuDeviceGet), "cuDeviceGet");
+    CUdevice dev = 0;
+    check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet", [&] { return fmt::format("device {}", ordinal); });
+    return dev;
+}
+
+int kernel_attribute(const KernelState& k, CUfunction_attribute attr, const char* what) {
+    const DriverApi& d = driver();
+    int v = 0;
+    check(d.cuKernelGetAttribute(&v, attr, k.kernel, cu_device(k.device)), "cuKernelGetAttribute",
+          [&] { return fmt::format("reading {} of kernel '{}' on device {}", what, k.name, k.device); });
+    return v;
+}
+
+std::vector<std::string> enumerate_kernels(const LibraryState& lib) {
+    const DriverApi& d = driver();
+    if (d.cuLibraryGetKernelCount == nullptr || d.cuLibraryEnumerateKernels == nullptr || d.cuKernelGetName == nullptr)
+        return lib.code_kernel_names;
+    unsigned count = 0;
+    check(d.cuLibraryGetKernelCount(&count, lib.library), "cuLibraryGetKernelCount");
+    std::vector<CUkernel> kernels(count);
+    if (count > 0) check(d.cuLibraryEnumerateKernels(kernels.data(), count, lib.library), "cuLibraryEnumerateKernels");
+    std::vector<std::string> names;
+    for (CUkernel k : kernels) {
+        const char* n = nullptr;
+        if (d.cuKernelGetName(&n, k) == CUDA_SUCCESS && n != nullptr) names.emplace_back(n);
+    }
+    return names;
+}
+
+}  // namespace
+
+}  // namespace gpumath::detail
+
+namespace gpumath::core {
+
+Module::Module(const ObjectCode& code) {
+    constexpr const char* api = "Module";
+    if (code.empty()) detail::throw_invalid("code: empty ObjectCode", api);
+    if (code.type() == CodeType::ltoir)
+        detail::throw_invalid(fmt::format("code: '{}' is LTO-IR, which cannot be loaded; link it first: "
+                                          "Linker().add(code).link() gives a cubin",
+                                          code.name()),
+                              api);
+    const detail::DriverApi& d = detail::driver();
+    detail::require_driver_function(reinterpret_cast<const void*>(d.cuLibraryLoadData), "cuLibraryLoadData");
+    detail::ensure_context();
+    auto lib = std::make_shared<detail::LibraryState>();
+    lib->lowered_names = code.lowered_names();
+    lib->code_kernel_names = code.kernel_names();
+    std::string image;  // PTX must be NUL-terminated for the driver
+    const void* data = code.bytes().data();
+    if (code.type() == CodeType::ptx && (code.bytes().empty() || code.text().back() != '\0')) {
+        image.assign(code.text());
+        image.push_back('\0');
+        data = image.data();
+    }
+    const CUresult r = d.cuLibraryLoadData(&lib->library, data, nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (r != CUDA_SUCCESS) {
+        detail::check(r, "cuLibraryLoadData", [&] {
+            std::string dev;
+            try {
+                dev = fmt::format(" on a {} device", Device::current().arch());
+            } catch (...) {  // NOLINT(bugprone-empty-catch): only decorates the message
+            }
+            return fmt::format("loading {} '{}' built for {}{}", to_string(code.type()), code.name(),
+                               code.arch().empty() ? std::string("an unstated architecture") : code.arch(), dev);
+        });
+    }
+    library_ = std::move(lib);
+}
+
+CUlibrary Module::handle() const noexcept { return library_ ? library_->library : nullptr; }
+
+std::vector<std::string> Module::kernel_names() const {
+    if (!library_) detail::throw_invalid("this Module is empty", "Module::kernel_names");
+    return detail::enumerate_kernels(*library_);
+}
+
+Kernel Module::kernel(std::string_view name, int device) const {
+    constexpr const char* api = "Module::kernel";
+    if (!library_) detail::throw_invalid("this Module is empty", api);
+    std::string symbol(name);
+    for (const auto& [expr, lowered] : library_->lowered_names)
+        if (expr == name) {
+            symbol = lowered;
+            break;
+        }
+    if (device < 0) device = detail::current_device();
+    const Device dev(device);
+
+    std::lock_guard lock(library_->mutex);
+    auto& slot = library_->kernels[{symbol, device}];
+    if (!slot) {
+        const detail::DriverApi& d = detail::driver();
+        detail::DeviceGuard guard(device);
+        detail::ensure_context();
+        CUkernel k = nullptr;
+        const CUresult r = d.cuLibraryGetKernel(&k, library_->library, symbol.c_str());
+        if (r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_INVALID_VALUE) {
+            library_->kernels.erase({symbol, device});
+            std::vector<std::string> names = detail::enumerate_kernels(*library_);
+            std::string known;
+            for (const std::string& n : names) {
+                std::string shown = fmt::format("\"{}\"", n);
+                for (const auto& [expr, lowered] : library_->lowered_names)
+                    if (lowered == n) shown += fmt::format(" (\"{}\")", expr);
+                known += (known.empty() ? "" : ", ") + shown;
+            }
+            detail::throw_invalid(fmt::format("name: the module has no kernel \"{}\"{}; its kernels are: {}{}", name,
+                                              symbol != name ? fmt::format(" (mangled \"{}\")", symbol) : "",
+                                              known.empty() ? std::string("none") : known,
+                                              "; templated kernels are found by the name expressions registered "
+                                              "with Program::add_name_expression"),
+                                  api);
+        }
+        detail::check(r, "cuLibraryGetKernel", [&] { return fmt::format("looking up kernel \"{}\"", symbol); });
+
+        auto state = std::make_unique<detail::KernelState>();
+        state->kernel = k;
+        state->name = symbol;
+        state->display_name = std::string(name);
+        state->device = device;
+        const cudaDeviceProp& props = dev.properties();
+        state->cc_major = props.major;
+        state->multiprocessor_count = props.multiProcessorCount;
+        if (d.cuKernelGetParamInfo != nullptr) {
+            state->params_known = true;
+            for (std::size_t i = 0;; ++i) {
+                std::size_t offset = 0, size = 0;
+                const CUresult pr = d.cuKernelGetParamInfo(k, i, &offset, &size);
+                if (pr == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+                if (pr != CUDA_SUCCESS) {
+                    state->params_known = false;
+                    state->params.clear();
+                    break;
+                }
+                state->params.push_back({offset, size});
+            }
+        }
+        state->max_threads_per_block =
+            detail::kernel_attribute(*state, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
+        state->max_dynamic_shared.store(std::size_t(detail::kernel_attribute(
+            *state, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "max dynamic shared memory")));
+        slot = std::move(state);
+    }
+    // Aliasing: the Kernel points at its state and shares ownership of the whole library.
+    return Kernel(std::shared_ptr<detail::KernelState>(library_, slot.get()));
+}
+
+void Kernel::throw_empty() {
+    detail::throw_invalid("this Kernel is empty (default-constructed); get one from Module::kernel", "Kernel");
+}
+
+KernelAttributes Kernel::attributes() const {
+    const detail::KernelState& k = state();
+    const auto get = [&](CUfunction_attribute a, const char* what) { return detail::kernel_attribute(k, a, what); };
+    KernelAttributes a;
+    a.num_registers = get(CU_FUNC_ATTRIBUTE_NUM_REGS, "registers");
+    a.max_threads_per_block = get(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
+    a.static_shared_memory = std::size_t(get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory"));
+    a.max_dynamic_shared_memory =
+        std::size_t(get(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "max dynamic shared memory"));
+    a.local_memory = std::size_t(get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "local memory"));
+    a.const_memory = std::size_t(get(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, "constant memory"));
+    a.ptx_version = get(CU_FUNC_ATTRIBUTE_PTX_VERSION, "PTX version");
+    a.binary_version = get(CU_FUNC_ATTRIBUTE_BINARY_VERSION, "binary version");
+    a.preferred_shared_memory_carveout =
+        get(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, "preferred shared memory carveout");
+    if (k.cc_major >= 9) {
+        a.required_cluster_width = get(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, "required cluster width");
+        a.required_cluster_height = get(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, "required cluster height");
+        a.required_cluster_depth = get(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, "required cluster depth");
+        a.non_portable_cluster_size_allowed =
+            get(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, "non-portable cluster size") != 0;
+    }
+    state_->max_dynamic_shared.store(a.max_dynamic_shared_memory);
+    return a;
+}
+
+int Kernel::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_memory) const {
+    const detail::KernelState& k = state();
+    constexpr const char* api = "Kernel::max_active_blocks_per_multiprocessor";
+    if (block_size < 1 || block_size > k.max_threads_per_block)
+        detail::throw_invalid(fmt::format("block_size: {} threads; kernel '{}' allows 1..{}", block_size, k.name,
+                                          k.max_threads_per_block),
+                              api);
+    const detail::DriverApi& d = detail::driver();
+    detail::DeviceGuard guard(k.device);
+    detail::ensure_context();
+    int blocks = 0;
+    detail::check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reinterpret_cast<CUfunction>(k.kernel),
+                                                                block_size, dynamic_shared_memory),
+                  "cuOccupancyMaxActiveBlocksPerMultiprocessor", [&] {
+                      return fmt::format("kernel '{}', {} threads, {} bytes dynamic shared memory", k.name, block_size,
+                                         dynamic_shared_memory);
+                  });
+    return blocks;
+}
+
+int Kernel::max_active_clusters(const LaunchConfig& config) const {
+    const detail::KernelState& k = state();
+    constexpr const char* api = "Kernel::max_active_clusters";
+    if (!config.cluster) detail::throw_invalid("config.cluster: not set; give the cluster dimensions", api);
+    detail::check_config(k, config);
+    const detail::DriverApi& d = detail::driver();
+    detail::require_driver_function(reinterpret_cast<const void*>(d.cuOccupancyMaxActiveClusters),
+                                     "cuOccupancyMaxActiveClusters");
+    detail::DeviceGuard guard(k.device);
+    detail::ensure_context();
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = unsigned(config.cluster->x);
+    attr.value.clusterDim.y = unsigned(config.cluster->y);
+    attr.value.clusterDim.z = unsigned(config.cluster->z);
+    CUlaunchConfig c{};
+    c.gridDimX = unsigned(config.grid.x);
+    c.gridDimY = unsigned(config.grid.y);
+    c.gridDimZ = unsigned(config.grid.z);
+    c.blockDimX = unsigned(config.block.x);
+    c.blockDimY = unsigned(config.block.y);
+    c.blockDimZ = unsigned(config.block.z);
+    c.sharedMemBytes = unsigned(config.shared_memory);
+    c.attrs = &attr;
+    c.numAttrs = 1;
+    int clusters = 0;
+    detail::check(d.cuOccupancyMaxActiveClusters(&clusters, reinterpret_cast<CUfunction>(k.kernel), &c),
+                  "cuOccupancyMaxActiveClusters", [&] { return fmt::format("kernel '{}'", k.name); });
+    return clusters;
+}
+
+void Kernel::set_max_dynamic_shared_memory(std::size_t bytes) const {
+    const detail::KernelState& k = state();
+    constexpr const char* api = "Kernel::set_max_dynamic_shared_memory";
+    const cudaDeviceProp& props = Device(k.device).properties();
+    const auto static_bytes =
+        std::size_t(detail::kernel_attribute(k, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory"));
+    const std::size_t optin = props.sharedMemPerBlockOptin;
+    if (bytes + static_bytes > optin)
+        detail::throw_invalid(fmt::format("bytes: {} bytes of dynamic shared memory plus kernel '{}''s {} bytes of static "
+                                          "shared memory exceed device {}'s limit of {} bytes per block; at most {} "
+                                          "bytes of dynamic shared memory are possible",
+                                          bytes, k.name, static_bytes, k.device, optin,
+                                          optin > static_bytes ? optin - static_bytes : 0),
+                              api);
+    const detail::DriverApi& d = detail::driver();
+    detail::check(d.cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes), k.kernel,
+                                         detail::cu_device(k.device)),
+                  "cuKernelSetAttribute", [&] { return fmt::format("kernel '{}', {} bytes", k.name, bytes); });
+    state_->max_dynamic_shared.store(bytes);
+}
+
+}  // namespace gpumath::core

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: Apache-2.0
+// Program and ObjectCode with NVRTC for real (no GPU needed): every target kind for an explicit
+// architecture, compile errors with the log, name expressions, in-memory and toolkit headers, option
+// validation, saving and loading code, and what happens without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <gpumath/core.hpp>
+
+#include "common/test_util.hpp"
+#include "jit_test_util.hpp"
+
+using namespace gpumath;
+using core::CodeType;
+using core::ObjectCode;
+using core::Program;
+using core::ProgramOptions;
+
+namespace {
+
+[[maybe_unused]] auto* const env = ::testing::AddGlobalTestEnvironment(new test::NoDiskCacheEnvironment);
+
+constexpr const char* k_source = R"(
+template <class T>
+__global__ void scale(T* x, T a, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+extern "C" __global__ void add_one(float* x, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += 1.0f;
+}
+)";
+
+// One compile per target for the whole program (NVRTC takes tens of milliseconds per compile).
+const ObjectCode& compiled(CodeType target) {
+    static const auto make = [](CodeType t) {
+        Program p(k_source, {.name = "targets", .arch = "sm_90"});
+        p.add_name_expression("scale<float>").add_name_expression("scale<double>");
+        return p.compile(t);
+    };
+    static const ObjectCode ptx = make(CodeType::ptx);
+    static const ObjectCode cubin = make(CodeType::cubin);
+    static const ObjectCode ltoir = make(CodeType::ltoir);
+    return target == CodeType::ptx ? ptx : target == CodeType::cubin ? cubin : ltoir;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+TEST(Program, EveryTargetForAnExplicitArch) {
+    const ObjectCode& ptx = compiled(CodeType::ptx);
+    EXPECT_EQ(ptx.type(), CodeType::ptx);
+    EXPECT_EQ(ptx.arch(), "compute_90");
+    EXPECT_NE(ptx.text().find(".target sm_90"), std::string_view::npos);
+    EXPECT_NE(ptx.text().find(".entry add_one("), std::string_view::npos);
+    EXPECT_EQ(ptx.name(), "targets");
+
+    const ObjectCode& cubin = compiled(CodeType::cubin);
+    EXPECT_EQ(cubin.type(), CodeType::cubin);
+    EXPECT_EQ(cubin.arch(), "sm_90");
+    ASSERT_GT(cubin.bytes().size(), 4u);
+    EXPECT_EQ(std::string_view(cubin.text().data(), 4), "\x7f" "ELF");
+
+    const ObjectCode& ltoir = compiled(CodeType::ltoir);
+    EXPECT_EQ(ltoir.type(), CodeType::ltoir);
+    EXPECT_EQ(ltoir.arch(), "sm_90");
+    EXPECT_GT(ltoir.bytes().size(), 100u);
+    EXPECT_TRUE(ltoir.kernel_names().empty());
+
+    // The kernels are there, under their driver names, in both PTX and cubin.
+    for (const ObjectCode* c : {&ptx, &cubin}) {
+        const std::vector<std::string> names = c->kernel_names();
+        EXPECT_TRUE(contains(names, "add_one")) << core::to_string(c->type());
+        EXPECT_TRUE(contains(names, c->lowered_name("scale<float>"))) << core::to_string(c->type());
+        EXPECT_TRUE(contains(names, c->lowered_name("scale<double>"))) << core::to_string(c->type());
+        EXPECT_EQ(names.size(), 3u);
+    }
+}
+
+TEST(Program, NameExpressions) {
+    for (CodeType t : {CodeType::ptx, CodeType::cubin, CodeType::ltoir}) {
+        const ObjectCode& c = compiled(t);
+        const std::string& f = c.lowered_name("scale<float>");
+        const std::string& d = c.lowered_name("scale<double>");
+        EXPECT_EQ(f, "_Z5scaleIfEvPT_S0_i");  // the Itanium mangling of void scale<float>(float*, float, int)
+        EXPECT_EQ(d, "_Z5scaleIdEvPT_S0_i");
+        ASSERT_EQ(c.lowered_names().size(), 2u);
+        EXPECT_EQ(c.lowered_names()[0].first, "scale<float>");
+    }
+    test::expect_throw_with<InvalidArgument>([] { (void)compiled(CodeType::cubin).lowered_name("scale<int>"); },
+                                             {"scale<int>", "not registered", "\"scale<float>\"", "\"scale<double>\""});
+    test::expect_throw_with<InvalidArgument>([] { Program("", {.arch = "sm_90"}).add_name_expression(""); },
+                                             {"name expression"});
+}
+
+TEST(Program, CompileErrorCarriesTheLog) {
+    Program p("__global__ void broken(float* x) { x[0] = undeclared_thing; }", {.name = "broken_prog", .arch = "sm_90"});
+    try {
+        (void)p.compile(CodeType::ptx);
+        FAIL() << "expected CompileError";
+    } catch (const CompileError& e) {
+        EXPECT_NE(e.log().find("undeclared_thing"), std::string::npos) << e.log();
+        EXPECT_NE(e.log().find("error"), std::string::npos) << e.log();
+        const std::string what = e.what();
+        EXPECT_NE(what.find("nvrtcCompileProgram"), std::string::npos) << what;
+        EXPECT_NE(what.find("NVRTC_ERROR_COMPILATION"), std::string::npos) << what;
+        EXPECT_NE(what.find("broken_prog"), std::string::npos) << what;
+        EXPECT_NE(what.find("undeclared_thing"), std::string::npos) << what;  // the log is in the message too
+        EXPECT_EQ(e.api(), "nvrtcCompileProgram");
+        EXPECT_EQ(e.status(), 6);
+    }
+}
+
+TEST(Program, InMemoryHeaders) {
+    const std::string src = "#include \"params.h\"\n#include <sub/more.h>\n"
+                            "extern \"C\" __global__ void k(int* out) { out[0] = factor * extra; }\n";
+    ProgramOptions o{.arch = "sm_90", .headers = {{"params.h", "constexpr int factor = 7;\n"},
+                                                  {"sub/more.h", "constexpr int extra = 1234567;\n"}}};
+    const ObjectCode ptx = Program(src, o).compile(CodeType::ptx);
+    // 7 * 1234567 = 8641969, folded into the PTX as an immediate.
+    EXPECT_NE(ptx.text().find("8641969"), std::string_view::npos) << ptx.text();
+    o.headers.erase("params.h");
+    test::expect_throw_with<CompileError>([&] { (void)Program(src, o).compile(CodeType::ptx); }, {"params.h"});
+}
+
+TEST(Program, ToolkitHeadersWithoutCallerPaths) {
+    const std::string src = R"(
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda/std/type_traits>
+#include <cuda/std/limits>
+static_assert(cuda::std::is_same_v<cuda::std::remove_cv_t<const float>, float>, "libcu++ works");
+extern "C" __global__ void halves(__half* h, __nv_bfloat16* b, float* out) {
+    out[0] = __half2float(h[0]) + __bfloat162float(b[0]) + cuda::std::numeric_limits<float>::epsilon();
+}
+)";
+    Program p(src, {.name = "toolkit_headers", .arch = "sm_90"});
+    ASSERT_FALSE(p.toolkit_include_dirs().empty()) << "no CUDA toolkit headers found";
+    const ObjectCode ptx = p.compile(CodeType::ptx);
+    EXPECT_NE(ptx.text().find(".entry halves("), std::string_view::npos);
+    // CUDA 13 keeps libcu++ under include/cccl; both directories are searched when present.
+    bool has_cccl = false;
+    for (const std::string& d : p.toolkit_include_dirs()) has_cccl = has_cccl || d.ends_with("cccl");
+    if (std::filesystem::is_directory(std::filesystem::path(p.toolkit_include_dirs()[0]) / "cccl")) {
+        EXPECT_TRUE(has_cccl);
+    }
+}
+
+TEST(Program, ToolkitLookupOrder) {
+    // An explicit root that is not a toolkit is an error, not a silent fallback.
+    test::expect_throw_with<InvalidArgument>(
+        [] { Program("", {.arch = "sm_90", .toolkit_root = "/nonexistent/cuda"}); },
+        {"ProgramOptions::toolkit_root", "/nonexistent/cuda", "cuda_fp16.h"});
+    // A CUDA_PATH without headers is skipped; the next candidate is used.
+    const char* old = std::getenv("CUDA_PATH");
+    const std::string saved = old != nullptr ? old : "";
+    ::setenv("CUDA_PATH", "/nonexistent/cuda", 1);
+    const Program p("", {.arch = "sm_90"});
+    if (old != nullptr) ::setenv("CUDA_PATH", saved.c_str(), 1);
+    else ::unsetenv("CUDA_PATH");
+    EXPECT_FALSE(p.toolkit_include_dirs().empty());
+    // An explicit root that is a toolkit is used first.
+    const std::filesystem::path root = std::filesystem::path(p.toolkit_include_dirs()[0]).parent_path();
+    const Program q("", {.arch = "sm_90", .toolkit_root = root.string()});
+    ASSERT_FALSE(q.toolkit_include_dirs().empty());
+    EXPECT_EQ(std::filesystem::path(q.toolkit_include_dirs()[0]).parent_path(), root);
+}
+
+TEST(Program, BadOptionsAreRejectedBeforeCompiling) {
+    const auto bad = [](ProgramOptions o, std::initializer_list<std::string> needles) {
+        test::expect_throw_with<InvalidArgument>([&] { Program("", o); }, needles);
+    };
+    bad({.arch = "garbage"}, {"ProgramOptions::arch", "\"garbage\"", "sm_90"});
+    bad({.arch = "sm_9"}, {"ProgramOptions::arch", "\"sm_9\""});
+    bad({.arch = "sm_91"}, {"ProgramOptions::arch", "\"sm_91\"", "supported", "sm_90"});
+    bad({.arch = "compute_90x"}, {"ProgramOptions::arch", "compute_90x"});
+    bad({.arch = "sm_80a"}, {"ProgramOptions::arch", "'a'", "sm_90"});
+    bad({.arch = "sm_90f"}, {"ProgramOptions::arch", "'f'", "sm_100"});
+    bad({.arch = "SM_90"}, {"ProgramOptions::arch"});
+    bad({.arch = "sm_90", .std = "c++23"}, {"ProgramOptions::std", "c++23", "c++20"});
+    bad({.arch = "sm_90", .defines = {{"1BAD", "x"}}}, {"ProgramOptions::defines", "1BAD"});
+    bad({.arch = "sm_90", .defines = {{"OK", "a\nb"}}}, {"ProgramOptions::defines", "OK", "single line"});
+    bad({.arch = "sm_90", .include_dirs = {"/nonexistent/include"}}, {"ProgramOptions::include_dirs[0]", "/nonexistent/include"});
+    bad({.arch = "sm_90", .headers = {{"", "x"}}}, {"ProgramOptions::headers"});
+    bad({.arch = "sm_90", .max_registers = 300}, {"ProgramOptions::max_registers", "300", "1..255"});
+    bad({.arch = "sm_90", .max_registers = -1}, {"ProgramOptions::max_registers", "-1"});
+    bad({.arch = "sm_90", .extra = {"nodash"}}, {"ProgramOptions::extra[0]", "nodash"});
+    bad({.arch = "sm_90", .extra = {"-G", "-arch=sm_80"}}, {"ProgramOptions::extra[1]", "-arch=sm_80", "ProgramOptions::arch"});
+    bad({.arch = "sm_90", .extra = {"-std=c++14"}}, {"ProgramOptions::extra[0]", "ProgramOptions::std"});
+    bad({.arch = "sm_90", .extra = {"-dlto"}}, {"ProgramOptions::extra[0]", "ltoir"});
+    bad({.name = ""}, {"ProgramOptions::name"});
+
+    // A flag only NVRTC can judge: rejected as InvalidArgument with NVRTC's words, nothing cached.
+    test::expect_throw_with<InvalidArgument>(
+        [] { (void)Program("", {.arch = "sm_90", .extra = {"--no-such-flag"}}).compile(CodeType::ptx); },
+        {"ProgramOptions", "--no-such-flag"});
+}
+
+TEST(Program, TargetsTheArchCannotGive) {
+    test::expect_throw_with<InvalidArgument>([] { (void)Program("", {.arch = "compute_90"}).compile(CodeType::cubin); },
+                                             {"cubin", "compute_90", "sm_90", "ptx"});
+    test::expect_throw_with<InvalidArgument>([] { (void)Program("", {.arch = "sm_90"}).compile(CodeType::fatbin); },
+                                             {"fatbin"});
+}
+
+TEST(Program, ArchSuffixesAndVirtualArchs) {
+    const std::string src = "extern \"C\" __global__ void k(int* p) { *p = 1; }";
+    const ObjectCode a = Program(src, {.arch = "sm_90a"}).compile(CodeType::ptx);
+    EXPECT_EQ(a.arch(), "compute_90a");
+    EXPECT_NE(a.text().find(".target sm_90a"), std::string_view::npos);
+    const ObjectCode v = Program(src, {.arch = "compute_80"}).compile(CodeType::ptx);
+    EXPECT_EQ(v.arch(), "compute_80");
+    EXPECT_NE(v.text().find(".target sm_80"), std::string_view::npos);
+}
+
+TEST(Program, EmptyArchTakesTheCurrentDevice) {
+    if (test::has_gpu()) {
+        const Program p("", {});
+        EXPECT_EQ(p.options().arch, core::Device::current().arch());
+    } else {
+        test::expect_throw_with<InvalidArgument>([] { Program("", {}); },
+                                                 {"ProgramOptions::arch", "no CUDA driver/device", "set ProgramOptions::arch",
+                                                  "sm_90"});
+    }
+}
+
+TEST(ObjectCode, SaveAndLoadFiles) {
+    test::TempDir dir;
+    const ObjectCode& cubin = compiled(CodeType::cubin);
+    const auto file = dir.path() / "kernels.cubin";
+    cubin.save(file);
+    const ObjectCode back = ObjectCode::from_file(file);
+    EXPECT_EQ(back.type(), CodeType::cubin);
+    EXPECT_EQ(back.arch(), "sm_90");  // read from the ELF header
+    EXPECT_EQ(back.name(), "kernels.cubin");
+    ASSERT_EQ(back.bytes().size(), cubin.bytes().size());
+    EXPECT_TRUE(std::equal(back.bytes().begin(), back.bytes().end(), cubin.bytes().begin()));
+    EXPECT_EQ(back.kernel_names(), cubin.kernel_names());
+    EXPECT_TRUE(back.lowered_names().empty());
+
+    const ObjectCode& ptx = compiled(CodeType::ptx);
+    ptx.save(dir.path() / "k.ptx");
+    EXPECT_EQ(ObjectCode::from_file(dir.path() / "k.ptx").type(), CodeType::ptx);
+    compiled(CodeType::ltoir).save(dir.path() / "k.ltoir");
+    EXPECT_EQ(ObjectCode::from_file(dir.path() / "k.ltoir").type(), CodeType::ltoir);
+    ptx.save(dir.path() / "k.data");
+    EXPECT_EQ(ObjectCode::from_file(dir.path() / "k.data", CodeType::ptx).type(), CodeType::ptx);
+
+    test::expect_throw_with<InvalidArgument>([&] { (void)ObjectCode::from_file(dir.path() / "k.data"); },
+                                             {"k.data", "extension"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)ObjectCode::from_file(dir.path() / "missing.cubin"); },
+                                             {"missing.cubin"});
+}
+
+TEST(ObjectCode, FromBytesAndEmpty) {
+    const ObjectCode& cubin = compiled(CodeType::cubin);
+    const ObjectCode copy = ObjectCode::from_bytes(cubin.bytes(), CodeType::cubin, {}, cubin.lowered_names());
+    EXPECT_EQ(copy.arch(), "sm_90");
+    EXPECT_EQ(copy.lowered_name("scale<float>"), cubin.lowered_name("scale<float>"));
+    const ObjectCode ptx = ObjectCode::from_bytes(std::string_view(".version 9.0\n.target sm_90\n"), CodeType::ptx, "compute_90");
+    EXPECT_EQ(ptx.arch(), "compute_90");
+    test::expect_throw_with<InvalidArgument>([] { (void)ObjectCode::from_bytes(std::string_view(), CodeType::ptx); },
+                                             {"empty"});
+    test::expect_throw_with<InvalidArgument>(
+        [] { (void)ObjectCode::from_bytes(std::string_view("x"), CodeType::ptx, "bogus"); }, {"arch", "bogus"});
+    const ObjectCode empty;
+    EXPECT_TRUE(empty.empty());
+    test::expect_throw_with<InvalidArgument>([&] { (void)empty.type(); }, {"empty"});
+}
+
+TEST(ObjectCode, LoadingLtoIrIsRejected) {
+    test::expect_throw_with<InvalidArgument>([] { (void)compiled(CodeType::ltoir).load(); }, {"LTO-IR", "Linker"});
+    test::expect_throw_with<InvalidArgument>([] { core::Module m{ObjectCode()}; }, {"empty"});
+}
+
+TEST(NoDriver, LoadingAndLaunchingSayThereIsNoDevice) {
+    if (test::has_gpu()) GTEST_SKIP() << "a CUDA device is present: the no-driver behaviour cannot be observed here";
+    for (CodeType t : {CodeType::ptx, CodeType::cubin}) {
+        try {
+            (void)compiled(t).load();
+            ADD_FAILURE() << "expected CudaError";
+        } catch (const CudaError& e) {
+            EXPECT_NE(std::string(e.what()).find("no CUDA driver/device"), std::string::npos) << e.what();
+        }
+    }
+    // Without a device there is no Kernel to launch: an empty one is rejected as such.
+    test::expect_throw_with<InvalidArgument>([] { core::launch({}, {}, core::Kernel{}); }, {"Kernel", "empty"});
+}
