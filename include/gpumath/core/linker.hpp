@@ -16,7 +16,7 @@ struct LinkerOptions {
     /// Target architecture "sm_NN" (optionally with an "a"/"f" suffix). Empty: the architecture of
     /// the first input that states one, else the current device's.
     std::string arch{};
-    /// Optimisation level 0..3 (-O).
+    /// Optimisation level (-O): 0 or 3, the two nvJitLink accepts.
     int optimization_level = 3;
     /// -g: device debug information.
     bool debug = false;

@@ -56,6 +56,7 @@ struct KernelState {
     int device = 0;             // runtime ordinal the limits below are for
     int cc_major = 0;
     int multiprocessor_count = 0;
+    std::size_t shared_memory_optin = 0;  // the device's per-block limit with opt-in, bytes
     bool params_known = false;  // false when the driver cannot describe parameters
     std::vector<core::ParamInfo> params;
     int max_threads_per_block = 1024;

@@ -242,6 +242,7 @@ struct CompileCache::Impl {
             ok = !ec;
         }
         if (!ok) {
+            const std::string reason = ec ? ec.message() : std::string("write failed");
             fs::remove(tmp, ec);
             std::lock_guard lock(mutex);
             if (!warned_write) {
@@ -249,7 +250,7 @@ struct CompileCache::Impl {
                 detail::log(LogLevel::warn,
                             "compile cache: cannot write to {} ({}); continuing without storing compiles on disk "
                             "(set GPUMATH_CACHE_DIR to a writable directory, or to off)",
-                            d.string(), ec ? ec.message() : std::string("write failed"));
+                            d.string(), reason);
             }
             return;
         }

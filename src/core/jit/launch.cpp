@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "core/jit/jit.hpp"
-#include <gpumath/core/device.hpp>
 #include <gpumath/detail/driver_api.hpp>
 #include <gpumath/detail/status.hpp>
 
@@ -73,20 +72,27 @@ void check_config_slow(const KernelState& k, const core::LaunchConfig& c) {
                       k_api);
     if (c.shared_memory > k.max_dynamic_shared.load(std::memory_order_relaxed)) {
         // The limit may have been raised outside gpumath: ask the driver before refusing.
-        const DriverApi& d = driver();
+        const DriverApi* d = driver_if_available();
         int limit = 0;
         CUdevice dev = 0;
-        if (d.cuDeviceGet != nullptr && d.cuDeviceGet(&dev, k.device) == CUDA_SUCCESS &&
-            d.cuKernelGetAttribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.kernel, dev) == CUDA_SUCCESS)
+        if (d != nullptr && d->cuDeviceGet != nullptr && k.kernel != nullptr &&
+            d->cuDeviceGet(&dev, k.device) == CUDA_SUCCESS &&
+            d->cuKernelGetAttribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.kernel, dev) ==
+                CUDA_SUCCESS)
             const_cast<KernelState&>(k).max_dynamic_shared.store(std::size_t(limit));
         const std::size_t max = k.max_dynamic_shared.load();
         if (c.shared_memory > max) {
-            const std::size_t optin = core::Device(k.device).properties().sharedMemPerBlockOptin;
+            const std::string hint =
+                c.shared_memory > k.shared_memory_optin && k.shared_memory_optin > 0
+                    ? fmt::format("device {} allows at most {} bytes per block (static shared memory included), so "
+                                  "this cannot fit",
+                                  k.device, k.shared_memory_optin)
+                    : fmt::format("call Kernel::set_max_dynamic_shared_memory({}) first (device {} allows up to {} "
+                                  "bytes per block, static shared memory included)",
+                                  c.shared_memory, k.device, k.shared_memory_optin);
             throw_invalid(fmt::format("LaunchConfig::shared_memory: {} bytes of dynamic shared memory exceed kernel {}'s "
-                                      "current limit of {} bytes; call Kernel::set_max_dynamic_shared_memory({}) "
-                                      "first (device {} allows up to {} bytes per block, static shared memory "
-                                      "included)",
-                                      c.shared_memory, kernel_label(k), max, c.shared_memory, k.device, optin),
+                                      "current limit of {} bytes; {}",
+                                      c.shared_memory, kernel_label(k), max, hint),
                           k_api);
         }
     }

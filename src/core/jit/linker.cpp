@@ -66,8 +66,11 @@ ObjectCode Linker::link(CodeType target) const {
         detail::throw_invalid(fmt::format("target: {} is not a link result; use cubin (or ptx with LTO-IR inputs)",
                                           to_string(target)),
                               api);
-    if (o.optimization_level < 0 || o.optimization_level > 3)
-        detail::throw_invalid(fmt::format("LinkerOptions::optimization_level: {} is out of range 0..3", o.optimization_level), api);
+    if (o.optimization_level != 0 && o.optimization_level != 3)
+        detail::throw_invalid(fmt::format("LinkerOptions::optimization_level: {} is not supported; nvJitLink accepts 0 "
+                                          "or 3",
+                                          o.optimization_level),
+                              api);
     if (o.max_registers < 0 || o.max_registers > 255)
         detail::throw_invalid(fmt::format("LinkerOptions::max_registers: {} is out of range; use 0 (no limit) or 1..255",
                                           o.max_registers),

@@ -178,6 +178,7 @@ Kernel Module::kernel(std::string_view name, int device) const {
         const cudaDeviceProp& props = dev.properties();
         state->cc_major = props.major;
         state->multiprocessor_count = props.multiProcessorCount;
+        state->shared_memory_optin = props.sharedMemPerBlockOptin;
         if (d.cuKernelGetParamInfo != nullptr) {
             state->params_known = true;
             for (std::size_t i = 0;; ++i) {

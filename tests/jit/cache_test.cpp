@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: Apache-2.0
+// The compile cache: hashing, memory hits and misses, what the key covers, eviction, disk hits,
+// corrupt and truncated entries, the size limit, the off switches, and eight threads compiling
+// the same source at once. Every source carries a unique token so no earlier run can answer it.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <fstream>
+#include <thread>
+
+#include <gpumath/core.hpp>
+#include <gpumath/detail/jit_hash.hpp>
+
+#include "common/test_util.hpp"
+#include "jit_test_util.hpp"
+
+using namespace gpumath;
+using core::CodeType;
+using core::ObjectCode;
+using core::Program;
+using core::ProgramOptions;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string source(const std::string& token) {
+    return "// " + token + "\ntemplate <int N> __global__ void fill(int* p) { p[threadIdx.x] = N; }\n";
+}
+
+std::vector<fs::path> entries(const fs::path& dir) {
+    std::vector<fs::path> v;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().extension() == ".jit") v.push_back(e.path());
+    return v;
+}
+
+std::string read(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+bool same_bytes(const ObjectCode& a, const ObjectCode& b) {
+    return a.bytes().size() == b.bytes().size() && std::equal(a.bytes().begin(), a.bytes().end(), b.bytes().begin());
+}
+
+// Each test starts with an empty memory cache, zeroed counters, the default capacity and either no
+// disk cache or a fresh temporary directory.
+class CompileCache : public ::testing::Test {
+protected:
+    void SetUp() override {
+        cache().clear();
+        cache().set_capacity(256);
+        cache().set_directory({});
+        cache().set_disk_limit(std::uintmax_t(1) << 30);
+        cache().reset_stats();
+    }
+    void TearDown() override { SetUp(); }
+    static core::CompileCache& cache() { return core::compile_cache(); }
+    void use_disk() { cache().set_directory(dir_.path()); }
+    test::TempDir dir_;
+};
+
+}  // namespace
+
+TEST(Sha256, KnownVectors) {
+    EXPECT_EQ(detail::to_hex(detail::sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_EQ(detail::to_hex(detail::sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(detail::to_hex(detail::sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    // A million 'a's fed in uneven pieces crosses block boundaries at every offset.
+    detail::Sha256 h;
+    const std::string chunk(997, 'a');
+    std::size_t fed = 0;
+    while (fed + chunk.size() <= 1000000) {
+        h.update(chunk);
+        fed += chunk.size();
+    }
+    h.update(std::string(1000000 - fed, 'a'));
+    EXPECT_EQ(detail::to_hex(h.finish()), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    // Fields are length-prefixed.
+    detail::Sha256 a, b;
+    a.field("ab");
+    a.field("c");
+    b.field("a");
+    b.field("bc");
+    EXPECT_NE(a.finish(), b.finish());
+}
+
+TEST(Checksum, DetectsEveryFlippedByte) {
+    std::string data(1000, 'x');
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = char(i * 7);
+    const std::uint64_t base = detail::checksum64(data.data(), data.size());
+    for (std::size_t i = 0; i < data.size(); ++i) {
+        std::string d = data;
+        d[i] = char(d[i] ^ 1);
+        ASSERT_NE(detail::checksum64(d.data(), d.size()), base) << i;
+    }
+    EXPECT_NE(detail::checksum64(data.data(), data.size() - 1), base);
+    EXPECT_NE(detail::checksum64(nullptr, 0), base);
+}
+
+TEST(CacheDirectory, EnvironmentRules) {
+    using detail::jit_cache_directory;
+    EXPECT_EQ(jit_cache_directory("/tmp/c", "/xdg", "/home/u"), fs::path("/tmp/c/jit"));
+    for (const char* off : {"off", "OFF", "0", "none", "false"}) EXPECT_TRUE(jit_cache_directory(off, "/xdg", "/home/u").empty());
+    EXPECT_EQ(jit_cache_directory(nullptr, "/xdg", "/home/u"), fs::path("/xdg/gpumath/jit"));
+    EXPECT_EQ(jit_cache_directory("", "", "/home/u"), fs::path("/home/u/.cache/gpumath/jit"));
+    EXPECT_TRUE(jit_cache_directory(nullptr, nullptr, nullptr).empty());
+}
+
+TEST_F(CompileCache, MissThenHit) {
+    Program p(source(test::unique_token()), {.arch = "sm_90"});
+    p.add_name_expression("fill<3>");
+    const ObjectCode first = p.compile(CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, 1u);
+    EXPECT_EQ(cache().stats().memory_hits, 0u);
+    const ObjectCode second = p.compile(CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, 1u);
+    EXPECT_EQ(cache().stats().memory_hits, 1u);
+    EXPECT_EQ(first.shared_data(), second.shared_data());  // the very same entry
+    EXPECT_EQ(second.lowered_name("fill<3>"), "_Z4fillILi3EEvPi");
+    // A copy of the Program (same inputs) hits too.
+    const Program copy = p;
+    (void)copy.compile(CodeType::ptx);
+    EXPECT_EQ(cache().stats().memory_hits, 2u);
+    EXPECT_EQ(cache().stats().size, 1u);
+}
+
+TEST_F(CompileCache, KeyCoversEverythingThatChangesTheOutput) {
+    const std::string src = "#include \"h.h\"\n" + source(test::unique_token());
+    const ProgramOptions base{.arch = "sm_90", .headers = {{"h.h", "// one\n"}}};
+    const auto compile = [&](const ProgramOptions& o, CodeType t, std::vector<std::string> names = {}) {
+        Program p(src, o);
+        for (auto& n : names) p.add_name_expression(n);
+        (void)p.compile(t);
+    };
+    compile(base, CodeType::ptx);
+    std::uint64_t misses = 1;
+    ASSERT_EQ(cache().stats().misses, misses);
+
+    ProgramOptions o = base;
+    o.headers["h.h"] = "// two\n";  // header contents
+    compile(o, CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, ++misses);
+    o = base;
+    o.defines["X"] = "1";
+    compile(o, CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, ++misses);
+    o = base;
+    o.arch = "sm_80";
+    compile(o, CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, ++misses);
+    o = base;
+    o.lineinfo = true;
+    compile(o, CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, ++misses);
+    compile(base, CodeType::ltoir);  // target
+    EXPECT_EQ(cache().stats().misses, ++misses);
+    compile(base, CodeType::ptx, {"fill<1>"});  // name expressions
+    EXPECT_EQ(cache().stats().misses, ++misses);
+
+    // And the unchanged request still hits.
+    compile(base, CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, misses);
+    EXPECT_EQ(cache().stats().memory_hits, 1u);
+}
+
+TEST_F(CompileCache, FilesIncludedFromIncludeDirsAreKeyedByContents) {
+    const fs::path inc = dir_.path() / "inc";
+    fs::create_directories(inc / "sub");
+    const auto write = [&](const fs::path& p, const std::string& text) {
+        std::ofstream(p) << text;
+    };
+    write(inc / "top.h", "#include \"sub/value.h\"\n");
+    write(inc / "sub" / "value.h", "constexpr int value = 11;\n");
+    const std::string src = "// " + test::unique_token() +
+                            "\n#include <top.h>\nextern \"C\" __global__ void k(int* p) { *p = value * 1001; }\n";
+    const ProgramOptions o{.arch = "sm_90", .include_dirs = {inc.string()}};
+    const ObjectCode a = Program(src, o).compile(CodeType::ptx);
+    EXPECT_NE(a.text().find("11011"), std::string_view::npos);
+    write(inc / "sub" / "value.h", "constexpr int value = 13;\n");  // a nested include changes
+    const ObjectCode b = Program(src, o).compile(CodeType::ptx);
+    EXPECT_NE(b.text().find("13013"), std::string_view::npos) << "a stale entry was returned";
+    EXPECT_EQ(cache().stats().misses, 2u);
+    write(inc / "sub" / "value.h", "constexpr int value = 11;\n");  // back: the first entry answers
+    const ObjectCode c = Program(src, o).compile(CodeType::ptx);
+    EXPECT_EQ(c.shared_data(), a.shared_data());
+}
+
+TEST_F(CompileCache, Eviction) {
+    cache().set_capacity(2);
+    const std::string t = test::unique_token();
+    const Program a(source(t + "a"), {.arch = "sm_90"}), b(source(t + "b"), {.arch = "sm_90"}),
+        c(source(t + "c"), {.arch = "sm_90"});
+    (void)a.compile(CodeType::ptx);
+    (void)b.compile(CodeType::ptx);
+    (void)a.compile(CodeType::ptx);  // a is now the most recently used
+    (void)c.compile(CodeType::ptx);  // evicts b
+    EXPECT_EQ(cache().stats().evictions, 1u);
+    EXPECT_EQ(cache().stats().size, 2u);
+    EXPECT_EQ(cache().stats().misses, 3u);
+    (void)a.compile(CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, 3u);
+    (void)b.compile(CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, 4u);
+    cache().set_capacity(0);  // keeps nothing
+    (void)b.compile(CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, 5u);
+}
+
+TEST_F(CompileCache, DiskHitKeepsLoweredNames) {
+    use_disk();
+    Program p(source(test::unique_token()), {.arch = "sm_90"});
+    p.add_name_expression("fill<7>");
+    const ObjectCode first = p.compile(CodeType::cubin);
+    ASSERT_EQ(entries(dir_.path()).size(), 1u);
+    EXPECT_EQ(cache().stats().disk_writes, 1u);
+    cache().clear();  // as a new process would start
+    const ObjectCode second = p.compile(CodeType::cubin);
+    EXPECT_EQ(cache().stats().disk_hits, 1u);
+    EXPECT_EQ(cache().stats().misses, 1u);
+    EXPECT_NE(first.shared_data(), second.shared_data());
+    EXPECT_TRUE(same_bytes(first, second));
+    EXPECT_EQ(second.type(), CodeType::cubin);
+    EXPECT_EQ(second.arch(), "sm_90");
+    EXPECT_EQ(second.lowered_name("fill<7>"), "_Z4fillILi7EEvPi");
+    EXPECT_EQ(second.kernel_names(), first.kernel_names());
+    // No temporary files are left behind.
+    std::size_t files = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_.path())) ++files;
+    EXPECT_EQ(files, 1u);
+}
+
+TEST_F(CompileCache, CorruptOrTruncatedEntriesAreIgnoredAndRewritten) {
+    use_disk();
+    const Program p(source(test::unique_token()), {.arch = "sm_90"});
+    const ObjectCode good = p.compile(CodeType::ptx);
+    const std::vector<fs::path> files = entries(dir_.path());
+    ASSERT_EQ(files.size(), 1u);
+    const std::string original = read(files[0]);
+
+    const std::vector<std::pair<std::string, std::string>> damages = {
+        {"truncated", original.substr(0, original.size() / 2)},
+        {"flipped byte", [&] {
+             std::string s = original;
+             s[s.size() - 10] = char(s[s.size() - 10] ^ 0x20);
+             return s;
+         }()},
+        {"bad magic", "XXXXXXXX" + original.substr(8)},
+        {"shorter than a header", original.substr(0, 12)},
+        {"empty", ""},
+        {"appended garbage", original + "garbage"},
+    };
+    std::uint64_t rejected = 0, misses = 1;
+    for (const auto& [what, bytes] : damages) {
+        std::ofstream(files[0], std::ios::binary | std::ios::trunc) << bytes;
+        cache().clear();
+        const ObjectCode again = p.compile(CodeType::ptx);
+        EXPECT_EQ(cache().stats().disk_rejected, ++rejected) << what;
+        EXPECT_EQ(cache().stats().misses, ++misses) << what;
+        EXPECT_TRUE(same_bytes(again, good)) << what;
+        // Rewritten: the next process gets a disk hit.
+        EXPECT_EQ(read(files[0]), original) << what;
+        cache().clear();
+        const std::uint64_t hits = cache().stats().disk_hits;
+        (void)p.compile(CodeType::ptx);
+        EXPECT_EQ(cache().stats().disk_hits, hits + 1) << what;
+    }
+}
+
+TEST_F(CompileCache, DiskLimitDropsLeastRecentlyUsed) {
+    use_disk();
+    cache().set_disk_limit(1);  // smaller than any entry: only the newest survives
+    const std::string t = test::unique_token();
+    (void)Program(source(t + "1"), {.arch = "sm_90"}).compile(CodeType::ptx);
+    (void)Program(source(t + "2"), {.arch = "sm_90"}).compile(CodeType::ptx);
+    EXPECT_EQ(entries(dir_.path()).size(), 1u);
+    EXPECT_EQ(cache().stats().disk_writes, 2u);
+}
+
+TEST_F(CompileCache, OffSwitches) {
+    // Disk off (the fixture's default here): nothing is written.
+    const Program p(source(test::unique_token()), {.arch = "sm_90"});
+    (void)p.compile(CodeType::ptx);
+    EXPECT_TRUE(cache().directory().empty());
+    EXPECT_TRUE(entries(dir_.path()).empty());
+    EXPECT_EQ(cache().stats().disk_writes, 0u);
+    // ProgramOptions::cache = false: neither memory nor disk is consulted.
+    use_disk();
+    const Program q(source(test::unique_token()), {.arch = "sm_90", .cache = false});
+    (void)q.compile(CodeType::ptx);
+    (void)q.compile(CodeType::ptx);
+    EXPECT_EQ(cache().stats().misses, 1u);  // only p's
+    EXPECT_EQ(cache().stats().memory_hits, 0u);
+    EXPECT_TRUE(entries(dir_.path()).empty());
+    // An unwritable directory is not an error: the compile still works.
+    cache().set_directory("/proc/gpumath-cannot-write-here");
+    (void)Program(source(test::unique_token()), {.arch = "sm_90"}).compile(CodeType::ptx);
+    EXPECT_EQ(cache().stats().disk_writes, 0u);
+}
+
+TEST_F(CompileCache, EightThreadsCompilingTheSameSourceRunNvrtcOnce) {
+    use_disk();
+    Program p(source(test::unique_token()), {.arch = "sm_90"});
+    p.add_name_expression("fill<5>");
+    constexpr int n = 8;
+    std::barrier start(n);
+    std::vector<ObjectCode> results(n);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i)
+        threads.emplace_back([&, i] {
+            start.arrive_and_wait();
+            results[std::size_t(i)] = p.compile(CodeType::cubin);
+        });
+    for (auto& t : threads) t.join();
+    const core::CompileCacheStats s = cache().stats();
+    EXPECT_EQ(s.misses, 1u);
+    EXPECT_EQ(s.memory_hits + s.disk_hits, std::uint64_t(n - 1));
+    EXPECT_EQ(s.disk_writes, 1u);
+    for (const ObjectCode& r : results) {
+        ASSERT_FALSE(r.empty());
+        EXPECT_TRUE(same_bytes(r, results[0]));
+        EXPECT_EQ(r.lowered_name("fill<5>"), "_Z4fillILi5EEvPi");
+    }
+    EXPECT_EQ(entries(dir_.path()).size(), 1u);
+}
+
+TEST_F(CompileCache, FailedCompilesAreNotCachedAndReachEveryWaiter) {
+    const Program bad("// " + test::unique_token() + "\n__global__ void k() { nope; }", {.arch = "sm_90"});
+    EXPECT_THROW((void)bad.compile(CodeType::ptx), CompileError);
+    EXPECT_THROW((void)bad.compile(CodeType::ptx), CompileError);
+    EXPECT_EQ(cache().stats().size, 0u);
+    std::vector<std::thread> threads;
+    std::atomic<int> errors{0};
+    for (int i = 0; i < 4; ++i)
+        threads.emplace_back([&] {
+            try {
+                (void)bad.compile(CodeType::ptx);
+            } catch (const CompileError& e) {
+                if (e.log().find("nope") != std::string::npos) ++errors;
+            }
+        });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(errors.load(), 4);
+}
