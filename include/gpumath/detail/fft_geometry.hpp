@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private: validation of FFT requests and their mapping onto cuFFT's advanced data layout. Pure
+// host code (no CUDA calls), so every rule here is tested on machines without a GPU.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include <gpumath/fft/options.hpp>
+#include <gpumath/layout.hpp>
+#include <gpumath/types.hpp>
+
+namespace gpumath::detail {
+
+/// The three transforms cuFFT computes.
+enum class FftType : std::uint8_t { c2c, r2c, c2r };
+
+/// An operand in transform elements: a complex element counts once (also a pair of f16/bf16
+/// values, whose trailing dimension of 2 is dropped here), a real element once.
+struct FftOperand {
+    int rank = 0;
+    std::array<std::int64_t, max_rank> shape{};
+    std::array<std::int64_t, max_rank> strides{};
+};
+
+/// A validated FFT request: what the user asked for, independent of how cuFFT is driven.
+struct FftProblem {
+    FftType type = FftType::c2c;
+    /// f32, f64, f16 or bf16: the precision of the transform.
+    DataType precision = DataType::f32;
+    bool in_complex = true;
+    bool out_complex = true;
+    /// The layouts the user sees (f16/bf16 complex data with its trailing dimension of 2).
+    TensorLayout in_layout{};
+    TensorLayout out_layout{};
+    /// The same in transform elements.
+    FftOperand in{};
+    FftOperand out{};
+    /// Transform axes (logical, non-negative) in the order given; the last is r2c/c2r's halved axis.
+    int naxes = 1;
+    std::array<int, 3> axes{};
+    /// Transform lengths along `axes` (for c2r the output lengths).
+    std::array<std::int64_t, 3> n{};
+    /// Product of the transform lengths (the n of the normalization).
+    std::int64_t n_total = 1;
+    /// True when some batch extent is 0: there is nothing to compute.
+    bool empty = false;
+    Normalization normalization = Normalization::backward;
+    bool inplace = false;
+    bool overwrite_input = false;
+    bool has_prolog = false;
+    bool has_epilog = false;
+};
+
+/// Validates a request before any GPU work. `out` may be null (the output layout is then
+/// row-major, or the input layout for `inplace`). `forced` is the kind a free function computes
+/// (automatic for the FFT class). Throws InvalidArgument / NotSupported naming the operand, the
+/// value given and what is allowed; messages start with `api`.
+[[nodiscard]] FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options,
+                                          FFTKind forced, const char* api);
+
+/// Scale factor of a transform in `direction` under `problem.normalization`.
+[[nodiscard]] double fft_scale(const FftProblem& problem, Direction direction) noexcept;
+
+/// How one operand is handed to cuFFT.
+struct FftSide {
+    /// The transform reads (input) or writes (output) a contiguous workspace temp instead of the
+    /// user's memory; a gather (input) or scatter (output) pass moves the data.
+    bool temp = false;
+    /// Strides (transform elements) of the operand cuFFT sees, per logical dimension: the user's
+    /// strides, or the temp's.
+    std::array<std::int64_t, max_rank> strides{};
+    /// Elements of the temp (0 when not a temp).
+    std::int64_t temp_elements = 0;
+    /// cuFFT's advanced layout: embed (outer to inner), stride, distance between batches.
+    std::array<std::int64_t, 3> embed{};
+    std::int64_t stride = 1;
+    std::int64_t dist = 1;
+};
+
+/// A cuFFT plan's geometry for a problem, plus the host loop over batch groups that cuFFT's
+/// single batch stride cannot express.
+struct FftGeometry {
+    int rank = 1;
+    /// Logical dimension of each cuFFT dimension, outer to inner.
+    std::array<int, 3> dims{};
+    /// cuFFT lengths, outer to inner (real lengths for r2c/c2r).
+    std::array<std::int64_t, 3> n{};
+    std::int64_t batch = 1;
+    FftSide in{};
+    FftSide out{};
+    /// Batch groups run by a host loop, one cuFFT execution each (strides in elements of the
+    /// operands cuFFT sees).
+    int loop_rank = 0;
+    std::array<std::int64_t, max_rank> loop_extent{};
+    std::array<std::int64_t, max_rank> loop_in_stride{};
+    std::array<std::int64_t, max_rank> loop_out_stride{};
+    /// Number of cuFFT executions per transform (product of loop_extent).
+    [[nodiscard]] std::int64_t executions() const noexcept {
+        std::int64_t e = 1;
+        for (int i = 0; i < loop_rank; ++i) e *= loop_extent[std::size_t(i)];
+        return e;
+    }
+};
+
+/// Most host-loop executions gpumath accepts for a transform before it copies through a
+/// contiguous temp instead (unless each execution is large; see make_fft_geometry).
+inline constexpr std::int64_t fft_max_loop_executions = 16;
+
+/// Maps `problem` onto cuFFT. `in_temp`/`out_temp` force a gather/scatter through workspace
+/// temps; operands cuFFT cannot address (transform strides that do not nest, broadcast inputs,
+/// strided real data of half-precision r2c/c2r) become temps too, as do both operands when more
+/// than `max_executions` host-loop executions would be needed and each is small (with
+/// `max_executions` <= 1: whatever their size).
+[[nodiscard]] FftGeometry make_fft_geometry(const FftProblem& problem, bool in_temp, bool out_temp,
+                                            std::int64_t max_executions = fft_max_loop_executions);
+
+/// The index space and strides of an elementwise pass (gather, scatter or scale), with
+/// extent-1 dimensions dropped and nesting dimensions merged.
+struct FftPass {
+    int rank = 0;
+    std::array<std::int64_t, max_rank> extent{};
+    std::array<std::int64_t, max_rank> src_stride{};
+    std::array<std::int64_t, max_rank> dst_stride{};
+    std::int64_t total = 0;
+};
+
+/// A pass over `shape` reading with `src` strides and writing with `dst` strides.
+[[nodiscard]] FftPass make_fft_pass(const FftOperand& shape, const std::array<std::int64_t, max_rank>& src,
+                                    const std::array<std::int64_t, max_rank>& dst) noexcept;
+
+/// "c2c", "r2c", "c2r".
+[[nodiscard]] const char* to_string(FftType type) noexcept;
+
+}  // namespace gpumath::detail

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// FFT load/store callbacks: compiling them ahead of planning, and their signatures.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <gpumath/core/program.hpp>
+#include <gpumath/fft/options.hpp>
+#include <gpumath/types.hpp>
+
+namespace gpumath {
+
+/// Whether a callback loads (a prolog: runs on every input element) or stores (an epilog: runs on
+/// every output element).
+enum class FFTCallbackKind : std::uint8_t { load, store };
+
+/// The C++ declaration a callback of `kind` over elements of `element` (f32 -> cufftReal,
+/// f64 -> cufftDoubleReal, c32 -> cufftComplex, c64 -> cufftDoubleComplex) must match, with
+/// `name` as the function name. InvalidArgument for other element types.
+[[nodiscard]] std::string fft_callback_signature(FFTCallbackKind kind, DataType element,
+                                                 const std::string& name = "callback");
+
+/// Compiles `callback`'s source to the LTO-IR gpumath hands to cuFFT for a fused plan (the user's
+/// function plus a C++-linkage entry that calls it, so `extern "C"` does not matter), through the
+/// JIT compile cache. Needs no GPU when `arch` is given ("sm_90"); empty: the current device's.
+/// Planning compiles callbacks itself; call this to check a callback early or to warm the cache.
+/// Throws CompileError with NVRTC's log (the message names the callback and its expected
+/// signature), InvalidArgument for an empty callback, a callback given as `code`, a missing
+/// symbol or an element type without callbacks.
+[[nodiscard]] core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKind kind,
+                                                    DataType element, std::string arch = {});
+
+}  // namespace gpumath

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Compiling FFT callbacks to LTO-IR for cuFFT.
+#include <gpumath/fft/callback.hpp>
+
+#include <fmt/format.h>
+
+#include <gpumath/detail/fft_sources.hpp>
+#include <gpumath/detail/status.hpp>
+#include <gpumath/error.hpp>
+
+#include "fft/internal.hpp"
+
+namespace gpumath {
+
+std::string fft_callback_signature(FFTCallbackKind kind, DataType element, const std::string& name) {
+    const char* type = detail::fft_callback_value_type(element, "gpumath::fft_callback_signature");
+    if (kind == FFTCallbackKind::load)
+        return fmt::format("__device__ {} {}(void* data_in, unsigned long long offset, void* user_info, void* shared)",
+                           type, name);
+    return fmt::format("__device__ void {}(void* data_out, unsigned long long offset, {} element, void* user_info, "
+                       "void* shared)",
+                       name, type);
+}
+
+core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
+                                      std::string arch) {
+    constexpr const char* api = "gpumath::compile_fft_callback";
+    if (callback.source.empty())
+        detail::throw_invalid(callback.code.empty()
+                                  ? "callback: empty (no source); give the CUDA C++ source of a __device__ function"
+                                  : "callback: given as LTO-IR code, which needs no compiling; pass it to FFTOptions",
+                              api);
+    if (callback.symbol.empty())
+        detail::throw_invalid("callback.symbol: empty; name the __device__ function the source defines", api);
+    (void)detail::fft_callback_value_type(element, api);
+    return detail::compile_fused_callback(callback, kind, element, 1.0, {}, std::move(arch));
+}
+
+namespace detail {
+
+core::ObjectCode compile_fused_callback(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
+                                        double scale, const std::string& rename, std::string arch) {
+    const std::string source = fft_fused_callback_source(callback, kind, element, scale, rename);
+    return compile_with_context(source, core::CodeType::ltoir, std::move(arch),
+                                kind == FFTCallbackKind::load ? "fft_prolog" : "fft_epilog", &callback, kind, element);
+}
+
+core::ObjectCode compile_with_context(const std::string& source, core::CodeType target, std::string arch,
+                                      const char* name, const FFTCallback* callback, FFTCallbackKind kind,
+                                      DataType element) {
+    core::ProgramOptions options;
+    options.name = name;
+    options.arch = std::move(arch);
+    options.std = "c++17";
+    options.headers = fft_callback_headers();
+    try {
+        return core::Program(source, std::move(options)).compile(target);
+    } catch (const CompileError& e) {
+        if (callback == nullptr) throw;
+        // Say which callback failed and what it must look like; keep NVRTC's status and log.
+        throw CompileError(fmt::format("FFT {} callback \"{}\" does not compile; it must define {}\n{}",
+                                       kind == FFTCallbackKind::load ? "prolog (load)" : "epilog (store)",
+                                       callback->symbol, fft_callback_signature(kind, element, callback->symbol),
+                                       e.what()),
+                           e.status(), e.api(), e.log());
+    }
+}
+
+}  // namespace detail
+}  // namespace gpumath

@@ -1,0 +1,627 @@
+// SPDX-License-Identifier: Apache-2.0
+// The FFT plan: cuFFT plans over the advanced layout, work areas per stream, gather/scatter/scale
+// passes, and callbacks fused into cuFFT or run as separate passes.
+#include <gpumath/fft/fft.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <cufftXt.h>
+
+#include <gpumath/core/device.hpp>
+#include <gpumath/core/event.hpp>
+#include <gpumath/core/linker.hpp>
+#include <gpumath/detail/status.hpp>
+#include <gpumath/error.hpp>
+
+#include "detail/log.hpp"
+#include "fft/internal.hpp"
+
+namespace gpumath {
+namespace detail {
+namespace {
+
+std::size_t align_up(std::size_t v) { return (v + 255) / 256 * 256; }
+
+DataType element_type(DataType precision, bool complex) {
+    if (!complex) return precision;
+    if (precision == DataType::f32) return DataType::c32;
+    if (precision == DataType::f64) return DataType::c64;
+    return precision;  // f16/bf16 pairs
+}
+
+std::size_t element_bytes(DataType precision, bool complex) {
+    return size_of(precision) * (complex ? 2 : 1);
+}
+
+cudaDataType cuda_type(DataType precision, bool complex) {
+    switch (precision) {
+    case DataType::f32: return complex ? CUDA_C_32F : CUDA_R_32F;
+    case DataType::f64: return complex ? CUDA_C_64F : CUDA_R_64F;
+    case DataType::f16: return complex ? CUDA_C_16F : CUDA_R_16F;
+    case DataType::bf16: return complex ? CUDA_C_16BF : CUDA_R_16BF;
+    default: return CUDA_C_32F;
+    }
+}
+
+cufftXtCallbackType callback_type(FFTCallbackKind kind, DataType element) {
+    const bool dbl = element == DataType::f64 || element == DataType::c64;
+    const bool cpx = element == DataType::c32 || element == DataType::c64;
+    if (kind == FFTCallbackKind::load)
+        return cpx ? (dbl ? CUFFT_CB_LD_COMPLEX_DOUBLE : CUFFT_CB_LD_COMPLEX)
+                   : (dbl ? CUFFT_CB_LD_REAL_DOUBLE : CUFFT_CB_LD_REAL);
+    return cpx ? (dbl ? CUFFT_CB_ST_COMPLEX_DOUBLE : CUFFT_CB_ST_COMPLEX)
+               : (dbl ? CUFFT_CB_ST_REAL_DOUBLE : CUFFT_CB_ST_REAL);
+}
+
+std::string geometry_text(const FftProblem& p, const FftGeometry& g) {
+    std::string n, ie, oe;
+    for (int k = 0; k < g.rank; ++k) {
+        const char* sep = k ? ", " : "";
+        n += fmt::format("{}{}", sep, g.n[std::size_t(k)]);
+        ie += fmt::format("{}{}", sep, g.in.embed[std::size_t(k)]);
+        oe += fmt::format("{}{}", sep, g.out.embed[std::size_t(k)]);
+    }
+    return fmt::format("{} {} n=({}) batch={} in: embed=({}) stride={} dist={}{} out: embed=({}) stride={} dist={}{} "
+                       "executions={}",
+                       gpumath::to_string(p.precision), to_string(p.type), n, g.batch, ie, g.in.stride, g.in.dist,
+                       g.in.temp ? " (temp)" : "", oe, g.out.stride, g.out.dist, g.out.temp ? " (temp)" : "",
+                       g.executions());
+}
+
+}  // namespace
+
+/// One way of running the transform: a cuFFT plan plus the passes around it.
+struct FftVariant {
+    FftGeometry g;
+    cufftHandle handle = 0;
+    bool has_handle = false;
+    std::size_t cufft_work = 0;
+    std::size_t temp_in_offset = 0;
+    std::size_t temp_out_offset = 0;
+    std::size_t bytes = 0;  // workspace per execution
+    bool fused_prolog = false;
+    bool fused_epilog = false;
+    bool fused_scale = false;  // the store inside cuFFT applies `baked_scale`
+    double baked_scale = 1.0;
+    core::Kernel gather;   // input -> temp (applies an unfused prolog)
+    core::Kernel scatter;  // temp -> output (applies an unfused epilog and the scale)
+    core::Kernel scale;    // in-place scale of the output
+    FftPass gather_pass{};
+    FftPass scatter_pass{};
+    FftPass scale_pass{};
+    std::array<void*, 1> prolog_info{};
+    std::array<void*, 1> epilog_info{};
+    // Enqueueing on a cuFFT plan is serialized: stream and work area are plan state.
+    std::mutex mutex;
+    cudaStream_t bound_stream = nullptr;
+    void* bound_work = nullptr;
+    bool bound = false;
+
+    FftVariant() = default;
+    FftVariant(const FftVariant&) = delete;
+    FftVariant& operator=(const FftVariant&) = delete;
+    ~FftVariant() {
+        if (has_handle) (void)cufftDestroy(handle);
+    }
+    [[nodiscard]] bool fuses() const noexcept { return fused_prolog || fused_epilog || fused_scale; }
+};
+
+struct FFTImpl {
+    FftProblem p;
+    FFTOptions options;
+    const char* api = "gpumath::FFT";
+
+    std::mutex plan_mutex;
+    std::atomic<bool> planned{false};
+    int device = -1;
+    std::string arch;
+    CallbackMode mode = CallbackMode::automatic;  // resolved: fused or separate with callbacks
+    bool fuse = false;                            // run[] variants are fused ones
+    std::vector<std::unique_ptr<FftVariant>> owned;
+    std::array<std::atomic<FftVariant*>, 2> run{};  // by Direction
+    std::shared_ptr<core::MemoryResource> resource;
+    std::unique_ptr<FftWorkspace> own_workspace;
+    FftWorkspace* workspace = nullptr;
+
+    [[nodiscard]] DataType in_element() const { return element_type(p.precision, p.in_complex); }
+    [[nodiscard]] DataType out_element() const { return element_type(p.precision, p.out_complex); }
+    [[nodiscard]] bool half() const { return p.precision == DataType::f16 || p.precision == DataType::bf16; }
+    [[nodiscard]] Direction primary() const {
+        return p.type == FftType::c2r ? Direction::inverse : Direction::forward;
+    }
+
+    void plan_locked();
+    FftVariant* fused_for_locked(Direction d);
+    [[nodiscard]] bool can_fuse_scale(const FftVariant& v) const;
+    std::unique_ptr<FftVariant> build(bool in_temp, bool out_temp, bool fused, Direction direction);
+    FftVariant* variant_for(Direction d);
+    core::Kernel pass_kernel(bool input, const FFTCallback* callback);
+    void run_variant(FftVariant& v, const void* in, void* out, Direction d, core::StreamRef stream, void* work);
+    void execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream);
+    double measure(FftVariant& v, const void* in, void* out, core::StreamRef stream, void* work);
+};
+
+core::Kernel FFTImpl::pass_kernel(bool input, const FFTCallback* callback) {
+    const DataType element = input ? in_element() : out_element();
+    const bool complex = input ? p.in_complex : p.out_complex;
+    const DataType base = half() ? p.precision : element;
+    if (callback == nullptr) return builtin_pass_kernel(base, half() && complex, device, arch);
+    const FFTCallbackKind kind = input ? FFTCallbackKind::load : FFTCallbackKind::store;
+    FftPassSpec spec;
+    spec.element = element;
+    spec.callback = callback;
+    spec.kind = kind;
+    if (!callback->source.empty()) {
+        const core::ObjectCode code =
+            compile_with_context(fft_pass_source(spec), core::CodeType::cubin, arch,
+                                 input ? "fft_prolog_pass" : "fft_epilog_pass", callback, kind, element);
+        return core::Module(code).kernel(fft_pass_kernel_name, device);
+    }
+    // LTO-IR from the user: compile the pass against a declaration and link. The linkage of the
+    // user's symbol is not known: try C++ first, then C.
+    spec.declare_only = true;
+    for (bool c_linkage : {false, true}) {
+        spec.c_linkage = c_linkage;
+        const core::ObjectCode pass = compile_with_context(fft_pass_source(spec), core::CodeType::ltoir, arch,
+                                                           "fft_callback_pass", nullptr, kind, element);
+        try {
+            core::Linker linker(core::LinkerOptions{.name = "fft_callback_pass", .arch = arch});
+            linker.add(pass).add(callback->code);
+            return core::Module(linker.link(core::CodeType::cubin)).kernel(fft_pass_kernel_name, device);
+        } catch (const LinkError&) {
+            if (c_linkage) throw;
+        }
+    }
+    throw_invalid("unreachable", api);
+}
+
+std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fused, Direction direction) {
+    auto v = std::make_unique<FftVariant>();
+    v->g = make_fft_geometry(p, in_temp, out_temp, fused ? 1 : fft_max_loop_executions);
+    const FftGeometry& g = v->g;
+    const double scale = fft_scale(p, direction);
+    if (fused) {
+        v->fused_prolog = p.has_prolog && !g.in.temp;
+        v->fused_epilog = p.has_epilog && !g.out.temp;
+        const bool epilog_scalable = !p.has_epilog || (v->fused_epilog && !options.epilog.source.empty());
+        v->fused_scale = !g.out.temp && scale != 1.0 && epilog_scalable && (v->fused_epilog || !p.has_epilog);
+        if (v->fused_scale) v->baked_scale = scale;
+    }
+
+    // cuFFT plan. Callbacks must be attached after cufftCreate and before planning.
+    check_cufft(cufftCreate(&v->handle), "cufftCreate", "creating an FFT plan");
+    v->has_handle = true;
+    check_cufft(cufftSetAutoAllocation(v->handle, 0), "cufftSetAutoAllocation");
+    const bool same_source = p.has_prolog && p.has_epilog && !options.prolog.source.empty() &&
+                             options.prolog.source == options.epilog.source;
+    auto attach = [&](FFTCallbackKind kind, const core::ObjectCode& code, const std::string& symbol,
+                      std::array<void*, 1>& info) {
+        const DataType element = kind == FFTCallbackKind::load ? in_element() : out_element();
+        const auto bytes = code.bytes();
+        check_cufft(cufftXtSetJITCallback(v->handle, symbol.c_str(), bytes.data(), bytes.size(),
+                                          callback_type(kind, element), info.data()),
+                    "cufftXtSetJITCallback", [&] {
+                        return fmt::format("attaching the {} callback \"{}\" ({} bytes of LTO-IR)",
+                                           kind == FFTCallbackKind::load ? "prolog" : "epilog", symbol, bytes.size());
+                    });
+    };
+    if (v->fused_prolog) {
+        v->prolog_info[0] = options.prolog.user_info;
+        if (!options.prolog.source.empty()) {
+            const core::ObjectCode code =
+                compile_fused_callback(options.prolog, FFTCallbackKind::load, in_element(), 1.0,
+                                       same_source ? options.epilog.symbol : std::string(), arch);
+            attach(FFTCallbackKind::load, code, fft_callback_entry_name(FFTCallbackKind::load), v->prolog_info);
+        } else {
+            attach(FFTCallbackKind::load, options.prolog.code, options.prolog.symbol, v->prolog_info);
+        }
+    }
+    if (v->fused_epilog || v->fused_scale) {
+        v->epilog_info[0] = options.epilog.user_info;
+        if (v->fused_epilog && options.epilog.source.empty()) {
+            attach(FFTCallbackKind::store, options.epilog.code, options.epilog.symbol, v->epilog_info);
+        } else {
+            core::ObjectCode code;
+            if (v->fused_epilog)
+                code = compile_fused_callback(options.epilog, FFTCallbackKind::store, out_element(), v->baked_scale,
+                                              same_source ? options.prolog.symbol : std::string(), arch);
+            else
+                code = compile_with_context(fft_scale_callback_source(out_element(), v->baked_scale),
+                                            core::CodeType::ltoir, arch, "fft_scale_store", nullptr,
+                                            FFTCallbackKind::store, out_element());
+            attach(FFTCallbackKind::store, code, fft_callback_entry_name(FFTCallbackKind::store), v->epilog_info);
+        }
+    }
+    std::array<long long, 3> n{}, inembed{}, onembed{};
+    for (int k = 0; k < g.rank; ++k) {
+        n[std::size_t(k)] = g.n[std::size_t(k)];
+        inembed[std::size_t(k)] = g.in.embed[std::size_t(k)];
+        onembed[std::size_t(k)] = g.out.embed[std::size_t(k)];
+    }
+    const cudaDataType itype = cuda_type(p.precision, p.in_complex);
+    const cudaDataType otype = cuda_type(p.precision, p.out_complex);
+    const cudaDataType etype = cuda_type(p.precision, true);
+    std::size_t work = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    check_cufft(cufftXtMakePlanMany(v->handle, g.rank, n.data(), inembed.data(), g.in.stride, g.in.dist, itype,
+                                    onembed.data(), g.out.stride, g.out.dist, otype, g.batch, &work, etype),
+                "cufftXtMakePlanMany", [&] {
+                    return fmt::format("planning {}{}", geometry_text(p, g),
+                                       v->fuses() ? " with fused callbacks" : "");
+                });
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    v->cufft_work = work;
+    log(LogLevel::debug, "fft: planned {}{} in {:.1f} ms, work area {} bytes", geometry_text(p, g),
+        v->fuses() ? " with fused callbacks" : "", ms, work);
+    if (g.in.temp || g.out.temp || g.executions() > 1)
+        log(LogLevel::info, "fft: {} input {} -> output {}: cuFFT cannot address this directly; {}{}{}",
+            to_string(p.type), gpumath::to_string(p.in_layout), gpumath::to_string(p.out_layout),
+            g.in.temp ? "the input is gathered into a contiguous temp; " : "",
+            g.out.temp ? "the output is scattered from a contiguous temp; " : "",
+            g.executions() > 1 ? fmt::format("{} cuFFT executions per transform", g.executions()) : "");
+
+    // Work area layout: cuFFT's, then the temps.
+    const std::size_t in_bytes = element_bytes(p.precision, p.in_complex);
+    const std::size_t out_bytes = element_bytes(p.precision, p.out_complex);
+    std::size_t offset = align_up(work);
+    if (g.in.temp) {
+        v->temp_in_offset = offset;
+        offset += align_up(std::size_t(g.in.temp_elements) * in_bytes);
+    }
+    if (g.out.temp) {
+        v->temp_out_offset = offset;
+        offset += align_up(std::size_t(g.out.temp_elements) * out_bytes);
+    }
+    v->bytes = offset;
+
+    // Passes.
+    if (g.in.temp) {
+        v->gather_pass = make_fft_pass(p.in, p.in.strides, g.in.strides);
+        v->gather = pass_kernel(true, p.has_prolog && !v->fused_prolog ? &options.prolog : nullptr);
+    }
+    if (g.out.temp) {
+        v->scatter_pass = make_fft_pass(p.out, g.out.strides, p.out.strides);
+        v->scatter = pass_kernel(false, p.has_epilog && !v->fused_epilog ? &options.epilog : nullptr);
+    } else if (!v->fused_scale && (fft_scale(p, Direction::forward) != 1.0 || fft_scale(p, Direction::inverse) != 1.0)) {
+        v->scale_pass = make_fft_pass(p.out, p.out.strides, p.out.strides);
+        v->scale = pass_kernel(false, nullptr);
+    }
+    return v;
+}
+
+void FFTImpl::run_variant(FftVariant& v, const void* in, void* out, Direction d, core::StreamRef stream, void* work) {
+    const FftGeometry& g = v.g;
+    const double scale = v.fused_scale ? 1.0 : fft_scale(p, d);
+    const bool single = p.precision != DataType::f64;
+    auto* w = static_cast<char*>(work);
+    const void* exec_in = in;
+    void* exec_out = out;
+    if (g.in.temp) {
+        exec_in = w + v.temp_in_offset;
+        launch_pass(v.gather, stream, in, w + v.temp_in_offset, v.gather_pass, 1.0, single, options.prolog.user_info);
+    }
+    if (g.out.temp) exec_out = w + v.temp_out_offset;
+    {
+        std::lock_guard lock(v.mutex);
+        if (!v.bound || v.bound_stream != stream.handle()) {
+            check_cufft(cufftSetStream(v.handle, stream.handle()), "cufftSetStream");
+            v.bound_stream = stream.handle();
+        }
+        if (v.cufft_work > 0 && (!v.bound || v.bound_work != work)) {
+            check_cufft(cufftSetWorkArea(v.handle, work), "cufftSetWorkArea");
+            v.bound_work = work;
+        }
+        v.bound = true;
+        const int direction = d == Direction::forward ? CUFFT_FORWARD : CUFFT_INVERSE;
+        auto exec = [&](std::int64_t in_offset, std::int64_t out_offset) {
+            auto* i = const_cast<char*>(static_cast<const char*>(exec_in)) +
+                      in_offset * std::int64_t(element_bytes(p.precision, p.in_complex));
+            auto* o = static_cast<char*>(exec_out) + out_offset * std::int64_t(element_bytes(p.precision, p.out_complex));
+            check_cufft(cufftXtExec(v.handle, i, o, direction), "cufftXtExec",
+                        [&] { return fmt::format("executing {}", geometry_text(p, g)); });
+        };
+        if (g.loop_rank == 0) {
+            exec(0, 0);
+        } else {
+            std::array<std::int64_t, max_rank> idx{};
+            const std::int64_t count = g.executions();
+            for (std::int64_t e = 0; e < count; ++e) {
+                std::int64_t io = 0, oo = 0;
+                for (int k = 0; k < g.loop_rank; ++k) {
+                    io += idx[std::size_t(k)] * g.loop_in_stride[std::size_t(k)];
+                    oo += idx[std::size_t(k)] * g.loop_out_stride[std::size_t(k)];
+                }
+                exec(io, oo);
+                for (int k = g.loop_rank - 1; k >= 0; --k) {
+                    if (++idx[std::size_t(k)] < g.loop_extent[std::size_t(k)]) break;
+                    idx[std::size_t(k)] = 0;
+                }
+            }
+        }
+    }
+    if (g.out.temp)
+        launch_pass(v.scatter, stream, exec_out, out, v.scatter_pass, scale, single, options.epilog.user_info);
+    else if (scale != 1.0)
+        launch_pass(v.scale, stream, out, out, v.scale_pass, scale, single, nullptr);
+}
+
+double FFTImpl::measure(FftVariant& v, const void* in, void* out, core::StreamRef stream, void* work) {
+    const Direction d = primary();
+    core::Event start(core::EventOptions{.timing = true});
+    core::Event stop(core::EventOptions{.timing = true});
+    run_variant(v, in, out, d, stream, work);  // warm-up
+    constexpr int runs = 5;
+    start.record(stream);
+    for (int i = 0; i < runs; ++i) run_variant(v, in, out, d, stream, work);
+    stop.record(stream);
+    stop.synchronize();
+    return double(core::Event::elapsed_ms(start, stop)) / runs;
+}
+
+void FFTImpl::plan_locked() {
+    device = current_device();
+    const core::Device dev(device);
+    if (p.precision == DataType::bf16 && dev.compute_capability().value() < 80)
+        throw_not_supported(fmt::format("input: bf16 FFTs need compute capability 8.0 or newer (a cuFFT rule); {} is "
+                                        "{}.{}",
+                                        dev.name(), dev.compute_capability().major, dev.compute_capability().minor),
+                            api);
+    arch = dev.arch();
+    if (options.memory_resource) {
+        resource = options.memory_resource;
+        own_workspace = std::make_unique<FftWorkspace>(resource);
+        workspace = own_workspace.get();
+    } else {
+        resource = core::DeviceMemoryResource::default_resource(device);
+        workspace = &default_fft_workspace(device);
+    }
+
+    const bool callbacks = p.has_prolog || p.has_epilog;
+    const CallbackMode asked = options.callback_mode;
+    const Direction first = primary();
+    if (!callbacks) {
+        if (asked != CallbackMode::fused) {
+            // Normalization is a separate pass (fused into a generated store only in fused mode).
+            owned.push_back(build(false, false, false, first));
+            run[0] = owned.back().get();
+            run[1] = owned.back().get();
+            return;
+        }
+        fuse = true;
+        run[std::size_t(first)] = fused_for_locked(first);
+        return;
+    }
+
+    if (asked == CallbackMode::separate) {
+        owned.push_back(build(p.has_prolog, p.has_epilog, false, first));
+        run[0] = owned.back().get();
+        run[1] = owned.back().get();
+        mode = CallbackMode::separate;
+        return;
+    }
+    if (asked == CallbackMode::fused) {
+        try {
+            run[std::size_t(first)] = fused_for_locked(first);
+        } catch (const CufftError& e) {
+            throw CufftError(fmt::format("{}\ncuFFT refused the plan with fused callbacks; CallbackMode::separate (or "
+                                         "automatic) runs the same callbacks in a separate pass",
+                                         e.what()),
+                             e.status(), e.api());
+        }
+        mode = CallbackMode::fused;
+        fuse = true;
+        return;
+    }
+
+    // Automatic: plan both, time both once on scratch data, keep the faster.
+    std::unique_ptr<FftVariant> separate = build(p.has_prolog, p.has_epilog, false, first);
+    std::unique_ptr<FftVariant> fused;
+    try {
+        fused = build(false, false, true, first);
+    } catch (const CufftError& e) {
+        log(LogLevel::info, "fft: cuFFT refused fused callbacks ({}); the callbacks run as separate passes", e.what());
+    } catch (const LinkError& e) {
+        log(LogLevel::info, "fft: fused callbacks failed to link ({}); the callbacks run as separate passes", e.what());
+    }
+    if (fused && fused->fuses()) {
+        core::Stream stream;
+        const std::size_t in_span = std::size_t(std::max<std::int64_t>(p.in_layout.span_bytes(), 1));
+        const std::size_t out_span = std::size_t(std::max<std::int64_t>(p.out_layout.span_bytes(), 1));
+        core::Buffer in(in_span, stream, resource), out(out_span, stream, resource);
+        core::Buffer work(std::max(separate->bytes, fused->bytes), stream, resource);
+        check(cudaMemsetAsync(in.data(), 0, in_span, stream.handle()), "cudaMemsetAsync");
+        double ts = measure(*separate, in.data(), out.data(), stream, work.data());
+        double tf = measure(*fused, in.data(), out.data(), stream, work.data());
+        ts = std::min(ts, measure(*separate, in.data(), out.data(), stream, work.data()));
+        tf = std::min(tf, measure(*fused, in.data(), out.data(), stream, work.data()));
+        stream.synchronize();
+        in.reset();
+        out.reset();
+        work.reset();
+        stream.synchronize();
+        log(LogLevel::info, "fft: callbacks fused {:.4f} ms, separate {:.4f} ms per transform: using {}", tf, ts,
+            tf < ts ? "fused" : "separate");
+        if (tf < ts) {
+            run[std::size_t(first)] = fused.get();
+            owned.push_back(std::move(fused));
+            mode = CallbackMode::fused;
+            fuse = true;
+            return;
+        }
+    }
+    run[0] = separate.get();
+    run[1] = separate.get();
+    owned.push_back(std::move(separate));
+    mode = CallbackMode::separate;
+}
+
+bool FFTImpl::can_fuse_scale(const FftVariant& v) const {
+    if (v.g.out.temp) return false;
+    return v.fused_epilog ? !options.epilog.source.empty() : !p.has_epilog;
+}
+
+FftVariant* FFTImpl::fused_for_locked(Direction d) {
+    // A fused variant bakes one scale into its store; reuse one that fits this direction.
+    const double scale = fft_scale(p, d);
+    // Only fused variants are in `owned` when this runs (a separate one serves both directions).
+    for (const auto& v : owned) {
+        const bool fits = v->fused_scale ? v->baked_scale == scale : (scale == 1.0 || !can_fuse_scale(*v));
+        if (fits) return v.get();
+    }
+    owned.push_back(build(false, false, true, d));
+    return owned.back().get();
+}
+
+FftVariant* FFTImpl::variant_for(Direction d) {
+    if (FftVariant* v = run[std::size_t(d)].load(std::memory_order_acquire)) return v;
+    std::lock_guard lock(plan_mutex);
+    if (FftVariant* v = run[std::size_t(d)].load(std::memory_order_relaxed)) return v;
+    FftVariant* v = fused_for_locked(d);
+    run[std::size_t(d)].store(v, std::memory_order_release);
+    return v;
+}
+
+void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream) {
+    if (!(in.layout() == p.in_layout)) [[unlikely]]
+        throw_invalid(fmt::format("in: layout {} given, the plan was made for {}", gpumath::to_string(in.layout()),
+                                  gpumath::to_string(p.in_layout)),
+                      api);
+    if (!(out.layout() == p.out_layout)) [[unlikely]]
+        throw_invalid(fmt::format("out: layout {} given, the plan writes {}", gpumath::to_string(out.layout()),
+                                  gpumath::to_string(p.out_layout)),
+                      api);
+    if (static_cast<int>(d) > 1) [[unlikely]]
+        throw_invalid(fmt::format("direction: value {} is not a Direction", static_cast<int>(d)), api);
+    if ((p.type == FftType::r2c && d != Direction::forward) || (p.type == FftType::c2r && d != Direction::inverse))
+        [[unlikely]]
+        throw_invalid(fmt::format("direction: {} given for a {} transform, which runs {} only", to_string(d),
+                                  to_string(p.type), p.type == FftType::r2c ? "forward" : "inverse"),
+                      api);
+    if (in.data() == out.data() && in.data() != nullptr) [[unlikely]] {
+        if (p.type != FftType::c2c)
+            throw_invalid(fmt::format("out: the same memory as in; in-place transforms are only supported for c2c, "
+                                      "{} needs a separate output",
+                                      to_string(p.type)),
+                          api);
+        if (!(p.in_layout == p.out_layout))
+            throw_invalid(fmt::format("out: the same memory as in, but the layouts differ (in {}, out {}); an "
+                                      "in-place transform needs equal layouts",
+                                      gpumath::to_string(p.in_layout), gpumath::to_string(p.out_layout)),
+                          api);
+    }
+    if (p.empty) return;
+    if (!planned.load(std::memory_order_acquire)) [[unlikely]] {
+        std::lock_guard lock(plan_mutex);
+        if (!planned.load(std::memory_order_relaxed)) {
+            plan_locked();
+            planned.store(true, std::memory_order_release);
+        }
+    }
+    std::optional<DeviceGuard> guard;
+    int current = 0;
+    check(cudaGetDevice(&current), "cudaGetDevice");
+    if (current != device) [[unlikely]]
+        guard.emplace(device);
+    FftVariant& v = *variant_for(d);
+    FftWorkspace::Lease lease = workspace->acquire(v.bytes, stream);
+    run_variant(v, in.data(), out.data(), d, stream, lease.data);
+}
+
+}  // namespace detail
+
+FFT::FFT(const TensorLayout& input, const FFTOptions& options) : impl_(std::make_unique<detail::FFTImpl>()) {
+    impl_->p = detail::make_fft_problem(input, nullptr, options, FFTKind::automatic, impl_->api);
+    impl_->options = options;
+}
+
+FFT::FFT(const TensorLayout& input, const TensorLayout& output, const FFTOptions& options)
+    : impl_(std::make_unique<detail::FFTImpl>()) {
+    impl_->p = detail::make_fft_problem(input, &output, options, FFTKind::automatic, impl_->api);
+    impl_->options = options;
+}
+
+FFT::FFT(std::unique_ptr<detail::FFTImpl> impl) noexcept : impl_(std::move(impl)) {}
+
+namespace detail {
+FFT FFTAccess::make(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
+                    const char* api) {
+    auto impl = std::make_unique<FFTImpl>();
+    impl->api = api;
+    impl->p = make_fft_problem(in, out, options, forced, api);
+    impl->options = options;
+    return FFT(std::move(impl));
+}
+}  // namespace detail
+
+FFT::~FFT() = default;
+FFT::FFT(FFT&&) noexcept = default;
+FFT& FFT::operator=(FFT&&) noexcept = default;
+
+void FFT::plan() {
+    detail::FFTImpl& m = *impl_;
+    if (m.planned.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(m.plan_mutex);
+    if (m.planned.load(std::memory_order_relaxed)) return;
+    if (!m.p.empty) m.plan_locked();
+    m.planned.store(true, std::memory_order_release);
+}
+
+bool FFT::planned() const noexcept { return impl_->planned.load(std::memory_order_acquire); }
+
+void FFT::execute(const TensorView& in, const TensorView& out, Direction direction, core::StreamRef stream) {
+    impl_->execute(in, out, direction, stream);
+}
+
+Tensor FFT::execute(const TensorView& in, Direction direction, core::StreamRef stream) {
+    const detail::FftProblem& p = impl_->p;
+    if (p.inplace)
+        detail::throw_invalid("out: this plan is in-place; call execute(x, x, direction, stream)", impl_->api);
+    if (!p.out_layout.is_contiguous())
+        detail::throw_invalid(fmt::format("out: the plan writes the strided layout {}; pass an output view to "
+                                          "execute(in, out, direction, stream)",
+                                          gpumath::to_string(p.out_layout)),
+                              impl_->api);
+    Tensor out = Tensor::empty(p.out_layout, stream, impl_->options.memory_resource);
+    impl_->execute(in, out.view(), direction, stream);
+    return out;
+}
+
+const TensorLayout& FFT::input_layout() const noexcept { return impl_->p.in_layout; }
+const TensorLayout& FFT::output_layout() const noexcept { return impl_->p.out_layout; }
+FFTKind FFT::kind() const noexcept {
+    switch (impl_->p.type) {
+    case detail::FftType::c2c: return FFTKind::c2c;
+    case detail::FftType::r2c: return FFTKind::r2c;
+    case detail::FftType::c2r: return FFTKind::c2r;
+    }
+    return FFTKind::automatic;
+}
+const FFTOptions& FFT::options() const noexcept { return impl_->options; }
+CallbackMode FFT::callback_mode() const noexcept { return planned() ? impl_->mode : CallbackMode::automatic; }
+
+std::size_t FFT::workspace_size() const noexcept {
+    if (!planned()) return 0;
+    std::size_t b = 0;
+    for (const auto& v : impl_->owned) b = std::max(b, v->bytes);
+    return b;
+}
+
+bool FFT::copies() const noexcept {
+    if (!planned()) return false;
+    const detail::FftVariant* v = impl_->run[0].load() ? impl_->run[0].load() : impl_->run[1].load();
+    return v != nullptr && (v->g.in.temp || v->g.out.temp);
+}
+
+std::int64_t FFT::executions_per_transform() const noexcept {
+    if (!planned()) return 0;
+    const detail::FftVariant* v = impl_->run[0].load() ? impl_->run[0].load() : impl_->run[1].load();
+    return v != nullptr ? v->g.executions() : 0;
+}
+
+}  // namespace gpumath

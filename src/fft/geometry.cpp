@@ -1,0 +1,583 @@
+// SPDX-License-Identifier: Apache-2.0
+// FFT request validation and the mapping onto cuFFT's advanced layout (host-only, no CUDA calls).
+#include <gpumath/detail/fft_geometry.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <gpumath/detail/status.hpp>
+
+namespace gpumath {
+
+void FFTAxes::throw_too_many(std::size_t count) {
+    detail::throw_invalid(fmt::format("axes: {} given, at most 3 transform axes are allowed (and at most {} "
+                                      "values can be held)",
+                                      count, max_rank),
+                          "FFTAxes");
+}
+
+namespace detail {
+namespace {
+
+bool is_half(DataType t) noexcept { return t == DataType::f16 || t == DataType::bf16; }
+bool is_power_of_two(std::int64_t v) noexcept { return v > 0 && (v & (v - 1)) == 0; }
+
+std::string shape_text(const TensorLayout& l) { return gpumath::to_string(l.shape()); }
+
+// The operand as cuFFT sees its elements. Complex data in f16/bf16 carries a trailing dimension
+// of 2 (real, imaginary) with stride 1, dropped here; the other strides must count whole pairs.
+FftOperand logical_operand(const TensorLayout& l, bool complex, const char* role, const char* api) {
+    FftOperand op;
+    if (complex && is_half(l.dtype())) {
+        if (l.rank() < 2 || l.shape(-1) != 2 || l.stride(-1) != 1)
+            throw_invalid(fmt::format("{}: complex {} data needs a trailing dimension of 2 (real, imaginary) with "
+                                      "stride 1 and at least one more dimension; got shape {} strides {}",
+                                      role, gpumath::to_string(l.dtype()), shape_text(l),
+                                      gpumath::to_string(l.strides())),
+                          api);
+        op.rank = l.rank() - 1;
+        for (int i = 0; i < op.rank; ++i) {
+            const std::int64_t s = l.stride(i);
+            if (s % 2 != 0 && l.shape(i) > 1)
+                throw_invalid(fmt::format("{}: stride {} of dimension {} is odd; complex {} data needs even strides "
+                                          "(whole real/imaginary pairs); strides {}",
+                                          role, s, i, gpumath::to_string(l.dtype()), gpumath::to_string(l.strides())),
+                              api);
+            op.shape[std::size_t(i)] = l.shape(i);
+            op.strides[std::size_t(i)] = s / 2;
+        }
+        return op;
+    }
+    op.rank = l.rank();
+    for (int i = 0; i < op.rank; ++i) {
+        op.shape[std::size_t(i)] = l.shape(i);
+        op.strides[std::size_t(i)] = l.stride(i);
+    }
+    return op;
+}
+
+DataType precision_of(DataType t) noexcept {
+    switch (t) {
+    case DataType::c32: return DataType::f32;
+    case DataType::c64: return DataType::f64;
+    default: return t;
+    }
+}
+
+DataType complex_of(DataType precision) noexcept {
+    switch (precision) {
+    case DataType::f32: return DataType::c32;
+    case DataType::f64: return DataType::c64;
+    default: return precision;  // f16/bf16 complex data: pairs of the same dtype
+    }
+}
+
+// Lays out a row-major layout of `logical` extents for `dtype`, appending the pair dimension
+// for half-precision complex data.
+TensorLayout user_layout(DataType dtype, bool complex, const FftOperand& logical) {
+    std::array<std::int64_t, max_rank + 1> shape{};
+    std::size_t r = std::size_t(logical.rank);
+    for (std::size_t i = 0; i < r; ++i) shape[i] = logical.shape[i];
+    if (complex && is_half(dtype)) shape[r++] = 2;
+    return TensorLayout(dtype, std::span<const std::int64_t>(shape.data(), r));
+}
+
+}  // namespace
+
+const char* to_string(FftType type) noexcept {
+    switch (type) {
+    case FftType::c2c: return "c2c";
+    case FftType::r2c: return "r2c";
+    case FftType::c2r: return "c2r";
+    }
+    return "?";
+}
+
+FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
+                            const char* api) {
+    FftProblem p;
+    const DataType dt = in.dtype();
+
+    // Kind and dtypes.
+    if (forced != FFTKind::automatic && options.kind != FFTKind::automatic && options.kind != forced)
+        throw_invalid(fmt::format("options.kind: {} given, but this function computes {} transforms; leave kind "
+                                  "automatic or use the matching function (fft/ifft c2c, rfft r2c, irfft c2r)",
+                                  to_string(options.kind), to_string(forced)),
+                      api);
+    const bool supported = dt == DataType::f32 || dt == DataType::f64 || dt == DataType::c32 || dt == DataType::c64 ||
+                           is_half(dt);
+    if (!supported)
+        throw_invalid(fmt::format("input: dtype {} cannot be transformed; FFT inputs are f32, f64, c32, c64, f16 or "
+                                  "bf16",
+                                  gpumath::to_string(dt)),
+                      api);
+    FFTKind kind = forced != FFTKind::automatic ? forced : options.kind;
+    if (kind == FFTKind::automatic) kind = is_complex(dt) ? FFTKind::c2c : FFTKind::r2c;
+    const bool real_in = dt == DataType::f32 || dt == DataType::f64;
+    switch (kind) {
+    case FFTKind::c2c:
+        p.type = FftType::c2c;
+        if (real_in)
+            throw_invalid(fmt::format("input: dtype {} is real; complex-to-complex transforms need complex input "
+                                      "(c32, c64, or f16/bf16 with a trailing dimension of 2); use rfft for real "
+                                      "input",
+                                      gpumath::to_string(dt)),
+                          api);
+        break;
+    case FFTKind::r2c:
+        p.type = FftType::r2c;
+        if (is_complex(dt))
+            throw_invalid(fmt::format("input: dtype {} is complex; real-to-complex transforms (rfft) need real input "
+                                      "(f32, f64, f16, bf16); use fft for complex input",
+                                      gpumath::to_string(dt)),
+                          api);
+        break;
+    case FFTKind::c2r:
+        p.type = FftType::c2r;
+        if (real_in)
+            throw_invalid(fmt::format("input: dtype {} is real; complex-to-real transforms (irfft) need complex "
+                                      "input (c32, c64, or f16/bf16 with a trailing dimension of 2)",
+                                      gpumath::to_string(dt)),
+                          api);
+        break;
+    case FFTKind::automatic: break;
+    }
+    p.precision = precision_of(dt);
+    p.in_complex = p.type != FftType::r2c;
+    p.out_complex = p.type != FftType::c2r;
+    const DataType out_dtype = p.out_complex ? complex_of(p.precision) : p.precision;
+
+    p.in_layout = in;
+    p.in = logical_operand(in, p.in_complex, "input", api);
+    if (p.in.rank == 0)
+        throw_invalid(fmt::format("input: rank 0 (a scalar, {}); FFTs need at least one dimension",
+                                  gpumath::to_string(in)),
+                      api);
+
+    // Axes.
+    const int rank = p.in.rank;
+    std::array<int, max_rank> axes{};
+    int naxes = options.axes.size();
+    if (naxes == 0) {
+        axes[0] = rank - 1;
+        naxes = 1;
+    } else {
+        if (naxes > 3)
+            throw_invalid(fmt::format("axes: {} given ({}); 1 to 3 transform axes are allowed",
+                                      naxes, fmt::join(options.axes, ", ")),
+                          api);
+        for (int i = 0; i < naxes; ++i) {
+            const int a = options.axes[i];
+            if (a < -rank || a >= rank)
+                throw_invalid(fmt::format("axes: axis {} is out of range for an input of rank {} (shape {}); valid "
+                                          "axes are {}..{}",
+                                          a, rank, gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank))),
+                                          -rank, rank - 1),
+                              api);
+            axes[std::size_t(i)] = a < 0 ? a + rank : a;
+            for (int j = 0; j < i; ++j)
+                if (axes[std::size_t(j)] == axes[std::size_t(i)])
+                    throw_invalid(fmt::format("axes: axis {} is repeated in ({}); each axis may appear once",
+                                              axes[std::size_t(i)], fmt::join(options.axes, ", ")),
+                                  api);
+        }
+    }
+    p.naxes = naxes;
+    for (int i = 0; i < naxes; ++i) p.axes[std::size_t(i)] = axes[std::size_t(i)];
+    const int last = p.axes[std::size_t(naxes - 1)];
+
+    // Options that apply to one kind only.
+    if (options.last_axis_size < 0)
+        throw_invalid(fmt::format("options.last_axis_size: {} is negative; give the c2r output length (>= 1) or 0 "
+                                  "for the default 2 * (m - 1)",
+                                  options.last_axis_size),
+                      api);
+    if (options.last_axis_size != 0 && p.type != FftType::c2r)
+        throw_invalid(fmt::format("options.last_axis_size: {} given for a {} transform; it sets the output length of "
+                                  "complex-to-real transforms (irfft) only",
+                                  options.last_axis_size, to_string(p.type)),
+                      api);
+    if (options.inplace && p.type != FftType::c2c)
+        throw_invalid(fmt::format("options.inplace: in-place transforms are only supported for c2c; {} transforms "
+                                  "change the element type and need separate input and output",
+                                  to_string(p.type)),
+                      api);
+
+    // Output extents.
+    FftOperand want = p.in;
+    if (p.type == FftType::r2c) want.shape[std::size_t(last)] = p.in.shape[std::size_t(last)] / 2 + 1;
+    if (p.type == FftType::c2r) {
+        const std::int64_t m = p.in.shape[std::size_t(last)];
+        std::int64_t n = options.last_axis_size;
+        if (n == 0 && out != nullptr) {
+            // The output view fixes the length (its layout is checked in full below).
+            FftOperand o = logical_operand(*out, false, "out", api);
+            if (o.rank == p.in.rank) n = o.shape[std::size_t(last)];
+        }
+        if (n == 0) {
+            n = 2 * (m - 1);
+            if (n == 0)
+                throw_invalid(fmt::format("input: extent {} along the last transform axis {} gives a default c2r output "
+                                          "length of 2 * (m - 1) = 0; pass options.last_axis_size (1 for a "
+                                          "single point)",
+                                          m, last),
+                              api);
+        }
+        if (m != n / 2 + 1)
+            throw_invalid(fmt::format("options.last_axis_size: an output length of {} along axis {} needs an input "
+                                      "extent of {} / 2 + 1 = {} there, the input has {} (shape {}); valid lengths "
+                                      "for this input are {} and {}",
+                                      n, last, n, n / 2 + 1, m,
+                                      gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank))),
+                                      2 * (m - 1), 2 * m - 1),
+                          api);
+        want.shape[std::size_t(last)] = n;
+    }
+    for (int i = 0; i < naxes; ++i) {
+        const int a = p.axes[std::size_t(i)];
+        const std::int64_t len = p.type == FftType::c2r ? want.shape[std::size_t(a)] : p.in.shape[std::size_t(a)];
+        if (len == 0)
+            throw_invalid(fmt::format("input: extent 0 along transform axis {} (shape {}); a transform needs at least "
+                                      "one point",
+                                      a, gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank)))),
+                          api);
+        p.n[std::size_t(i)] = len;
+        p.n_total *= len;
+    }
+    for (int i = 0; i < rank; ++i)
+        if (p.in.shape[std::size_t(i)] == 0) p.empty = true;
+
+    // Output layout.
+    if (out != nullptr) {
+        if (out->dtype() != out_dtype)
+            throw_invalid(fmt::format("out: dtype {} given, a {} transform of {} input writes {}",
+                                      gpumath::to_string(out->dtype()), to_string(p.type), gpumath::to_string(dt),
+                                      gpumath::to_string(out_dtype)),
+                          api);
+        const TensorLayout expected = user_layout(out_dtype, p.out_complex, want);
+        bool same_shape = out->rank() == expected.rank();
+        for (int i = 0; same_shape && i < expected.rank(); ++i) same_shape = out->shape(i) == expected.shape(i);
+        if (!same_shape)
+            throw_invalid(fmt::format("out: shape {} given, the {} transform of input shape {} along axes ({}) "
+                                      "writes shape {}",
+                                      shape_text(*out), to_string(p.type), shape_text(in),
+                                      fmt::join(std::span(p.axes.data(), std::size_t(naxes)), ", "),
+                                      shape_text(expected)),
+                          api);
+        p.out_layout = *out;
+        p.out = logical_operand(*out, p.out_complex, "out", api);
+        for (int i = 0; i < p.out.rank; ++i)
+            if (p.out.shape[std::size_t(i)] > 1 && p.out.strides[std::size_t(i)] == 0)
+                throw_invalid(fmt::format("out: stride 0 along dimension {} (strides {}) would write several results to "
+                                          "one element; outputs cannot broadcast",
+                                          i, gpumath::to_string(out->strides())),
+                              api);
+        if (options.inplace && !(*out == in))
+            throw_invalid(fmt::format("out: options.inplace needs the output layout to equal the input layout ({}); "
+                                      "got {}",
+                                      gpumath::to_string(in), gpumath::to_string(*out)),
+                          api);
+    } else if (options.inplace) {
+        p.out_layout = in;
+        p.out = p.in;
+    } else {
+        p.out_layout = user_layout(out_dtype, p.out_complex, want);
+        p.out = logical_operand(p.out_layout, p.out_complex, "out", api);
+    }
+
+    // Half precision: power-of-two lengths, no callbacks; bf16's compute capability is checked
+    // when planning (it needs a device).
+    if (is_half(p.precision)) {
+        for (int i = 0; i < naxes; ++i)
+            if (!is_power_of_two(p.n[std::size_t(i)]))
+                throw_not_supported(fmt::format("input: {} transforms need power-of-two lengths (a cuFFT rule); "
+                                                "length {} along axis {} is not one (shape {}); use f32 for other "
+                                                "lengths",
+                                                gpumath::to_string(p.precision), p.n[std::size_t(i)],
+                                                p.axes[std::size_t(i)], shape_text(in)),
+                                    api);
+        if (!options.prolog.empty() || !options.epilog.empty())
+            throw_not_supported(fmt::format("options.{}: callbacks need f32/c32/f64/c64 data (cuFFT has no "
+                                            "half-precision callbacks); the input is {}",
+                                            options.prolog.empty() ? "epilog" : "prolog", gpumath::to_string(dt)),
+                                api);
+    }
+    for (const FFTCallback* cb : {&options.prolog, &options.epilog}) {
+        const char* name = cb == &options.prolog ? "prolog" : "epilog";
+        if (!cb->empty() && cb->symbol.empty())
+            throw_invalid(fmt::format("options.{}.symbol: empty; name the __device__ function the callback source "
+                                      "defines",
+                                      name),
+                          api);
+        if (cb->empty() && !cb->symbol.empty())
+            throw_invalid(fmt::format("options.{}: symbol \"{}\" given without source or code", name, cb->symbol), api);
+    }
+    if (static_cast<int>(options.callback_mode) > 2)
+        throw_invalid(fmt::format("options.callback_mode: value {} is not a CallbackMode",
+                                  static_cast<int>(options.callback_mode)),
+                      api);
+    if (static_cast<int>(options.normalization) > 3)
+        throw_invalid(fmt::format("options.normalization: value {} is not a Normalization",
+                                  static_cast<int>(options.normalization)),
+                      api);
+
+    p.normalization = options.normalization;
+    p.inplace = options.inplace;
+    p.overwrite_input = options.overwrite_input;
+    p.has_prolog = !options.prolog.empty();
+    p.has_epilog = !options.epilog.empty();
+    return p;
+}
+
+double fft_scale(const FftProblem& problem, Direction direction) noexcept {
+    const double n = double(problem.n_total);
+    switch (problem.normalization) {
+    case Normalization::backward: return direction == Direction::inverse ? 1.0 / n : 1.0;
+    case Normalization::forward: return direction == Direction::forward ? 1.0 / n : 1.0;
+    case Normalization::ortho: return 1.0 / std::sqrt(n);
+    case Normalization::none: return 1.0;
+    }
+    return 1.0;
+}
+
+namespace {
+
+// Extents of the operand cuFFT reads (in) or writes (out), per logical dimension.
+struct Sides {
+    const FftOperand* in;
+    const FftOperand* out;
+};
+
+// Checks that the transform dimensions nest for cuFFT (each stride a multiple of the next inner
+// one, with room for the inner extent) and fills embed/stride. False when they do not.
+bool nest(const FftOperand& op, const std::array<std::int64_t, max_rank>& strides, const std::array<int, 3>& dims,
+          int rank, FftSide& side) {
+    std::array<std::int64_t, 3> eff{};
+    for (int k = rank - 1; k >= 0; --k) {
+        const auto d = std::size_t(dims[std::size_t(k)]);
+        const std::int64_t e = op.shape[d];
+        const std::int64_t s = strides[d];
+        if (k == rank - 1) {
+            if (e == 1) eff[std::size_t(k)] = 1;
+            else if (s <= 0) return false;
+            else eff[std::size_t(k)] = s;
+            continue;
+        }
+        const std::int64_t inner = eff[std::size_t(k + 1)];
+        const std::int64_t inner_extent = op.shape[std::size_t(dims[std::size_t(k + 1)])];
+        if (e == 1) {
+            eff[std::size_t(k)] = inner * inner_extent;
+            continue;
+        }
+        if (s <= 0 || s % inner != 0 || s / inner < inner_extent) return false;
+        eff[std::size_t(k)] = s;
+    }
+    side.stride = eff[std::size_t(rank - 1)];
+    side.embed[0] = op.shape[std::size_t(dims[0])];
+    for (int k = 1; k < rank; ++k) side.embed[std::size_t(k)] = eff[std::size_t(k - 1)] / eff[std::size_t(k)];
+    side.dist = eff[0] * op.shape[std::size_t(dims[0])];
+    return true;
+}
+
+bool has_zero_stride(const FftOperand& op) {
+    for (int i = 0; i < op.rank; ++i)
+        if (op.shape[std::size_t(i)] > 1 && op.strides[std::size_t(i)] == 0) return true;
+    return false;
+}
+
+struct Attempt {
+    FftGeometry g;
+    bool in_ok = true;
+    bool out_ok = true;
+    std::int64_t per_execution = 0;  // transform elements per cuFFT execution
+};
+
+Attempt attempt(const FftProblem& p, const std::array<int, 3>& dims, bool in_temp, bool out_temp) {
+    Attempt a;
+    FftGeometry& g = a.g;
+    g.rank = p.naxes;
+    g.dims = dims;
+    for (int k = 0; k < g.rank; ++k) {
+        const auto d = std::size_t(dims[std::size_t(k)]);
+        g.n[std::size_t(k)] = p.type == FftType::c2r ? p.out.shape[d] : p.in.shape[d];
+    }
+    g.in.temp = in_temp;
+    g.out.temp = out_temp;
+    const int rank = p.in.rank;
+    auto is_axis = [&](int d) {
+        for (int k = 0; k < p.naxes; ++k)
+            if (dims[std::size_t(k)] == d) return true;
+        return false;
+    };
+
+    // Batch dimensions in the order their groups are laid out: by the stride of a user operand
+    // (input first), or logical order when both are temps.
+    std::vector<int> batch;
+    for (int d = 0; d < rank; ++d)
+        if (!is_axis(d) && p.in.shape[std::size_t(d)] > 1) batch.push_back(d);
+    const FftOperand* ref = !in_temp ? &p.in : (!out_temp ? &p.out : nullptr);
+    if (ref != nullptr)
+        std::stable_sort(batch.begin(), batch.end(), [&](int x, int y) {
+            return ref->strides[std::size_t(x)] > ref->strides[std::size_t(y)];
+        });
+
+    // Temps: contiguous, batch dimensions (in that order) outside the transform dimensions.
+    auto temp_strides = [&](const FftOperand& op, FftSide& side) {
+        std::int64_t s = 1;
+        side.strides = {};
+        for (int k = g.rank - 1; k >= 0; --k) {
+            const auto d = std::size_t(dims[std::size_t(k)]);
+            side.strides[d] = s;
+            s *= op.shape[d];
+        }
+        for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
+            side.strides[std::size_t(*it)] = s;
+            s *= op.shape[std::size_t(*it)];
+        }
+        side.temp_elements = s;
+    };
+    if (in_temp) temp_strides(p.in, g.in);
+    else g.in.strides = p.in.strides;
+    if (out_temp) temp_strides(p.out, g.out);
+    else g.out.strides = p.out.strides;
+
+    a.in_ok = nest(p.in, g.in.strides, dims, g.rank, g.in);
+    a.out_ok = nest(p.out, g.out.strides, dims, g.rank, g.out);
+    if (!a.in_ok || !a.out_ok) return a;
+
+    // Merge batch dimensions, inner to outer, while both operands nest.
+    struct Group {
+        std::int64_t count, in_stride, out_stride;
+    };
+    std::vector<Group> groups;
+    for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
+        const auto d = std::size_t(*it);
+        const std::int64_t e = p.in.shape[d];
+        const std::int64_t si = g.in.strides[d];
+        const std::int64_t so = g.out.strides[d];
+        if (!groups.empty()) {
+            Group& last = groups.back();
+            if (si == last.in_stride * last.count && so == last.out_stride * last.count) {
+                last.count *= e;
+                continue;
+            }
+        }
+        groups.push_back({e, si, so});
+    }
+    std::int64_t transform_elements = 1;
+    for (int k = 0; k < g.rank; ++k) transform_elements *= g.n[std::size_t(k)];
+    if (groups.empty()) {
+        g.batch = 1;
+    } else {
+        auto best = std::max_element(groups.begin(), groups.end(),
+                                     [](const Group& x, const Group& y) { return x.count < y.count; });
+        g.batch = best->count;
+        g.in.dist = best->in_stride;
+        g.out.dist = best->out_stride;
+        for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+            if (it == std::make_reverse_iterator(best + 1)) continue;
+            const auto i = std::size_t(g.loop_rank++);
+            g.loop_extent[i] = it->count;
+            g.loop_in_stride[i] = it->in_stride;
+            g.loop_out_stride[i] = it->out_stride;
+        }
+    }
+    a.per_execution = g.batch * transform_elements;
+    return a;
+}
+
+}  // namespace
+
+FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, std::int64_t max_executions) {
+    // cuFFT dimension order, outer to inner: r2c/c2r keep the halved (last listed) axis innermost;
+    // the other axes go by decreasing input stride so that row-major, column-major and permuted
+    // inputs nest without copies.
+    std::array<int, 3> dims{};
+    const int free_axes = p.type == FftType::c2c ? p.naxes : p.naxes - 1;
+    std::array<int, 3> order{};
+    for (int i = 0; i < free_axes; ++i) order[std::size_t(i)] = p.axes[std::size_t(i)];
+    std::stable_sort(order.begin(), order.begin() + free_axes, [&](int x, int y) {
+        return p.in.strides[std::size_t(x)] > p.in.strides[std::size_t(y)];
+    });
+    for (int i = 0; i < free_axes; ++i) dims[std::size_t(i)] = order[std::size_t(i)];
+    if (free_axes < p.naxes) dims[std::size_t(p.naxes - 1)] = p.axes[std::size_t(p.naxes - 1)];
+
+    // Inputs cuFFT cannot read in place: broadcasts (stride 0), and for half-precision r2c the
+    // real input must have unit stride along the innermost transform axis (a cuFFT rule); the same
+    // holds for the real output of half-precision c2r.
+    const bool half = p.precision == DataType::f16 || p.precision == DataType::bf16;
+    auto unit_inner = [&](const FftOperand& op) {
+        const auto d = std::size_t(dims[std::size_t(p.naxes - 1)]);
+        return op.shape[d] == 1 || op.strides[d] == 1;
+    };
+    if (has_zero_stride(p.in)) in_temp = true;
+    if (half && p.type == FftType::r2c && !unit_inner(p.in)) in_temp = true;
+    if (half && p.type == FftType::c2r && !unit_inner(p.out)) out_temp = true;
+    if (p.type == FftType::c2r && !p.overwrite_input) in_temp = true;
+
+    Attempt a = attempt(p, dims, in_temp, out_temp);
+    if (!a.in_ok) a = attempt(p, dims, in_temp = true, out_temp);
+    if (!a.out_ok) a = attempt(p, dims, in_temp, out_temp = true);
+    auto too_many = [&](const Attempt& x) {
+        // Large executions amortize the loop, except where any loop is ruled out (fused callbacks).
+        return x.g.executions() > max_executions &&
+               (max_executions <= 1 || x.per_execution < (std::int64_t(1) << 18));
+    };
+    if (too_many(a) && !in_temp) a = attempt(p, dims, in_temp = true, out_temp);
+    if ((too_many(a) || a.g.executions() > max_executions * 64) && !out_temp)
+        a = attempt(p, dims, in_temp, out_temp = true);
+    return a.g;
+}
+
+FftPass make_fft_pass(const FftOperand& shape, const std::array<std::int64_t, max_rank>& src,
+                      const std::array<std::int64_t, max_rank>& dst) noexcept {
+    FftPass pass;
+    pass.total = 1;
+    std::array<int, max_rank> dims{};
+    int n = 0;
+    for (int d = 0; d < shape.rank; ++d) {
+        pass.total *= shape.shape[std::size_t(d)];
+        if (shape.shape[std::size_t(d)] > 1) dims[std::size_t(n++)] = d;
+    }
+    // Any order visits every element once; writes coalesce best with the destination's largest
+    // stride outermost.
+    std::stable_sort(dims.begin(), dims.begin() + n,
+                     [&](int x, int y) { return dst[std::size_t(x)] > dst[std::size_t(y)]; });
+    for (int i = n - 1; i >= 0; --i) {
+        const auto d = std::size_t(dims[std::size_t(i)]);
+        const std::int64_t e = shape.shape[d];
+        if (pass.rank > 0) {
+            // The current outermost merged dimension sits at index 0 after the shift below.
+            const std::int64_t ie = pass.extent[0];
+            if (src[d] == pass.src_stride[0] * ie && dst[d] == pass.dst_stride[0] * ie) {
+                pass.extent[0] *= e;
+                continue;
+            }
+        }
+        for (int k = pass.rank; k > 0; --k) {
+            pass.extent[std::size_t(k)] = pass.extent[std::size_t(k - 1)];
+            pass.src_stride[std::size_t(k)] = pass.src_stride[std::size_t(k - 1)];
+            pass.dst_stride[std::size_t(k)] = pass.dst_stride[std::size_t(k - 1)];
+        }
+        pass.extent[0] = e;
+        pass.src_stride[0] = src[d];
+        pass.dst_stride[0] = dst[d];
+        ++pass.rank;
+    }
+    if (pass.rank == 0 && pass.total > 0) {
+        pass.rank = 1;
+        pass.extent[0] = 1;
+        pass.src_stride[0] = 1;
+        pass.dst_stride[0] = 1;
+    }
+    return pass;
+}
+
+}  // namespace detail
+}  // namespace gpumath

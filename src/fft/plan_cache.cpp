@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+// fft/ifft/rfft/irfft over a process-wide LRU cache of FFT plans.
+#include <gpumath/fft/plan_cache.hpp>
+
+#include <cstring>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include <gpumath/detail/jit_hash.hpp>
+#include <gpumath/detail/lru_cache.hpp>
+#include <gpumath/detail/status.hpp>
+#include <gpumath/fft/fft.hpp>
+
+#include "fft/internal.hpp"
+
+namespace gpumath {
+namespace detail {
+namespace {
+
+// A trivially comparable key: zero-filled, then set, so memcmp compares it.
+struct LayoutKey {
+    std::int64_t shape[max_rank];
+    std::int64_t strides[max_rank];
+    std::int32_t rank;
+    std::int32_t dtype;
+};
+
+struct FftCacheKey {
+    LayoutKey in;
+    LayoutKey out;
+    std::int64_t last_axis_size;
+    std::uint64_t prolog_id;
+    std::uint64_t epilog_id;
+    const void* prolog_info;
+    const void* epilog_info;
+    const void* resource;
+    std::int32_t axes[max_rank];
+    std::int32_t device;
+    std::uint8_t kind;
+    std::uint8_t normalization;
+    std::uint8_t inplace;
+    std::uint8_t overwrite_input;
+    std::uint8_t callback_mode;
+    std::uint8_t naxes;
+    std::uint8_t has_out;
+    std::uint8_t reserved8;
+    std::int32_t reserved32;
+};
+// No padding: keys are compared with memcmp, and copies need not preserve padding bytes.
+static_assert(std::has_unique_object_representations_v<FftCacheKey>);
+
+void fill(LayoutKey& k, const TensorLayout& l) noexcept {
+    k.rank = l.rank();
+    k.dtype = static_cast<std::int32_t>(l.dtype());
+    for (int i = 0; i < l.rank(); ++i) {
+        k.shape[i] = l.shape(i);
+        k.strides[i] = l.stride(i);
+    }
+}
+
+std::uint64_t callback_id(const FFTCallback& cb) noexcept {
+    if (cb.empty()) return 0;
+    if (!cb.code.empty()) {
+        // The cached plan keeps the code alive, so its address cannot be reused while cached.
+        const auto addr = reinterpret_cast<std::uintptr_t>(cb.code.shared_data().get());
+        return checksum64(&addr, sizeof addr) ^ checksum64(cb.symbol.data(), cb.symbol.size()) ^ 1;
+    }
+    return checksum64(cb.source.data(), cb.source.size()) * 31 + checksum64(cb.symbol.data(), cb.symbol.size());
+}
+
+struct KeyHash {
+    std::size_t operator()(const FftCacheKey& k) const noexcept {
+        // Hash the fields that vary; words beyond each rank are zero.
+        std::size_t h = std::size_t(k.device) * 0x9e3779b97f4a7c15ULL;
+        auto mix = [&](std::uint64_t v) { hash_combine(h, std::size_t(v)); };
+        for (const LayoutKey* l : {&k.in, &k.out}) {
+            mix(std::uint64_t(l->rank) << 8 | std::uint64_t(l->dtype));
+            for (int i = 0; i < l->rank; ++i) {
+                mix(std::uint64_t(l->shape[i]));
+                mix(std::uint64_t(l->strides[i]));
+            }
+        }
+        mix(std::uint64_t(k.kind) | std::uint64_t(k.normalization) << 8 | std::uint64_t(k.inplace) << 16 |
+            std::uint64_t(k.overwrite_input) << 24 | std::uint64_t(k.callback_mode) << 32 |
+            std::uint64_t(k.naxes) << 40 | std::uint64_t(k.has_out) << 48);
+        for (int i = 0; i < k.naxes; ++i) mix(std::uint64_t(std::uint32_t(k.axes[i])));
+        mix(std::uint64_t(k.last_axis_size));
+        mix(k.prolog_id);
+        mix(k.epilog_id);
+        mix(reinterpret_cast<std::uintptr_t>(k.prolog_info));
+        mix(reinterpret_cast<std::uintptr_t>(k.epilog_info));
+        mix(reinterpret_cast<std::uintptr_t>(k.resource));
+        return h;
+    }
+};
+
+struct KeyEqual {
+    bool operator()(const FftCacheKey& a, const FftCacheKey& b) const noexcept {
+        return std::memcmp(&a, &b, sizeof(FftCacheKey)) == 0;
+    }
+};
+
+using PlanCache = LruCache<FftCacheKey, FFT, KeyHash, KeyEqual>;
+
+// Never destroyed: destroying cuFFT plans during exit, after the CUDA runtime may have shut
+// down, is unsafe. The operating system reclaims everything.
+PlanCache& plan_cache() {
+    static auto* cache = new PlanCache(32);
+    return *cache;
+}
+
+void make_key(FftCacheKey& k, int device, FFTKind kind, const TensorView& in, const TensorView* out,
+              const FFTOptions& o) noexcept {
+    std::memset(&k, 0, sizeof k);
+    fill(k.in, in.layout());
+    if (out != nullptr) {
+        fill(k.out, out->layout());
+        k.has_out = 1;
+    }
+    k.last_axis_size = o.last_axis_size;
+    k.prolog_id = callback_id(o.prolog);
+    k.epilog_id = callback_id(o.epilog);
+    k.prolog_info = o.prolog.user_info;
+    k.epilog_info = o.epilog.user_info;
+    k.resource = o.memory_resource.get();
+    k.naxes = static_cast<std::uint8_t>(o.axes.size());
+    for (int i = 0; i < o.axes.size(); ++i) k.axes[i] = o.axes[i];
+    k.device = device;
+    k.kind = static_cast<std::uint8_t>(kind);
+    k.normalization = static_cast<std::uint8_t>(o.normalization);
+    k.inplace = o.inplace ? 1 : 0;
+    k.overwrite_input = o.overwrite_input ? 1 : 0;
+    k.callback_mode = static_cast<std::uint8_t>(o.callback_mode);
+}
+
+std::shared_ptr<FFT> cached_plan(FFTKind kind, const TensorView& in, const TensorView* out, const FFTOptions& options,
+                                 const char* api) {
+    if (options.kind != FFTKind::automatic && options.kind != kind) [[unlikely]]
+        (void)make_fft_problem(in, out, options, kind, api);  // throws, naming the contradiction
+    int device = 0;
+    if (const cudaError_t s = cudaGetDevice(&device); s != cudaSuccess) [[unlikely]] {
+        // Report bad arguments before the missing device.
+        (void)make_fft_problem(in, out, options, kind, api);
+        check(s, "cudaGetDevice", api);
+    }
+    FftCacheKey key;
+    make_key(key, device, kind, in, out, options);
+    return plan_cache().get_or_create(key, [&] {
+        auto plan = std::make_shared<FFT>(FFTAccess::make(in, out, options, kind, api));
+        plan->plan();
+        return plan;
+    });
+}
+
+void run(FFTKind kind, Direction direction, const TensorView& in, const TensorView& out, const FFTOptions& options,
+         core::StreamRef stream, const char* api) {
+    cached_plan(kind, in, &out, options, api)->execute(in, out, direction, stream);
+}
+
+Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOptions& options, core::StreamRef stream,
+           const char* api) {
+    if (options.inplace) [[unlikely]]
+        throw_invalid(fmt::format("options.inplace: the allocating form returns a new tensor; for an in-place "
+                                  "transform call {}(x, x, options, stream)",
+                                  api + std::strlen("gpumath::")),
+                      api);
+    const std::shared_ptr<FFT> plan = cached_plan(kind, in, nullptr, options, api);
+    Tensor out = Tensor::empty(plan->output_layout(), stream, options.memory_resource);
+    plan->execute(in, out.view(), direction, stream);
+    return out;
+}
+
+}  // namespace
+}  // namespace detail
+
+void fft(const TensorView& in, const TensorView& out, const FFTOptions& options, core::StreamRef stream) {
+    detail::run(FFTKind::c2c, Direction::forward, in, out, options, stream, "gpumath::fft");
+}
+Tensor fft(const TensorView& in, const FFTOptions& options, core::StreamRef stream) {
+    return detail::run(FFTKind::c2c, Direction::forward, in, options, stream, "gpumath::fft");
+}
+void ifft(const TensorView& in, const TensorView& out, const FFTOptions& options, core::StreamRef stream) {
+    detail::run(FFTKind::c2c, Direction::inverse, in, out, options, stream, "gpumath::ifft");
+}
+Tensor ifft(const TensorView& in, const FFTOptions& options, core::StreamRef stream) {
+    return detail::run(FFTKind::c2c, Direction::inverse, in, options, stream, "gpumath::ifft");
+}
+void rfft(const TensorView& in, const TensorView& out, const FFTOptions& options, core::StreamRef stream) {
+    detail::run(FFTKind::r2c, Direction::forward, in, out, options, stream, "gpumath::rfft");
+}
+Tensor rfft(const TensorView& in, const FFTOptions& options, core::StreamRef stream) {
+    return detail::run(FFTKind::r2c, Direction::forward, in, options, stream, "gpumath::rfft");
+}
+void irfft(const TensorView& in, const TensorView& out, const FFTOptions& options, core::StreamRef stream) {
+    detail::run(FFTKind::c2r, Direction::inverse, in, out, options, stream, "gpumath::irfft");
+}
+Tensor irfft(const TensorView& in, const FFTOptions& options, core::StreamRef stream) {
+    return detail::run(FFTKind::c2r, Direction::inverse, in, options, stream, "gpumath::irfft");
+}
+
+std::size_t FFTPlanCache::capacity() const { return detail::plan_cache().capacity(); }
+void FFTPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
+void FFTPlanCache::clear() { detail::plan_cache().clear(); }
+FFTPlanCacheStats FFTPlanCache::stats() const {
+    const detail::CacheStats s = detail::plan_cache().stats();
+    return {s.hits, s.misses, s.evictions, s.size, s.capacity};
+}
+void FFTPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
+void FFTPlanCache::release_workspaces() { detail::release_default_fft_workspaces(); }
+
+FFTPlanCache& fft_plan_cache() {
+    static FFTPlanCache cache;
+    return cache;
+}
+
+}  // namespace gpumath

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA C++ gpumath generates for FFTs compiles with NVRTC (no GPU needed), and the callback
+// entry handed to cuFFT has C++ linkage whatever the user wrote.
+#include <gpumath/detail/fft_sources.hpp>
+
+#include <string>
+
+#include <gpumath/core/program.hpp>
+
+#include "common/test_util.hpp"
+
+#ifndef GPUMATH_TEST_ARCH
+#define GPUMATH_TEST_ARCH "sm_90"
+#endif
+
+namespace gpumath::detail {
+namespace {
+
+core::ObjectCode compile(const std::string& source, core::CodeType target, bool relocatable = false) {
+    core::ProgramOptions o{.name = "fft_sources_test", .arch = GPUMATH_TEST_ARCH, .std = "c++17"};
+    o.headers = fft_callback_headers();
+    o.relocatable = relocatable;
+    return core::Program(source, o).compile(target);
+}
+
+TEST(FftSources, BuiltinPassesCompile) {
+    for (auto [element, pairs] : {std::pair{DataType::f32, false}, {DataType::f64, false}, {DataType::c32, false},
+                                  {DataType::c64, false}, {DataType::f16, false}, {DataType::f16, true},
+                                  {DataType::bf16, false}, {DataType::bf16, true}}) {
+        FftPassSpec spec{.element = element, .pairs = pairs};
+        const std::string src = fft_pass_source(spec);
+        const core::ObjectCode code = compile(src, core::CodeType::ptx);
+        EXPECT_NE(code.text().find(".entry gpumath_fft_pass"), std::string_view::npos) << src;
+    }
+}
+
+const char* const window_c = R"(
+#include <cufftXt.h>
+extern "C" __device__ cufftComplex window(void* data, unsigned long long offset, void* info, void* shared) {
+    cufftComplex v = static_cast<cufftComplex*>(data)[offset];
+    const float w = 0.5f;
+    v.x *= w; v.y *= w;
+    return v;
+}
+__device__ void scale_store(void* data, unsigned long long offset, cufftComplex e, void* info, void*) {
+    static_cast<cufftComplex*>(data)[offset] = e;
+}
+)";
+
+TEST(FftSources, FusedEntryHasCxxLinkage) {
+    // Whether the user's function is extern "C" or not, the entry cuFFT looks up is the mangled
+    // C++ name of `gpumath_fft_load_entry(void*, unsigned long long, void*, void*)`.
+    const FFTCallback load{.source = window_c, .symbol = "window"};
+    const std::string src = fft_fused_callback_source(load, FFTCallbackKind::load, DataType::c32, 1.0, "scale_store");
+    const core::ObjectCode ptx = compile(src, core::CodeType::ptx, true);
+    EXPECT_NE(ptx.text().find("_Z22gpumath_fft_load_entryPvyS_S_"), std::string_view::npos) << ptx.text();
+    // The other callback's symbol was renamed away in this module.
+    EXPECT_EQ(ptx.text().find("_Z11scale_store"), std::string_view::npos);
+    EXPECT_NE(ptx.text().find("gpumath_fft_renamed_scale_store"), std::string_view::npos);
+    EXPECT_EQ(compile(src, core::CodeType::ltoir).type(), core::CodeType::ltoir);
+
+    const FFTCallback store{.source = window_c, .symbol = "scale_store"};
+    const std::string s2 = fft_fused_callback_source(store, FFTCallbackKind::store, DataType::c32, 0.25, "window");
+    EXPECT_NE(s2.find("0x1p-2f"), std::string::npos) << s2;
+    const core::ObjectCode ptx2 = compile(s2, core::CodeType::ptx, true);
+    EXPECT_NE(ptx2.text().find("_Z23gpumath_fft_store_entryPvy6float2S_S_"), std::string_view::npos) << ptx2.text();
+}
+
+TEST(FftSources, ScaleStoreCompiles) {
+    for (DataType t : {DataType::c32, DataType::c64, DataType::f32, DataType::f64}) {
+        const core::ObjectCode code = compile(fft_scale_callback_source(t, 1.0 / 3.0), core::CodeType::ltoir);
+        EXPECT_GT(code.bytes().size(), 0u);
+    }
+    EXPECT_EQ(fft_literal(0.5, true), "0x1p-1f");
+    EXPECT_EQ(fft_literal(0.5, false), "0x1p-1");
+}
+
+TEST(FftSources, PassesWithUserCallbacksCompile) {
+    const FFTCallback load{.source = window_c, .symbol = "window"};
+    FftPassSpec gather{.element = DataType::c32, .callback = &load, .kind = FFTCallbackKind::load};
+    EXPECT_NE(compile(fft_pass_source(gather), core::CodeType::ptx).text().find(".entry gpumath_fft_pass"),
+              std::string_view::npos);
+    const FFTCallback store{.source = window_c, .symbol = "scale_store"};
+    FftPassSpec scatter{.element = DataType::c32, .callback = &store, .kind = FFTCallbackKind::store};
+    EXPECT_GT(compile(fft_pass_source(scatter), core::CodeType::cubin).bytes().size(), 0u);
+    // Declared only (LTO-IR given by the user), qualified and C-linkage forms.
+    const FFTCallback qualified{.source = {}, .symbol = "filters::window"};
+    FftPassSpec decl{.element = DataType::f64, .callback = &qualified, .kind = FFTCallbackKind::load,
+                     .declare_only = true};
+    const std::string d = fft_pass_source(decl);
+    EXPECT_NE(d.find("namespace filters { __device__ cufftDoubleReal window("), std::string::npos) << d;
+    EXPECT_EQ(compile(d, core::CodeType::ltoir).type(), core::CodeType::ltoir);
+    const FFTCallback plain{.source = {}, .symbol = "w"};
+    FftPassSpec c_decl{.element = DataType::c64, .callback = &plain, .kind = FFTCallbackKind::store,
+                       .declare_only = true, .c_linkage = true};
+    EXPECT_NE(fft_pass_source(c_decl).find("extern \"C\" __device__ void w("), std::string::npos);
+}
+
+TEST(FftSources, UserSourceMayIncludeCufftHeaders) {
+    const FFTCallback cb{.source = "#include <cufft.h>\n#include <cufftXt.h>\n"
+                                   "__device__ cufftDoubleReal f(void* d, unsigned long long o, void*, void*) {"
+                                   " return static_cast<cufftDoubleReal*>(d)[o] * 2.0; }",
+                         .symbol = "f"};
+    EXPECT_EQ(compile_fft_callback(cb, FFTCallbackKind::load, DataType::f64, GPUMATH_TEST_ARCH).type(),
+              core::CodeType::ltoir);
+}
+
+}  // namespace
+}  // namespace gpumath::detail
