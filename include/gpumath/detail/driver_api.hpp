@@ -16,6 +16,8 @@ namespace gpumath::detail {
     X(cuCtxGetCurrent, 4000)                     \
     X(cuCtxGetDevice, 2000)                      \
     X(cuDevicePrimaryCtxRetain, 7000)            \
+    X(cuModuleLoadData, 2000)                    \
+    X(cuModuleUnload, 2000)                      \
     X(cuLibraryLoadData, 12000)                  \
     X(cuLibraryUnload, 12000)                    \
     X(cuLibraryGetKernel, 12000)                 \
