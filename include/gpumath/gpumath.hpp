@@ -6,6 +6,7 @@
 #include <gpumath/error.hpp>
 #include <gpumath/layout.hpp>
 #include <gpumath/log.hpp>
+#include <gpumath/matmul.hpp>
 #include <gpumath/tensor.hpp>
 #include <gpumath/types.hpp>
 #include <gpumath/version.hpp>

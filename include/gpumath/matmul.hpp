@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
+// Matrix multiplication on cuBLASLt: the Matmul plan, the stateless matmul() and its plan cache.
+#pragma once
+
+#include <gpumath/matmul/matmul.hpp>
+#include <gpumath/matmul/options.hpp>
+#include <gpumath/matmul/plan_cache.hpp>

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+// Options, arguments and results of gpumath's matrix multiplication (cuBLASLt).
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <gpumath/core/memory.hpp>
+#include <gpumath/layout.hpp>
+#include <gpumath/tensor.hpp>
+#include <gpumath/types.hpp>
+
+namespace gpumath {
+
+/// How products are accumulated. `automatic` follows cuBLASLt's table: f32 for f16, bf16, f32,
+/// c32 and FP8 inputs, f64 for f64 and c64, i32 for i8. The `f32_fast_*` types let f32/c32
+/// products run on tensor cores with f16, bf16 or tf32 inputs; `f16` accumulates f16 products in
+/// f16 (alpha and beta are then rounded to f16). An explicit type the inputs do not allow is
+/// InvalidArgument.
+enum class ComputeType : std::uint8_t { automatic, f16, f32, f32_fast_f16, f32_fast_bf16, f32_fast_tf32, f64, i32 };
+
+/// The enumerator's name ("f32_fast_tf32", ...).
+[[nodiscard]] constexpr std::string_view to_string(ComputeType t) noexcept {
+    switch (t) {
+    case ComputeType::automatic: return "automatic";
+    case ComputeType::f16: return "f16";
+    case ComputeType::f32: return "f32";
+    case ComputeType::f32_fast_f16: return "f32_fast_f16";
+    case ComputeType::f32_fast_bf16: return "f32_fast_bf16";
+    case ComputeType::f32_fast_tf32: return "f32_fast_tf32";
+    case ComputeType::f64: return "f64";
+    case ComputeType::i32: return "i32";
+    }
+    return "unknown";
+}
+
+/// What is applied to `alpha * A @ B + beta * C` before it is stored in D: cuBLASLt's epilogues.
+///
+/// | epilog | extra input | extra output | D |
+/// |---|---|---|---|
+/// | none | | | x |
+/// | relu, gelu | | | relu(x), gelu(x) |
+/// | relu_aux, gelu_aux | | aux: ReLU bit mask / GELU input x | relu(x), gelu(x) |
+/// | bias | bias | | x + bias |
+/// | relu_bias, gelu_bias | bias | | act(x + bias) |
+/// | relu_aux_bias, gelu_aux_bias | bias | aux of x + bias | act(x + bias) |
+/// | drelu, dgelu | aux (from a forward *_aux call) | | x * act'(aux) |
+/// | drelu_bgrad, dgelu_bgrad | aux | bias_grad = D summed over D's rows or columns | x * act'(aux) |
+/// | bgrada | | bias_grad[m] = sum_k A[m, k] | x |
+/// | bgradb | | bias_grad[n] = sum_k B[k, n] | x |
+///
+/// GELU is the tanh approximation `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, as cuBLASLt
+/// computes it. docs/matmul.md gives the shapes and dtypes of every input and output.
+enum class Epilog : std::uint8_t {
+    none,
+    relu,
+    relu_aux,
+    bias,
+    relu_bias,
+    relu_aux_bias,
+    gelu,
+    gelu_aux,
+    gelu_bias,
+    gelu_aux_bias,
+    drelu,
+    drelu_bgrad,
+    dgelu,
+    dgelu_bgrad,
+    bgrada,
+    bgradb,
+};
+
+/// The enumerator's name ("gelu_aux_bias", ...).
+[[nodiscard]] constexpr std::string_view to_string(Epilog e) noexcept {
+    switch (e) {
+    case Epilog::none: return "none";
+    case Epilog::relu: return "relu";
+    case Epilog::relu_aux: return "relu_aux";
+    case Epilog::bias: return "bias";
+    case Epilog::relu_bias: return "relu_bias";
+    case Epilog::relu_aux_bias: return "relu_aux_bias";
+    case Epilog::gelu: return "gelu";
+    case Epilog::gelu_aux: return "gelu_aux";
+    case Epilog::gelu_bias: return "gelu_bias";
+    case Epilog::gelu_aux_bias: return "gelu_aux_bias";
+    case Epilog::drelu: return "drelu";
+    case Epilog::drelu_bgrad: return "drelu_bgrad";
+    case Epilog::dgelu: return "dgelu";
+    case Epilog::dgelu_bgrad: return "dgelu_bgrad";
+    case Epilog::bgrada: return "bgrada";
+    case Epilog::bgradb: return "bgradb";
+    }
+    return "unknown";
+}
+
+/// True when the epilog adds a bias (`MatmulArgs::bias` required).
+[[nodiscard]] constexpr bool epilog_takes_bias(Epilog e) noexcept {
+    return e == Epilog::bias || e == Epilog::relu_bias || e == Epilog::relu_aux_bias || e == Epilog::gelu_bias ||
+           e == Epilog::gelu_aux_bias;
+}
+/// True when the epilog writes an aux output (ReLU bit mask or GELU input).
+[[nodiscard]] constexpr bool epilog_writes_aux(Epilog e) noexcept {
+    return e == Epilog::relu_aux || e == Epilog::relu_aux_bias || e == Epilog::gelu_aux || e == Epilog::gelu_aux_bias;
+}
+/// True when the epilog reads an aux input (`MatmulArgs::aux` required).
+[[nodiscard]] constexpr bool epilog_reads_aux(Epilog e) noexcept {
+    return e == Epilog::drelu || e == Epilog::drelu_bgrad || e == Epilog::dgelu || e == Epilog::dgelu_bgrad;
+}
+/// True when the epilog writes a bias gradient.
+[[nodiscard]] constexpr bool epilog_writes_bias_grad(Epilog e) noexcept {
+    return e == Epilog::drelu_bgrad || e == Epilog::dgelu_bgrad || e == Epilog::bgrada || e == Epilog::bgradb;
+}
+/// True when the epilog's aux is a ReLU bit mask (false: GELU input, or no aux).
+[[nodiscard]] constexpr bool epilog_aux_is_relu_mask(Epilog e) noexcept {
+    return e == Epilog::relu_aux || e == Epilog::relu_aux_bias || e == Epilog::drelu || e == Epilog::drelu_bgrad;
+}
+
+/// cuBLAS's recommended workspace on Hopper and gpumath's default limit: 32 MiB.
+inline constexpr std::size_t default_workspace_limit = std::size_t(32) << 20;
+
+/// Options of a matrix multiplication, fixed when a Matmul is built (part of the plan cache key of
+/// `matmul()`).
+struct MatmulOptions {
+    /// Accumulation type; see ComputeType.
+    ComputeType compute_type = ComputeType::automatic;
+    /// What is applied to the product before it is stored.
+    Epilog epilog = Epilog::none;
+    /// Element type of D. Default: the inputs' type (f16, bf16, f32, f64, c32, c64), i32 for i8
+    /// inputs, bf16 for FP8 inputs. When a `d` view is given its dtype must match (or leave this empty).
+    std::optional<DataType> result_type{};
+    /// Most workspace an algorithm may use, in bytes. More allows split-K and other algorithms
+    /// (and can change results bitwise).
+    std::size_t workspace_limit = default_workspace_limit;
+    /// Where gpumath allocates results, aux outputs and workspace; default: the device's pool.
+    std::shared_ptr<core::MemoryResource> memory_resource{};
+    /// FP8 only: skip the periodic promotion of partial sums (faster, less accurate).
+    bool fast_accumulation = false;
+};
+
+/// What plan() asks cuBLASLt's heuristics for.
+struct PlanPreferences {
+    /// How many candidate algorithms to ask for (1..64); autotune() times all of them.
+    int max_algorithms = 8;
+};
+
+/// A host scalar for alpha and beta: real, complex or integer. It is converted to the problem's
+/// scale type (f16, f32, f64, c32, c64 or i32) when the product runs; a complex value for a real
+/// problem, or a non-integral value for an integer problem, is InvalidArgument.
+struct Scalar {
+    double real = 0.0;
+    double imag = 0.0;
+
+    constexpr Scalar() noexcept = default;
+    template <class T>
+        requires std::is_arithmetic_v<T>
+    constexpr Scalar(T value) noexcept : real(static_cast<double>(value)) {}  // NOLINT: implicit by design
+    template <class T>
+    constexpr Scalar(std::complex<T> value) noexcept  // NOLINT: implicit by design
+        : real(static_cast<double>(value.real())), imag(static_cast<double>(value.imag())) {}
+
+    friend constexpr bool operator==(const Scalar&, const Scalar&) = default;
+};
+
+/// FP8 per-tensor scales: device pointers to one f32 each (nullptr = 1.0). The product computed
+/// is `D = scale_d * epilog(alpha * (scale_a * A) @ (scale_b * B) + beta * (scale_c * C))`.
+/// Only for FP8 inputs; `d` and `amax_d` only with an FP8 result.
+struct MatmulScales {
+    const float* a = nullptr;
+    const float* b = nullptr;
+    const float* c = nullptr;
+    const float* d = nullptr;
+    /// Receives max |D| (before the D scale is applied) when the product completes.
+    float* amax_d = nullptr;
+};
+
+/// The per-call arguments of a product. Views are not owned and must stay valid until the work
+/// enqueued on the stream has finished.
+struct MatmulArgs {
+    /// Scales A @ B.
+    Scalar alpha = 1.0;
+    /// Scales C; must be 0 without `c`.
+    Scalar beta = 0.0;
+    /// C: shape (..., M, N) like D, with the same unit-stride dimension; may be D itself (in place).
+    std::optional<TensorView> c{};
+    /// Bias of the *_bias epilogs, broadcast as NumPy broadcasts `A @ B + bias`: (N,) or (1, N)
+    /// per column, (M, 1) per row, with leading batch dimensions for a bias per batch; a full
+    /// (M, N) bias is added through C.
+    std::optional<TensorView> bias{};
+    /// Aux of the *_aux epilogs (output; allocated and returned when absent) and of the d*
+    /// epilogs (input, required). Layouts in docs/matmul.md.
+    std::optional<TensorView> aux{};
+    /// Bias gradient of the *_bgrad and bgrad* epilogs (output; allocated and returned when absent).
+    std::optional<TensorView> bias_grad{};
+    /// FP8 scales.
+    MatmulScales scales{};
+};
+
+/// One algorithm cuBLASLt's heuristics proposed, with its configuration.
+struct AlgorithmInfo {
+    /// cuBLASLt's algorithm id.
+    int id = -1;
+    /// Tile id and its name ("128x256": rows x columns of D per block), "undefined" when none.
+    unsigned tile_id = 0;
+    std::string tile{};
+    /// Stages id and its name ("64x4": K per stage x stages).
+    unsigned stages_id = 0;
+    std::string stages{};
+    /// Number of K splits (1 = no split-K).
+    int split_k = 1;
+    /// cublasLtReductionScheme_t of a split-K algorithm.
+    unsigned reduction_scheme = 0;
+    /// CTA swizzling (0 or 1).
+    unsigned cta_swizzling = 0;
+    /// Algorithm-specific custom option.
+    unsigned custom_option = 0;
+    /// Thread-block cluster shape ("2x1x1"; "auto").
+    std::string cluster_shape{};
+    /// Workspace the algorithm needs, in bytes.
+    std::size_t workspace_bytes = 0;
+    /// Waves of the device the algorithm fills (1.0 = all SMs once).
+    float waves = 0.0f;
+    /// Median time per product measured by autotune(), in milliseconds; negative when not measured.
+    double time_ms = -1.0;
+};
+
+/// Outputs gpumath allocated during a product: the aux output of a *_aux epilog and the bias
+/// gradient of a *bgrad* epilog, when the caller passed no view for them (empty otherwise).
+struct MatmulOutputs {
+    /// Storage of an aux output gpumath allocated (ReLU bit mask as i8 bytes, GELU input as D's
+    /// dtype), laid out as docs/matmul.md describes.
+    Tensor aux{};
+    /// The aux output as the view to pass back as `MatmulArgs::aux` to the matching d* epilog (a
+    /// view of `aux`, or the caller's view).
+    TensorView aux_view{};
+    /// A bias gradient gpumath allocated: shape (..., L) with the batch dimensions of D.
+    Tensor bias_grad{};
+};
+
+/// The result of an allocating product: D (row-major) plus any allocated outputs. Converts to
+/// the D Tensor, so `Tensor d = mm.execute(a, b);` works.
+struct MatmulResult : MatmulOutputs {
+    /// D, row-major (..., M, N).
+    Tensor d{};
+    operator Tensor() && noexcept { return std::move(d); }  // NOLINT: implicit by design
+};
+
+}  // namespace gpumath

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+// gpumath::Matmul: validation at construction, a primary plan read without locks on the hot path,
+// and a few variant plans for calls whose d, bias, aux or alignment differ from it.
+#include "matmul/internal.hpp"
+#include "matmul/tuning.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "detail/log.hpp"
+#include <gpumath/detail/status.hpp>
+
+namespace gpumath {
+namespace detail {
+
+class MatmulState {
+public:
+    MatmulState(const TensorLayout& a, const TensorLayout& b, const std::optional<TensorLayout>& c,
+                const MatmulOptions& options)
+        : options_(options), a_(a), b_(b), c_(c) {
+        MatmulSignature sig;
+        sig.a = a;
+        sig.b = b;
+        sig.c = c;
+        sig.from_layouts = true;
+        base_ = analyze(sig, options, "Matmul");
+        base_key_ = make_key(base_.signature, options, -1);
+    }
+
+    const std::vector<AlgorithmInfo>& plan(const PlanPreferences& preferences) {
+        check_preferences(preferences, "Matmul::plan");
+        std::lock_guard lock(mutex_);
+        preferences_ = preferences;
+        const int device = matmul_current_device();
+        publish(make_plan(base_, device, preferences.max_algorithms));
+        return primary_->infos();
+    }
+
+    const std::vector<AlgorithmInfo>& algorithms() const {
+        static const std::vector<AlgorithmInfo> none;
+        return primary_ ? primary_->infos() : none;
+    }
+
+    const AlgorithmInfo& algorithm() const {
+        if (!primary_)
+            throw_invalid("not planned yet; call plan(), autotune() or execute() first", "Matmul::algorithm");
+        return primary_->infos()[primary_->selected()];
+    }
+
+    void select_algorithm(std::size_t index) {
+        if (!primary_)
+            throw_invalid("not planned yet; call plan(), autotune() or execute() first", "Matmul::select_algorithm");
+        primary_->select(index);
+    }
+
+    MatmulOutputs execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                          core::StreamRef stream) {
+        check_call(a, b, &d, args, options_, "Matmul::execute");
+        const MatmulSignature sig = signature_of(a, b, &d, args);
+        const MatmulKey key = make_key(sig, options_, -1);
+        MatmulPlan* p = fast_.load(std::memory_order_acquire);
+        if (p != nullptr && p->key().same_layouts(key) && p->key().aligned_enough(key.align))
+            return run_plan(*p, a, b, d, args, stream);
+        const std::shared_ptr<MatmulPlan> plan = slow_plan(sig, key);
+        return run_plan(*plan, a, b, d, args, stream);
+    }
+
+    MatmulResult execute_allocating(const TensorView& a, const TensorView& b, const MatmulArgs& args,
+                                    core::StreamRef stream) {
+        const TensorLayout layout = allocated_result_layout(a_, b_, c_, options_, "Matmul::execute");
+        MatmulResult r;
+        r.d = Tensor::empty(layout, stream, options_.memory_resource);
+        static_cast<MatmulOutputs&>(r) = execute(a, b, r.d.view(), args, stream);
+        return r;
+    }
+
+    const std::vector<AlgorithmInfo>& autotune(const TensorView& a, const TensorView& b, const TensorView& d,
+                                               const MatmulArgs& args, core::StreamRef stream, int iterations) {
+        if (iterations < 1)
+            throw_invalid(fmt::format("iterations: {} given; autotune needs at least 1", iterations), "Matmul::autotune");
+        check_call(a, b, &d, args, options_, "Matmul::autotune");
+        const MatmulSignature sig = signature_of(a, b, &d, args);
+        check_operands(sig, "Matmul::autotune");
+        MatmulProblem problem = analyze(sig, options_, "Matmul::autotune");
+        std::lock_guard lock(mutex_);
+        const int device = matmul_current_device();
+        auto plan = std::make_shared<MatmulPlan>(std::move(problem), options_, device, preferences_.max_algorithms);
+        autotune_plan(*plan, a, b, d, args, stream, iterations);
+        publish(std::move(plan));
+        return primary_->infos();
+    }
+
+    void save_tuning(const std::string& path) const {
+        if (!primary_) throw_invalid("not planned yet; nothing to save (call autotune() or plan() first)", "Matmul::save_tuning");
+        save_tuning_entry(path, *primary_);
+    }
+
+    bool load_tuning(const std::string& path) {
+        std::lock_guard lock(mutex_);
+        const int device = matmul_current_device();
+        std::vector<TuningEntry> entries = read_tuning_entries(path, device);
+        bool matched_problem = false;
+        for (TuningEntry& e : entries) {
+            if (!e.key.same_problem(base_key_)) continue;
+            matched_problem = true;
+            auto it = std::find_if(tuned_.begin(), tuned_.end(), [&](const TuningEntry& t) { return t.key == e.key; });
+            if (it != tuned_.end()) *it = e;
+            else tuned_.push_back(e);
+        }
+        if (!primary_) return matched_problem;
+        return apply_tuned(*primary_);
+    }
+
+    [[nodiscard]] const MatmulProblem& base() const noexcept { return base_; }
+    [[nodiscard]] const MatmulOptions& options() const noexcept { return options_; }
+
+private:
+    static void check_preferences(const PlanPreferences& p, const char* api) {
+        if (p.max_algorithms < 1 || p.max_algorithms > 64)
+            throw_invalid(fmt::format("max_algorithms: {} given; allowed 1..64", p.max_algorithms), api);
+    }
+
+    void check_operands(const MatmulSignature& sig, const char* api) const {
+        if (!(sig.a == a_))
+            throw_invalid(fmt::format("a: layout {} differs from the layout this Matmul was built for ({}); build a "
+                                      "Matmul for it or use gpumath::matmul()",
+                                      to_string(sig.a), to_string(a_)),
+                          api);
+        if (!(sig.b == b_))
+            throw_invalid(fmt::format("b: layout {} differs from the layout this Matmul was built for ({}); build a "
+                                      "Matmul for it or use gpumath::matmul()",
+                                      to_string(sig.b), to_string(b_)),
+                          api);
+        if (sig.c.has_value() != c_.has_value())
+            throw_invalid(c_ ? fmt::format("c: this Matmul was built with a c layout ({}); pass MatmulArgs::c",
+                                           to_string(*c_))
+                             : std::string("c: this Matmul was built without c; build it with a c layout to pass one"),
+                          api);
+        if (c_ && !(*sig.c == *c_))
+            throw_invalid(fmt::format("c: layout {} differs from the layout this Matmul was built for ({})",
+                                      to_string(*sig.c), to_string(*c_)),
+                          api);
+    }
+
+    std::shared_ptr<MatmulPlan> make_plan(const MatmulProblem& problem, int device, int max_algorithms) {
+        auto plan = std::make_shared<MatmulPlan>(problem, options_, device, max_algorithms);
+        apply_tuned(*plan);
+        return plan;
+    }
+
+    bool apply_tuned(MatmulPlan& plan) {
+        for (const TuningEntry& e : tuned_) {
+            if (!(e.key == plan.key())) continue;
+            if (plan.adopt(e.algo)) {
+                detail::log(LogLevel::debug, "Matmul: using the tuned algorithm {} from a tuning file",
+                            plan.infos()[plan.selected()].id);
+                return true;
+            }
+            detail::log(LogLevel::debug, "Matmul: cuBLASLt rejected a tuned algorithm from a tuning file; ignored");
+        }
+        return false;
+    }
+
+    void publish(std::shared_ptr<MatmulPlan> plan) {
+        // A replaced primary may still be running on another thread: keep it alive.
+        if (primary_) retired_.push_back(std::move(primary_));
+        primary_ = std::move(plan);
+        fast_.store(primary_.get(), std::memory_order_release);
+    }
+
+    std::shared_ptr<MatmulPlan> slow_plan(const MatmulSignature& sig, const MatmulKey& key) {
+        check_operands(sig, "Matmul::execute");
+        std::lock_guard lock(mutex_);
+        if (primary_ && primary_->key().same_layouts(key) && primary_->key().aligned_enough(key.align)) return primary_;
+        for (const auto& v : variants_)
+            if (v->key().same_layouts(key) && v->key().aligned_enough(key.align)) return v;
+        MatmulProblem problem = analyze(sig, options_, "Matmul::execute");
+        const int device = matmul_current_device();
+        if (!primary_) {
+            publish(make_plan(problem, device, preferences_.max_algorithms));
+            return primary_;
+        }
+        if (log_enabled(LogLevel::debug))
+            detail::log(LogLevel::debug, "Matmul: operands differ from the plan ({}); planning for them: {}",
+                        primary_->key().same_layouts(key) ? "a pointer is less aligned than planned"
+                                                          : "d, bias, aux or bias_grad layout",
+                        problem.describe());
+        auto plan = make_plan(problem, device, 1);
+        constexpr std::size_t max_variants = 16;
+        if (variants_.size() >= max_variants) variants_.erase(variants_.begin());
+        variants_.push_back(plan);
+        return plan;
+    }
+
+    MatmulOptions options_;
+    TensorLayout a_, b_;
+    std::optional<TensorLayout> c_;
+    MatmulProblem base_;
+    MatmulKey base_key_;
+    PlanPreferences preferences_;
+
+    std::mutex mutex_;
+    std::shared_ptr<MatmulPlan> primary_;
+    std::atomic<MatmulPlan*> fast_{nullptr};
+    std::vector<std::shared_ptr<MatmulPlan>> variants_;
+    std::vector<std::shared_ptr<MatmulPlan>> retired_;
+    std::vector<TuningEntry> tuned_;
+};
+
+}  // namespace detail
+
+Matmul::Matmul(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options)
+    : state_(std::make_unique<detail::MatmulState>(a, b, std::nullopt, options)) {}
+
+Matmul::Matmul(const TensorLayout& a, const TensorLayout& b, const TensorLayout& c, const MatmulOptions& options)
+    : state_(std::make_unique<detail::MatmulState>(a, b, c, options)) {}
+
+Matmul::Matmul(Matmul&&) noexcept = default;
+Matmul& Matmul::operator=(Matmul&&) noexcept = default;
+Matmul::~Matmul() = default;
+
+const std::vector<AlgorithmInfo>& Matmul::plan(const PlanPreferences& preferences) { return state_->plan(preferences); }
+const std::vector<AlgorithmInfo>& Matmul::algorithms() const { return state_->algorithms(); }
+const AlgorithmInfo& Matmul::algorithm() const { return state_->algorithm(); }
+void Matmul::select_algorithm(std::size_t index) { state_->select_algorithm(index); }
+
+const std::vector<AlgorithmInfo>& Matmul::autotune(const TensorView& a, const TensorView& b, const TensorView& d,
+                                                   const MatmulArgs& args, core::StreamRef stream, int iterations) {
+    return state_->autotune(a, b, d, args, stream, iterations);
+}
+
+void Matmul::save_tuning(const std::string& path) const { state_->save_tuning(path); }
+bool Matmul::load_tuning(const std::string& path) { return state_->load_tuning(path); }
+
+MatmulOutputs Matmul::execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                              core::StreamRef stream) {
+    return state_->execute(a, b, d, args, stream);
+}
+
+MatmulResult Matmul::execute(const TensorView& a, const TensorView& b, const MatmulArgs& args, core::StreamRef stream) {
+    return state_->execute_allocating(a, b, args, stream);
+}
+
+std::int64_t Matmul::m() const noexcept { return state_->base().m; }
+std::int64_t Matmul::n() const noexcept { return state_->base().n; }
+std::int64_t Matmul::k() const noexcept { return state_->base().k; }
+std::int64_t Matmul::batch_count() const noexcept { return state_->base().batch; }
+const TensorLayout& Matmul::result_layout() const noexcept { return state_->base().d; }
+ComputeType Matmul::compute_type() const noexcept { return state_->base().compute; }
+const MatmulOptions& Matmul::options() const noexcept { return state_->options(); }
+
+}  // namespace gpumath

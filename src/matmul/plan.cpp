@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cuBLASLt side of a matmul: descriptors built once per plan, heuristics with the real
+// alignment classes, and the hot path (pointer attributes + cublasLtMatmul).
+#include "matmul/internal.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+
+#include <cuda_fp16.h>
+#include <fmt/format.h>
+
+#include "detail/log.hpp"
+#include <gpumath/core/device.hpp>
+#include <gpumath/detail/status.hpp>
+#include <gpumath/tensor.hpp>
+
+namespace gpumath::detail {
+namespace {
+
+// Slots of MatmulPlan::current_ (pointer attributes last written to the descriptor).
+enum PointerSlot : int { ptr_bias, ptr_aux, ptr_scale_a, ptr_scale_b, ptr_scale_c, ptr_scale_d, ptr_amax_d };
+
+/// A stand-in pointer with a given alignment, for heuristics that read pointer values only to
+/// infer alignment (cuBLASLt's documented behaviour for bias and aux pointers).
+const void* fake_pointer(std::uint16_t alignment) {
+    return reinterpret_cast<const void*>(std::uintptr_t(alignment));
+}
+
+void encode_scalar(const Scalar& s, cudaDataType_t type, unsigned char* out) {
+    switch (type) {
+    case CUDA_R_16F: {
+        const __half h = __float2half(static_cast<float>(s.real));
+        std::memcpy(out, &h, sizeof h);
+        break;
+    }
+    case CUDA_R_64F: std::memcpy(out, &s.real, sizeof(double)); break;
+    case CUDA_C_32F: {
+        const float v[2] = {static_cast<float>(s.real), static_cast<float>(s.imag)};
+        std::memcpy(out, v, sizeof v);
+        break;
+    }
+    case CUDA_C_64F: {
+        const double v[2] = {s.real, s.imag};
+        std::memcpy(out, v, sizeof v);
+        break;
+    }
+    case CUDA_R_32I: {
+        const auto v = static_cast<std::int32_t>(s.real);
+        std::memcpy(out, &v, sizeof v);
+        break;
+    }
+    default: {
+        const auto v = static_cast<float>(s.real);
+        std::memcpy(out, &v, sizeof v);
+        break;
+    }
+    }
+}
+
+template <class T>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value, const char* what) {
+    check_cublas(int(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value)), "cublasLtMatmulDescSetAttribute",
+                 what);
+}
+
+template <class T>
+void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr, const T& value, const char* what) {
+    check_cublas(int(cublasLtMatrixLayoutSetAttribute(l, attr, &value, sizeof value)), "cublasLtMatrixLayoutSetAttribute",
+                 what);
+}
+
+template <class T>
+T algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+    T value{};
+    std::size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof value, &written) != CUBLAS_STATUS_SUCCESS)
+        return T{};
+    return value;
+}
+
+}  // namespace
+
+AlgorithmInfo algorithm_info(const cublasLtMatmulHeuristicResult_t& r) {
+    AlgorithmInfo info;
+    info.id = algo_config<std::int32_t>(r.algo, CUBLASLT_ALGO_CONFIG_ID);
+    info.tile_id = algo_config<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
+    info.tile = tile_name(info.tile_id);
+    info.stages_id = algo_config<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID);
+    info.stages = stages_name(info.stages_id);
+    info.split_k = std::max(1, algo_config<std::int32_t>(r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+    info.reduction_scheme = algo_config<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
+    info.cta_swizzling = algo_config<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
+    info.custom_option = algo_config<std::uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);
+    info.cluster_shape = cluster_shape_name(algo_config<std::uint16_t>(r.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
+    info.workspace_bytes = r.workspaceSize;
+    info.waves = r.wavesCount;
+    return info;
+}
+
+MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int device, int max_algorithms)
+    : problem_(std::move(problem)), device_(device), workspace_limit_(options.workspace_limit),
+      resource_(options.memory_resource) {
+    key_ = make_key(problem_.signature, options, -1);
+    const MatmulProblem& P = problem_;
+    const DeviceIdentity& id = device_identity(device_);
+    if (P.fp8) {
+        if (id.cc_major * 10 + id.cc_minor < 89)
+            throw_not_supported(fmt::format("a, b: FP8 products need compute capability >= 8.9; device {} ({}) is {}.{}",
+                                            device_, id.name, id.cc_major, id.cc_minor),
+                                P.api);
+        // Datacenter Blackwell (10.x) takes every layout; Ada, Hopper and GeForce Blackwell need "TN".
+        if (id.cc_major != 10 && !(P.op_a == CUBLAS_OP_T && P.op_b == CUBLAS_OP_N))
+            throw_not_supported(
+                fmt::format("a, b: FP8 on compute capability {}.{} needs K contiguous in both inputs (cuBLASLt's TN "
+                            "rule): a row-major (unit stride along K) and b column-major (unit stride along K); a has "
+                            "strides {}, b has strides {}",
+                            id.cc_major, id.cc_minor, to_string(P.a.strides()), to_string(P.b.strides())),
+                P.api);
+    }
+    if (resource_) {
+        own_workspace_ = std::make_unique<StreamWorkspace>(resource_);
+        workspace_ = own_workspace_.get();
+    } else {
+        workspace_ = &device_workspace(device_);
+    }
+    try {
+        create_descriptors();
+        query_heuristics(std::clamp(max_algorithms, 1, 64));
+    } catch (...) {
+        release();  // the descriptors created so far; members clean up themselves
+        throw;
+    }
+}
+
+MatmulPlan::~MatmulPlan() { release(); }
+
+void MatmulPlan::release() noexcept {
+    if (lc_ != nullptr && lc_ != ld_) (void)cublasLtMatrixLayoutDestroy(lc_);
+    if (ld_ != nullptr) (void)cublasLtMatrixLayoutDestroy(ld_);
+    if (lb_ != nullptr) (void)cublasLtMatrixLayoutDestroy(lb_);
+    if (la_ != nullptr) (void)cublasLtMatrixLayoutDestroy(la_);
+    if (desc_ != nullptr) (void)cublasLtMatmulDescDestroy(desc_);
+    lc_ = ld_ = lb_ = la_ = nullptr;
+    desc_ = nullptr;
+}
+
+void MatmulPlan::create_descriptors() {
+    const MatmulProblem& P = problem_;
+    check_cublas(int(cublasLtMatmulDescCreate(&desc_, P.lt_compute, P.scale_type)), "cublasLtMatmulDescCreate",
+                 "creating the matmul descriptor");
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSA, std::int32_t(P.op_a), "setting TRANSA");
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSB, std::int32_t(P.op_b), "setting TRANSB");
+    if (P.lt_epilog != CUBLASLT_EPILOGUE_DEFAULT)
+        set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, std::uint32_t(P.lt_epilog), "setting the epilogue");
+    const bool batched = P.batch > 1;
+    if (P.bias_vector) {
+        if (P.fp8) set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, std::int32_t(to_cuda(P.bias_type)), "setting the bias type");
+        if (batched) set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, P.bias_batch_stride, "setting the bias batch stride");
+        current_[ptr_bias] = fake_pointer(P.align[slot_bias]);
+        has_pointer_attributes_ = true;
+    }
+    if (P.bias_grad) {
+        if (batched)
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, P.bias_grad_batch_stride,
+                     "setting the bias-gradient batch stride");
+        current_[ptr_bias] = fake_pointer(P.align[slot_bias_grad]);
+        has_pointer_attributes_ = true;
+    }
+    if (P.bias_vector || P.bias_grad)
+        set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, current_[ptr_bias], "setting the bias pointer");
+    if (P.aux_kind != AuxKind::none) {
+        set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, P.aux_ld, "setting the aux leading dimension");
+        if (batched)
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, P.aux_batch_stride, "setting the aux batch stride");
+        current_[ptr_aux] = fake_pointer(P.align[slot_aux]);
+        set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, current_[ptr_aux], "setting the aux pointer");
+        has_pointer_attributes_ = true;
+    }
+    if (P.fp8) {
+        if (P.fast_accumulation) set_desc(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t(1), "setting FAST_ACCUM");
+        // Scales are per user operand; with the swap cuBLASLt's A is the user's B.
+        const std::uint8_t lt_a_bit = P.swap ? scale_b : scale_a, lt_b_bit = P.swap ? scale_a : scale_b;
+        const struct {
+            std::uint8_t bit;
+            cublasLtMatmulDescAttributes_t attr;
+            int slot;
+        } scales[] = {{lt_a_bit, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, ptr_scale_a},
+                      {lt_b_bit, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, ptr_scale_b},
+                      {scale_c, CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, ptr_scale_c},
+                      {scale_d, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, ptr_scale_d},
+                      {scale_amax_d, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, ptr_amax_d}};
+        for (const auto& s : scales) {
+            if ((P.scales & s.bit) == 0) continue;
+            current_[std::size_t(s.slot)] = fake_pointer(16);
+            set_desc(desc_, s.attr, current_[std::size_t(s.slot)], "setting a scale pointer");
+            has_pointer_attributes_ = true;
+        }
+    }
+    auto make_layout = [&](const LtMatrix& m, cudaDataType_t type) {
+        cublasLtMatrixLayout_t l = nullptr;
+        check_cublas(int(cublasLtMatrixLayoutCreate(&l, type, m.rows, m.cols, m.ld)), "cublasLtMatrixLayoutCreate",
+                     [&] { return fmt::format("creating a {}x{} layout with ld {}", m.rows, m.cols, m.ld); });
+        if (batched) {
+            const auto count = static_cast<std::int32_t>(P.batch);
+            const cublasStatus_t s1 = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+            const cublasStatus_t s2 = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                                       &m.batch_stride, sizeof m.batch_stride);
+            if (s1 != CUBLAS_STATUS_SUCCESS || s2 != CUBLAS_STATUS_SUCCESS) {
+                (void)cublasLtMatrixLayoutDestroy(l);
+                check_cublas(int(s1 != CUBLAS_STATUS_SUCCESS ? s1 : s2), "cublasLtMatrixLayoutSetAttribute",
+                             "setting the batch count and stride");
+            }
+        }
+        return l;
+    };
+    la_ = make_layout(P.lt_a, P.lt_a.type);
+    lb_ = make_layout(P.lt_b, P.lt_b.type);
+    ld_ = make_layout(P.lt_d, P.lt_d.type);
+    if (P.has_c) lc_ = make_layout(P.lt_c, P.lt_c.type);
+    else if (P.c_type == P.d_type) lc_ = ld_;
+    else lc_ = make_layout(P.lt_d, to_cuda(P.c_type));
+}
+
+void MatmulPlan::query_heuristics(int max_algorithms) {
+    const MatmulProblem& P = problem_;
+    cublasLtMatmulPreference_t pref = nullptr;
+    check_cublas(int(cublasLtMatmulPreferenceCreate(&pref)), "cublasLtMatmulPreferenceCreate");
+    struct PrefGuard {
+        cublasLtMatmulPreference_t p;
+        ~PrefGuard() { (void)cublasLtMatmulPreferenceDestroy(p); }
+    } guard{pref};
+    auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, const auto& v) {
+        check_cublas(int(cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof v)),
+                     "cublasLtMatmulPreferenceSetAttribute", "setting a heuristic preference");
+    };
+    set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t(workspace_limit_));
+    const std::uint16_t c_align = P.has_c ? P.align[P.c_from_bias ? slot_bias : slot_c]
+                                          : (P.c_type == P.d_type ? P.align[slot_d] : std::uint16_t(256));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, std::uint32_t(P.align[P.swap ? slot_b : slot_a]));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, std::uint32_t(P.align[P.swap ? slot_a : slot_b]));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, std::uint32_t(c_align));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, std::uint32_t(P.align[slot_d]));
+
+    std::vector<cublasLtMatmulHeuristicResult_t> found(static_cast<std::size_t>(max_algorithms));
+    int returned = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_handle(device_), desc_, la_, lb_, lc_, ld_, pref,
+                                                                 max_algorithms, found.data(), &returned);
+    if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED)
+        check_cublas(int(status), "cublasLtMatmulAlgoGetHeuristic",
+                     [&] { return fmt::format("asking for algorithms for {}", P.describe()); });
+    for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < returned; ++i)
+        if (found[std::size_t(i)].state == CUBLAS_STATUS_SUCCESS) results_.push_back(found[std::size_t(i)]);
+    if (results_.empty())
+        throw_not_supported(
+            fmt::format("cuBLASLt has no algorithm for this product on device {} ({}), workspace limit {} bytes, "
+                        "pointer alignments a {} b {} c {} d {} bias {} aux {} (bytes): {}",
+                        device_, device_identity(device_).name, workspace_limit_, P.align[slot_a], P.align[slot_b],
+                        P.align[slot_c], P.align[slot_d], P.align[slot_bias], P.align[slot_aux], P.describe()),
+            "cublasLtMatmulAlgoGetHeuristic");
+    infos_.reserve(results_.size());
+    for (const auto& r : results_) infos_.push_back(algorithm_info(r));
+    selected_ = 0;
+    if (log_enabled(LogLevel::debug)) {
+        const AlgorithmInfo& a = infos_.front();
+        detail::log(LogLevel::debug,
+            "matmul plan: algorithm {} tile {} stages {} split-k {} cluster {} workspace {} B ({} candidates) for {}",
+            a.id, a.tile, a.stages, a.split_k, a.cluster_shape, a.workspace_bytes, infos_.size(), P.describe());
+    }
+}
+
+void MatmulPlan::select(std::size_t index) {
+    if (index >= results_.size())
+        throw_invalid(fmt::format("index: {} given; the plan has {} candidate algorithms (0..{})", index, results_.size(),
+                                  results_.size() - 1),
+                      "Matmul::select_algorithm");
+    selected_ = index;
+}
+
+void MatmulPlan::reorder(const std::vector<std::size_t>& order) {
+    std::vector<cublasLtMatmulHeuristicResult_t> r;
+    std::vector<AlgorithmInfo> i;
+    for (std::size_t k : order) {
+        r.push_back(results_[k]);
+        i.push_back(infos_[k]);
+    }
+    results_ = std::move(r);
+    infos_ = std::move(i);
+    selected_ = 0;
+}
+
+bool MatmulPlan::adopt(const cublasLtMatmulAlgo_t& algo) {
+    cublasLtMatmulHeuristicResult_t checked{};
+    const cublasStatus_t s = cublasLtMatmulAlgoCheck(lt_handle(device_), desc_, la_, lb_, lc_, ld_, &algo, &checked);
+    if (s != CUBLAS_STATUS_SUCCESS || checked.workspaceSize > workspace_limit_) return false;
+    checked.algo = algo;
+    checked.state = CUBLAS_STATUS_SUCCESS;
+    for (std::size_t i = 0; i < results_.size(); ++i) {
+        if (std::memcmp(&results_[i].algo, &algo, sizeof algo) == 0) {
+            std::vector<std::size_t> order{i};
+            for (std::size_t j = 0; j < results_.size(); ++j)
+                if (j != i) order.push_back(j);
+            const double t = infos_[i].time_ms;
+            reorder(order);
+            infos_[0].time_ms = t;
+            return true;
+        }
+    }
+    results_.insert(results_.begin(), checked);
+    infos_.insert(infos_.begin(), algorithm_info(checked));
+    selected_ = 0;
+    return true;
+}
+
+void MatmulPlan::set_pointer(cublasLtMatmulDescAttributes_t attr, int slot, const void* value) {
+    if (current_[std::size_t(slot)] == value) return;
+    check_cublas(int(cublasLtMatmulDescSetAttribute(desc_, attr, &value, sizeof value)), "cublasLtMatmulDescSetAttribute",
+                 "setting an epilog or scale pointer");
+    current_[std::size_t(slot)] = value;
+}
+
+void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream) {
+    const MatmulProblem& P = problem_;
+    int current = 0;
+    check(cudaGetDevice(&current), "cudaGetDevice", "finding the current device for a matmul");
+    std::optional<DeviceGuard> guard;
+    if (current != device_) guard.emplace(device_);
+
+    alignas(16) unsigned char alpha_buf[16];
+    alignas(16) unsigned char beta_buf[16];
+    encode_scalar(alpha, P.scale_type, alpha_buf);
+    encode_scalar(beta, P.scale_type, beta_buf);
+
+    const void* lt_a = P.swap ? p.b : p.a;
+    const void* lt_b = P.swap ? p.a : p.b;
+    const void* c = P.has_c ? p.c : (P.c_type == P.d_type ? p.d : nullptr);
+    const cublasLtMatmulHeuristicResult_t& algo = results_[selected_];
+    std::size_t ws_bytes = 0;
+    void* ws = nullptr;
+    if (algo.workspaceSize > 0) {
+        // Ask for at least the default limit so that plans on one stream share one buffer that
+        // rarely has to grow.
+        ws_bytes = std::max(algo.workspaceSize, std::min(workspace_limit_, default_workspace_limit));
+        ws = workspace_->get(ws_bytes, stream);
+    }
+    auto matmul = [&] {
+        const cublasStatus_t s = cublasLtMatmul(lt_handle(device_), desc_, alpha_buf, lt_a, la_, lt_b, lb_, beta_buf, c,
+                                                lc_, p.d, ld_, &algo.algo, ws, ws_bytes, stream.handle());
+        if (s != CUBLAS_STATUS_SUCCESS) [[unlikely]]
+            check_cublas(int(s), "cublasLtMatmul", [&] { return fmt::format("running {}", P.describe()); });
+    };
+    if (!has_pointer_attributes_) {
+        matmul();
+        return;
+    }
+    // The descriptor is shared by every thread running this plan; its pointer attributes are
+    // written and read by cublasLtMatmul under the lock.
+    std::lock_guard lock(mutex_);
+    if (P.bias_vector) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr_bias, p.bias);
+    if (P.bias_grad) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr_bias, p.bias_grad);
+    if (P.aux_kind != AuxKind::none) set_pointer(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ptr_aux, p.aux);
+    if (P.fp8 && P.scales != 0) {
+        const float* sa = P.swap ? p.scales.b : p.scales.a;
+        const float* sb = P.swap ? p.scales.a : p.scales.b;
+        if (sa) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, ptr_scale_a, sa);
+        if (sb) set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, ptr_scale_b, sb);
+        if (p.scales.c) set_pointer(CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, ptr_scale_c, p.scales.c);
+        if (p.scales.d) set_pointer(CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, ptr_scale_d, p.scales.d);
+        if (p.scales.amax_d) set_pointer(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, ptr_amax_d, p.scales.amax_d);
+    }
+    matmul();
+}
+
+MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
+                                const MatmulArgs& args, core::StreamRef stream, MatmulOutputs& out) {
+    const MatmulProblem& P = plan.problem();
+    MatmulPointers p;
+    p.a = a.data();
+    p.b = b.data();
+    p.d = d.data();
+    if (P.c_from_bias) p.c = args.bias->data();
+    else if (args.c) p.c = args.c->data();
+    if (P.bias_vector) p.bias = args.bias->data();
+    auto check_allocated = [&](const void* ptr, int slot) {
+        if (alignment_class(ptr) < plan.key().align[std::size_t(slot)])
+            throw_not_supported(fmt::format("{}: the memory resource returned a {}-byte aligned block; gpumath plans "
+                                            "its outputs for {} bytes",
+                                            slot_names[std::size_t(slot)], alignment_class(ptr),
+                                            plan.key().align[std::size_t(slot)]),
+                                P.api);
+    };
+    if (P.aux_kind != AuxKind::none) {
+        if (args.aux) {
+            p.aux = args.aux->data();
+            out.aux_view = *args.aux;
+        } else {
+            out.aux = Tensor::empty(P.aux_storage, stream, plan.memory_resource());
+            p.aux = out.aux.data();
+            check_allocated(p.aux, slot_aux);
+            out.aux_view = TensorView(p.aux, P.aux_view);
+        }
+    }
+    if (P.bias_grad) {
+        if (args.bias_grad) {
+            p.bias_grad = args.bias_grad->data();
+        } else {
+            out.bias_grad = Tensor::empty(P.bias_grad_storage, stream, plan.memory_resource());
+            p.bias_grad = out.bias_grad.data();
+            check_allocated(p.bias_grad, slot_bias_grad);
+        }
+    }
+    p.scales = args.scales;
+    return p;
+}
+
+MatmulOutputs run_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
+                       const MatmulArgs& args, core::StreamRef stream) {
+    MatmulOutputs out;
+    const MatmulPointers p = prepare_pointers(plan, a, b, d, args, stream, out);
+    plan.run(p, args.alpha, args.beta, stream);
+    return out;
+}
+
+}  // namespace gpumath::detail

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// The stateless gpumath::matmul(): a thread-safe LRU cache of plans keyed by device, layouts,
+// dtypes, pointer alignment classes and options.
+#include "matmul/internal.hpp"
+
+#include <gpumath/detail/lru_cache.hpp>
+#include <gpumath/detail/status.hpp>
+#include <gpumath/matmul/plan_cache.hpp>
+
+#include "detail/log.hpp"
+
+namespace gpumath {
+namespace detail {
+namespace {
+
+using PlanCache = LruCache<MatmulKey, MatmulPlan, MatmulKeyHash>;
+
+PlanCache& plan_cache() {
+    static auto* cache = new PlanCache(MatmulPlanCache::default_capacity);  // never destroyed: plans outlive exit
+    return *cache;
+}
+
+/// The current device; without one, bad input is still reported as such first.
+int device_or_validate(const MatmulSignature& sig, const MatmulOptions& options, const char* api) {
+    int device = 0;
+    const cudaError_t status = cudaGetDevice(&device);
+    if (status != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)analyze(sig, options, api);
+        check(status, "cudaGetDevice", "finding the current device for a matmul");
+    }
+    return device;
+}
+
+}  // namespace
+}  // namespace detail
+
+MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                     const MatmulOptions& options, core::StreamRef stream) {
+    constexpr const char* api = "matmul";
+    detail::check_call(a, b, &d, args, options, api);
+    const detail::MatmulSignature sig = detail::signature_of(a, b, &d, args);
+    const int device = detail::device_or_validate(sig, options, api);
+    const detail::MatmulKey key = detail::make_key(sig, options, device);
+    bool created = false;
+    const std::shared_ptr<detail::MatmulPlan> plan = detail::plan_cache().get_or_create(key, [&] {
+        created = true;
+        return std::make_shared<detail::MatmulPlan>(detail::analyze(sig, options, api), options, device, 1);
+    });
+    if (log_enabled(LogLevel::debug))
+        detail::log(LogLevel::debug, "matmul plan cache {}: M={} N={} K={} epilog {} algorithm {}",
+                    created ? "miss" : "hit", plan->problem().m, plan->problem().n, plan->problem().k,
+                    to_string(plan->problem().epilog), plan->infos()[plan->selected()].id);
+    return detail::run_plan(*plan, a, b, d, args, stream);
+}
+
+MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& args, const MatmulOptions& options,
+                    core::StreamRef stream) {
+    constexpr const char* api = "matmul";
+    detail::check_call(a, b, nullptr, args, options, api);
+    const std::optional<TensorLayout> c = args.c ? std::optional<TensorLayout>(*args.c) : std::nullopt;
+    const TensorLayout layout = detail::allocated_result_layout(a, b, c, options, api);
+    {
+        // Validate before allocating, so bad input is InvalidArgument on any machine.
+        detail::MatmulSignature sig = detail::signature_of(a, b, nullptr, args);
+        sig.d = layout;
+        (void)detail::device_or_validate(sig, options, api);
+    }
+    MatmulResult r;
+    r.d = Tensor::empty(layout, stream, options.memory_resource);
+    static_cast<MatmulOutputs&>(r) = matmul(a, b, r.d.view(), args, options, stream);
+    return r;
+}
+
+std::size_t MatmulPlanCache::capacity() { return detail::plan_cache().capacity(); }
+void MatmulPlanCache::set_capacity(std::size_t capacity) { detail::plan_cache().set_capacity(capacity); }
+void MatmulPlanCache::clear() { detail::plan_cache().clear(); }
+void MatmulPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
+
+MatmulPlanCache::Stats MatmulPlanCache::stats() {
+    const detail::CacheStats s = detail::plan_cache().stats();
+    return {s.hits, s.misses, s.evictions, s.size, s.capacity};
+}
+
+}  // namespace gpumath

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: Apache-2.0
+// Autotuning (CUDA-event timing of every candidate on the caller's operands) and tuning files.
+//
+// A tuning file is text that gpumath owns: a header line, then one line per tuned problem with
+// tab-separated fields: GPU name, compute capability, cuBLASLt version, plan key, the 64 bytes
+// of cuBLASLt's algorithm in hex, its workspace and its measured time. Entries for another GPU or
+// library version are stale and ignored; a matching entry is still checked by cuBLASLt
+// (cublasLtMatmulAlgoCheck) before it is used.
+#include "matmul/tuning.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "detail/log.hpp"
+#include <gpumath/detail/status.hpp>
+#include <gpumath/error.hpp>
+
+namespace gpumath::detail {
+namespace {
+
+constexpr const char* file_header = "# gpumath matmul tuning v1";
+
+class EventPool {
+public:
+    explicit EventPool(std::size_t n) : events_(n, nullptr) {
+        for (auto& e : events_) check(cudaEventCreate(&e), "cudaEventCreate", "creating autotune timing events");
+    }
+    ~EventPool() {
+        for (auto e : events_)
+            if (e != nullptr) (void)cudaEventDestroy(e);
+    }
+    EventPool(const EventPool&) = delete;
+    EventPool& operator=(const EventPool&) = delete;
+    cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
+
+private:
+    std::vector<cudaEvent_t> events_;
+};
+
+double median(std::vector<double> v) {
+    if (v.empty()) return std::numeric_limits<double>::infinity();
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string clean_name(std::string s) {
+    for (char& c : s)
+        if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+    return s;
+}
+
+std::string algo_to_hex(const cublasLtMatmulAlgo_t& algo) {
+    std::string s;
+    char buf[20];
+    for (std::uint64_t w : algo.data) {
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(w));
+        s += buf;
+    }
+    return s;
+}
+
+bool hex_to_algo(const std::string& s, cublasLtMatmulAlgo_t& algo) {
+    if (s.size() != 16 * 8) return false;
+    for (std::size_t i = 0; i < 8; ++i) {
+        const std::string part = s.substr(i * 16, 16);
+        char* end = nullptr;
+        algo.data[i] = std::strtoull(part.c_str(), &end, 16);
+        if (end != part.c_str() + 16) return false;
+    }
+    return true;
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+    std::vector<std::string> f;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t tab = line.find('\t', start);
+        f.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+        if (tab == std::string::npos) break;
+        start = tab + 1;
+    }
+    return f;
+}
+
+}  // namespace
+
+void autotune_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
+                   const MatmulArgs& args, core::StreamRef stream, int iterations) {
+    const std::size_t n = plan.infos().size();
+    MatmulOutputs scratch;  // aux / bias-gradient outputs the caller did not pass
+    const MatmulPointers p = prepare_pointers(plan, a, b, d, args, stream, scratch);
+
+    // In place (c is d) with beta != 0: every run must start from the caller's c.
+    core::Buffer backup;
+    const bool restore = p.c != nullptr && p.c == p.d && args.beta != Scalar(0.0);
+    if (restore) {
+        backup = core::Buffer(std::size_t(d.span_bytes()), stream, plan.memory_resource());
+        copy_async(backup.data(), d.data(), backup.size_bytes(), stream);
+    }
+    // Writing a buffer twice the L2 size before each run evicts the operands.
+    const int l2 = device_identity(plan.device()).l2_bytes;
+    core::Buffer flush(std::size_t(std::max(l2, 1 << 20)) * 2, stream, plan.memory_resource());
+
+    std::vector<bool> failed(n, false);
+    std::optional<CublasError> first_error;
+    for (std::size_t i = 0; i < n; ++i) {  // warm-up, and drop candidates that cannot run
+        plan.select(i);
+        try {
+            if (restore) copy_async(d.data(), backup.data(), backup.size_bytes(), stream);
+            plan.run(p, args.alpha, args.beta, stream);
+        } catch (const CublasError& e) {
+            failed[i] = true;
+            if (!first_error) first_error = e;
+        }
+    }
+    if (std::all_of(failed.begin(), failed.end(), [](bool f) { return f; })) throw *first_error;
+
+    const std::size_t runs = n * std::size_t(iterations);
+    EventPool start(runs), stop(runs);
+    for (int it = 0; it < iterations; ++it) {
+        for (std::size_t j = 0; j < n; ++j) {
+            const std::size_t i = (j + std::size_t(it)) % n;  // rotate the order between iterations
+            if (failed[i]) continue;
+            const std::size_t e = std::size_t(it) * n + i;
+            plan.select(i);
+            if (restore) copy_async(d.data(), backup.data(), backup.size_bytes(), stream);
+            check(cudaMemsetAsync(flush.data(), it & 0xff, flush.size_bytes(), stream.handle()), "cudaMemsetAsync",
+                  "flushing the L2 cache between autotune runs");
+            check(cudaEventRecord(start[e], stream.handle()), "cudaEventRecord");
+            plan.run(p, args.alpha, args.beta, stream);
+            check(cudaEventRecord(stop[e], stream.handle()), "cudaEventRecord");
+        }
+    }
+    stream.synchronize();
+
+    std::vector<double> times(n, std::numeric_limits<double>::infinity());
+    for (std::size_t i = 0; i < n; ++i) {
+        if (failed[i]) continue;
+        std::vector<double> t;
+        for (int it = 0; it < iterations; ++it) {
+            const std::size_t e = std::size_t(it) * n + i;
+            float ms = 0;
+            check(cudaEventElapsedTime(&ms, start[e], stop[e]), "cudaEventElapsedTime");
+            t.push_back(double(ms));
+        }
+        times[i] = median(std::move(t));
+    }
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return times[x] < times[y]; });
+    plan.reorder(order);
+    for (std::size_t i = 0; i < n; ++i)
+        plan.set_time(i, std::isfinite(times[order[i]]) ? times[order[i]] : -1.0);
+    if (log_enabled(LogLevel::debug)) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const AlgorithmInfo& info = plan.infos()[i];
+            detail::log(LogLevel::debug, "matmul autotune: #{} algorithm {} tile {} stages {} split-k {} workspace {} B: {:.4f} ms{}",
+                        i, info.id, info.tile, info.stages, info.split_k, info.workspace_bytes, info.time_ms,
+                        info.time_ms < 0 ? " (failed)" : "");
+        }
+    }
+}
+
+void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
+    const DeviceIdentity& id = device_identity(plan.device());
+    const std::string name = clean_name(id.name);
+    const std::string cc = fmt::format("{}.{}", id.cc_major, id.cc_minor);
+    const std::string version = std::to_string(id.lt_version);
+    const std::string key = key_to_text(plan.key());
+
+    std::vector<std::string> lines;
+    if (std::ifstream in(path); in) {
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.empty() || line[0] == '#') continue;
+            const auto f = split_tabs(line);
+            if (f.size() >= 4 && f[0] == name && f[1] == cc && f[2] == version && f[3] == key) continue;
+            lines.push_back(line);
+        }
+    }
+    const AlgorithmInfo& info = plan.infos()[plan.selected()];
+    lines.push_back(fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}", name, cc, version, key, algo_to_hex(plan.selected_algo()),
+                                info.workspace_bytes, info.time_ms));
+
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        if (!out) throw Error(fmt::format("Matmul::save_tuning: cannot write {}", tmp), errno, "Matmul::save_tuning");
+        out << file_header << '\n';
+        for (const auto& l : lines) out << l << '\n';
+        if (!out.flush()) throw Error(fmt::format("Matmul::save_tuning: writing {} failed", tmp), errno, "Matmul::save_tuning");
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec)
+        throw Error(fmt::format("Matmul::save_tuning: cannot replace {}: {}", path, ec.message()), ec.value(),
+                    "Matmul::save_tuning");
+}
+
+std::vector<TuningEntry> read_tuning_entries(const std::string& path, int device) {
+    std::vector<TuningEntry> entries;
+    std::ifstream in(path);
+    if (!in) return entries;
+    const DeviceIdentity& id = device_identity(device);
+    const std::string name = clean_name(id.name);
+    const std::string cc = fmt::format("{}.{}", id.cc_major, id.cc_minor);
+    const std::string version = std::to_string(id.lt_version);
+    std::string line;
+    int stale = 0, malformed = 0;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        const auto f = split_tabs(line);
+        TuningEntry e;
+        if (f.size() < 5 || !parse_key(f[3], e.key) || !hex_to_algo(f[4], e.algo)) {
+            ++malformed;
+            continue;
+        }
+        if (f[0] != name || f[1] != cc || f[2] != version) {
+            ++stale;
+            continue;
+        }
+        entries.push_back(e);
+    }
+    detail::log(LogLevel::debug, "matmul tuning file {}: {} entries for this GPU and cuBLASLt {}, {} stale, {} malformed",
+                path, entries.size(), version, stale, malformed);
+    return entries;
+}
+
+}  // namespace gpumath::detail

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+// How gpumath arranges problems on cuBLASLt (swap for row-major D, ops, leading dimensions, batch
+// strides, epilog vectors, FP8's TN rule) and its plan keys. Host only.
+#include <gtest/gtest.h>
+
+#include "matmul/internal.hpp"
+
+using namespace gpumath;
+using namespace gpumath::detail;
+
+namespace {
+
+constexpr auto f32 = DataType::f32;
+
+MatmulProblem analyze_layouts(const TensorLayout& a, const TensorLayout& b, std::optional<TensorLayout> d,
+                              const MatmulOptions& options = {}, std::optional<TensorLayout> bias = std::nullopt,
+                              std::optional<TensorLayout> c = std::nullopt) {
+    MatmulSignature s;
+    s.a = a;
+    s.b = b;
+    s.d = std::move(d);
+    s.bias = std::move(bias);
+    s.c = std::move(c);
+    s.from_layouts = !s.d.has_value();
+    return analyze(s, options, "test");
+}
+
+}  // namespace
+
+TEST(MatmulArrangement, RowMajorUsesTheSwap) {
+    const auto p = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {8, 6}));
+    EXPECT_TRUE(p.swap);
+    // cuBLASLt's A is B^T (6 x 4), stored column-major with ld 6; its B is A^T (4 x 8), ld 4.
+    EXPECT_EQ(p.op_a, CUBLAS_OP_N);
+    EXPECT_EQ(p.op_b, CUBLAS_OP_N);
+    EXPECT_EQ(p.lt_a.rows, 6u);
+    EXPECT_EQ(p.lt_a.cols, 4u);
+    EXPECT_EQ(p.lt_a.ld, 6);
+    EXPECT_EQ(p.lt_b.rows, 4u);
+    EXPECT_EQ(p.lt_b.cols, 8u);
+    EXPECT_EQ(p.lt_b.ld, 4);
+    EXPECT_EQ(p.lt_d.rows, 6u);
+    EXPECT_EQ(p.lt_d.cols, 8u);
+    EXPECT_EQ(p.lt_d.ld, 6);
+    EXPECT_FALSE(p.has_c);
+}
+
+TEST(MatmulArrangement, ColumnMajorDKeepsTheOrder) {
+    const auto p = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}, {1, 4}), TensorLayout(f32, {8, 6}, {1, 8}));
+    EXPECT_FALSE(p.swap);
+    EXPECT_EQ(p.op_a, CUBLAS_OP_T);  // A row-major: stored as A^T (4 x 8)
+    EXPECT_EQ(p.lt_a.rows, 4u);
+    EXPECT_EQ(p.lt_a.cols, 8u);
+    EXPECT_EQ(p.op_b, CUBLAS_OP_N);  // B column-major
+    EXPECT_EQ(p.lt_b.ld, 4);
+    EXPECT_EQ(p.lt_d.rows, 8u);
+    EXPECT_EQ(p.lt_d.ld, 8);
+}
+
+TEST(MatmulArrangement, PaddedLeadingDimensions) {
+    // A is a (8, 4) slice of a (8, 10) row-major buffer; D a slice of (8, 16).
+    const auto p = analyze_layouts(TensorLayout(f32, {8, 4}, {10, 1}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {8, 6}, {16, 1}));
+    EXPECT_TRUE(p.swap);
+    EXPECT_EQ(p.lt_b.ld, 10);
+    EXPECT_EQ(p.lt_d.ld, 16);
+}
+
+TEST(MatmulArrangement, Fp8IsTnInBothArrangements) {
+    const TensorLayout a(DataType::e4m3, {32, 64});             // row-major: K contiguous
+    const TensorLayout b(DataType::e4m3, {64, 16}, {1, 64});    // column-major: K contiguous
+    const auto row = analyze_layouts(a, b, TensorLayout(DataType::bf16, {32, 16}));
+    EXPECT_TRUE(row.swap);
+    EXPECT_EQ(row.op_a, CUBLAS_OP_T);
+    EXPECT_EQ(row.op_b, CUBLAS_OP_N);
+    const auto col = analyze_layouts(a, b, TensorLayout(DataType::bf16, {32, 16}, {1, 32}));
+    EXPECT_FALSE(col.swap);
+    EXPECT_EQ(col.op_a, CUBLAS_OP_T);
+    EXPECT_EQ(col.op_b, CUBLAS_OP_N);
+    EXPECT_EQ(row.c_type, DataType::bf16);
+    EXPECT_EQ(row.bias_type, DataType::bf16);
+}
+
+TEST(MatmulArrangement, Fp8ResultTypes) {
+    const TensorLayout a(DataType::e4m3, {32, 64}), b(DataType::e4m3, {64, 16}, {1, 64});
+    const auto fp8_out = analyze_layouts(a, b, TensorLayout(DataType::e4m3, {32, 16}));
+    EXPECT_EQ(fp8_out.c_type, DataType::bf16);
+    EXPECT_FALSE(fp8_out.has_c);
+    const auto f32_out = analyze_layouts(a, b, TensorLayout(f32, {32, 16}));
+    EXPECT_EQ(f32_out.bias_type, DataType::bf16);
+    EXPECT_EQ(f32_out.c_type, f32);
+}
+
+TEST(MatmulArrangement, BiasFollowsNumpyBroadcasting) {
+    const TensorLayout a(f32, {8, 4}), b(f32, {4, 6});
+    const MatmulOptions bias{.epilog = Epilog::bias};
+    const auto per_col = analyze_layouts(a, b, TensorLayout(f32, {8, 6}), bias, TensorLayout(f32, {6}));
+    EXPECT_TRUE(per_col.swap);
+    EXPECT_TRUE(per_col.bias_vector);
+    EXPECT_EQ(per_col.lt_epilog, CUBLASLT_EPILOGUE_BIAS);
+    const auto per_row = analyze_layouts(a, b, TensorLayout(f32, {8, 6}, {1, 8}), bias, TensorLayout(f32, {8, 1}));
+    EXPECT_FALSE(per_row.swap);
+    EXPECT_TRUE(per_row.bias_vector);
+    // A full bias goes through C with the plain epilog.
+    const auto full = analyze_layouts(a, b, TensorLayout(f32, {8, 6}), {.epilog = Epilog::relu_bias}, TensorLayout(f32, {8, 6}));
+    EXPECT_TRUE(full.c_from_bias);
+    EXPECT_TRUE(full.has_c);
+    EXPECT_FALSE(full.bias_vector);
+    EXPECT_EQ(full.effective_epilog, Epilog::relu);
+    EXPECT_EQ(full.lt_epilog, CUBLASLT_EPILOGUE_RELU);
+}
+
+TEST(MatmulArrangement, BatchedBiasAndBroadcastOperands) {
+    const auto p = analyze_layouts(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {3, 8, 6}),
+                                   {.epilog = Epilog::bias}, TensorLayout(f32, {3, 1, 6}));
+    EXPECT_EQ(p.batch, 3);
+    EXPECT_EQ(p.lt_a.batch_stride, 0);   // B broadcast over the batch
+    EXPECT_EQ(p.lt_b.batch_stride, 32);  // A
+    EXPECT_EQ(p.lt_d.batch_stride, 48);
+    EXPECT_EQ(p.bias_batch_stride, 6);
+    const auto shared = analyze_layouts(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {3, 8, 6}),
+                                        {.epilog = Epilog::bias}, TensorLayout(f32, {6}));
+    EXPECT_EQ(shared.bias_batch_stride, 0);
+}
+
+TEST(MatmulArrangement, BiasGradientsFollowTheUsersOperands) {
+    const TensorLayout a(f32, {8, 4}), b(f32, {4, 6});
+    const auto row_a = analyze_layouts(a, b, TensorLayout(f32, {8, 6}), {.epilog = Epilog::bgrada});
+    EXPECT_TRUE(row_a.swap);
+    EXPECT_EQ(row_a.lt_epilog, CUBLASLT_EPILOGUE_BGRADB);
+    EXPECT_EQ(row_a.bias_grad_length, 8);
+    const auto col_a = analyze_layouts(a, b, TensorLayout(f32, {8, 6}, {1, 8}), {.epilog = Epilog::bgrada});
+    EXPECT_EQ(col_a.lt_epilog, CUBLASLT_EPILOGUE_BGRADA);
+    const auto row_b = analyze_layouts(a, b, TensorLayout(f32, {8, 6}), {.epilog = Epilog::bgradb});
+    EXPECT_EQ(row_b.lt_epilog, CUBLASLT_EPILOGUE_BGRADA);
+    EXPECT_EQ(row_b.bias_grad_length, 6);
+    EXPECT_EQ(row_b.bias_grad_storage, TensorLayout(f32, {6}));
+}
+
+TEST(MatmulArrangement, AuxDefaults) {
+    const TensorLayout a(f32, {2, 10, 4}), b(f32, {4, 6});
+    const auto gelu = analyze_layouts(a, b, TensorLayout(f32, {2, 10, 6}), {.epilog = Epilog::gelu_aux});
+    EXPECT_EQ(gelu.aux_kind, AuxKind::gelu);
+    EXPECT_EQ(gelu.aux_ld, 8);  // rows of D^T (6) rounded up to 8
+    EXPECT_EQ(gelu.aux_batch_stride, 80);
+    EXPECT_EQ(gelu.aux_storage, TensorLayout(f32, {2, 10, 8}));
+    EXPECT_EQ(gelu.aux_view, TensorLayout(f32, {2, 10, 6}, {80, 8, 1}));
+    const auto relu = analyze_layouts(a, b, TensorLayout(f32, {2, 10, 6}), {.epilog = Epilog::relu_aux});
+    EXPECT_EQ(relu.aux_kind, AuxKind::relu_mask);
+    EXPECT_EQ(relu.aux_ld, 128);  // bits: 6 rows -> 1 byte, padded to 16 bytes
+    EXPECT_EQ(relu.aux_batch_stride, 16 * 10 * 8);
+    EXPECT_EQ(relu.aux_storage, TensorLayout(DataType::i8, {2, 10, 16}));
+    // A backward call planned from layouts expects the forward's aux view.
+    const auto dgelu = analyze_layouts(a, b, std::nullopt, {.epilog = Epilog::dgelu});
+    ASSERT_TRUE(dgelu.signature.aux.has_value());
+    EXPECT_EQ(*dgelu.signature.aux, gelu.aux_view);
+}
+
+TEST(MatmulArrangement, ComputeAndScaleTypes) {
+    const auto tf32 = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), std::nullopt,
+                                      {.compute_type = ComputeType::f32_fast_tf32});
+    EXPECT_EQ(tf32.lt_compute, CUBLAS_COMPUTE_32F_FAST_TF32);
+    EXPECT_EQ(tf32.scale_type, CUDA_R_32F);
+    const auto c64 = analyze_layouts(TensorLayout(DataType::c64, {8, 4}), TensorLayout(DataType::c64, {4, 6}), std::nullopt);
+    EXPECT_EQ(c64.lt_compute, CUBLAS_COMPUTE_64F);
+    EXPECT_EQ(c64.scale_type, CUDA_C_64F);
+    const auto i8 = analyze_layouts(TensorLayout(DataType::i8, {8, 4}), TensorLayout(DataType::i8, {4, 8}), std::nullopt);
+    EXPECT_EQ(i8.lt_compute, CUBLAS_COMPUTE_32I);
+    EXPECT_EQ(i8.scale_type, CUDA_R_32I);
+    EXPECT_EQ(i8.d_type, DataType::i32);
+    const auto h = analyze_layouts(TensorLayout(DataType::f16, {8, 4}), TensorLayout(DataType::f16, {4, 6}), std::nullopt,
+                                   {.compute_type = ComputeType::f16});
+    EXPECT_EQ(h.lt_compute, CUBLAS_COMPUTE_16F);
+    EXPECT_EQ(h.scale_type, CUDA_R_16F);
+}
+
+TEST(MatmulArrangement, VectorsTakeEitherOrientation) {
+    // M = 1: D (1, 6) is both row- and column-major; a per-row bias (1, 1)... and (6,) both work.
+    const auto p = analyze_layouts(TensorLayout(f32, {1, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {1, 6}),
+                                   {.epilog = Epilog::bias}, TensorLayout(f32, {6}));
+    EXPECT_TRUE(p.swap);
+    // N = 1 with a column vector b (4, 1) of any stride.
+    const auto q = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 1}, {3, 7}), TensorLayout(f32, {8, 1}));
+    EXPECT_EQ(q.lt_d.rows, 1u);
+}
+
+TEST(MatmulKeys, TextRoundTripAndComparisons) {
+    MatmulSignature s;
+    s.a = TensorLayout(f32, {3, 8, 4});
+    s.b = TensorLayout(f32, {4, 6});
+    s.d = TensorLayout(f32, {3, 8, 6});
+    s.align[slot_b] = 16;
+    const MatmulOptions options{.epilog = Epilog::relu};
+    const MatmulKey k = make_key(s, options, -1);
+    MatmulKey parsed;
+    ASSERT_TRUE(parse_key(key_to_text(k), parsed));
+    EXPECT_TRUE(parsed == k);
+    EXPECT_EQ(parsed.hash, k.hash);
+    EXPECT_FALSE(parse_key("garbage", parsed));
+
+    MatmulSignature t = s;
+    t.d = TensorLayout(f32, {3, 8, 6}, {48, 1, 8});
+    const MatmulKey k2 = make_key(t, options, -1);
+    EXPECT_TRUE(k2.same_problem(k));
+    EXPECT_FALSE(k2.same_layouts(k));
+    EXPECT_FALSE(make_key(s, {.epilog = Epilog::gelu}, -1).same_problem(k));
+    EXPECT_FALSE(make_key(s, options, 0) == make_key(s, options, 1));  // device is part of the stateless key
+
+    std::array<std::uint16_t, slot_count> actual{256, 256, 256, 256, 256, 256, 256};
+    EXPECT_TRUE(k.aligned_enough(actual));
+    actual[slot_b] = 8;
+    EXPECT_FALSE(k.aligned_enough(actual));
+}
+
+TEST(MatmulKeys, AlignmentClasses) {
+    EXPECT_EQ(alignment_class(nullptr), 256);
+    EXPECT_EQ(alignment_class(reinterpret_cast<void*>(0x1000)), 256);
+    EXPECT_EQ(alignment_class(reinterpret_cast<void*>(0x1010)), 16);
+    EXPECT_EQ(alignment_class(reinterpret_cast<void*>(0x1002)), 2);
+    EXPECT_EQ(alignment_class(reinterpret_cast<void*>(0x1001)), 1);
+}

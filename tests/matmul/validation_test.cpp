@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bad matmul input is rejected before any GPU work, on any machine, with an exception that names
+// the operand. Pointers here are never dereferenced: every call is invalid (or, for the Matmul
+// constructor, needs no device).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include <gpumath/matmul.hpp>
+
+#include "common/test_util.hpp"
+
+using namespace gpumath;
+using test::expect_throw_with;
+
+namespace {
+
+// Distinct, 256-byte aligned fake device addresses, 16 MiB apart.
+void* addr(int slot, std::uintptr_t offset = 0) {
+    return reinterpret_cast<void*>((std::uintptr_t(slot) + 1) * (std::uintptr_t(1) << 24) + offset);
+}
+
+TensorView v(int slot, DataType t, std::initializer_list<std::int64_t> shape, std::initializer_list<std::int64_t> strides = {},
+             std::uintptr_t offset = 0) {
+    return TensorView(addr(slot, offset), t, shape, strides);
+}
+
+constexpr auto f32 = DataType::f32;
+constexpr auto f16 = DataType::f16;
+constexpr auto bf16 = DataType::bf16;
+
+// A valid f32 problem: a (8, 4), b (4, 6), d (8, 6), all row-major.
+struct Problem {
+    TensorView a = v(0, f32, {8, 4});
+    TensorView b = v(1, f32, {4, 6});
+    TensorView d = v(2, f32, {8, 6});
+};
+
+}  // namespace
+
+// ---- shapes and batches -------------------------------------------------------------------------
+
+TEST(MatmulValidation, RankOneA) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(v(0, f32, {4}), p.b, p.d); }, {"a:", "rank 1", "(..., M, K)"});
+}
+
+TEST(MatmulValidation, RankOneB) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { Matmul mm(p.a, TensorLayout(f32, {4})); }, {"b:", "rank 1"});
+}
+
+TEST(MatmulValidation, InnerDimensionMismatch) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, v(1, f32, {5, 6}), p.d); }, {"b:", "(5, 6)", "K = 4"});
+}
+
+TEST(MatmulValidation, EmptyOperand) {
+    expect_throw_with<InvalidArgument>([&] { Matmul mm(TensorLayout(f32, {0, 4}), TensorLayout(f32, {4, 6})); },
+                                       {"a:", "(0, 4)", "empty"});
+}
+
+TEST(MatmulValidation, BatchesDoNotBroadcast) {
+    expect_throw_with<InvalidArgument>(
+        [&] { Matmul mm(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {2, 4, 6})); }, {"b:", "broadcast", "(2, 4, 6)"});
+}
+
+TEST(MatmulValidation, BatchNotOneStridedBatch) {
+    // a's batch dimensions (2, 3) with strides that are not one sequence.
+    expect_throw_with<NotSupported>(
+        [&] { Matmul mm(TensorLayout(f32, {2, 3, 8, 4}, {1000, 32, 4, 1}), TensorLayout(f32, {4, 6})); },
+        {"a:", "one strided batch"});
+}
+
+TEST(MatmulValidation, DShapeWrong) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, v(2, f32, {8, 5})); }, {"d:", "(8, 5)", "(8, 6)"});
+}
+
+TEST(MatmulValidation, DBroadcastStride) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, v(2, f32, {8, 6}, {0, 1})); }, {"d:", "stride of 0"});
+}
+
+TEST(MatmulValidation, DWithoutUnitStride) {
+    Problem p;
+    expect_throw_with<NotSupported>([&] { matmul(p.a, p.b, v(2, f32, {8, 6}, {12, 2})); }, {"d:", "(12, 2)", "unit stride"});
+}
+
+TEST(MatmulValidation, AWithoutUnitStride) {
+    Problem p;
+    expect_throw_with<NotSupported>([&] { matmul(v(0, f32, {8, 4}, {8, 2}), p.b, p.d); }, {"a:", "(8, 2)", "unit stride"});
+}
+
+TEST(MatmulValidation, DBatchesOverlap) {
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(v(0, f32, {2, 8, 4}), v(1, f32, {4, 6}), v(2, f32, {2, 8, 6}, {10, 6, 1})); }, {"d:", "batch stride 10"});
+}
+
+// ---- dtypes and compute types -----------------------------------------------------------------
+
+TEST(MatmulValidation, InputDtypesDiffer) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, v(1, f16, {4, 6}), p.d); }, {"b:", "f16", "f32", "same dtype"});
+}
+
+TEST(MatmulValidation, I32IsNotAnInput) {
+    expect_throw_with<InvalidArgument>([&] { Matmul mm(TensorLayout(DataType::i32, {8, 4}), TensorLayout(DataType::i32, {4, 6})); },
+                                       {"a:", "i32", "not a matmul input"});
+}
+
+TEST(MatmulValidation, ComputeTypeNotForInputs) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {}, {.compute_type = ComputeType::f16}); },
+                                       {"compute_type", "f16", "f32 inputs", "f32_fast_tf32"});
+    expect_throw_with<InvalidArgument>(
+        [&] { Matmul mm(TensorLayout(bf16, {8, 4}), TensorLayout(bf16, {4, 6}), {.compute_type = ComputeType::f32_fast_tf32}); },
+        {"compute_type", "f32_fast_tf32", "bf16"});
+}
+
+TEST(MatmulValidation, ResultTypeNotAllowed) {
+    expect_throw_with<InvalidArgument>(
+        [&] { Matmul mm(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), {.result_type = f16}); },
+        {"result_type", "f16", "allowed: f32"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            Matmul mm(TensorLayout(f16, {8, 4}), TensorLayout(f16, {4, 6}),
+                      {.compute_type = ComputeType::f16, .result_type = f32});
+        },
+        {"result_type", "f32", "compute type f16"});
+}
+
+TEST(MatmulValidation, DDtypeNotAResult) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, v(2, bf16, {8, 6})); }, {"d:", "bf16", "allowed: f32"});
+}
+
+TEST(MatmulValidation, ResultTypeDisagreesWithD) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {}, {.result_type = f16}); }, {"result_type", "d has dtype f32"});
+}
+
+TEST(MatmulValidation, FastAccumulationWithoutFp8) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {}, {.fast_accumulation = true}); },
+                                       {"fast_accumulation", "FP8"});
+}
+
+// ---- C ----------------------------------------------------------------------------------------
+
+TEST(MatmulValidation, CDtype) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f16, {8, 6})}); },
+                                       {"c:", "f16", "f32"});
+}
+
+TEST(MatmulValidation, CShape) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 1})}); },
+                                       {"c:", "(8, 1)", "(..., M, N)"});
+}
+
+TEST(MatmulValidation, COrientationDiffersFromD) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 6}, {1, 8})}); },
+                                       {"c:", "(1, 8)", "row-major like d"});
+}
+
+TEST(MatmulValidation, BetaWithoutC) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = 0.5}); }, {"beta:", "without c"});
+}
+
+// ---- aliasing ---------------------------------------------------------------------------------
+
+TEST(MatmulValidation, DOverlapsA) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, v(0, f32, {8, 6}, {}, 64)); }, {"d:", "overlaps a"});
+}
+
+TEST(MatmulValidation, CPartlyOverlapsD) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(2, f32, {8, 6}, {}, 16)}); },
+                                       {"c:", "overlaps d", "d itself"});
+}
+
+TEST(MatmulValidation, BiasOverlapsD) {
+    Problem p;
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(2, f32, {6}, {}, 32)}, {.epilog = Epilog::bias}); }, {"bias:", "overlaps d"});
+}
+
+// ---- epilog inputs and outputs ------------------------------------------------------------------
+
+TEST(MatmulValidation, BiasWithoutBiasEpilog) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6})}); },
+                                       {"bias:", "epilog none takes no bias"});
+}
+
+TEST(MatmulValidation, MissingBias) {
+    Problem p;
+    for (Epilog e : {Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias, Epilog::relu_aux_bias, Epilog::gelu_aux_bias})
+        expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {}, {.epilog = e}); },
+                                           {"bias:", std::string(to_string(e)), "MatmulArgs::bias"});
+}
+
+TEST(MatmulValidation, BiasShape) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {7})}, {.epilog = Epilog::bias}); },
+                                       {"bias:", "(7,)", "per-column"});
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6, 8})}, {.epilog = Epilog::bias}); }, {"bias:", "(6, 8)"});
+}
+
+TEST(MatmulValidation, BiasDtype) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.bias = v(3, f16, {6})}, {.epilog = Epilog::bias}); },
+                                       {"bias:", "f16", "take a f32 bias"});
+}
+
+TEST(MatmulValidation, BiasNotPacked) {
+    Problem p;
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6}, {2})}, {.epilog = Epilog::bias}); }, {"bias:", "stride 2", "packed"});
+}
+
+TEST(MatmulValidation, PerRowBiasNeedsColumnMajorD) {
+    Problem p;
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::bias}); },
+        {"bias:", "(8, 1)", "one value per row", "column-major d"});
+    // The allocating call returns a row-major d, so the same holds there.
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::bias}); },
+                                       {"bias:", "one value per row"});
+}
+
+TEST(MatmulValidation, PerColumnBiasNeedsRowMajorD) {
+    Problem p;
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, v(2, f32, {8, 6}, {1, 8}), {.bias = v(3, f32, {6})}, {.epilog = Epilog::bias}); },
+        {"bias:", "(6,)", "one value per column", "row-major d"});
+}
+
+TEST(MatmulValidation, FullBiasAndC) {
+    Problem p;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 6}), .bias = v(4, f32, {8, 6})}, {.epilog = Epilog::bias});
+        },
+        {"bias:", "full (M, N)", "c is given"});
+}
+
+TEST(MatmulValidation, BiasBatchDoesNotBroadcast) {
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(v(0, f32, {3, 8, 4}), v(1, f32, {4, 6}), v(2, f32, {3, 8, 6}), {.bias = v(3, f32, {2, 1, 6})},
+                   {.epilog = Epilog::bias});
+        },
+        {"bias:", "(2, 1, 6)", "broadcast"});
+}
+
+TEST(MatmulValidation, AuxWithoutAuxEpilog) {
+    Problem p;
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6}), .aux = v(4, f32, {8, 6})}, {.epilog = Epilog::bias}); },
+        {"aux:", "epilog bias has no aux"});
+}
+
+TEST(MatmulValidation, GradientEpilogsNeedAux) {
+    Problem p;
+    for (Epilog e : {Epilog::drelu, Epilog::drelu_bgrad, Epilog::dgelu, Epilog::dgelu_bgrad})
+        expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {}, {.epilog = e}); },
+                                           {"aux:", std::string(to_string(e)), "MatmulArgs::aux"});
+}
+
+TEST(MatmulValidation, GeluAuxLayout) {
+    Problem p;
+    // Leading dimension 6 is not a multiple of 8.
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.aux = v(4, f32, {8, 6})}, {.epilog = Epilog::gelu_aux}); },
+                                       {"aux:", "(6, 1)", "multiple of 8"});
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.aux = v(4, f16, {8, 6}, {8, 1})}, {.epilog = Epilog::gelu_aux}); }, {"aux:", "f16", "f32"});
+}
+
+TEST(MatmulValidation, ReluMaskLayout) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.aux = v(4, f32, {8, 16})}, {.epilog = Epilog::relu_aux}); },
+                                       {"aux:", "ReLU bit mask", "i8"});
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.aux = v(4, DataType::i8, {8, 8})}, {.epilog = Epilog::relu_aux}); },
+        {"aux:", "multiple of 16"});
+}
+
+TEST(MatmulValidation, BiasGradWithoutGradientEpilog) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.bias_grad = v(4, f32, {6})}); },
+                                       {"bias_grad:", "computes no bias gradient"});
+}
+
+TEST(MatmulValidation, BiasGradShape) {
+    Problem p;
+    // bgrada: one value per row of A (M = 8).
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.bias_grad = v(4, f32, {6})}, {.epilog = Epilog::bgrada}); },
+        {"bias_grad:", "(6,)", "length 8"});
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.bias_grad = v(4, f16, {6})}, {.epilog = Epilog::bgradb}); }, {"bias_grad:", "f16"});
+}
+
+TEST(MatmulValidation, EpilogsNeedRealFloatingPoint) {
+    expect_throw_with<NotSupported>(
+        [&] { Matmul mm(TensorLayout(DataType::c32, {8, 4}), TensorLayout(DataType::c32, {4, 6}), {.epilog = Epilog::relu}); },
+        {"epilog", "relu", "c32"});
+    expect_throw_with<NotSupported>(
+        [&] { Matmul mm(TensorLayout(DataType::i8, {8, 4}), TensorLayout(DataType::i8, {4, 6}), {.epilog = Epilog::bias}); },
+        {"epilog", "bias", "i8"});
+}
+
+TEST(MatmulValidation, GradientEpilogWithKOne) {
+    expect_throw_with<NotSupported>(
+        [&] { Matmul mm(TensorLayout(f32, {8, 1}), TensorLayout(f32, {1, 6}), {.epilog = Epilog::dgelu}); }, {"epilog", "K = 1"});
+}
+
+// ---- FP8 ----------------------------------------------------------------------------------------
+
+TEST(MatmulValidation, Fp8DimensionsMultipleOf16) {
+    expect_throw_with<NotSupported>(
+        [&] { Matmul mm(TensorLayout(DataType::e4m3, {24, 32}), TensorLayout(DataType::e4m3, {32, 16}, {1, 32})); },
+        {"multiples of 16", "M = 24"});
+}
+
+TEST(MatmulValidation, Fp8BothE5m2) {
+    expect_throw_with<NotSupported>(
+        [&] { Matmul mm(TensorLayout(DataType::e5m2, {32, 32}), TensorLayout(DataType::e5m2, {32, 32}, {1, 32})); },
+        {"e5m2", "e4m3"});
+}
+
+TEST(MatmulValidation, Fp8WithNonFp8) {
+    expect_throw_with<InvalidArgument>(
+        [&] { Matmul mm(TensorLayout(DataType::e4m3, {32, 32}), TensorLayout(f16, {32, 32})); }, {"b:", "f16", "FP8"});
+}
+
+TEST(MatmulValidation, Fp8ResultTypes) {
+    // e5m2 results need an e5m2 input.
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            Matmul mm(TensorLayout(DataType::e4m3, {32, 32}), TensorLayout(DataType::e4m3, {32, 32}, {1, 32}),
+                      {.result_type = DataType::e5m2});
+        },
+        {"result_type", "e5m2", "allowed"});
+}
+
+TEST(MatmulValidation, Fp8BiasDtype) {
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(v(0, DataType::e4m3, {32, 32}), v(1, DataType::e4m3, {32, 32}, {1, 32}), v(2, f32, {32, 32}),
+                   {.bias = v(3, f32, {32})}, {.epilog = Epilog::bias});
+        },
+        {"bias:", "f32", "bf16"});
+}
+
+TEST(MatmulValidation, Fp8Alignment) {
+    expect_throw_with<NotSupported>(
+        [&] { matmul(v(0, DataType::e4m3, {32, 32}, {}, 8), v(1, DataType::e4m3, {32, 32}, {1, 32}), v(2, bf16, {32, 32})); },
+        {"a:", "8-byte aligned", "16-byte"});
+}
+
+TEST(MatmulValidation, Fp8ScalesAndAmax) {
+    float* fake = static_cast<float*>(addr(9));
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.scales = {.a = fake}}); }, {"scales.a", "FP8 inputs only"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(v(0, DataType::e4m3, {32, 32}), v(1, DataType::e4m3, {32, 32}, {1, 32}), v(2, bf16, {32, 32}),
+                   {.scales = {.amax_d = fake}});
+        },
+        {"scales.amax_d", "FP8 result"});
+}
+
+TEST(MatmulValidation, Fp8GradientEpilogs) {
+    expect_throw_with<NotSupported>(
+        [&] {
+            Matmul mm(TensorLayout(DataType::e4m3, {32, 32}), TensorLayout(DataType::e4m3, {32, 32}, {1, 32}),
+                      {.epilog = Epilog::bgradb});
+        },
+        {"epilog", "bgradb", "FP8"});
+}
+
+// ---- alpha and beta -----------------------------------------------------------------------------
+
+TEST(MatmulValidation, IntegerAlphaBeta) {
+    const auto a = v(0, DataType::i8, {8, 4}), b = v(1, DataType::i8, {4, 8}, {1, 4});
+    const auto d = v(2, DataType::i32, {8, 8});
+    expect_throw_with<InvalidArgument>([&] { matmul(a, b, d, {.alpha = 0.5}); }, {"alpha:", "0.5", "integer"});
+    expect_throw_with<InvalidArgument>([&] { matmul(a, b, d, {.beta = 1.25, .c = v(3, DataType::i32, {8, 8})}); },
+                                       {"beta:", "1.25", "integer"});
+}
+
+TEST(MatmulValidation, ComplexAlphaForRealProblem) {
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.alpha = std::complex<double>(1.0, 2.0)}); },
+                                       {"alpha:", "complex", "real"});
+}
+
+// ---- the Matmul object ---------------------------------------------------------------------------
+
+TEST(MatmulValidation, ExecuteWithOtherLayouts) {
+    Problem p;
+    Matmul mm(p.a, p.b);
+    expect_throw_with<InvalidArgument>([&] { mm.execute(v(0, f32, {8, 4}, {1, 8}), p.b, p.d); },
+                                       {"a:", "(1, 8)", "differs", "(4, 1)"});
+    expect_throw_with<InvalidArgument>([&] { mm.execute(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 6})}); },
+                                       {"c:", "built without c"});
+}
+
+TEST(MatmulValidation, PlanPreferencesAndAutotuneArguments) {
+    Problem p;
+    Matmul mm(p.a, p.b);
+    expect_throw_with<InvalidArgument>([&] { mm.plan({.max_algorithms = 0}); }, {"max_algorithms", "1..64"});
+    expect_throw_with<InvalidArgument>([&] { mm.autotune(p.a, p.b, p.d, {}, {}, 0); }, {"iterations", "0"});
+    expect_throw_with<InvalidArgument>([&] { (void)mm.algorithm(); }, {"not planned"});
+    EXPECT_TRUE(mm.algorithms().empty());
+}
+
+// ---- what a valid problem reports without a GPU ----------------------------------------------------
+
+TEST(MatmulProblemInfo, DescribesTheProblem) {
+    Matmul mm(TensorLayout(bf16, {3, 64, 32}), TensorLayout(bf16, {32, 48}), {.epilog = Epilog::gelu_bias});
+    EXPECT_EQ(mm.m(), 64);
+    EXPECT_EQ(mm.n(), 48);
+    EXPECT_EQ(mm.k(), 32);
+    EXPECT_EQ(mm.batch_count(), 3);
+    EXPECT_EQ(mm.compute_type(), ComputeType::f32);
+    EXPECT_EQ(mm.result_layout(), TensorLayout(bf16, {3, 64, 48}));
+    EXPECT_EQ(mm.options().epilog, Epilog::gelu_bias);
+
+    Matmul i8(TensorLayout(DataType::i8, {16, 32}), TensorLayout(DataType::i8, {32, 16}));
+    EXPECT_EQ(i8.result_layout().dtype(), DataType::i32);
+    EXPECT_EQ(i8.compute_type(), ComputeType::i32);
+
+    Matmul fp8(TensorLayout(DataType::e4m3, {32, 64}), TensorLayout(DataType::e4m3, {64, 16}, {1, 64}));
+    EXPECT_EQ(fp8.result_layout().dtype(), bf16);
+
+    // D laid out like C (column-major here).
+    Matmul with_c(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {8, 6}, {1, 8}));
+    EXPECT_EQ(with_c.result_layout(), TensorLayout(f32, {8, 6}, {1, 8}));
+}
+
+TEST(MatmulProblemInfo, StringsOfEnumerators) {
+    EXPECT_EQ(to_string(Epilog::dgelu_bgrad), "dgelu_bgrad");
+    EXPECT_EQ(to_string(ComputeType::f32_fast_tf32), "f32_fast_tf32");
+    EXPECT_TRUE(epilog_takes_bias(Epilog::relu_aux_bias));
+    EXPECT_TRUE(epilog_writes_aux(Epilog::gelu_aux));
+    EXPECT_TRUE(epilog_reads_aux(Epilog::drelu_bgrad));
+    EXPECT_TRUE(epilog_writes_bias_grad(Epilog::bgradb));
+    EXPECT_FALSE(epilog_writes_bias_grad(Epilog::drelu));
+}
+
+TEST(MatmulPlanCacheControls, CapacityAndCounters) {
+    const std::size_t before = MatmulPlanCache::capacity();
+    EXPECT_EQ(before, MatmulPlanCache::default_capacity);
+    MatmulPlanCache::set_capacity(3);
+    EXPECT_EQ(MatmulPlanCache::capacity(), 3u);
+    EXPECT_EQ(MatmulPlanCache::stats().capacity, 3u);
+    MatmulPlanCache::clear();
+    EXPECT_EQ(MatmulPlanCache::stats().size, 0u);
+    MatmulPlanCache::reset_stats();
+    EXPECT_EQ(MatmulPlanCache::stats().hits, 0u);
+    MatmulPlanCache::set_capacity(before);
+}
+
+TEST(MatmulNoDevice, ValidCallSaysThereIsNoDevice) {
+    if (test::has_gpu()) GTEST_SKIP() << "a CUDA device is present: the no-device behaviour cannot be observed here";
+    Problem p;
+    expect_throw_with<CudaError>([&] { matmul(p.a, p.b, p.d); }, {"no CUDA driver/device"});
+    Matmul mm(p.a, p.b);
+    expect_throw_with<CudaError>([&] { mm.plan(); }, {"no CUDA driver/device"});
+}
