@@ -102,12 +102,15 @@ struct FftVariant {
     cudaStream_t bound_stream = nullptr;
     void* bound_work = nullptr;
     bool bound = false;
+    bool owns_callback_kernels = false;  // gather/scatter compiled from user callbacks
 
     FftVariant() = default;
     FftVariant(const FftVariant&) = delete;
     FftVariant& operator=(const FftVariant&) = delete;
     ~FftVariant() {
         if (has_handle) (void)cufftDestroy(handle);
+        // Unloading a module whose kernels may still run is unsafe; plans are rarely destroyed.
+        if (owns_callback_kernels) (void)cudaDeviceSynchronize();
     }
     [[nodiscard]] bool fuses() const noexcept { return fused_prolog || fused_epilog || fused_scale; }
 };
@@ -283,11 +286,15 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
     // Passes.
     if (g.in.temp) {
         v->gather_pass = make_fft_pass(p.in, p.in.strides, g.in.strides);
-        v->gather = pass_kernel(true, p.has_prolog && !v->fused_prolog ? &options.prolog : nullptr);
+        const bool user = p.has_prolog && !v->fused_prolog;
+        v->gather = pass_kernel(true, user ? &options.prolog : nullptr);
+        v->owns_callback_kernels = v->owns_callback_kernels || user;
     }
     if (g.out.temp) {
         v->scatter_pass = make_fft_pass(p.out, g.out.strides, p.out.strides);
-        v->scatter = pass_kernel(false, p.has_epilog && !v->fused_epilog ? &options.epilog : nullptr);
+        const bool user = p.has_epilog && !v->fused_epilog;
+        v->scatter = pass_kernel(false, user ? &options.epilog : nullptr);
+        v->owns_callback_kernels = v->owns_callback_kernels || user;
     } else if (!v->fused_scale && (fft_scale(p, Direction::forward) != 1.0 || fft_scale(p, Direction::inverse) != 1.0)) {
         v->scale_pass = make_fft_pass(p.out, p.out.strides, p.out.strides);
         v->scale = pass_kernel(false, nullptr);
