@@ -329,7 +329,8 @@ void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar&
     alignas(16) unsigned char alpha_buf[16];
     alignas(16) unsigned char beta_buf[16];
     encode_scalar(alpha, P.scale_type, alpha_buf);
-    encode_scalar(beta, P.scale_type, beta_buf);
+    // A full (M, N) bias is C with beta = 1 (the caller's beta is 0: there is no c).
+    encode_scalar(P.c_from_bias ? Scalar(1.0) : beta, P.scale_type, beta_buf);
 
     const void* lt_a = P.swap ? p.b : p.a;
     const void* lt_b = P.swap ? p.a : p.b;

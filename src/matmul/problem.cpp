@@ -640,7 +640,9 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
         unsupported(api, "b: strides {} give no unit stride among the last two dimensions (with a leading dimension >= "
                          "the matrix); cuBLASLt reads row- or column-major matrices only: make b contiguous",
                     strides_text(b));
-    const auto lt_a = swap ? arrange(bm, true, fp8) : arrange(am, false, fp8);
+    // FP8 and integer tensor cores take K-contiguous operands ("TN"): prefer that form when both exist.
+    const bool prefer_tn = fp8 || at == DataType::i8;
+    const auto lt_a = swap ? arrange(bm, true, prefer_tn) : arrange(am, false, prefer_tn);
     const auto lt_b = swap ? arrange(am, true, false) : arrange(bm, false, false);
     P.lt_a = lt_a->m;
     P.op_a = lt_a->op;
