@@ -141,7 +141,6 @@ struct FFTImpl {
 
     void plan_locked();
     FftVariant* fused_for_locked(Direction d);
-    [[nodiscard]] bool can_fuse_scale(const FftVariant& v) const;
     std::unique_ptr<FftVariant> build(bool in_temp, bool out_temp, bool fused, Direction direction);
     FftVariant* variant_for(Direction d);
     core::Kernel pass_kernel(bool input, const FFTCallback* callback);
@@ -186,14 +185,16 @@ core::Kernel FFTImpl::pass_kernel(bool input, const FFTCallback* callback) {
 
 std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fused, Direction direction) {
     auto v = std::make_unique<FftVariant>();
+    const double scale = fft_scale(p, direction);
+    // The epilog sees normalized values. An epilog given as LTO-IR cannot have the scale baked in
+    // front of it, so with a scale it runs in the scatter pass instead of inside cuFFT.
+    if (fused && p.has_epilog && options.epilog.source.empty() && scale != 1.0) out_temp = true;
     v->g = make_fft_geometry(p, in_temp, out_temp, fused ? 1 : fft_max_loop_executions);
     const FftGeometry& g = v->g;
-    const double scale = fft_scale(p, direction);
     if (fused) {
         v->fused_prolog = p.has_prolog && !g.in.temp;
         v->fused_epilog = p.has_epilog && !g.out.temp;
-        const bool epilog_scalable = !p.has_epilog || (v->fused_epilog && !options.epilog.source.empty());
-        v->fused_scale = !g.out.temp && scale != 1.0 && epilog_scalable && (v->fused_epilog || !p.has_epilog);
+        v->fused_scale = !g.out.temp && scale != 1.0;  // into the user's epilog or a generated store
         if (v->fused_scale) v->baked_scale = scale;
     }
 
@@ -468,17 +469,14 @@ void FFTImpl::plan_locked() {
     mode = CallbackMode::separate;
 }
 
-bool FFTImpl::can_fuse_scale(const FftVariant& v) const {
-    if (v.g.out.temp) return false;
-    return v.fused_epilog ? !options.epilog.source.empty() : !p.has_epilog;
-}
-
 FftVariant* FFTImpl::fused_for_locked(Direction d) {
     // A fused variant bakes one scale into its store; reuse one that fits this direction.
     const double scale = fft_scale(p, d);
     // Only fused variants are in `owned` when this runs (a separate one serves both directions).
     for (const auto& v : owned) {
-        const bool fits = v->fused_scale ? v->baked_scale == scale : (scale == 1.0 || !can_fuse_scale(*v));
+        // Without a baked scale, a variant applies one itself only before its scatter pass (or
+        // when it has no epilog to see unscaled values, in the scale pass).
+        const bool fits = v->fused_scale ? v->baked_scale == scale : (scale == 1.0 || v->g.out.temp);
         if (fits) return v.get();
     }
     owned.push_back(build(false, false, true, d));
