@@ -4,6 +4,7 @@
 
 #include <gpumath/core.hpp>
 #include <gpumath/error.hpp>
+#include <gpumath/fft.hpp>
 #include <gpumath/layout.hpp>
 #include <gpumath/log.hpp>
 #include <gpumath/matmul.hpp>
