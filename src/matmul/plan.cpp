@@ -251,13 +251,21 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
                      [&] { return fmt::format("asking for algorithms for {}", P.describe()); });
     for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < returned; ++i)
         if (found[std::size_t(i)].state == CUBLAS_STATUS_SUCCESS) results_.push_back(found[std::size_t(i)]);
-    if (results_.empty())
+    if (results_.empty()) {
+        const char* hint = "";
+        if (P.epilog == Epilog::bgrada)
+            hint = " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgrada may need a "
+                   "column-major a)";
+        else if (P.epilog == Epilog::bgradb)
+            hint = " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgradb may need a "
+                   "row-major b)";
         throw_not_supported(
             fmt::format("cuBLASLt has no algorithm for this product on device {} ({}), workspace limit {} bytes, "
-                        "pointer alignments a {} b {} c {} d {} bias {} aux {} (bytes): {}",
+                        "pointer alignments a {} b {} c {} d {} bias {} aux {} (bytes){}: {}",
                         device_, device_identity(device_).name, workspace_limit_, P.align[slot_a], P.align[slot_b],
-                        P.align[slot_c], P.align[slot_d], P.align[slot_bias], P.align[slot_aux], P.describe()),
+                        P.align[slot_c], P.align[slot_d], P.align[slot_bias], P.align[slot_aux], hint, P.describe()),
             "cublasLtMatmulAlgoGetHeuristic");
+    }
     infos_.reserve(results_.size());
     for (const auto& r : results_) infos_.push_back(algorithm_info(r));
     selected_ = 0;

@@ -642,8 +642,11 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
                     strides_text(b));
     // FP8 and integer tensor cores take K-contiguous operands ("TN"): prefer that form when both exist.
     const bool prefer_tn = fp8 || at == DataType::i8;
+    // cuBLASLt's bias gradients want the reduced operand with unit stride along the gradient
+    // (BGRADA: A_lt not transposed, BGRADB: B_lt transposed); for vectors that can go either way.
+    const bool lt_b_prefers_t = swap ? epilog == Epilog::bgrada : epilog == Epilog::bgradb;
     const auto lt_a = swap ? arrange(bm, true, prefer_tn) : arrange(am, false, prefer_tn);
-    const auto lt_b = swap ? arrange(am, true, false) : arrange(bm, false, false);
+    const auto lt_b = swap ? arrange(am, true, lt_b_prefers_t) : arrange(bm, false, lt_b_prefers_t);
     P.lt_a = lt_a->m;
     P.op_a = lt_a->op;
     P.lt_b = lt_b->m;
