@@ -68,6 +68,7 @@ TEST(LaunchArgs, MatchingArgumentsPass) {
     EXPECT_NO_THROW((check<core::Buffer, int, double>(*k)));              // a Buffer is its pointer
     EXPECT_NO_THROW((check<TensorView, int, double>(*k)));
     EXPECT_NO_THROW((check<Tensor, int, double>(*k)));
+    EXPECT_NO_THROW((check<std::nullptr_t, int, double>(*k)));
 }
 
 TEST(LaunchArgs, WrongCount) {

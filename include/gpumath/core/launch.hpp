@@ -59,7 +59,7 @@ struct LaunchConfig {
 namespace gpumath::detail {
 
 /// How a C++ argument is passed to a kernel: trivially copyable values as themselves; Buffer,
-/// TensorView and Tensor as their device pointer.
+/// TensorView and Tensor as their device pointer; nullptr as a null pointer.
 template <class T>
 struct KernelArg {
     static_assert(std::is_trivially_copyable_v<T>,
@@ -68,6 +68,11 @@ struct KernelArg {
     static_assert(!std::is_array_v<T>, "gpumath::core::launch: pass a pointer, not an array");
     using type = T;
     static constexpr const T& get(const T& v) noexcept { return v; }
+};
+template <>
+struct KernelArg<std::nullptr_t> {
+    using type = void*;  // a null pointer with a defined object representation
+    static void* get(std::nullptr_t) noexcept { return nullptr; }
 };
 template <>
 struct KernelArg<core::Buffer> {
