@@ -48,9 +48,13 @@ public:
     /// Number of nodes captured.
     [[nodiscard]] std::size_t node_count() const;
 
+    /// The captured graph (owned by this object).
     [[nodiscard]] cudaGraph_t graph() const noexcept { return graph_; }
+    /// The instantiated graph (owned by this object).
     [[nodiscard]] cudaGraphExec_t handle() const noexcept { return exec_; }
+    /// True unless empty.
     [[nodiscard]] explicit operator bool() const noexcept { return exec_ != nullptr; }
+
 
     Graph(Graph&& other) noexcept : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}
     Graph& operator=(Graph&& other) noexcept {

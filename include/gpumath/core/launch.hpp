@@ -27,7 +27,9 @@ struct Dim3 {
     std::int64_t y = 1;
     std::int64_t z = 1;
 
+    /// (1, 1, 1).
     constexpr Dim3() noexcept = default;
+    /// (x, y, z) from integers of any integral types; y and z default to 1.
     template <std::integral X, std::integral Y = int, std::integral Z = int>
     constexpr Dim3(X x_, Y y_ = 1, Z z_ = 1) noexcept  // NOLINT: implicit by design
         : x(static_cast<std::int64_t>(x_)), y(static_cast<std::int64_t>(y_)), z(static_cast<std::int64_t>(z_)) {}

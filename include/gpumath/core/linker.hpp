@@ -33,6 +33,7 @@ struct LinkerOptions {
 /// all inputs carry over to the result. Holds copies of its inputs (cheap: ObjectCode is shared).
 class Linker {
 public:
+    /// A linker with no inputs yet; options are validated by `link`.
     explicit Linker(LinkerOptions options = {}) : options_(std::move(options)) {}
 
     /// Adds an input. InvalidArgument for an empty object. Returns *this.
@@ -44,7 +45,9 @@ public:
     /// LinkError carrying nvJitLink's log when linking fails (e.g. an unresolved symbol).
     [[nodiscard]] ObjectCode link(CodeType target = CodeType::cubin) const;
 
+    /// The options given.
     [[nodiscard]] const LinkerOptions& options() const noexcept { return options_; }
+    /// The inputs added so far.
     [[nodiscard]] const std::vector<ObjectCode>& inputs() const noexcept { return inputs_; }
 
 private:

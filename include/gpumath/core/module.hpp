@@ -81,6 +81,7 @@ public:
     [[nodiscard]] const std::string& name() const { return state().name; }
     /// The device (runtime ordinal) attributes and limits refer to.
     [[nodiscard]] int device() const { return state().device; }
+    /// True unless empty.
     [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
 
     /// Parameters (offset and size of each) as the driver reports them; empty for a kernel
@@ -128,6 +129,7 @@ public:
     /// driver rejects the image (e.g. a cubin for another architecture).
     explicit Module(const ObjectCode& code);
 
+    /// Moves the loaded image; the source becomes empty.
     Module(Module&&) noexcept = default;
     Module& operator=(Module&&) noexcept = default;
     Module(const Module&) = delete;
@@ -142,6 +144,7 @@ public:
     [[nodiscard]] std::vector<std::string> kernel_names() const;
     /// The native handle.
     [[nodiscard]] CUlibrary handle() const noexcept;
+    /// True unless empty.
     [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(library_); }
 
 private:

@@ -91,9 +91,11 @@ public:
     /// or fatbin) or for flags NVRTC rejects.
     [[nodiscard]] ObjectCode compile(CodeType target = CodeType::cubin) const;
 
+    /// The CUDA C++ source.
     [[nodiscard]] const std::string& source() const noexcept { return source_; }
     /// The options, with `arch` resolved.
     [[nodiscard]] const ProgramOptions& options() const noexcept { return options_; }
+    /// The registered name expressions, in registration order.
     [[nodiscard]] std::span<const std::string> name_expressions() const noexcept { return name_expressions_; }
     /// Include directories used for the toolkit's headers (empty when none was found).
     [[nodiscard]] std::span<const std::string> toolkit_include_dirs() const noexcept { return toolkit_dirs_; }
@@ -145,6 +147,7 @@ public:
     /// Writes the bytes to `path` (as nvcc would write the same kind of file). Throws Error on I/O failure.
     void save(const std::filesystem::path& path) const;
 
+    /// True for a default-constructed object.
     [[nodiscard]] bool empty() const noexcept { return !data_; }
     /// The kind of code. InvalidArgument on an empty object, as every accessor below.
     [[nodiscard]] CodeType type() const { return data().type; }
@@ -214,11 +217,13 @@ class CompileCache {
 public:
     /// Counters since the process started or `reset_stats`.
     [[nodiscard]] CompileCacheStats stats() const;
+    /// Zeroes the counters.
     void reset_stats();
     /// Drops all in-memory entries (disk entries stay).
     void clear();
     /// Sets the in-memory capacity in entries (default 256), evicting as needed; 0 keeps nothing.
     void set_capacity(std::size_t entries);
+    /// The in-memory capacity in entries.
     [[nodiscard]] std::size_t capacity() const;
     /// The directory disk entries are written to; empty when the disk cache is off.
     [[nodiscard]] std::filesystem::path directory() const;
