@@ -253,9 +253,18 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
     const cudaDataType etype = cuda_type(p.precision, true);
     std::size_t work = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    check_cufft(cufftXtMakePlanMany(v->handle, g.rank, n.data(), inembed.data(), g.in.stride, g.in.dist, itype,
-                                    onembed.data(), g.out.stride, g.out.dist, otype, g.batch, &work, etype),
-                "cufftXtMakePlanMany", [&] {
+    const cufftResult made = cufftXtMakePlanMany(v->handle, g.rank, n.data(), inembed.data(), g.in.stride, g.in.dist,
+                                                 itype, onembed.data(), g.out.stride, g.out.dist, otype, g.batch, &work,
+                                                 etype);
+    if ((made == CUFFT_INVALID_VALUE || made == CUFFT_NOT_SUPPORTED || made == CUFFT_NOT_IMPLEMENTED) &&
+        (!g.in.temp || !g.out.temp)) {
+        // cuFFT has layout rules beyond the advanced layout's arithmetic (e.g. for half precision);
+        // contiguous temps always satisfy them.
+        log(LogLevel::info, "fft: cuFFT refused {} (status {}); retrying through contiguous temps",
+            geometry_text(p, g), int(made));
+        return build(true, true, fused, direction);
+    }
+    check_cufft(made, "cufftXtMakePlanMany", [&] {
                     return fmt::format("planning {}{}", geometry_text(p, g),
                                        v->fuses() ? " with fused callbacks" : "");
                 });
@@ -282,7 +291,8 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
         v->temp_out_offset = offset;
         offset += align_up(std::size_t(g.out.temp_elements) * out_bytes);
     }
-    v->bytes = offset;
+    // Always a real work area to bind, also when cuFFT needs none.
+    v->bytes = std::max<std::size_t>(offset, 256);
 
     // Passes.
     if (g.in.temp) {
@@ -321,7 +331,7 @@ void FFTImpl::run_variant(FftVariant& v, const void* in, void* out, Direction d,
             check_cufft(cufftSetStream(v.handle, stream.handle()), "cufftSetStream");
             v.bound_stream = stream.handle();
         }
-        if (v.cufft_work > 0 && (!v.bound || v.bound_work != work)) {
+        if (!v.bound || v.bound_work != work) {
             check_cufft(cufftSetWorkArea(v.handle, work), "cufftSetWorkArea");
             v.bound_work = work;
         }

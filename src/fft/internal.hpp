@@ -54,8 +54,8 @@ public:
     };
     /// At least `bytes` usable on `stream` until the lease is dropped (null for 0 bytes).
     [[nodiscard]] Lease acquire(std::size_t bytes, core::StreamRef stream);
-    /// Frees every area, each ordered on its own stream. The caller makes sure nothing is in flight
-    /// on streams that may have been destroyed (release_default_fft_workspaces synchronizes).
+    /// Frees every area. The caller makes sure nothing is in flight (release_default_fft_workspaces
+    /// synchronizes the device first).
     void release();
 
 private:

@@ -41,7 +41,8 @@ void FftWorkspace::release() {
     std::lock_guard lock(mutex_);
     for (auto& [stream, entry] : entries_) {
         std::lock_guard entry_lock(entry->mutex);
-        entry->buffer.reset();
+        // The caller synchronized; the stream the area was allocated on may no longer exist.
+        entry->buffer.reset(core::StreamRef{});
     }
 }
 
