@@ -104,6 +104,11 @@ struct MatmulKeyHash {
 /// Builds the key of `sig` under `options`. `device` is part of the key of the stateless cache;
 /// pass -1 for a key that is the same in every process (tuning files).
 [[nodiscard]] MatmulKey make_key(const MatmulSignature& sig, const MatmulOptions& options, int device);
+/// The key of a call with views (the same as make_key of its signature, without building one).
+[[nodiscard]] MatmulKey make_call_key(const TensorView& a, const TensorView& b, const TensorView& d,
+                                      const MatmulArgs& args, const MatmulOptions& options, int device);
+/// The hash of a key's words and alignment classes.
+[[nodiscard]] std::size_t hash_key(const MatmulKey& k) noexcept;
 /// Hex text of a key (for tuning files) and back; `parse_key` returns false on malformed text.
 [[nodiscard]] std::string key_to_text(const MatmulKey& key);
 [[nodiscard]] bool parse_key(const std::string& text, MatmulKey& key);

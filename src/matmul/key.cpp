@@ -46,43 +46,86 @@ void push(MatmulKey& k, std::uint64_t w) noexcept {
 }
 
 void push_layout(MatmulKey& k, int slot, const TensorLayout& l) noexcept {
-    push(k, std::uint64_t(slot) << 16 | std::uint64_t(l.rank()) << 8 | std::uint64_t(l.dtype()));
-    for (int i = 0; i < l.rank(); ++i) push(k, std::uint64_t(l.shape(i)));
-    for (int i = 0; i < l.rank(); ++i) push(k, std::uint64_t(l.stride(i)));
+    const int r = l.rank();
+    const std::int64_t* shape = l.shape().data();
+    const std::int64_t* strides = l.strides().data();
+    std::uint64_t* w = k.words.data() + k.size;
+    *w++ = std::uint64_t(slot) << 16 | std::uint64_t(r) << 8 | std::uint64_t(l.dtype());
+    for (int i = 0; i < r; ++i) *w++ = std::uint64_t(shape[i]);
+    for (int i = 0; i < r; ++i) *w++ = std::uint64_t(strides[i]);
+    k.size += std::uint32_t(1 + 2 * r);
 }
 
-std::uint64_t mix(std::uint64_t h, std::uint64_t w) noexcept {
-    h ^= w + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h;
-}
+struct KeyInputs {
+    const TensorLayout* a = nullptr;
+    const TensorLayout* b = nullptr;
+    const TensorLayout* c = nullptr;
+    const TensorLayout* d = nullptr;
+    const TensorLayout* bias = nullptr;
+    const TensorLayout* aux = nullptr;
+    const TensorLayout* bias_grad = nullptr;
+    std::uint8_t scales = 0;
+    bool from_layouts = false;
+};
 
-}  // namespace
-
-MatmulKey make_key(const MatmulSignature& sig, const MatmulOptions& options, int device) {
+MatmulKey build_key(const KeyInputs& in, const std::array<std::uint16_t, slot_count>& align,
+                    const MatmulOptions& options, int device) noexcept {
     MatmulKey k;
     push(k, key_tag);
     push(k, std::uint64_t(options.compute_type) | std::uint64_t(options.epilog) << 8 |
                 std::uint64_t(options.result_type ? int(*options.result_type) : 0xff) << 16 |
-                std::uint64_t(options.fast_accumulation) << 24 | std::uint64_t(sig.from_layouts) << 25);
+                std::uint64_t(options.fast_accumulation) << 24 | std::uint64_t(in.from_layouts) << 25);
     push(k, std::uint64_t(options.workspace_limit));
     push(k, device < 0 ? 0 : reinterpret_cast<std::uintptr_t>(options.memory_resource.get()));
     push(k, device < 0 ? 0 : std::uint64_t(device) + 1);
-    push_layout(k, slot_a, sig.a);
-    push_layout(k, slot_b, sig.b);
-    if (sig.c) push_layout(k, slot_c, *sig.c);
+    push_layout(k, slot_a, *in.a);
+    push_layout(k, slot_b, *in.b);
+    if (in.c) push_layout(k, slot_c, *in.c);
     k.problem_words = k.size;
-    push(k, std::uint64_t(sig.scales) | std::uint64_t(sig.d.has_value()) << 8 | std::uint64_t(sig.bias.has_value()) << 9 |
-                std::uint64_t(sig.aux.has_value()) << 10 | std::uint64_t(sig.bias_grad.has_value()) << 11);
-    if (sig.d) push_layout(k, slot_d, *sig.d);
-    if (sig.bias) push_layout(k, slot_bias, *sig.bias);
-    if (sig.aux) push_layout(k, slot_aux, *sig.aux);
-    if (sig.bias_grad) push_layout(k, slot_bias_grad, *sig.bias_grad);
-    k.align = sig.align;
-    std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (std::uint32_t i = 0; i < k.size; ++i) h = mix(h, k.words[i]);
-    for (std::uint16_t a : k.align) h = mix(h, a);
-    k.hash = std::size_t(h);
+    push(k, std::uint64_t(in.scales) | std::uint64_t(in.d != nullptr) << 8 | std::uint64_t(in.bias != nullptr) << 9 |
+                std::uint64_t(in.aux != nullptr) << 10 | std::uint64_t(in.bias_grad != nullptr) << 11);
+    if (in.d) push_layout(k, slot_d, *in.d);
+    if (in.bias) push_layout(k, slot_bias, *in.bias);
+    if (in.aux) push_layout(k, slot_aux, *in.aux);
+    if (in.bias_grad) push_layout(k, slot_bias_grad, *in.bias_grad);
+    k.align = align;
+    k.hash = hash_key(k);
     return k;
+}
+
+template <class T>
+const TensorLayout* ptr(const std::optional<T>& o) noexcept {
+    return o ? &*o : nullptr;
+}
+
+}  // namespace
+
+std::size_t hash_key(const MatmulKey& k) noexcept {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (std::uint32_t i = 0; i < k.size; ++i) h = (h ^ k.words[i]) * 0x100000001b3ULL;
+    std::uint64_t a = 0;
+    for (std::uint16_t x : k.align) a = a << 9 ^ x;
+    h = (h ^ a) * 0x100000001b3ULL;
+    return std::size_t(h ^ (h >> 29));
+}
+
+MatmulKey make_key(const MatmulSignature& sig, const MatmulOptions& options, int device) {
+    const KeyInputs in{&sig.a,         &sig.b,           ptr(sig.c), ptr(sig.d), ptr(sig.bias), ptr(sig.aux),
+                       ptr(sig.bias_grad), sig.scales, sig.from_layouts};
+    return build_key(in, sig.align, options, device);
+}
+
+MatmulKey make_call_key(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                        const MatmulOptions& options, int device) {
+    std::array<std::uint16_t, slot_count> align{alignment_class(a.data()), alignment_class(b.data()), 256,
+                                                alignment_class(d.data()), 256, 256, 256};
+    if (args.c) align[slot_c] = alignment_class(args.c->data());
+    if (args.bias) align[slot_bias] = alignment_class(args.bias->data());
+    if (args.aux) align[slot_aux] = alignment_class(args.aux->data());
+    if (args.bias_grad) align[slot_bias_grad] = alignment_class(args.bias_grad->data());
+    const KeyInputs in{&a,          &b,          ptr(args.c), &d, ptr(args.bias), ptr(args.aux), ptr(args.bias_grad),
+                       scales_mask(args.scales), false};
+    return build_key(in, align, options, device);
 }
 
 std::string key_to_text(const MatmulKey& key) {
@@ -126,10 +169,7 @@ bool parse_key(const std::string& text, MatmulKey& key) {
     }
     if (pw > key.size) return false;
     key.problem_words = std::uint32_t(pw);
-    std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (std::uint32_t i = 0; i < key.size; ++i) h = mix(h, key.words[i]);
-    for (std::uint16_t a : key.align) h = mix(h, a);
-    key.hash = std::size_t(h);
+    key.hash = hash_key(key);
     return true;
 }
 

@@ -57,11 +57,10 @@ public:
     MatmulOutputs execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                           core::StreamRef stream) {
         check_call(a, b, &d, args, options_, "Matmul::execute");
+        MatmulPlan* p = fast_.load(std::memory_order_acquire);
+        if (p != nullptr && matches(*p, a, b, d, args)) return run_plan(*p, a, b, d, args, stream);
         const MatmulSignature sig = signature_of(a, b, &d, args);
         const MatmulKey key = make_key(sig, options_, -1);
-        MatmulPlan* p = fast_.load(std::memory_order_acquire);
-        if (p != nullptr && p->key().same_layouts(key) && p->key().aligned_enough(key.align))
-            return run_plan(*p, a, b, d, args, stream);
         const std::shared_ptr<MatmulPlan> plan = slow_plan(sig, key);
         return run_plan(*plan, a, b, d, args, stream);
     }
@@ -116,6 +115,22 @@ public:
     [[nodiscard]] const MatmulOptions& options() const noexcept { return options_; }
 
 private:
+    /// True when a call's operands have the plan's layouts and pointers at least as aligned as
+    /// planned: the same test as comparing keys, without building one.
+    static bool matches(const MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
+                        const MatmulArgs& args) noexcept {
+        const MatmulSignature& s = plan.problem().signature;
+        const auto& align = plan.key().align;
+        auto same = [&](const std::optional<TensorView>& v, const std::optional<TensorLayout>& l, int slot) {
+            if (v.has_value() != l.has_value()) return false;
+            return !v || (*v == *l && alignment_class(v->data()) >= align[std::size_t(slot)]);
+        };
+        return s.d && a == s.a && b == s.b && d == *s.d && alignment_class(a.data()) >= align[slot_a] &&
+               alignment_class(b.data()) >= align[slot_b] && alignment_class(d.data()) >= align[slot_d] &&
+               same(args.c, s.c, slot_c) && same(args.bias, s.bias, slot_bias) && same(args.aux, s.aux, slot_aux) &&
+               same(args.bias_grad, s.bias_grad, slot_bias_grad) && scales_mask(args.scales) == s.scales;
+    }
+
     static void check_preferences(const PlanPreferences& p, const char* api) {
         if (p.max_algorithms < 1 || p.max_algorithms > 64)
             throw_invalid(fmt::format("max_algorithms: {} given; allowed 1..64", p.max_algorithms), api);

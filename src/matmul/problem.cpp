@@ -542,9 +542,6 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     if (epilog_takes_bias(epilog)) {
         if (sig.bias) {
             bias_layout = *sig.bias;
-            if (bias_layout.dtype() != P.bias_type)
-                invalid(api, "bias: dtype {} given; {} products with a {} result take a {} bias", to_string(bias_layout.dtype()),
-                        to_string(at), to_string(dt), to_string(P.bias_type));
             if (bias_layout.rank() == 0)
                 invalid(api, "bias: rank 0; a bias has shape (N,), (1, N), (M, 1) or (M, N) (M = {}, N = {})", M, N);
             bias = bias_shape_of(bias_layout, M, N);
@@ -552,6 +549,12 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
                 invalid(api, "bias: shape {} does not broadcast against d (..., {}, {}) as a per-column (N,) or (1, N), "
                              "per-row (M, 1) or full (M, N) bias",
                         shape_text(bias_layout), M, N);
+            // A full bias is C, so it has C's type.
+            const DataType want = bias.full ? ct : P.bias_type;
+            if (bias_layout.dtype() != want)
+                invalid(api, "bias: dtype {} given; {} products with a {} result take a {} {}bias",
+                        to_string(bias_layout.dtype()), to_string(at), to_string(dt), to_string(want),
+                        bias.full ? "full (M, N) " : "");
             if (!batch_broadcasts(bias_layout, full, bias_layout.rank() == 1 ? 1 : 2))
                 invalid(api, "bias: batch dimensions of shape {} do not broadcast to d's {}", shape_text(bias_layout),
                         shape_text(d));

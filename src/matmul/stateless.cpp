@@ -39,13 +39,15 @@ MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView&
                      const MatmulOptions& options, core::StreamRef stream) {
     constexpr const char* api = "matmul";
     detail::check_call(a, b, &d, args, options, api);
-    const detail::MatmulSignature sig = detail::signature_of(a, b, &d, args);
-    const int device = detail::device_or_validate(sig, options, api);
-    const detail::MatmulKey key = detail::make_key(sig, options, device);
+    int device = 0;
+    if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]]
+        (void)detail::device_or_validate(detail::signature_of(a, b, &d, args), options, api);  // throws
+    const detail::MatmulKey key = detail::make_call_key(a, b, d, args, options, device);
     bool created = false;
     const std::shared_ptr<detail::MatmulPlan> plan = detail::plan_cache().get_or_create(key, [&] {
         created = true;
-        return std::make_shared<detail::MatmulPlan>(detail::analyze(sig, options, api), options, device, 1);
+        return std::make_shared<detail::MatmulPlan>(detail::analyze(detail::signature_of(a, b, &d, args), options, api),
+                                                    options, device, 1);
     });
     if (log_enabled(LogLevel::debug))
         detail::log(LogLevel::debug, "matmul plan cache {}: M={} N={} K={} epilog {} algorithm {}",

@@ -211,6 +211,22 @@ TEST(MatmulKeys, TextRoundTripAndComparisons) {
     EXPECT_FALSE(k.aligned_enough(actual));
 }
 
+TEST(MatmulKeys, CallKeysEqualSignatureKeys) {
+    auto* p = reinterpret_cast<char*>(0x10000000);
+    const TensorView a(p, DataType::f32, {3, 8, 4}), b(p + 0x100000 + 16, DataType::f32, {4, 6}, {1, 4});
+    const TensorView d(p + 0x200000, DataType::f32, {3, 8, 6});
+    MatmulArgs args{.bias = TensorView(p + 0x300000 + 8, DataType::f32, {6}), .scales = {.a = nullptr}};
+    const MatmulOptions options{.epilog = Epilog::bias};
+    for (int device : {-1, 0, 3}) {
+        const MatmulKey k1 = make_call_key(a, b, d, args, options, device);
+        const MatmulKey k2 = make_key(signature_of(a, b, &d, args), options, device);
+        EXPECT_TRUE(k1 == k2);
+        EXPECT_EQ(k1.hash, k2.hash);
+        EXPECT_EQ(k1.align[slot_b], 16);
+        EXPECT_EQ(k1.align[slot_bias], 8);
+    }
+}
+
 TEST(MatmulKeys, AlignmentClasses) {
     EXPECT_EQ(alignment_class(nullptr), 256);
     EXPECT_EQ(alignment_class(reinterpret_cast<void*>(0x1000)), 256);
