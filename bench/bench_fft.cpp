@@ -40,8 +40,8 @@ std::string ms_note(double a, double b) {
 }
 
 // Interleaved GPU timing: raw, gpumath, raw again; the raw figure is the better of the two.
-std::pair<double, double> compare(cudaStream_t s, const std::function<void(int)>& raw, const std::function<void(int)>& ours,
-                                  int samples) {
+std::pair<double, double> compare(cudaStream_t s, const std::function<void(int)>& raw,
+                                  const std::function<void(int)>& ours, int samples) {
     const double r1 = bench::gpu_ms(s, raw, 3, samples);
     const double o = bench::gpu_ms(s, ours, 3, samples);
     const double r2 = bench::gpu_ms(s, raw, 3, samples);
@@ -81,8 +81,9 @@ std::string window_callback(long long n) {
 std::string scale_callback(double s) {
     char lit[64];
     std::snprintf(lit, sizeof lit, "%a", double(float(s)));
-    return std::string("#include <cuComplex.h>\n__device__ void scale_store(void* out, unsigned long long offset, "
-                       "cuComplex v, void*, void*) {\n    const float s = ") +
+    return std::string(
+               "#include <cuComplex.h>\n__device__ void scale_store(void* out, unsigned long long offset, "
+               "cuComplex v, void*, void*) {\n    const float s = ") +
            lit + "f;\n    static_cast<cuComplex*>(out)[offset] = make_cuComplex(v.x * s, v.y * s);\n}\n";
 }
 
@@ -97,9 +98,8 @@ int main(int argc, char** argv) {
     const int samples = report.quick() ? 11 : 31;
 
     // ---- c2c f32 -------------------------------------------------------------------------------
-    std::vector<C2CCase> c2c = {{"c2c f32 2^20 x 16", 1 << 20, 16},
-                                {"c2c f32 2^27", 1LL << 27, 1},
-                                {"c2c f32 256 x 65536", 256, 65536}};
+    std::vector<C2CCase> c2c = {
+        {"c2c f32 2^20 x 16", 1 << 20, 16}, {"c2c f32 2^27", 1LL << 27, 1}, {"c2c f32 256 x 65536", 256, 65536}};
     if (report.quick()) c2c[1] = {"c2c f32 2^24 (quick)", 1 << 24, 1};
     for (const C2CCase& c : c2c) {
         if (!report.selected(c.name)) continue;
@@ -110,25 +110,28 @@ int main(int argc, char** argv) {
         int n = int(c.n);
         const auto t0 = std::chrono::steady_clock::now();
         cufft_check(cufftPlanMany(&raw, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, int(c.batch)), "cufftPlanMany");
-        const double raw_plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const double raw_plan_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         cufft_check(cufftSetStream(raw, s), "cufftSetStream");
         const TensorLayout layout(DataType::c32, {c.batch, c.n});
         FFT plan(layout);
         const auto t1 = std::chrono::steady_clock::now();
         plan.plan();
-        const double our_plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+        const double our_plan_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
         const TensorView vin(in.data(), layout), vout(out.data(), layout);
         auto [raw_ms, our_ms] = compare(
             s,
             [&](int) {
-                cufft_check(cufftExecC2C(raw, static_cast<cufftComplex*>(in.data()), static_cast<cufftComplex*>(out.data()),
-                                         CUFFT_FORWARD),
+                cufft_check(cufftExecC2C(raw, static_cast<cufftComplex*>(in.data()),
+                                         static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
                             "cufftExecC2C");
             },
             [&](int) { plan.execute(vin, vout, Direction::forward, stream); }, samples);
         report.add({c.name, "raw cufftExecC2C", "ms", raw_ms, 0, ""});
         report.add({c.name, "gpumath FFT::execute", "ms", our_ms, raw_ms / our_ms, "target >= 0.98"});
-        report.add({c.name, "plan creation", "ms", our_plan_ms, raw_plan_ms / our_plan_ms, ms_note(raw_plan_ms, our_plan_ms)});
+        report.add(
+            {c.name, "plan creation", "ms", our_plan_ms, raw_plan_ms / our_plan_ms, ms_note(raw_plan_ms, our_plan_ms)});
         cufftDestroy(raw);
     }
 
@@ -152,7 +155,8 @@ int main(int argc, char** argv) {
         fill(in.data(), std::size_t(real) * 4, s);
         cufftHandle raw{};
         std::vector<int> n = c.n;
-        cufft_check(cufftPlanMany(&raw, int(n.size()), n.data(), nullptr, 1, 0, nullptr, 1, 0, CUFFT_R2C, 1), "cufftPlanMany");
+        cufft_check(cufftPlanMany(&raw, int(n.size()), n.data(), nullptr, 1, 0, nullptr, 1, 0, CUFFT_R2C, 1),
+                    "cufftPlanMany");
         cufft_check(cufftSetStream(raw, s), "cufftSetStream");
         std::vector<int> axes;
         for (int i = 0; i < int(shape.size()); ++i) axes.push_back(i);
@@ -162,8 +166,9 @@ int main(int argc, char** argv) {
         auto [raw_ms, our_ms] = compare(
             s,
             [&](int) {
-                cufft_check(cufftExecR2C(raw, static_cast<cufftReal*>(in.data()), static_cast<cufftComplex*>(out.data())),
-                            "cufftExecR2C");
+                cufft_check(
+                    cufftExecR2C(raw, static_cast<cufftReal*>(in.data()), static_cast<cufftComplex*>(out.data())),
+                    "cufftExecR2C");
             },
             [&](int) { plan.execute(vin, vout, Direction::forward, stream); }, samples);
         report.add({c.name, "raw cufftExecR2C", "ms", raw_ms, 0, ""});
@@ -203,7 +208,8 @@ int main(int argc, char** argv) {
     // ---- window -> FFT -> scale ------------------------------------------------------------------
     const core::Module kernels = core::Program(raw_kernels, {.name = "bench_fft_kernels"}).compile().load();
     const core::Kernel window_k = kernels.kernel("window"), scale_k = kernels.kernel("scale");
-    for (const C2CCase& c : {C2CCase{"window-FFT-scale 2^20 x 16", 1 << 20, 16}, C2CCase{"window-FFT-scale 65536 x 256", 65536, 256}}) {
+    for (const C2CCase& c :
+         {C2CCase{"window-FFT-scale 2^20 x 16", 1 << 20, 16}, C2CCase{"window-FFT-scale 65536 x 256", 65536, 256}}) {
         if (!report.selected(c.name)) continue;
         const long long total = c.n * c.batch;
         const std::size_t bytes = std::size_t(total) * 8;
@@ -211,7 +217,8 @@ int main(int argc, char** argv) {
         fill(in.data(), bytes, s);
         {
             std::vector<float> hw(std::size_t(c.n));
-            for (long long i = 0; i < c.n; ++i) hw[std::size_t(i)] = 0.5f - 0.5f * float(std::cos(6.283185307179586 * double(i) / double(c.n)));
+            for (long long i = 0; i < c.n; ++i)
+                hw[std::size_t(i)] = 0.5f - 0.5f * float(std::cos(6.283185307179586 * double(i) / double(c.n)));
             w.copy_from(std::span<const float>(hw), stream);
         }
         const float inv_n = 1.0f / float(c.n);
@@ -219,20 +226,23 @@ int main(int argc, char** argv) {
 
         // Raw unfused: window kernel, cufftExecC2C, scale kernel.
         cufftHandle plain{};
-        cufft_check(cufftPlanMany(&plain, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, int(c.batch)), "cufftPlanMany");
+        cufft_check(cufftPlanMany(&plain, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, int(c.batch)),
+                    "cufftPlanMany");
         cufft_check(cufftSetStream(plain, s), "cufftSetStream");
         const core::LaunchConfig cfg{.grid = (total + 255) / 256, .block = 256};
         auto unfused = [&](int) {
             core::launch(stream, cfg, window_k, in.data(), tmp.data(), w.data(), c.n, total);
-            cufft_check(cufftExecC2C(plain, static_cast<cufftComplex*>(tmp.data()), static_cast<cufftComplex*>(out.data()),
-                                     CUFFT_FORWARD),
+            cufft_check(cufftExecC2C(plain, static_cast<cufftComplex*>(tmp.data()),
+                                     static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
                         "cufftExecC2C");
             core::launch(stream, cfg, scale_k, out.data(), inv_n, total);
         };
 
         // Raw fused: LTO callbacks compiled with NVRTC, attached with cufftXtSetJITCallback.
-        const core::ObjectCode load = core::Program(window_callback(c.n), {.name = "raw_window"}).compile(core::CodeType::ltoir);
-        const core::ObjectCode store = core::Program(scale_callback(inv_n), {.name = "raw_scale"}).compile(core::CodeType::ltoir);
+        const core::ObjectCode load =
+            core::Program(window_callback(c.n), {.name = "raw_window"}).compile(core::CodeType::ltoir);
+        const core::ObjectCode store =
+            core::Program(scale_callback(inv_n), {.name = "raw_scale"}).compile(core::CodeType::ltoir);
         cufftHandle fused{};
         cufft_check(cufftCreate(&fused), "cufftCreate");
         void* info = w.data();
@@ -248,39 +258,49 @@ int main(int argc, char** argv) {
         }
         if (fused_ok) cufft_check(cufftSetStream(fused, s), "cufftSetStream");
         auto raw_fused = [&](int) {
-            cufft_check(cufftExecC2C(fused, static_cast<cufftComplex*>(in.data()), static_cast<cufftComplex*>(out.data()),
-                                     CUFFT_FORWARD),
+            cufft_check(cufftExecC2C(fused, static_cast<cufftComplex*>(in.data()),
+                                     static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
                         "cufftExecC2C (fused)");
         };
 
         // gpumath: the same window as a prolog, the scale as Normalization::forward.
         const TensorLayout layout(DataType::c32, {c.batch, c.n});
         auto options = [&](CallbackMode mode) {
-            return FFTOptions{.normalization = Normalization::forward,
-                              .prolog = {.source = window_callback(c.n), .symbol = "window_load", .user_info = w.data()},
-                              .callback_mode = mode};
+            return FFTOptions{
+                .normalization = Normalization::forward,
+                .prolog = {.source = window_callback(c.n), .symbol = "window_load", .user_info = w.data()},
+                .callback_mode = mode};
         };
         const auto t0 = std::chrono::steady_clock::now();
         FFT automatic(layout, options(CallbackMode::automatic));
         automatic.plan();
-        const double auto_plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const double auto_plan_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         FFT separate(layout, options(CallbackMode::separate));
         separate.plan();
         const TensorView vin(in.data(), layout), vout(out.data(), layout);
 
         const double unfused_ms = bench::gpu_ms(s, unfused, 3, samples);
         const double fused_ms = fused_ok ? bench::gpu_ms(s, raw_fused, 3, samples) : 0.0;
-        const double auto_ms = bench::gpu_ms(s, [&](int) { automatic.execute(vin, vout, Direction::forward, stream); }, 3, samples);
-        const double sep_ms = bench::gpu_ms(s, [&](int) { separate.execute(vin, vout, Direction::forward, stream); }, 3, samples);
+        const double auto_ms = bench::gpu_ms(
+            s, [&](int) { automatic.execute(vin, vout, Direction::forward, stream); }, 3, samples);
+        const double sep_ms = bench::gpu_ms(
+            s, [&](int) { separate.execute(vin, vout, Direction::forward, stream); }, 3, samples);
         const double unfused2_ms = bench::gpu_ms(s, unfused, 3, samples);
-        const double best_raw = fused_ok ? std::min({fused_ms, unfused_ms, unfused2_ms}) : std::min(unfused_ms, unfused2_ms);
+        const double best_raw =
+            fused_ok ? std::min({fused_ms, unfused_ms, unfused2_ms}) : std::min(unfused_ms, unfused2_ms);
         report.add({c.name, "raw 3 kernels", "ms", std::min(unfused_ms, unfused2_ms), 0, ""});
-        if (fused_ok) report.add({c.name, "raw LTO callbacks", "ms", fused_ms, 0, ""});
-        else report.add({c.name, "raw LTO callbacks", "ms", 0, 0, "cuFFT refused the plan: status " + std::to_string(int(planned))});
-        report.add({c.name, std::string("gpumath automatic (") + std::string(to_string(automatic.callback_mode())) + ")", "ms",
+        if (fused_ok)
+            report.add({c.name, "raw LTO callbacks", "ms", fused_ms, 0, ""});
+        else
+            report.add({c.name, "raw LTO callbacks", "ms", 0, 0,
+                        "cuFFT refused the plan: status " + std::to_string(int(planned))});
+        report.add({c.name,
+                    std::string("gpumath automatic (") + std::string(to_string(automatic.callback_mode())) + ")", "ms",
                     auto_ms, best_raw / auto_ms, "vs faster raw; target >= 1/1.02"});
         report.add({c.name, "gpumath separate", "ms", sep_ms, best_raw / sep_ms, ""});
-        report.add({c.name, "gpumath automatic planning", "ms", auto_plan_ms, 0, "includes compiling and timing both ways"});
+        report.add(
+            {c.name, "gpumath automatic planning", "ms", auto_plan_ms, 0, "includes compiling and timing both ways"});
         cufftDestroy(plain);
         cufftDestroy(fused);
     }

@@ -43,11 +43,12 @@ int main() try {
                 gm::to_string(forward.output_layout()).c_str(), gm::to_string(inverse.output_layout()).c_str());
 
     if (gm::core::Device::count() == 0) {
-        const gm::core::ObjectCode code = gm::compile_fft_callback({.source = source, .symbol = "low_pass"},
-                                                                   gm::FFTCallbackKind::store, gm::DataType::c32, "sm_90");
-        std::printf("compiled the filter callback to %zu bytes of LTO-IR for sm_90; running the transforms needs a "
-                    "GPU, and this machine has no CUDA device\n",
-                    code.bytes().size());
+        const gm::core::ObjectCode code = gm::compile_fft_callback(
+            {.source = source, .symbol = "low_pass"}, gm::FFTCallbackKind::store, gm::DataType::c32, "sm_90");
+        std::printf(
+            "compiled the filter callback to %zu bytes of LTO-IR for sm_90; running the transforms needs a "
+            "GPU, and this machine has no CUDA device\n",
+            code.bytes().size());
         return 77;
     }
 
@@ -61,7 +62,8 @@ int main() try {
                                               0.5 * std::sin(2 * std::numbers::pi * 200.0 * double(t) / double(n))) +
                                         noise(rng);
     std::vector<float> filter(static_cast<std::size_t>(bins));
-    for (std::int64_t k = 0; k < bins; ++k) filter[std::size_t(k)] = float(std::exp(-0.5 * std::pow(double(k) / 40.0, 2)));
+    for (std::int64_t k = 0; k < bins; ++k)
+        filter[std::size_t(k)] = float(std::exp(-0.5 * std::pow(double(k) / 40.0, 2)));
 
     gm::core::Stream stream;
     const gm::Tensor dx = gm::Tensor::from_host(x, {rows, n}, stream);
@@ -75,7 +77,8 @@ int main() try {
     double err = 0, ref = 0;
     std::vector<std::complex<double>> spec(static_cast<std::size_t>(bins));
     std::vector<std::complex<double>> twiddle(static_cast<std::size_t>(n));
-    for (std::int64_t t = 0; t < n; ++t) twiddle[std::size_t(t)] = std::polar(1.0, 2 * std::numbers::pi * double(t) / double(n));
+    for (std::int64_t t = 0; t < n; ++t)
+        twiddle[std::size_t(t)] = std::polar(1.0, 2 * std::numbers::pi * double(t) / double(n));
     for (std::int64_t r = 0; r < rows; ++r) {
         for (std::int64_t k = 0; k < bins; ++k) {
             std::complex<double> s = 0;
@@ -96,8 +99,8 @@ int main() try {
         }
     }
     const double rel = std::sqrt(err / ref);
-    std::printf("filtered %lld rows of %lld samples; relative error vs CPU reference %.2e\n", static_cast<long long>(rows),
-                static_cast<long long>(n), rel);
+    std::printf("filtered %lld rows of %lld samples; relative error vs CPU reference %.2e\n",
+                static_cast<long long>(rows), static_cast<long long>(n), rel);
     if (!(rel < 1e-5)) {
         std::fprintf(stderr, "07_fft_spectral_filter: result differs from the CPU reference\n");
         return 1;

@@ -42,9 +42,10 @@ int main() try {
     if (gm::core::Device::count() == 0) {
         const gm::core::ObjectCode code =
             gm::compile_fft_callback(options.prolog, gm::FFTCallbackKind::load, gm::DataType::c32, "sm_90");
-        std::printf("plan for %s validated; the Hann window compiles to %zu bytes of LTO-IR for sm_90; running the "
-                    "FFT needs a GPU, and this machine has no CUDA device\n",
-                    gm::to_string(plan.input_layout()).c_str(), code.bytes().size());
+        std::printf(
+            "plan for %s validated; the Hann window compiles to %zu bytes of LTO-IR for sm_90; running the "
+            "FFT needs a GPU, and this machine has no CUDA device\n",
+            gm::to_string(plan.input_layout()).c_str(), code.bytes().size());
         return 77;
     }
 
@@ -87,8 +88,9 @@ int main() try {
         const double rel = std::sqrt(err / ref);
         worst = std::max(worst, rel);
         const std::int64_t peak = 10 + signal;
-        std::printf("signal %d: |X[%lld]| of row 0 = %.4f (a unit tone under the Hann window: 0.5), relative error %.2e\n",
-                    signal, static_cast<long long>(peak), std::abs(got[std::size_t(peak)]), rel);
+        std::printf(
+            "signal %d: |X[%lld]| of row 0 = %.4f (a unit tone under the Hann window: 0.5), relative error %.2e\n",
+            signal, static_cast<long long>(peak), std::abs(got[std::size_t(peak)]), rel);
     }
     if (!(worst < 1e-5)) {
         std::fprintf(stderr, "08_fft_windowed: spectra differ from the CPU reference\n");

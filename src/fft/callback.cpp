@@ -17,9 +17,10 @@ std::string fft_callback_signature(FFTCallbackKind kind, DataType element, const
     if (kind == FFTCallbackKind::load)
         return fmt::format("__device__ {} {}(void* data_in, unsigned long long offset, void* user_info, void* shared)",
                            type, name);
-    return fmt::format("__device__ void {}(void* data_out, unsigned long long offset, {} element, void* user_info, "
-                       "void* shared)",
-                       name, type);
+    return fmt::format(
+        "__device__ void {}(void* data_out, unsigned long long offset, {} element, void* user_info, "
+        "void* shared)",
+        name, type);
 }
 
 core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
@@ -58,11 +59,11 @@ core::ObjectCode compile_with_context(const std::string& source, core::CodeType 
     } catch (const CompileError& e) {
         if (callback == nullptr) throw;
         // Say which callback failed and what it must look like; keep NVRTC's status and log.
-        throw CompileError(fmt::format("FFT {} callback \"{}\" does not compile; it must define {}\n{}",
-                                       kind == FFTCallbackKind::load ? "prolog (load)" : "epilog (store)",
-                                       callback->symbol, fft_callback_signature(kind, element, callback->symbol),
-                                       e.what()),
-                           e.status(), e.api(), e.log());
+        throw CompileError(
+            fmt::format("FFT {} callback \"{}\" does not compile; it must define {}\n{}",
+                        kind == FFTCallbackKind::load ? "prolog (load)" : "epilog (store)", callback->symbol,
+                        fft_callback_signature(kind, element, callback->symbol), e.what()),
+            e.status(), e.api(), e.log());
     }
 }
 

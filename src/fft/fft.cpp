@@ -35,17 +35,20 @@ DataType element_type(DataType precision, bool complex) {
     return precision;  // f16/bf16 pairs
 }
 
-std::size_t element_bytes(DataType precision, bool complex) {
-    return size_of(precision) * (complex ? 2 : 1);
-}
+std::size_t element_bytes(DataType precision, bool complex) { return size_of(precision) * (complex ? 2 : 1); }
 
 cudaDataType cuda_type(DataType precision, bool complex) {
     switch (precision) {
-    case DataType::f32: return complex ? CUDA_C_32F : CUDA_R_32F;
-    case DataType::f64: return complex ? CUDA_C_64F : CUDA_R_64F;
-    case DataType::f16: return complex ? CUDA_C_16F : CUDA_R_16F;
-    case DataType::bf16: return complex ? CUDA_C_16BF : CUDA_R_16BF;
-    default: return CUDA_C_32F;
+        case DataType::f32:
+            return complex ? CUDA_C_32F : CUDA_R_32F;
+        case DataType::f64:
+            return complex ? CUDA_C_64F : CUDA_R_64F;
+        case DataType::f16:
+            return complex ? CUDA_C_16F : CUDA_R_16F;
+        case DataType::bf16:
+            return complex ? CUDA_C_16BF : CUDA_R_16BF;
+        default:
+            return CUDA_C_32F;
     }
 }
 
@@ -67,11 +70,11 @@ std::string geometry_text(const FftProblem& p, const FftGeometry& g) {
         ie += fmt::format("{}{}", sep, g.in.embed[std::size_t(k)]);
         oe += fmt::format("{}{}", sep, g.out.embed[std::size_t(k)]);
     }
-    return fmt::format("{} {} n=({}) batch={} in: embed=({}) stride={} dist={}{} out: embed=({}) stride={} dist={}{} "
-                       "executions={}",
-                       gpumath::to_string(p.precision), to_string(p.type), n, g.batch, ie, g.in.stride, g.in.dist,
-                       g.in.temp ? " (temp)" : "", oe, g.out.stride, g.out.dist, g.out.temp ? " (temp)" : "",
-                       g.executions());
+    return fmt::format(
+        "{} {} n=({}) batch={} in: embed=({}) stride={} dist={}{} out: embed=({}) stride={} dist={}{} "
+        "executions={}",
+        gpumath::to_string(p.precision), to_string(p.type), n, g.batch, ie, g.in.stride, g.in.dist,
+        g.in.temp ? " (temp)" : "", oe, g.out.stride, g.out.dist, g.out.temp ? " (temp)" : "", g.executions());
 }
 
 }  // namespace
@@ -135,9 +138,7 @@ struct FFTImpl {
     [[nodiscard]] DataType in_element() const { return element_type(p.precision, p.in_complex); }
     [[nodiscard]] DataType out_element() const { return element_type(p.precision, p.out_complex); }
     [[nodiscard]] bool half() const { return p.precision == DataType::f16 || p.precision == DataType::bf16; }
-    [[nodiscard]] Direction primary() const {
-        return p.type == FftType::c2r ? Direction::inverse : Direction::forward;
-    }
+    [[nodiscard]] Direction primary() const { return p.type == FftType::c2r ? Direction::inverse : Direction::forward; }
 
     void plan_locked();
     FftVariant* fused_for_locked(Direction d);
@@ -253,21 +254,32 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
     const cudaDataType etype = cuda_type(p.precision, true);
     std::size_t work = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    const cufftResult made = cufftXtMakePlanMany(v->handle, g.rank, n.data(), inembed.data(), g.in.stride, g.in.dist,
-                                                 itype, onembed.data(), g.out.stride, g.out.dist, otype, g.batch, &work,
-                                                 etype);
+    // Densely packed operands use cuFFT's basic layout (null embeds), exactly what a plain
+    // cufftPlanMany call describes, so cuFFT picks the same kernels.
+    auto natural = [&](const FftSide& side, const FftOperand& op) {
+        std::int64_t elements = 1;
+        for (int k = 0; k < g.rank; ++k) {
+            const std::int64_t e = op.shape[std::size_t(g.dims[std::size_t(k)])];
+            if (k > 0 && side.embed[std::size_t(k)] != e) return false;
+            elements *= e;
+        }
+        return side.stride == 1 && (g.batch == 1 || side.dist == elements);
+    };
+    const bool basic = natural(g.in, p.in) && natural(g.out, p.out);
+    const cufftResult made = cufftXtMakePlanMany(v->handle, g.rank, n.data(), basic ? nullptr : inembed.data(),
+                                                 g.in.stride, g.in.dist, itype, basic ? nullptr : onembed.data(),
+                                                 g.out.stride, g.out.dist, otype, g.batch, &work, etype);
     if ((made == CUFFT_INVALID_VALUE || made == CUFFT_NOT_SUPPORTED || made == CUFFT_NOT_IMPLEMENTED) &&
         (!g.in.temp || !g.out.temp)) {
         // cuFFT has layout rules beyond the advanced layout's arithmetic (e.g. for half precision);
         // contiguous temps always satisfy them.
-        log(LogLevel::info, "fft: cuFFT refused {} (status {}); retrying through contiguous temps",
-            geometry_text(p, g), int(made));
+        log(LogLevel::info, "fft: cuFFT refused {} (status {}); retrying through contiguous temps", geometry_text(p, g),
+            int(made));
         return build(true, true, fused, direction);
     }
     check_cufft(made, "cufftXtMakePlanMany", [&] {
-                    return fmt::format("planning {}{}", geometry_text(p, g),
-                                       v->fuses() ? " with fused callbacks" : "");
-                });
+        return fmt::format("planning {}{}", geometry_text(p, g), v->fuses() ? " with fused callbacks" : "");
+    });
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     v->cufft_work = work;
     log(LogLevel::debug, "fft: planned {}{} in {:.1f} ms, work area {} bytes", geometry_text(p, g),
@@ -306,7 +318,8 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
         const bool user = p.has_epilog && !v->fused_epilog;
         v->scatter = pass_kernel(false, user ? &options.epilog : nullptr);
         v->owns_callback_kernels = v->owns_callback_kernels || user;
-    } else if (!v->fused_scale && (fft_scale(p, Direction::forward) != 1.0 || fft_scale(p, Direction::inverse) != 1.0)) {
+    } else if (!v->fused_scale &&
+               (fft_scale(p, Direction::forward) != 1.0 || fft_scale(p, Direction::inverse) != 1.0)) {
         v->scale_pass = make_fft_pass(p.out, p.out.strides, p.out.strides);
         v->scale = pass_kernel(false, nullptr);
     }
@@ -340,7 +353,8 @@ void FFTImpl::run_variant(FftVariant& v, const void* in, void* out, Direction d,
         auto exec = [&](std::int64_t in_offset, std::int64_t out_offset) {
             auto* i = const_cast<char*>(static_cast<const char*>(exec_in)) +
                       in_offset * std::int64_t(element_bytes(p.precision, p.in_complex));
-            auto* o = static_cast<char*>(exec_out) + out_offset * std::int64_t(element_bytes(p.precision, p.out_complex));
+            auto* o =
+                static_cast<char*>(exec_out) + out_offset * std::int64_t(element_bytes(p.precision, p.out_complex));
             check_cufft(cufftXtExec(v.handle, i, o, direction), "cufftXtExec",
                         [&] { return fmt::format("executing {}", geometry_text(p, g)); });
         };
@@ -611,9 +625,12 @@ const TensorLayout& FFT::input_layout() const noexcept { return impl_->p.in_layo
 const TensorLayout& FFT::output_layout() const noexcept { return impl_->p.out_layout; }
 FFTKind FFT::kind() const noexcept {
     switch (impl_->p.type) {
-    case detail::FftType::c2c: return FFTKind::c2c;
-    case detail::FftType::r2c: return FFTKind::r2c;
-    case detail::FftType::c2r: return FFTKind::c2r;
+        case detail::FftType::c2c:
+            return FFTKind::c2c;
+        case detail::FftType::r2c:
+            return FFTKind::r2c;
+        case detail::FftType::c2r:
+            return FFTKind::c2r;
     }
     return FFTKind::automatic;
 }

@@ -36,11 +36,11 @@ FftOperand logical_operand(const TensorLayout& l, bool complex, const char* role
     FftOperand op;
     if (complex && is_half(l.dtype())) {
         if (l.rank() < 2 || l.shape(-1) != 2 || l.stride(-1) != 1)
-            throw_invalid(fmt::format("{}: complex {} data needs a trailing dimension of 2 (real, imaginary) with "
-                                      "stride 1 and at least one more dimension; got shape {} strides {}",
-                                      role, gpumath::to_string(l.dtype()), shape_text(l),
-                                      gpumath::to_string(l.strides())),
-                          api);
+            throw_invalid(
+                fmt::format("{}: complex {} data needs a trailing dimension of 2 (real, imaginary) with "
+                            "stride 1 and at least one more dimension; got shape {} strides {}",
+                            role, gpumath::to_string(l.dtype()), shape_text(l), gpumath::to_string(l.strides())),
+                api);
         op.rank = l.rank() - 1;
         for (int i = 0; i < op.rank; ++i) {
             const std::int64_t s = l.stride(i);
@@ -64,17 +64,23 @@ FftOperand logical_operand(const TensorLayout& l, bool complex, const char* role
 
 DataType precision_of(DataType t) noexcept {
     switch (t) {
-    case DataType::c32: return DataType::f32;
-    case DataType::c64: return DataType::f64;
-    default: return t;
+        case DataType::c32:
+            return DataType::f32;
+        case DataType::c64:
+            return DataType::f64;
+        default:
+            return t;
     }
 }
 
 DataType complex_of(DataType precision) noexcept {
     switch (precision) {
-    case DataType::f32: return DataType::c32;
-    case DataType::f64: return DataType::c64;
-    default: return precision;  // f16/bf16 complex data: pairs of the same dtype
+        case DataType::f32:
+            return DataType::c32;
+        case DataType::f64:
+            return DataType::c64;
+        default:
+            return precision;  // f16/bf16 complex data: pairs of the same dtype
     }
 }
 
@@ -92,9 +98,12 @@ TensorLayout user_layout(DataType dtype, bool complex, const FftOperand& logical
 
 const char* to_string(FftType type) noexcept {
     switch (type) {
-    case FftType::c2c: return "c2c";
-    case FftType::r2c: return "r2c";
-    case FftType::c2r: return "c2r";
+        case FftType::c2c:
+            return "c2c";
+        case FftType::r2c:
+            return "r2c";
+        case FftType::c2r:
+            return "c2r";
     }
     return "?";
 }
@@ -110,8 +119,8 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
                                   "automatic or use the matching function (fft/ifft c2c, rfft r2c, irfft c2r)",
                                   to_string(options.kind), to_string(forced)),
                       api);
-    const bool supported = dt == DataType::f32 || dt == DataType::f64 || dt == DataType::c32 || dt == DataType::c64 ||
-                           is_half(dt);
+    const bool supported =
+        dt == DataType::f32 || dt == DataType::f64 || dt == DataType::c32 || dt == DataType::c64 || is_half(dt);
     if (!supported)
         throw_invalid(fmt::format("input: dtype {} cannot be transformed; FFT inputs are f32, f64, c32, c64, f16 or "
                                   "bf16",
@@ -121,32 +130,34 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
     if (kind == FFTKind::automatic) kind = is_complex(dt) ? FFTKind::c2c : FFTKind::r2c;
     const bool real_in = dt == DataType::f32 || dt == DataType::f64;
     switch (kind) {
-    case FFTKind::c2c:
-        p.type = FftType::c2c;
-        if (real_in)
-            throw_invalid(fmt::format("input: dtype {} is real; complex-to-complex transforms need complex input "
-                                      "(c32, c64, or f16/bf16 with a trailing dimension of 2); use rfft for real "
-                                      "input",
-                                      gpumath::to_string(dt)),
-                          api);
-        break;
-    case FFTKind::r2c:
-        p.type = FftType::r2c;
-        if (is_complex(dt))
-            throw_invalid(fmt::format("input: dtype {} is complex; real-to-complex transforms (rfft) need real input "
-                                      "(f32, f64, f16, bf16); use fft for complex input",
-                                      gpumath::to_string(dt)),
-                          api);
-        break;
-    case FFTKind::c2r:
-        p.type = FftType::c2r;
-        if (real_in)
-            throw_invalid(fmt::format("input: dtype {} is real; complex-to-real transforms (irfft) need complex "
-                                      "input (c32, c64, or f16/bf16 with a trailing dimension of 2)",
-                                      gpumath::to_string(dt)),
-                          api);
-        break;
-    case FFTKind::automatic: break;
+        case FFTKind::c2c:
+            p.type = FftType::c2c;
+            if (real_in)
+                throw_invalid(fmt::format("input: dtype {} is real; complex-to-complex transforms need complex input "
+                                          "(c32, c64, or f16/bf16 with a trailing dimension of 2); use rfft for real "
+                                          "input",
+                                          gpumath::to_string(dt)),
+                              api);
+            break;
+        case FFTKind::r2c:
+            p.type = FftType::r2c;
+            if (is_complex(dt))
+                throw_invalid(
+                    fmt::format("input: dtype {} is complex; real-to-complex transforms (rfft) need real input "
+                                "(f32, f64, f16, bf16); use fft for complex input",
+                                gpumath::to_string(dt)),
+                    api);
+            break;
+        case FFTKind::c2r:
+            p.type = FftType::c2r;
+            if (real_in)
+                throw_invalid(fmt::format("input: dtype {} is real; complex-to-real transforms (irfft) need complex "
+                                          "input (c32, c64, or f16/bf16 with a trailing dimension of 2)",
+                                          gpumath::to_string(dt)),
+                              api);
+            break;
+        case FFTKind::automatic:
+            break;
     }
     p.precision = precision_of(dt);
     p.in_complex = p.type != FftType::r2c;
@@ -156,9 +167,8 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
     p.in_layout = in;
     p.in = logical_operand(in, p.in_complex, "input", api);
     if (p.in.rank == 0)
-        throw_invalid(fmt::format("input: rank 0 (a scalar, {}); FFTs need at least one dimension",
-                                  gpumath::to_string(in)),
-                      api);
+        throw_invalid(
+            fmt::format("input: rank 0 (a scalar, {}); FFTs need at least one dimension", gpumath::to_string(in)), api);
 
     // Axes.
     const int rank = p.in.rank;
@@ -169,8 +179,8 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
         naxes = 1;
     } else {
         if (naxes > 3)
-            throw_invalid(fmt::format("axes: {} given ({}); 1 to 3 transform axes are allowed",
-                                      naxes, fmt::join(options.axes, ", ")),
+            throw_invalid(fmt::format("axes: {} given ({}); 1 to 3 transform axes are allowed", naxes,
+                                      fmt::join(options.axes, ", ")),
                           api);
         for (int i = 0; i < naxes; ++i) {
             const int a = options.axes[i];
@@ -223,19 +233,20 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
         if (n == 0) {
             n = 2 * (m - 1);
             if (n == 0)
-                throw_invalid(fmt::format("input: extent {} along the last transform axis {} gives a default c2r output "
-                                          "length of 2 * (m - 1) = 0; pass options.last_axis_size (1 for a "
-                                          "single point)",
-                                          m, last),
-                              api);
+                throw_invalid(
+                    fmt::format("input: extent {} along the last transform axis {} gives a default c2r output "
+                                "length of 2 * (m - 1) = 0; pass options.last_axis_size (1 for a "
+                                "single point)",
+                                m, last),
+                    api);
         }
         if (m != n / 2 + 1)
             throw_invalid(fmt::format("options.last_axis_size: an output length of {} along axis {} needs an input "
                                       "extent of {} / 2 + 1 = {} there, the input has {} (shape {}); valid lengths "
                                       "for this input are {} and {}",
                                       n, last, n, n / 2 + 1, m,
-                                      gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank))),
-                                      2 * (m - 1), 2 * m - 1),
+                                      gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank))), 2 * (m - 1),
+                                      2 * m - 1),
                           api);
         want.shape[std::size_t(last)] = n;
     }
@@ -264,20 +275,21 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
         bool same_shape = out->rank() == expected.rank();
         for (int i = 0; same_shape && i < expected.rank(); ++i) same_shape = out->shape(i) == expected.shape(i);
         if (!same_shape)
-            throw_invalid(fmt::format("out: shape {} given, the {} transform of input shape {} along axes ({}) "
-                                      "writes shape {}",
-                                      shape_text(*out), to_string(p.type), shape_text(in),
-                                      fmt::join(std::span(p.axes.data(), std::size_t(naxes)), ", "),
-                                      shape_text(expected)),
-                          api);
+            throw_invalid(
+                fmt::format("out: shape {} given, the {} transform of input shape {} along axes ({}) "
+                            "writes shape {}",
+                            shape_text(*out), to_string(p.type), shape_text(in),
+                            fmt::join(std::span(p.axes.data(), std::size_t(naxes)), ", "), shape_text(expected)),
+                api);
         p.out_layout = *out;
         p.out = logical_operand(*out, p.out_complex, "out", api);
         for (int i = 0; i < p.out.rank; ++i)
             if (p.out.shape[std::size_t(i)] > 1 && p.out.strides[std::size_t(i)] == 0)
-                throw_invalid(fmt::format("out: stride 0 along dimension {} (strides {}) would write several results to "
-                                          "one element; outputs cannot broadcast",
-                                          i, gpumath::to_string(out->strides())),
-                              api);
+                throw_invalid(
+                    fmt::format("out: stride 0 along dimension {} (strides {}) would write several results to "
+                                "one element; outputs cannot broadcast",
+                                i, gpumath::to_string(out->strides())),
+                    api);
         if (options.inplace && !(*out == in))
             throw_invalid(fmt::format("out: options.inplace needs the output layout to equal the input layout ({}); "
                                       "got {}",
@@ -338,10 +350,14 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
 double fft_scale(const FftProblem& problem, Direction direction) noexcept {
     const double n = double(problem.n_total);
     switch (problem.normalization) {
-    case Normalization::backward: return direction == Direction::inverse ? 1.0 / n : 1.0;
-    case Normalization::forward: return direction == Direction::forward ? 1.0 / n : 1.0;
-    case Normalization::ortho: return 1.0 / std::sqrt(n);
-    case Normalization::none: return 1.0;
+        case Normalization::backward:
+            return direction == Direction::inverse ? 1.0 / n : 1.0;
+        case Normalization::forward:
+            return direction == Direction::forward ? 1.0 / n : 1.0;
+        case Normalization::ortho:
+            return 1.0 / std::sqrt(n);
+        case Normalization::none:
+            return 1.0;
     }
     return 1.0;
 }
@@ -364,9 +380,12 @@ bool nest(const FftOperand& op, const std::array<std::int64_t, max_rank>& stride
         const std::int64_t e = op.shape[d];
         const std::int64_t s = strides[d];
         if (k == rank - 1) {
-            if (e == 1) eff[std::size_t(k)] = 1;
-            else if (s <= 0) return false;
-            else eff[std::size_t(k)] = s;
+            if (e == 1)
+                eff[std::size_t(k)] = 1;
+            else if (s <= 0)
+                return false;
+            else
+                eff[std::size_t(k)] = s;
             continue;
         }
         const std::int64_t inner = eff[std::size_t(k + 1)];
@@ -423,9 +442,8 @@ Attempt attempt(const FftProblem& p, const std::array<int, 3>& dims, bool in_tem
         if (!is_axis(d) && p.in.shape[std::size_t(d)] > 1) batch.push_back(d);
     const FftOperand* ref = !in_temp ? &p.in : (!out_temp ? &p.out : nullptr);
     if (ref != nullptr)
-        std::stable_sort(batch.begin(), batch.end(), [&](int x, int y) {
-            return ref->strides[std::size_t(x)] > ref->strides[std::size_t(y)];
-        });
+        std::stable_sort(batch.begin(), batch.end(),
+                         [&](int x, int y) { return ref->strides[std::size_t(x)] > ref->strides[std::size_t(y)]; });
 
     // Temps: contiguous, batch dimensions (in that order) outside the transform dimensions.
     auto temp_strides = [&](const FftOperand& op, FftSide& side) {
@@ -442,10 +460,14 @@ Attempt attempt(const FftProblem& p, const std::array<int, 3>& dims, bool in_tem
         }
         side.temp_elements = s;
     };
-    if (in_temp) temp_strides(p.in, g.in);
-    else g.in.strides = p.in.strides;
-    if (out_temp) temp_strides(p.out, g.out);
-    else g.out.strides = p.out.strides;
+    if (in_temp)
+        temp_strides(p.in, g.in);
+    else
+        g.in.strides = p.in.strides;
+    if (out_temp)
+        temp_strides(p.out, g.out);
+    else
+        g.out.strides = p.out.strides;
 
     a.in_ok = nest(p.in, g.in.strides, dims, g.rank, g.in);
     a.out_ok = nest(p.out, g.out.strides, dims, g.rank, g.out);
@@ -502,9 +524,8 @@ FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, 
     const int free_axes = p.type == FftType::c2c ? p.naxes : p.naxes - 1;
     std::array<int, 3> order{};
     for (int i = 0; i < free_axes; ++i) order[std::size_t(i)] = p.axes[std::size_t(i)];
-    std::stable_sort(order.begin(), order.begin() + free_axes, [&](int x, int y) {
-        return p.in.strides[std::size_t(x)] > p.in.strides[std::size_t(y)];
-    });
+    std::stable_sort(order.begin(), order.begin() + free_axes,
+                     [&](int x, int y) { return p.in.strides[std::size_t(x)] > p.in.strides[std::size_t(y)]; });
     for (int i = 0; i < free_axes; ++i) dims[std::size_t(i)] = order[std::size_t(i)];
     if (free_axes < p.naxes) dims[std::size_t(p.naxes - 1)] = p.axes[std::size_t(p.naxes - 1)];
 
@@ -526,8 +547,7 @@ FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, 
     if (!a.out_ok) a = attempt(p, dims, in_temp, out_temp = true);
     auto too_many = [&](const Attempt& x) {
         // Large executions amortize the loop, except where any loop is ruled out (fused callbacks).
-        return x.g.executions() > max_executions &&
-               (max_executions <= 1 || x.per_execution < (std::int64_t(1) << 18));
+        return x.g.executions() > max_executions && (max_executions <= 1 || x.per_execution < (std::int64_t(1) << 18));
     };
     if (too_many(a) && !in_temp) a = attempt(p, dims, in_temp = true, out_temp);
     if ((too_many(a) || a.g.executions() > max_executions * 64) && !out_temp)

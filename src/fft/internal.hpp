@@ -32,8 +32,8 @@ struct FFTAccess {
 /// Compiles `source` for `target` with the callback headers; a CompileError for a user callback
 /// (`callback` not null) names it and its expected signature.
 [[nodiscard]] core::ObjectCode compile_with_context(const std::string& source, core::CodeType target, std::string arch,
-                                                    const char* name, const FFTCallback* callback,
-                                                    FFTCallbackKind kind, DataType element);
+                                                    const char* name, const FFTCallback* callback, FFTCallbackKind kind,
+                                                    DataType element);
 
 /// LTO-IR of a fused callback entry (see fft_fused_callback_source).
 [[nodiscard]] core::ObjectCode compile_fused_callback(const FFTCallback& callback, FFTCallbackKind kind,

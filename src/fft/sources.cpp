@@ -100,11 +100,16 @@ const char* fft_callback_entry_name(FFTCallbackKind kind) noexcept {
 
 const char* fft_callback_value_type(DataType element, const char* api) {
     switch (element) {
-    case DataType::c32: return "cufftComplex";
-    case DataType::c64: return "cufftDoubleComplex";
-    case DataType::f32: return "cufftReal";
-    case DataType::f64: return "cufftDoubleReal";
-    default: break;
+        case DataType::c32:
+            return "cufftComplex";
+        case DataType::c64:
+            return "cufftDoubleComplex";
+        case DataType::f32:
+            return "cufftReal";
+        case DataType::f64:
+            return "cufftDoubleReal";
+        default:
+            break;
     }
     throw_invalid(fmt::format("element: {} has no cuFFT callbacks; callbacks read or write c32, c64, f32 or f64 "
                               "elements",
@@ -125,8 +130,8 @@ std::string fft_literal(double v, bool single) {
     return fmt::format("{:a}", v);
 }
 
-std::string fft_fused_callback_source(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
-                                      double scale, const std::string& rename) {
+std::string fft_fused_callback_source(const FFTCallback& callback, FFTCallbackKind kind, DataType element, double scale,
+                                      const std::string& rename) {
     const char* type = fft_callback_value_type(element, "gpumath::compile_fft_callback");
     std::string s = "#include <cufftXt.h>\n";
     if (!rename.empty() && is_identifier(rename) && rename != callback.symbol)
@@ -139,7 +144,8 @@ std::string fft_fused_callback_source(const FFTCallback& callback, FFTCallbackKi
                          parameter_list(kind, type), callback.symbol);
     } else {
         const std::string scaling =
-            scale == 1.0 ? std::string() : scale_statement(element, "element", fft_literal(scale, !is_double_element(element)));
+            scale == 1.0 ? std::string()
+                         : scale_statement(element, "element", fft_literal(scale, !is_double_element(element)));
         s += fmt::format("__device__ void {}({}) {{ {} {}(data, offset, element, info, shared); }}\n", entry,
                          parameter_list(kind, type), scaling, callback.symbol);
     }
@@ -148,26 +154,38 @@ std::string fft_fused_callback_source(const FFTCallback& callback, FFTCallbackKi
 
 std::string fft_scale_callback_source(DataType element, double scale) {
     const char* type = fft_callback_value_type(element, "gpumath::FFT");
-    return fmt::format("#include <cufftXt.h>\n"
-                       "__device__ void {}({}) {{ {} static_cast<{}*>(data)[offset] = element; }}\n",
-                       fft_callback_entry_name(FFTCallbackKind::store),
-                       parameter_list(FFTCallbackKind::store, type),
-                       scale_statement(element, "element", fft_literal(scale, !is_double_element(element))), type);
+    return fmt::format(
+        "#include <cufftXt.h>\n"
+        "__device__ void {}({}) {{ {} static_cast<{}*>(data)[offset] = element; }}\n",
+        fft_callback_entry_name(FFTCallbackKind::store), parameter_list(FFTCallbackKind::store, type),
+        scale_statement(element, "element", fft_literal(scale, !is_double_element(element))), type);
 }
 
 std::string fft_pass_source(const FftPassSpec& spec) {
     const bool single = !is_double_element(spec.element);
     const char* value = nullptr;
     switch (spec.element) {
-    case DataType::f32: value = "float"; break;
-    case DataType::f64: value = "double"; break;
-    case DataType::c32: value = "float2"; break;
-    case DataType::c64: value = "double2"; break;
-    case DataType::f16: value = spec.pairs ? "__half2" : "__half"; break;
-    case DataType::bf16: value = spec.pairs ? "__nv_bfloat162" : "__nv_bfloat16"; break;
-    default:
-        throw_invalid(fmt::format("element: {} is not an FFT element type", gpumath::to_string(spec.element)),
-                      "gpumath::FFT");
+        case DataType::f32:
+            value = "float";
+            break;
+        case DataType::f64:
+            value = "double";
+            break;
+        case DataType::c32:
+            value = "float2";
+            break;
+        case DataType::c64:
+            value = "double2";
+            break;
+        case DataType::f16:
+            value = spec.pairs ? "__half2" : "__half";
+            break;
+        case DataType::bf16:
+            value = spec.pairs ? "__nv_bfloat162" : "__nv_bfloat16";
+            break;
+        default:
+            throw_invalid(fmt::format("element: {} is not an FFT element type", gpumath::to_string(spec.element)),
+                          "gpumath::FFT");
     }
     const char* scalar = single ? "float" : "double";
 
@@ -183,11 +201,11 @@ std::string fft_pass_source(const FftPassSpec& spec) {
         s += "#include <cufftXt.h>\n";
         if (spec.declare_only) {
             const std::vector<std::string> parts = split_qualified(cb.symbol);
-            std::string decl = fmt::format("__device__ {} {}({});",
-                                           spec.kind == FFTCallbackKind::load ? type : "void", parts.back(),
-                                           parameter_list(spec.kind, type));
+            std::string decl = fmt::format("__device__ {} {}({});", spec.kind == FFTCallbackKind::load ? type : "void",
+                                           parts.back(), parameter_list(spec.kind, type));
             if (spec.c_linkage) decl = "extern \"C\" " + decl;
-            for (std::size_t i = parts.size() - 1; i-- > 0;) decl = fmt::format("namespace {} {{ {} }}", parts[i], decl);
+            for (std::size_t i = parts.size() - 1; i-- > 0;)
+                decl = fmt::format("namespace {} {{ {} }}", parts[i], decl);
             s += decl + "\n";
         } else {
             s += user_text(cb, spec.kind);
@@ -201,19 +219,26 @@ std::string fft_pass_source(const FftPassSpec& spec) {
 
     std::string scale_fn;
     switch (spec.element) {
-    case DataType::f32:
-    case DataType::f64: scale_fn = "return v * s;"; break;
-    case DataType::c32: scale_fn = "return make_float2(v.x * s, v.y * s);"; break;
-    case DataType::c64: scale_fn = "return make_double2(v.x * s, v.y * s);"; break;
-    case DataType::f16:
-        scale_fn = spec.pairs ? "return __floats2half2_rn(__low2float(v) * s, __high2float(v) * s);"
-                              : "return __float2half_rn(__half2float(v) * s);";
-        break;
-    case DataType::bf16:
-        scale_fn = spec.pairs ? "return __floats2bfloat162_rn(__low2float(v) * s, __high2float(v) * s);"
-                              : "return __float2bfloat16_rn(__bfloat162float(v) * s);";
-        break;
-    default: break;
+        case DataType::f32:
+        case DataType::f64:
+            scale_fn = "return v * s;";
+            break;
+        case DataType::c32:
+            scale_fn = "return make_float2(v.x * s, v.y * s);";
+            break;
+        case DataType::c64:
+            scale_fn = "return make_double2(v.x * s, v.y * s);";
+            break;
+        case DataType::f16:
+            scale_fn = spec.pairs ? "return __floats2half2_rn(__low2float(v) * s, __high2float(v) * s);"
+                                  : "return __float2half_rn(__half2float(v) * s);";
+            break;
+        case DataType::bf16:
+            scale_fn = spec.pairs ? "return __floats2bfloat162_rn(__low2float(v) * s, __high2float(v) * s);"
+                                  : "return __float2bfloat16_rn(__bfloat162float(v) * s);";
+            break;
+        default:
+            break;
     }
 
     s += "#line 1 \"gpumath_fft_pass\"\n";

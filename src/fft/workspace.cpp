@@ -30,8 +30,8 @@ FftWorkspace::Lease FftWorkspace::acquire(std::size_t bytes, core::StreamRef str
     if (entry->buffer.size_bytes() < bytes) {
         entry->buffer.reset(stream);
         entry->buffer = core::Buffer(bytes, stream, resource_);
-        detail::log(LogLevel::debug, "fft: work area for stream {} grown to {} bytes", static_cast<void*>(stream.handle()),
-                    bytes);
+        detail::log(LogLevel::debug, "fft: work area for stream {} grown to {} bytes",
+                    static_cast<void*>(stream.handle()), bytes);
     }
     lease.data = entry->buffer.data();
     return lease;
@@ -109,8 +109,10 @@ void launch_pass(const core::Kernel& kernel, core::StreamRef stream, const void*
     const std::int64_t sms = std::max(kernel.state().multiprocessor_count, 1);
     const std::int64_t grid = std::clamp<std::int64_t>((pass.total + block - 1) / block, 1, sms * 32);
     const core::LaunchConfig config{.grid = grid, .block = block};
-    if (single) core::launch(stream, config, kernel, src, dst, pass, static_cast<float>(scale), info);
-    else core::launch(stream, config, kernel, src, dst, pass, scale, info);
+    if (single)
+        core::launch(stream, config, kernel, src, dst, pass, static_cast<float>(scale), info);
+    else
+        core::launch(stream, config, kernel, src, dst, pass, scale, info);
 }
 
 }  // namespace gpumath::detail

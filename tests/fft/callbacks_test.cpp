@@ -29,8 +29,8 @@ std::string load_source(DataType precision, bool complex, bool extern_c, const s
     const std::string scale = complex ? "v.x *= w; v.y *= w;" : "v *= w;";
     return std::string("#include <cufftXt.h>\n") + (extern_c ? "extern \"C\" " : "") + "__device__ " + T + " " + name +
            "(void* data, unsigned long long offset, void* info, void* shared) {\n    " + T + " v = static_cast<" + T +
-           "*>(data)[offset];\n    const " + t.scalar + " w = static_cast<const " + t.scalar + "*>(info)[offset];\n    " +
-           scale + "\n    return v;\n}\n";
+           "*>(data)[offset];\n    const " + t.scalar + " w = static_cast<const " + t.scalar +
+           "*>(info)[offset];\n    " + scale + "\n    return v;\n}\n";
 }
 
 // store: data[offset] = element * g[offset], g = user_info (as long as the output's span).
@@ -65,7 +65,8 @@ std::vector<cd> c2r_reference(const std::vector<cd>& half, std::int64_t batch, s
     std::vector<cd> full(static_cast<std::size_t>(batch * n));
     for (std::int64_t b = 0; b < batch; ++b)
         for (std::int64_t k = 0; k < n; ++k)
-            full[std::size_t(b * n + k)] = k < m ? half[std::size_t(b * m + k)] : std::conj(half[std::size_t(b * m + n - k)]);
+            full[std::size_t(b * n + k)] =
+                k < m ? half[std::size_t(b * m + k)] : std::conj(half[std::size_t(b * m + n - k)]);
     std::vector<cd> y = dft(full, {batch, n}, {1}, +1);
     for (auto& e : y) e = e.real();
     return y;
@@ -74,8 +75,8 @@ std::vector<cd> c2r_reference(const std::vector<cd>& half, std::int64_t batch, s
 struct Case {
     FFTKind kind;
     DataType precision;
-    Shape shape;                 // logical input shape
-    std::vector<int> in_order;   // layout order of the input (empty: row-major)
+    Shape shape;                // logical input shape
+    std::vector<int> in_order;  // layout order of the input (empty: row-major)
     Shape in_pad;
     bool prolog = true;
     bool epilog = true;
@@ -136,35 +137,50 @@ protected:
         if (c.kind == FFTKind::c2r) o.last_axis_size = n_out_last;
         const std::string tag = extern_c ? "_c" : "_cxx";
         if (c.prolog) {
-            o.prolog = {.source = load_source(p, in_complex, extern_c, "window" + tag), .symbol = "window" + tag,
+            o.prolog = {.source = load_source(p, in_complex, extern_c, "window" + tag),
+                        .symbol = "window" + tag,
                         .user_info = w.buffer.data()};
             if (use_code) {
-                o.prolog.code = core::Program(o.prolog.source, {.name = "user_load", .std = "c++17",
-                                                                .headers = {{"cufftXt.h", "#include <cuComplex.h>\n"
-                                                                             "typedef cuComplex cufftComplex; typedef cuDoubleComplex cufftDoubleComplex;\n"
-                                                                             "typedef float cufftReal; typedef double cufftDoubleReal;\n"}}})
-                                    .compile(core::CodeType::ltoir);
+                o.prolog.code =
+                    core::Program(
+                        o.prolog.source,
+                        {.name = "user_load",
+                         .std = "c++17",
+                         .headers = {{"cufftXt.h",
+                                      "#include <cuComplex.h>\n"
+                                      "typedef cuComplex cufftComplex; typedef cuDoubleComplex cufftDoubleComplex;\n"
+                                      "typedef float cufftReal; typedef double cufftDoubleReal;\n"}}})
+                        .compile(core::CodeType::ltoir);
                 o.prolog.source.clear();
             }
         }
         if (c.epilog) {
             o.epilog = {.source = "#include <cufftXt.h>\n" + store_source(p, out_complex, extern_c, "gain" + tag),
-                        .symbol = "gain" + tag, .user_info = g.buffer.data()};
+                        .symbol = "gain" + tag,
+                        .user_info = g.buffer.data()};
         }
 
         Operand out = poisoned(ol);
         const Direction dir = c.kind == FFTKind::c2r ? Direction::inverse : Direction::forward;
         if (through_cache) {
             switch (c.kind) {
-            case FFTKind::r2c: rfft(in.view(), out.view(), o); break;
-            case FFTKind::c2r: irfft(in.view(), out.view(), o); break;
-            default: fft(in.view(), out.view(), o); break;
+                case FFTKind::r2c:
+                    rfft(in.view(), out.view(), o);
+                    break;
+                case FFTKind::c2r:
+                    irfft(in.view(), out.view(), o);
+                    break;
+                default:
+                    fft(in.view(), out.view(), o);
+                    break;
             }
         } else {
             FFT plan(il, ol, o);
             plan.plan();
-            if (mode != CallbackMode::automatic) EXPECT_EQ(plan.callback_mode(), mode);
-            else EXPECT_NE(plan.callback_mode(), CallbackMode::automatic);
+            if (mode != CallbackMode::automatic)
+                EXPECT_EQ(plan.callback_mode(), mode);
+            else
+                EXPECT_NE(plan.callback_mode(), CallbackMode::automatic);
             plan.execute(in.view(), out.view(), dir);
         }
         const std::vector<cd> got = download(out);
@@ -173,7 +189,8 @@ protected:
         std::vector<cd> xw = x;
         const Shape lin = c.shape;
         if (c.prolog)
-            for_each_index(lin, [&](const Shape& idx, std::int64_t i) { xw[std::size_t(i)] *= wh[std::size_t(offset(il, idx))]; });
+            for_each_index(
+                lin, [&](const Shape& idx, std::int64_t i) { xw[std::size_t(i)] *= wh[std::size_t(offset(il, idx))]; });
         std::vector<cd> y;
         const int ax = int(c.shape.size()) - 1;
         std::int64_t n = c.kind == FFTKind::c2r ? n_out_last : last;
@@ -186,7 +203,9 @@ protected:
         if (c.norm == Normalization::backward && dir == Direction::inverse) s = 1.0 / double(n);
         for (auto& e : y) e *= s;
         if (c.epilog)
-            for_each_index(out_shape, [&](const Shape& idx, std::int64_t i) { y[std::size_t(i)] *= gh[std::size_t(offset(ol, idx))]; });
+            for_each_index(out_shape, [&](const Shape& idx, std::int64_t i) {
+                y[std::size_t(i)] *= gh[std::size_t(offset(ol, idx))];
+            });
         GPUMATH_EXPECT_CLOSE(got, y, tolerance(p),
                              c.name << " mode " << to_string(mode) << (extern_c ? " extern C" : " C++")
                                     << (use_code ? " from LTO-IR" : "") << (through_cache ? " (cache)" : ""));
@@ -223,7 +242,14 @@ TEST_F(FftCallbacks, RealTransforms) {
 
 TEST_F(FftCallbacks, StridedOperandsUseTheOperandsOwnOffsets) {
     // offset is the element offset in the caller's layout in every mode.
-    all_modes({FFTKind::c2c, DataType::f32, {6, 32}, {1, 0}, {2, 3}, true, true, Normalization::backward,
+    all_modes({FFTKind::c2c,
+               DataType::f32,
+               {6, 32},
+               {1, 0},
+               {2, 3},
+               true,
+               true,
+               Normalization::backward,
                "column-major padded c2c"});
     all_modes({FFTKind::r2c, DataType::f32, {5, 16}, {}, {0, 4}, true, true, Normalization::backward, "padded r2c"});
 }
@@ -279,9 +305,10 @@ TEST_F(FftCallbacks, LargeBatchFallsBackWhenFusionFails) {
     const std::vector<cd> x = random_values(n * batch, true, p, rng);
     Operand in = upload(TensorLayout(DataType::c32, {batch, n}), x);
     Operand w = weights(n * batch, p, rng), g = weights(n * batch, p, rng);
-    const FFTOptions base{.normalization = Normalization::forward,
-                          .prolog = {.source = load_source(p, true, false, "win"), .symbol = "win", .user_info = w.buffer.data()},
-                          .epilog = {.source = store_source(p, true, false, "gain"), .symbol = "gain", .user_info = g.buffer.data()}};
+    const FFTOptions base{
+        .normalization = Normalization::forward,
+        .prolog = {.source = load_source(p, true, false, "win"), .symbol = "win", .user_info = w.buffer.data()},
+        .epilog = {.source = store_source(p, true, false, "gain"), .symbol = "gain", .user_info = g.buffer.data()}};
     FFTOptions automatic = base, separate = base;
     separate.callback_mode = CallbackMode::separate;
     Operand a = poisoned(in.layout), s = poisoned(in.layout);

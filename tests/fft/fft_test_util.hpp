@@ -74,48 +74,87 @@ void for_each_index(const Shape& shape, F&& f) {
 inline void put(std::vector<unsigned char>& bytes, DataType t, std::int64_t off, bool half_complex, cd v) {
     unsigned char* p = bytes.data() + off * std::int64_t(size_of(t));
     switch (t) {
-    case DataType::f32: { const float f = float(v.real()); std::memcpy(p, &f, 4); break; }
-    case DataType::f64: { const double f = v.real(); std::memcpy(p, &f, 8); break; }
-    case DataType::c32: { const std::complex<float> f(v); std::memcpy(p, &f, 8); break; }
-    case DataType::c64: std::memcpy(p, &v, 16); break;
-    case DataType::f16: {
-        const __half a = __float2half(float(v.real()));
-        std::memcpy(p, &a, 2);
-        if (half_complex) { const __half b = __float2half(float(v.imag())); std::memcpy(p + 2, &b, 2); }
-        break;
-    }
-    case DataType::bf16: {
-        const __nv_bfloat16 a = __float2bfloat16(float(v.real()));
-        std::memcpy(p, &a, 2);
-        if (half_complex) { const __nv_bfloat16 b = __float2bfloat16(float(v.imag())); std::memcpy(p + 2, &b, 2); }
-        break;
-    }
-    default: ADD_FAILURE() << "unsupported dtype";
+        case DataType::f32: {
+            const float f = float(v.real());
+            std::memcpy(p, &f, 4);
+            break;
+        }
+        case DataType::f64: {
+            const double f = v.real();
+            std::memcpy(p, &f, 8);
+            break;
+        }
+        case DataType::c32: {
+            const std::complex<float> f(v);
+            std::memcpy(p, &f, 8);
+            break;
+        }
+        case DataType::c64:
+            std::memcpy(p, &v, 16);
+            break;
+        case DataType::f16: {
+            const __half a = __float2half(float(v.real()));
+            std::memcpy(p, &a, 2);
+            if (half_complex) {
+                const __half b = __float2half(float(v.imag()));
+                std::memcpy(p + 2, &b, 2);
+            }
+            break;
+        }
+        case DataType::bf16: {
+            const __nv_bfloat16 a = __float2bfloat16(float(v.real()));
+            std::memcpy(p, &a, 2);
+            if (half_complex) {
+                const __nv_bfloat16 b = __float2bfloat16(float(v.imag()));
+                std::memcpy(p + 2, &b, 2);
+            }
+            break;
+        }
+        default:
+            ADD_FAILURE() << "unsupported dtype";
     }
 }
 
 inline cd get(const std::vector<unsigned char>& bytes, DataType t, std::int64_t off, bool half_complex) {
     const unsigned char* p = bytes.data() + off * std::int64_t(size_of(t));
     switch (t) {
-    case DataType::f32: { float f; std::memcpy(&f, p, 4); return f; }
-    case DataType::f64: { double f; std::memcpy(&f, p, 8); return f; }
-    case DataType::c32: { std::complex<float> f; std::memcpy(&f, p, 8); return cd(f); }
-    case DataType::c64: { cd f; std::memcpy(&f, p, 16); return f; }
-    case DataType::f16: {
-        __half a, b;
-        std::memcpy(&a, p, 2);
-        if (!half_complex) return __half2float(a);
-        std::memcpy(&b, p + 2, 2);
-        return {__half2float(a), __half2float(b)};
-    }
-    case DataType::bf16: {
-        __nv_bfloat16 a, b;
-        std::memcpy(&a, p, 2);
-        if (!half_complex) return __bfloat162float(a);
-        std::memcpy(&b, p + 2, 2);
-        return {__bfloat162float(a), __bfloat162float(b)};
-    }
-    default: ADD_FAILURE() << "unsupported dtype"; return 0;
+        case DataType::f32: {
+            float f;
+            std::memcpy(&f, p, 4);
+            return f;
+        }
+        case DataType::f64: {
+            double f;
+            std::memcpy(&f, p, 8);
+            return f;
+        }
+        case DataType::c32: {
+            std::complex<float> f;
+            std::memcpy(&f, p, 8);
+            return cd(f);
+        }
+        case DataType::c64: {
+            cd f;
+            std::memcpy(&f, p, 16);
+            return f;
+        }
+        case DataType::f16: {
+            __half a, b;
+            std::memcpy(&a, p, 2);
+            if (!half_complex) return __half2float(a);
+            std::memcpy(&b, p + 2, 2);
+            return {__half2float(a), __half2float(b)};
+        }
+        case DataType::bf16: {
+            __nv_bfloat16 a, b;
+            std::memcpy(&a, p, 2);
+            if (!half_complex) return __bfloat162float(a);
+            std::memcpy(&b, p + 2, 2);
+            return {__bfloat162float(a), __bfloat162float(b)};
+        }
+        default:
+            ADD_FAILURE() << "unsupported dtype";
+            return 0;
     }
 }
 
@@ -139,8 +178,9 @@ inline Operand poisoned(const TensorLayout& layout, bool half_complex = false) {
 inline Operand upload(const TensorLayout& layout, const std::vector<cd>& values, bool half_complex = false) {
     Operand o = poisoned(layout, half_complex);
     std::vector<unsigned char> host(o.bytes(), 0xFF);
-    for_each_index(logical_shape(layout, half_complex),
-                   [&](const Shape& x, std::int64_t i) { put(host, layout.dtype(), offset(layout, x), half_complex, values[std::size_t(i)]); });
+    for_each_index(logical_shape(layout, half_complex), [&](const Shape& x, std::int64_t i) {
+        put(host, layout.dtype(), offset(layout, x), half_complex, values[std::size_t(i)]);
+    });
     EXPECT_EQ(cudaMemcpy(o.buffer.data(), host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
     return o;
 }
@@ -179,10 +219,15 @@ inline std::vector<cd> random_values(std::int64_t n, bool complex, DataType dtyp
     auto round = [&](double x) {
         if (x == 0.0) x = 0.375;
         switch (dtype) {
-        case DataType::f32: case DataType::c32: return double(float(x));
-        case DataType::f16: return double(__half2float(__float2half(float(x))));
-        case DataType::bf16: return double(__bfloat162float(__float2bfloat16(float(x))));
-        default: return x;
+            case DataType::f32:
+            case DataType::c32:
+                return double(float(x));
+            case DataType::f16:
+                return double(__half2float(__float2half(float(x))));
+            case DataType::bf16:
+                return double(__bfloat162float(__float2bfloat16(float(x))));
+            default:
+                return x;
         }
     };
     for (auto& e : v) e = complex ? cd(round(dist(rng)), round(dist(rng))) : cd(round(dist(rng)), 0.0);
@@ -206,7 +251,8 @@ inline std::vector<cd> dft(std::vector<cd> x, const Shape& shape, const std::vec
                 const std::int64_t base = o * n * inner + i;
                 for (std::int64_t k = 0; k < n; ++k) {
                     cd s = 0;
-                    for (std::int64_t j = 0; j < n; ++j) s += x[std::size_t(base + j * inner)] * tw[std::size_t((j * k) % n)];
+                    for (std::int64_t j = 0; j < n; ++j)
+                        s += x[std::size_t(base + j * inner)] * tw[std::size_t((j * k) % n)];
                     line[std::size_t(k)] = s;
                 }
                 for (std::int64_t k = 0; k < n; ++k) x[std::size_t(base + k * inner)] = line[std::size_t(k)];
@@ -240,7 +286,10 @@ inline double rel_error(const std::vector<cd>& got, const std::vector<cd>& want,
             return NAN;
         }
         const double d = std::norm(got[i] - want[i]);
-        if (d > worst) { worst = d; at = i; }
+        if (d > worst) {
+            worst = d;
+            at = i;
+        }
         num += d;
         den += std::norm(want[i]);
     }
@@ -255,19 +304,23 @@ inline double rel_error(const std::vector<cd>& got, const std::vector<cd>& want,
 /// Tolerance of a transform of precision `p` (relative L2 error).
 inline double tolerance(DataType p) {
     switch (p) {
-    case DataType::f64: case DataType::c64: return 1e-11;
-    case DataType::f16: return 1e-2;
-    case DataType::bf16: return 4e-2;
-    default: return 2e-5;
+        case DataType::f64:
+        case DataType::c64:
+            return 1e-11;
+        case DataType::f16:
+            return 1e-2;
+        case DataType::bf16:
+            return 4e-2;
+        default:
+            return 2e-5;
     }
 }
 
-#define GPUMATH_EXPECT_CLOSE(got, want, tol, what)                                                          \
-    do {                                                                                                    \
-        std::string where_;                                                                                 \
-        const double err_ = ::gpumath::fft_test::rel_error(got, want, &where_);                             \
-        EXPECT_LE(err_, tol) << what << ": relative L2 error " << err_ << " (tolerance " << tol << "); "   \
-                             << where_;                                                                     \
+#define GPUMATH_EXPECT_CLOSE(got, want, tol, what)                                                                  \
+    do {                                                                                                            \
+        std::string where_;                                                                                         \
+        const double err_ = ::gpumath::fft_test::rel_error(got, want, &where_);                                     \
+        EXPECT_LE(err_, tol) << what << ": relative L2 error " << err_ << " (tolerance " << tol << "); " << where_; \
     } while (0)
 
 inline std::vector<cd> scaled(std::vector<cd> v, double s) {

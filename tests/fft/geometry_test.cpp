@@ -89,7 +89,8 @@ std::vector<Index> check_side(const FftProblem& p, const FftGeometry& g, const F
                         << name << ": transform index " << k << " lands on the wrong logical position";
                     x[std::size_t(g.dims[std::size_t(k)])] = 0;
                 }
-                if (t == 0) batch_coords = x;
+                if (t == 0)
+                    batch_coords = x;
                 else if (x != batch_coords) {
                     ADD_FAILURE() << name << ": one transform line spans two batch positions";
                     return {};
@@ -296,7 +297,8 @@ TEST(FftGeometry, RandomLayoutsMapExactly) {
             std::shuffle(out_order.begin(), out_order.end(), rng);
             std::vector<std::int64_t> opad(static_cast<std::size_t>(rank));
             for (auto& v : opad) v = pick(0, 1) ? 0 : pick(0, 2);
-            const TensorLayout out = strided(kind == FFTKind::c2r ? DataType::f32 : DataType::c32, oshape, out_order, opad);
+            const TensorLayout out =
+                strided(kind == FFTKind::c2r ? DataType::f32 : DataType::c32, oshape, out_order, opad);
             p = make_fft_problem(in, &out, o, FFTKind::automatic, "test");
         }
         const bool force_in = pick(0, 4) == 0;

@@ -24,9 +24,14 @@ core::ObjectCode compile(const std::string& source, core::CodeType target, bool 
 }
 
 TEST(FftSources, BuiltinPassesCompile) {
-    for (auto [element, pairs] : {std::pair{DataType::f32, false}, {DataType::f64, false}, {DataType::c32, false},
-                                  {DataType::c64, false}, {DataType::f16, false}, {DataType::f16, true},
-                                  {DataType::bf16, false}, {DataType::bf16, true}}) {
+    for (auto [element, pairs] : {std::pair{DataType::f32, false},
+                                  {DataType::f64, false},
+                                  {DataType::c32, false},
+                                  {DataType::c64, false},
+                                  {DataType::f16, false},
+                                  {DataType::f16, true},
+                                  {DataType::bf16, false},
+                                  {DataType::bf16, true}}) {
         FftPassSpec spec{.element = element, .pairs = pairs};
         const std::string src = fft_pass_source(spec);
         const core::ObjectCode code = compile(src, core::CodeType::ptx);
@@ -85,21 +90,25 @@ TEST(FftSources, PassesWithUserCallbacksCompile) {
     EXPECT_GT(compile(fft_pass_source(scatter), core::CodeType::cubin).bytes().size(), 0u);
     // Declared only (LTO-IR given by the user), qualified and C-linkage forms.
     const FFTCallback qualified{.source = {}, .symbol = "filters::window"};
-    FftPassSpec decl{.element = DataType::f64, .callback = &qualified, .kind = FFTCallbackKind::load,
-                     .declare_only = true};
+    FftPassSpec decl{
+        .element = DataType::f64, .callback = &qualified, .kind = FFTCallbackKind::load, .declare_only = true};
     const std::string d = fft_pass_source(decl);
     EXPECT_NE(d.find("namespace filters { __device__ cufftDoubleReal window("), std::string::npos) << d;
     EXPECT_EQ(compile(d, core::CodeType::ltoir).type(), core::CodeType::ltoir);
     const FFTCallback plain{.source = {}, .symbol = "w"};
-    FftPassSpec c_decl{.element = DataType::c64, .callback = &plain, .kind = FFTCallbackKind::store,
-                       .declare_only = true, .c_linkage = true};
+    FftPassSpec c_decl{.element = DataType::c64,
+                       .callback = &plain,
+                       .kind = FFTCallbackKind::store,
+                       .declare_only = true,
+                       .c_linkage = true};
     EXPECT_NE(fft_pass_source(c_decl).find("extern \"C\" __device__ void w("), std::string::npos);
 }
 
 TEST(FftSources, UserSourceMayIncludeCufftHeaders) {
-    const FFTCallback cb{.source = "#include <cufft.h>\n#include <cufftXt.h>\n"
-                                   "__device__ cufftDoubleReal f(void* d, unsigned long long o, void*, void*) {"
-                                   " return static_cast<cufftDoubleReal*>(d)[o] * 2.0; }",
+    const FFTCallback cb{.source =
+                             "#include <cufft.h>\n#include <cufftXt.h>\n"
+                             "__device__ cufftDoubleReal f(void* d, unsigned long long o, void*, void*) {"
+                             " return static_cast<cufftDoubleReal*>(d)[o] * 2.0; }",
                          .symbol = "f"};
     EXPECT_EQ(compile_fft_callback(cb, FFTCallbackKind::load, DataType::f64, GPUMATH_TEST_ARCH).type(),
               core::CodeType::ltoir);

@@ -18,13 +18,12 @@ using namespace fft_test;
 
 bool is_half(DataType t) { return t == DataType::f16 || t == DataType::bf16; }
 
-DataType real_of(DataType t) {
-    return t == DataType::c32 ? DataType::f32 : t == DataType::c64 ? DataType::f64 : t;
-}
+DataType real_of(DataType t) { return t == DataType::c32 ? DataType::f32 : t == DataType::c64 ? DataType::f64 : t; }
 
 // Row-major layout with the dimensions laid out in `order` (outer to inner) and `pad` extra
 // elements per dimension; `pair` appends the (2,) of complex halves.
-TensorLayout make_layout(DataType dt, const Shape& shape, std::vector<int> order = {}, Shape pad = {}, bool pair = false) {
+TensorLayout make_layout(DataType dt, const Shape& shape, std::vector<int> order = {}, Shape pad = {},
+                         bool pair = false) {
     if (order.empty())
         for (int d = 0; d < int(shape.size()); ++d) order.push_back(d);
     if (pad.empty()) pad.assign(shape.size(), 0);
@@ -71,14 +70,17 @@ void check_c2c(const TensorLayout& in_layout, const std::optional<TensorLayout>&
     Operand out_storage = inplace ? Operand{} : poisoned(*out_layout, pair);
     const Operand& out = inplace ? in : out_storage;
     if (through_cache) {
-        if (dir == Direction::forward) fft(in.view(), out.view(), o);
-        else ifft(in.view(), out.view(), o);
+        if (dir == Direction::forward)
+            fft(in.view(), out.view(), o);
+        else
+            ifft(in.view(), out.view(), o);
     } else {
         FFT plan(in_layout, inplace ? in_layout : *out_layout, o);
         plan.execute(in.view(), out.view(), dir);
     }
-    GPUMATH_EXPECT_CLOSE(download(out), want, tolerance(p), what << " c2c " << to_string(dir) << " of " << to_string(in_layout)
-                                                                  << (inplace ? " in place" : ""));
+    GPUMATH_EXPECT_CLOSE(
+        download(out), want, tolerance(p),
+        what << " c2c " << to_string(dir) << " of " << to_string(in_layout) << (inplace ? " in place" : ""));
     if (!inplace) {
         // The input is preserved.
         GPUMATH_EXPECT_CLOSE(download(in), x, 0.0, what << ": input changed");
@@ -104,24 +106,31 @@ void check_r2c(const TensorLayout& in_layout, const std::optional<TensorLayout>&
     const DataType out_dt = p == DataType::f32 ? DataType::c32 : p == DataType::f64 ? DataType::c64 : p;
     const TensorLayout ol = out_layout ? *out_layout : make_layout(out_dt, out_shape, {}, {}, is_half(p));
     Operand out = poisoned(ol, is_half(p));
-    if (through_cache) rfft(in.view(), out.view(), o);
-    else FFT(in_layout, ol, o).execute(in.view(), out.view(), Direction::forward);
-    GPUMATH_EXPECT_CLOSE(download(out), want, tolerance(p), what << " r2c of " << to_string(in_layout) << " into " << to_string(ol));
+    if (through_cache)
+        rfft(in.view(), out.view(), o);
+    else
+        FFT(in_layout, ol, o).execute(in.view(), out.view(), Direction::forward);
+    GPUMATH_EXPECT_CLOSE(download(out), want, tolerance(p),
+                         what << " r2c of " << to_string(in_layout) << " into " << to_string(ol));
     GPUMATH_EXPECT_CLOSE(download(in), x, 0.0, what << ": input changed");
 }
 
 // c2r of a consistent half spectrum (the CPU rfft of random real data) of output length `n_last`.
 void check_c2r(const Shape& out_shape, DataType p, const FFTOptions& o, std::vector<int> in_order, Shape in_pad,
-               std::optional<TensorLayout> out_layout, bool through_cache, std::mt19937_64& rng, const std::string& what) {
+               std::optional<TensorLayout> out_layout, bool through_cache, std::mt19937_64& rng,
+               const std::string& what) {
     const std::vector<int> axes = normalized_axes(o, int(out_shape.size()));
     const std::vector<cd> x = random_values(count(out_shape), false, p, rng);
     const std::vector<cd> spectrum = half_spectrum(dft(x, out_shape, axes, -1), out_shape, axes.back());
     std::int64_t n = 1;
     for (int a : axes) n *= out_shape[std::size_t(a)];
     double scale = 1.0;  // c2r(rfft(x)) = n * x unnormalized
-    if (o.normalization == Normalization::backward) scale = 1.0;
-    else if (o.normalization == Normalization::ortho) scale = std::sqrt(double(n));
-    else scale = double(n);
+    if (o.normalization == Normalization::backward)
+        scale = 1.0;
+    else if (o.normalization == Normalization::ortho)
+        scale = std::sqrt(double(n));
+    else
+        scale = double(n);
     const std::vector<cd> want = scaled(x, scale);
     Shape in_shape = out_shape;
     in_shape[std::size_t(axes.back())] = out_shape[std::size_t(axes.back())] / 2 + 1;
@@ -133,8 +142,10 @@ void check_c2r(const Shape& out_shape, DataType p, const FFTOptions& o, std::vec
     Operand out = poisoned(ol);
     FFTOptions oo = o;
     oo.last_axis_size = out_shape[std::size_t(axes.back())];
-    if (through_cache) irfft(in.view(), out.view(), oo);
-    else FFT(il, ol, FFTOptions{oo}).execute(in.view(), out.view(), Direction::inverse);
+    if (through_cache)
+        irfft(in.view(), out.view(), oo);
+    else
+        FFT(il, ol, FFTOptions{oo}).execute(in.view(), out.view(), Direction::inverse);
     GPUMATH_EXPECT_CLOSE(download(out), want, tolerance(p) * (is_half(p) ? 4 : 1),
                          what << " c2r into " << str(out_shape) << " from " << to_string(il));
     if (!o.overwrite_input) {
@@ -191,7 +202,8 @@ TEST_F(FftGpu, IrfftDefaultLengthAndAllocatingForms) {
 
 TEST_F(FftGpu, AxesAtFrontBackAndMiddle) {
     const Shape shape{6, 5, 7};
-    const std::vector<std::vector<int>> sets = {{0}, {1}, {2}, {-1}, {0, 1}, {1, 2}, {0, 2}, {2, 0}, {0, 1, 2}, {2, 0, 1}};
+    const std::vector<std::vector<int>> sets = {{0},    {1},    {2},    {-1},      {0, 1},
+                                                {1, 2}, {0, 2}, {2, 0}, {0, 1, 2}, {2, 0, 1}};
     for (const auto& axes : sets) {
         FFTOptions o;
         o.axes = FFTAxes(std::span<const int>(axes));
@@ -237,18 +249,20 @@ TEST_F(FftGpu, StridedAndBatchedOperands) {
         GPUMATH_EXPECT_CLOSE(download(out), dft(x, {5, 16}, {1}, -1), 2e-5, "broadcast input");
     }
     // r2c with the halved axis not innermost in memory (copied), strided complex output.
-    check_r2c(make_layout(DataType::f32, {8, 6}, {1, 0}), std::nullopt, {.axes = {0, 1}}, true, rng, "column-major r2c");
+    check_r2c(make_layout(DataType::f32, {8, 6}, {1, 0}), std::nullopt, {.axes = {0, 1}}, true, rng,
+              "column-major r2c");
     check_r2c(make_layout(DataType::f64, {5, 12}, {}, {2, 3}), make_layout(DataType::c64, {5, 7}, {1, 0}, {1, 1}), {},
               false, rng, "padded r2c into column-major");
-    check_c2r({5, 12}, DataType::f32, {}, {1, 0}, {2, 2}, make_layout(DataType::f32, {5, 12}, {1, 0}, {1, 0}), true, rng,
-              "column-major c2r");
+    check_c2r({5, 12}, DataType::f32, {}, {1, 0}, {2, 2}, make_layout(DataType::f32, {5, 12}, {1, 0}, {1, 0}), true,
+              rng, "column-major c2r");
     check_c2r({4, 6, 10}, DataType::f64, {.axes = {0, 2}}, {2, 1, 0}, {}, std::nullopt, false, rng, "c2r axes 0,2");
 }
 
 TEST_F(FftGpu, InPlace) {
     for (DataType dt : {DataType::c32, DataType::c64}) {
         check_c2c(make_layout(dt, {3, 17}), std::nullopt, {}, Direction::forward, true, rng, "in place");
-        check_c2c(make_layout(dt, {3, 64}), std::nullopt, {.inplace = true}, Direction::inverse, false, rng, "inplace plan");
+        check_c2c(make_layout(dt, {3, 64}), std::nullopt, {.inplace = true}, Direction::inverse, false, rng,
+                  "inplace plan");
         check_c2c(make_layout(dt, {4, 6, 5}, {2, 0, 1}, {1, 0, 2}), std::nullopt, {.axes = {0, 2}}, Direction::forward,
                   true, rng, "strided in place");
         check_c2c(make_layout(dt, {24, 8, 32}), std::nullopt, {.axes = {1}}, Direction::inverse, true, rng,
@@ -257,13 +271,14 @@ TEST_F(FftGpu, InPlace) {
 }
 
 TEST_F(FftGpu, EveryNormalization) {
-    for (Normalization norm : {Normalization::backward, Normalization::forward, Normalization::ortho, Normalization::none}) {
+    for (Normalization norm :
+         {Normalization::backward, Normalization::forward, Normalization::ortho, Normalization::none}) {
         const std::string what = std::string("normalization ") + std::string(to_string(norm));
         const FFTOptions o{.axes = {0, 1}, .normalization = norm};
         check_c2c(make_layout(DataType::c32, {6, 10}), make_layout(DataType::c32, {6, 10}), o, Direction::forward, true,
                   rng, what);
-        check_c2c(make_layout(DataType::c64, {6, 10}), make_layout(DataType::c64, {6, 10}), o, Direction::inverse, false,
-                  rng, what);
+        check_c2c(make_layout(DataType::c64, {6, 10}), make_layout(DataType::c64, {6, 10}), o, Direction::inverse,
+                  false, rng, what);
         check_r2c(make_layout(DataType::f32, {6, 10}), std::nullopt, o, true, rng, what);
         check_c2r({6, 10}, DataType::f64, o, {}, {}, std::nullopt, true, rng, what);
         // Round trips.
@@ -274,7 +289,8 @@ TEST_F(FftGpu, EveryNormalization) {
                              what << ": ifft(fft(x))");
         const std::vector<cd> r = random_values(60, false, DataType::f64, rng);
         Operand rin = upload(TensorLayout(DataType::f64, {6, 10}), r);
-        const Tensor rback = irfft(rfft(rin.view(), o).view(), FFTOptions{.axes = {0, 1}, .last_axis_size = 10, .normalization = norm});
+        const Tensor rback =
+            irfft(rfft(rin.view(), o).view(), FFTOptions{.axes = {0, 1}, .last_axis_size = 10, .normalization = norm});
         GPUMATH_EXPECT_CLOSE(download(rback), scaled(r, norm == Normalization::none ? 60.0 : 1.0), 1e-12,
                              what << ": irfft(rfft(x))");
     }
@@ -286,8 +302,8 @@ TEST_F(FftGpu, HalfPrecision) {
     for (DataType dt : types) {
         const std::string what = std::string(to_string(dt));
         check_r2c(make_layout(dt, {4, 64}), std::nullopt, {}, true, rng, what);
-        check_r2c(make_layout(dt, {8, 16}), std::nullopt, {.axes = {0, 1}, .normalization = Normalization::ortho}, false,
-                  rng, what);
+        check_r2c(make_layout(dt, {8, 16}), std::nullopt, {.axes = {0, 1}, .normalization = Normalization::ortho},
+                  false, rng, what);
         check_c2c(make_layout(dt, {4, 128}, {}, {}, true), make_layout(dt, {4, 128}, {}, {}, true),
                   {.normalization = Normalization::forward}, Direction::forward, true, rng, what);
         check_c2c(make_layout(dt, {16, 8}, {}, {}, true), std::nullopt, {.axes = {0}}, Direction::inverse, true, rng,
@@ -305,9 +321,9 @@ std::vector<cd> cufft_double(const std::vector<cd>& x, int rank, const int* n, i
     for (int k = 0; k < rank; ++k) line *= n[k];
     const std::int64_t out_line = r2c ? line / n[rank - 1] * (n[rank - 1] / 2 + 1) : line;
     cufftHandle h{};
-    EXPECT_EQ(cufftPlanMany(&h, rank, const_cast<int*>(n), nullptr, 1, 0, nullptr, 1, 0, r2c ? CUFFT_D2Z : CUFFT_Z2Z,
-                            batch),
-              CUFFT_SUCCESS);
+    EXPECT_EQ(
+        cufftPlanMany(&h, rank, const_cast<int*>(n), nullptr, 1, 0, nullptr, 1, 0, r2c ? CUFFT_D2Z : CUFFT_Z2Z, batch),
+        CUFFT_SUCCESS);
     void *din = nullptr, *dout = nullptr;
     EXPECT_EQ(cudaMalloc(&din, std::size_t(total) * 16), cudaSuccess);
     EXPECT_EQ(cudaMalloc(&dout, std::size_t(out_line * batch) * 16), cudaSuccess);

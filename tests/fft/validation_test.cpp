@@ -23,20 +23,31 @@ TensorView fake(std::initializer_list<std::int64_t> shape, std::initializer_list
 }
 
 TEST(FftValidation, AxesOutOfRange) {
-    expect_throw_with<InvalidArgument>([] { FFT(TensorLayout(DataType::c32, {4, 8}), {.axes = {2}}); },
-                                       {"gpumath::FFT", "axes", "axis 2 is out of range", "rank 2", "-2..1"});
-    expect_throw_with<InvalidArgument>([] { FFT(TensorLayout(DataType::c32, {4, 8}), {.axes = {-3}}); },
-                                       {"axes", "axis -3 is out of range"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            FFT(TensorLayout(DataType::c32, {4, 8}), {.axes = {2}});
+        },
+        {"gpumath::FFT", "axes", "axis 2 is out of range", "rank 2", "-2..1"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            FFT(TensorLayout(DataType::c32, {4, 8}), {.axes = {-3}});
+        },
+        {"axes", "axis -3 is out of range"});
 }
 
 TEST(FftValidation, AxesRepeated) {
-    expect_throw_with<InvalidArgument>([] { FFT(TensorLayout(DataType::c32, {4, 8, 2}), {.axes = {1, -2}}); },
-                                       {"axes", "axis 1 is repeated"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            FFT(TensorLayout(DataType::c32, {4, 8, 2}), {.axes = {1, -2}});
+        },
+        {"axes", "axis 1 is repeated"});
 }
 
 TEST(FftValidation, MoreThanThreeAxes) {
     expect_throw_with<InvalidArgument>(
-        [] { FFT(TensorLayout(DataType::c32, {2, 2, 2, 2}), {.axes = {0, 1, 2, 3}}); },
+        [] {
+            FFT(TensorLayout(DataType::c32, {2, 2, 2, 2}), {.axes = {0, 1, 2, 3}});
+        },
         {"axes", "4 given", "1 to 3"});
     expect_throw_with<InvalidArgument>([] { FFTAxes({0, 1, 2, 3, 4, 5, 6, 7, 8}); }, {"axes", "9 given"});
 }
@@ -65,15 +76,27 @@ TEST(FftValidation, KindContradictsFunction) {
 
 TEST(FftValidation, IrfftLength) {
     // Input extent 5 fits output lengths 8 and 9 only.
-    expect_throw_with<InvalidArgument>([] { (void)irfft(fake<c32>({3, 5}), {.last_axis_size = 7}); },
-                                       {"gpumath::irfft", "last_axis_size", "7", "extent of 7 / 2 + 1 = 4", "8 and 9"});
-    expect_throw_with<InvalidArgument>([] { (void)irfft(fake<c32>({3, 5}), {.last_axis_size = -1}); },
-                                       {"last_axis_size", "negative"});
-    expect_throw_with<InvalidArgument>([] { (void)irfft(fake<c32>({3, 1})); },
-                                       {"input", "2 * (m - 1) = 0", "last_axis_size"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            (void)irfft(fake<c32>({3, 5}), {.last_axis_size = 7});
+        },
+        {"gpumath::irfft", "last_axis_size", "7", "extent of 7 / 2 + 1 = 4", "8 and 9"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            (void)irfft(fake<c32>({3, 5}), {.last_axis_size = -1});
+        },
+        {"last_axis_size", "negative"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            (void)irfft(fake<c32>({3, 1}));
+        },
+        {"input", "2 * (m - 1) = 0", "last_axis_size"});
     // An output view fixes the length; a contradicting one is a shape error.
-    expect_throw_with<InvalidArgument>([] { irfft(fake<c32>({3, 5}), fake<float>({3, 10}, {}, 0x20000)); },
-                                       {"last_axis_size", "10"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            irfft(fake<c32>({3, 5}), fake<float>({3, 10}, {}, 0x20000));
+        },
+        {"last_axis_size", "10"});
     expect_throw_with<InvalidArgument>([] { FFT(TensorLayout(DataType::c32, {8}), {.last_axis_size = 14}); },
                                        {"last_axis_size", "c2c", "complex-to-real"});
 }
@@ -88,17 +111,31 @@ TEST(FftValidation, IrfftOddLengthAccepted) {
 }
 
 TEST(FftValidation, OutputShapeAndDtype) {
-    expect_throw_with<InvalidArgument>([] { fft(fake<c32>({4, 8}), fake<c32>({4, 9}, {}, 0x20000)); },
-                                       {"gpumath::fft", "out", "shape (4, 9)", "(4, 8)"});
     expect_throw_with<InvalidArgument>(
-        [] { fft(fake<c32>({4, 8}), fake<std::complex<double>>({4, 8}, {}, 0x20000)); },
+        [] {
+            fft(fake<c32>({4, 8}), fake<c32>({4, 9}, {}, 0x20000));
+        },
+        {"gpumath::fft", "out", "shape (4, 9)", "(4, 8)"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            fft(fake<c32>({4, 8}), fake<std::complex<double>>({4, 8}, {}, 0x20000));
+        },
         {"out", "dtype c64", "c32"});
-    expect_throw_with<InvalidArgument>([] { rfft(fake<float>({4, 8}), fake<c32>({4, 8}, {}, 0x20000)); },
-                                       {"gpumath::rfft", "out", "(4, 5)"});
-    expect_throw_with<InvalidArgument>([] { rfft(fake<float>({4, 8}), fake<float>({4, 5}, {}, 0x20000)); },
-                                       {"out", "dtype f32", "c32"});
-    expect_throw_with<InvalidArgument>([] { fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {0, 1}, 0x20000)); },
-                                       {"out", "stride 0", "broadcast"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            rfft(fake<float>({4, 8}), fake<c32>({4, 8}, {}, 0x20000));
+        },
+        {"gpumath::rfft", "out", "(4, 5)"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            rfft(fake<float>({4, 8}), fake<float>({4, 5}, {}, 0x20000));
+        },
+        {"out", "dtype f32", "c32"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {0, 1}, 0x20000));
+        },
+        {"out", "stride 0", "broadcast"});
 }
 
 TEST(FftValidation, InPlaceOnlyC2C) {
@@ -117,10 +154,14 @@ TEST(FftValidation, InPlaceOnlyC2C) {
 TEST(FftValidation, ExecuteChecksLayoutsAndDirection) {
     FFT plan(TensorLayout(DataType::f32, {4, 16}));
     expect_throw_with<InvalidArgument>(
-        [&] { plan.execute(fake<float>({4, 8}), fake<c32>({4, 9}, {}, 0x20000), Direction::forward); },
+        [&] {
+            plan.execute(fake<float>({4, 8}), fake<c32>({4, 9}, {}, 0x20000), Direction::forward);
+        },
         {"in", "layout f32 (4, 8)", "plan was made for f32 (4, 16)"});
     expect_throw_with<InvalidArgument>(
-        [&] { plan.execute(fake<float>({4, 16}), fake<c32>({4, 9}, {}, 0x20000), Direction::inverse); },
+        [&] {
+            plan.execute(fake<float>({4, 16}), fake<c32>({4, 9}, {}, 0x20000), Direction::inverse);
+        },
         {"direction", "inverse", "r2c", "forward only"});
     FFT inplace(TensorLayout(DataType::c32, {16}), {.inplace = true});
     expect_throw_with<InvalidArgument>([&] { (void)inplace.execute(fake<c32>({16}), Direction::forward); },
@@ -128,14 +169,22 @@ TEST(FftValidation, ExecuteChecksLayoutsAndDirection) {
 }
 
 TEST(FftValidation, HalfPrecisionSizes) {
-    expect_throw_with<NotSupported>([] { FFT(TensorLayout(DataType::f16, {4, 12})); },
-                                    {"input", "f16", "power-of-two", "length 12"});
     expect_throw_with<NotSupported>(
-        [] { FFT(TensorLayout(DataType::bf16, {6, 16, 2}), {.axes = {0, 1}, .kind = FFTKind::c2c}); },
+        [] {
+            FFT(TensorLayout(DataType::f16, {4, 12}));
+        },
+        {"input", "f16", "power-of-two", "length 12"});
+    expect_throw_with<NotSupported>(
+        [] {
+            FFT(TensorLayout(DataType::bf16, {6, 16, 2}), {.axes = {0, 1}, .kind = FFTKind::c2c});
+        },
         {"bf16", "power-of-two", "length 6"});
     // Complex half data needs the trailing pair dimension.
-    expect_throw_with<InvalidArgument>([] { FFT(TensorLayout(DataType::f16, {4, 16}), {.kind = FFTKind::c2c}); },
-                                       {"input", "trailing dimension of 2"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            FFT(TensorLayout(DataType::f16, {4, 16}), {.kind = FFTKind::c2c});
+        },
+        {"input", "trailing dimension of 2"});
     // Power-of-two sizes validate; output is the (.., n/2+1, 2) pair layout.
     FFT ok(TensorLayout(DataType::f16, {4, 16}));
     EXPECT_EQ(ok.output_layout(), TensorLayout(DataType::f16, {4, 9, 2}));
@@ -145,9 +194,7 @@ TEST(FftValidation, HalfPrecisionSizes) {
 
 TEST(FftValidation, HalfPrecisionCallbacks) {
     expect_throw_with<NotSupported>(
-        [] {
-            FFT(TensorLayout(DataType::f16, {16}), {.prolog = {.source = "x", .symbol = "f"}});
-        },
+        [] { FFT(TensorLayout(DataType::f16, {16}), {.prolog = {.source = "x", .symbol = "f"}}); },
         {"options.prolog", "f32/c32/f64/c64"});
 }
 
@@ -159,8 +206,9 @@ TEST(FftValidation, CallbackFields) {
 }
 
 TEST(FftValidation, CallbackCompileError) {
-    const FFTCallback bad{.source = "__device__ cufftComplex broken(void* d, unsigned long long o, void* i, void* s) "
-                                    "{ return undefined_thing; }",
+    const FFTCallback bad{.source =
+                              "__device__ cufftComplex broken(void* d, unsigned long long o, void* i, void* s) "
+                              "{ return undefined_thing; }",
                           .symbol = "broken"};
     try {
         (void)compile_fft_callback(bad, FFTCallbackKind::load, DataType::c32, "sm_90");
@@ -180,7 +228,9 @@ TEST(FftValidation, CallbackCompileError) {
         },
         {"epilog (store) callback \"missing\"", "cufftReal element"});
     expect_throw_with<InvalidArgument>(
-        [] { (void)compile_fft_callback({.source = "x", .symbol = "f"}, FFTCallbackKind::load, DataType::f16, "sm_90"); },
+        [] {
+            (void)compile_fft_callback({.source = "x", .symbol = "f"}, FFTCallbackKind::load, DataType::f16, "sm_90");
+        },
         {"element", "f16"});
 }
 
@@ -193,8 +243,8 @@ TEST(FftValidation, CallbackCompilesWithoutGpu) {
             v.x *= w; v.y *= w;
             return v;
         })";
-    const core::ObjectCode code = compile_fft_callback({.source = src, .symbol = "window"}, FFTCallbackKind::load,
-                                                       DataType::c32, "sm_90");
+    const core::ObjectCode code =
+        compile_fft_callback({.source = src, .symbol = "window"}, FFTCallbackKind::load, DataType::c32, "sm_90");
     EXPECT_EQ(code.type(), core::CodeType::ltoir);
     EXPECT_GT(code.bytes().size(), 0u);
     EXPECT_EQ(fft_callback_signature(FFTCallbackKind::store, DataType::c64, "s"),

@@ -28,7 +28,7 @@ enum class FFTCallbackKind : std::uint8_t { load, store };
 /// Throws CompileError with NVRTC's log (the message names the callback and its expected
 /// signature), InvalidArgument for an empty callback, a callback given as `code`, a missing
 /// symbol or an element type without callbacks.
-[[nodiscard]] core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKind kind,
-                                                    DataType element, std::string arch = {});
+[[nodiscard]] core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
+                                                    std::string arch = {});
 
 }  // namespace gpumath

@@ -43,29 +43,40 @@ enum class CallbackMode : std::uint8_t { automatic, fused, separate };
 /// Name of an FFTKind ("automatic", "c2c", "r2c", "c2r").
 [[nodiscard]] constexpr std::string_view to_string(FFTKind k) noexcept {
     switch (k) {
-    case FFTKind::automatic: return "automatic";
-    case FFTKind::c2c: return "c2c";
-    case FFTKind::r2c: return "r2c";
-    case FFTKind::c2r: return "c2r";
+        case FFTKind::automatic:
+            return "automatic";
+        case FFTKind::c2c:
+            return "c2c";
+        case FFTKind::r2c:
+            return "r2c";
+        case FFTKind::c2r:
+            return "c2r";
     }
     return "unknown";
 }
 /// Name of a Normalization ("backward", "forward", "ortho", "none").
 [[nodiscard]] constexpr std::string_view to_string(Normalization n) noexcept {
     switch (n) {
-    case Normalization::backward: return "backward";
-    case Normalization::forward: return "forward";
-    case Normalization::ortho: return "ortho";
-    case Normalization::none: return "none";
+        case Normalization::backward:
+            return "backward";
+        case Normalization::forward:
+            return "forward";
+        case Normalization::ortho:
+            return "ortho";
+        case Normalization::none:
+            return "none";
     }
     return "unknown";
 }
 /// Name of a CallbackMode ("automatic", "fused", "separate").
 [[nodiscard]] constexpr std::string_view to_string(CallbackMode m) noexcept {
     switch (m) {
-    case CallbackMode::automatic: return "automatic";
-    case CallbackMode::fused: return "fused";
-    case CallbackMode::separate: return "separate";
+        case CallbackMode::automatic:
+            return "automatic";
+        case CallbackMode::fused:
+            return "fused";
+        case CallbackMode::separate:
+            return "separate";
     }
     return "unknown";
 }
