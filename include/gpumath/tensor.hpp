@@ -18,8 +18,20 @@ namespace gpumath {
 /// converts to `TensorView`.
 class Tensor {
 public:
-    /// An empty rank-0 tensor with no memory.
-    Tensor() = default;
+    /// A tensor with no memory: f32 of shape (0,), so `size() == 0` and `has_data()` is false.
+    Tensor() noexcept : view_(empty_view()) {}
+    Tensor(Tensor&& other) noexcept : buffer_(std::move(other.buffer_)), view_(other.view_) { other.view_ = empty_view(); }
+    Tensor& operator=(Tensor&& other) noexcept {
+        if (this != &other) {
+            buffer_ = std::move(other.buffer_);
+            view_ = other.view_;
+            other.view_ = empty_view();
+        }
+        return *this;
+    }
+    Tensor(const Tensor&) = delete;
+    Tensor& operator=(const Tensor&) = delete;
+    ~Tensor() = default;
 
     /// Allocates an uninitialised row-major tensor ordered on `stream` from `resource` (default:
     /// the current device's pool).
@@ -74,6 +86,8 @@ public:
     [[nodiscard]] std::span<const std::int64_t> strides() const noexcept { return view_.strides(); }
     [[nodiscard]] std::int64_t size() const noexcept { return view_.size(); }
     [[nodiscard]] void* data() const noexcept { return view_.data(); }
+    /// True when the tensor owns memory (false for a default-constructed or moved-from tensor).
+    [[nodiscard]] bool has_data() const noexcept { return view_.data() != nullptr; }
     template <class T>
     [[nodiscard]] T* data_as() const {
         return view_.data_as<T>();
@@ -82,6 +96,10 @@ public:
     [[nodiscard]] core::Buffer& buffer() noexcept { return buffer_; }
 
 private:
+    static TensorView empty_view() noexcept {
+        // Shape (0,) cannot fail validation, so this never throws.
+        return TensorView(static_cast<float*>(nullptr), {0});
+    }
     static void check_count(const TensorLayout& layout, std::size_t count);
     void check_type(DataType requested) const;
 

@@ -132,3 +132,13 @@ TEST(Tensor, HostCountAndTypeChecksComeBeforeGpuWork) {
     expect_throw_with<gpumath::InvalidArgument>([&] { (void)gpumath::Tensor::from_host(six, {2, 4}); },
                                                 {"6 host elements", "(2, 4)", "8"});
 }
+
+TEST(Tensor, DefaultAndMovedFromTensorsAreEmpty) {
+    gpumath::Tensor t;
+    EXPECT_EQ(t.size(), 0);
+    EXPECT_FALSE(t.has_data());
+    EXPECT_EQ(t.rank(), 1);
+    gpumath::Tensor u(std::move(t));
+    EXPECT_EQ(u.size(), 0);
+    EXPECT_EQ(t.size(), 0);  // NOLINT(bugprone-use-after-move): moved-from state is specified
+}

@@ -213,3 +213,18 @@ TEST(Tensor, EmptyFromHostToHost) {
     TensorView view = e;
     EXPECT_EQ(view.data(), e.data());
 }
+
+TEST(Tensor, MoveLeavesTheSourceEmpty) {
+    GPUMATH_REQUIRE_GPU();
+    Tensor a = Tensor::empty(DataType::f32, {4, 4});
+    void* p = a.data();
+    Tensor b(std::move(a));
+    EXPECT_EQ(b.data(), p);
+    EXPECT_EQ(b.size(), 16);
+    EXPECT_FALSE(a.has_data());  // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(a.size(), 0);      // NOLINT(bugprone-use-after-move)
+    Tensor c;
+    c = std::move(b);
+    EXPECT_EQ(c.data(), p);
+    EXPECT_EQ(b.size(), 0);  // NOLINT(bugprone-use-after-move)
+}
