@@ -110,6 +110,8 @@ struct FftVariant {
     FftVariant() = default;
     FftVariant(const FftVariant&) = delete;
     FftVariant& operator=(const FftVariant&) = delete;
+    FftVariant(FftVariant&&) = delete;
+    FftVariant& operator=(FftVariant&&) = delete;
     ~FftVariant() {
         if (has_handle) (void)cufftDestroy(handle);
         // Unloading a module whose kernels may still run is unsafe; plans are rarely destroyed.

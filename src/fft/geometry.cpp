@@ -388,8 +388,9 @@ bool nest(const FftOperand& op, const std::array<std::int64_t, max_rank>& stride
                 eff[std::size_t(k)] = s;
             continue;
         }
-        const std::int64_t inner = eff[std::size_t(k + 1)];
-        const std::int64_t inner_extent = op.shape[std::size_t(dims[std::size_t(k + 1)])];
+        const auto next = static_cast<std::size_t>(k) + 1;
+        const std::int64_t inner = eff[next];
+        const std::int64_t inner_extent = op.shape[std::size_t(dims[next])];
         if (e == 1) {
             eff[std::size_t(k)] = inner * inner_extent;
             continue;

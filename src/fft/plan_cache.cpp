@@ -144,7 +144,7 @@ std::shared_ptr<FFT> cached_plan(FFTKind kind, const TensorView& in, const Tenso
         (void)make_fft_problem(in, out, options, kind, api);
         check(s, "cudaGetDevice", api);
     }
-    FftCacheKey key;
+    FftCacheKey key{};
     make_key(key, device, kind, in, out, options);
     return plan_cache().get_or_create(key, [&] {
         auto plan = std::make_shared<FFT>(FFTAccess::make(in, out, options, kind, api));

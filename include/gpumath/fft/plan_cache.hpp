@@ -38,6 +38,9 @@ public:
 
     FFTPlanCache(const FFTPlanCache&) = delete;
     FFTPlanCache& operator=(const FFTPlanCache&) = delete;
+    FFTPlanCache(FFTPlanCache&&) = delete;
+    FFTPlanCache& operator=(FFTPlanCache&&) = delete;
+    ~FFTPlanCache() = default;
 
 private:
     friend FFTPlanCache& fft_plan_cache();
