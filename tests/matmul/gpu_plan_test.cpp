@@ -346,7 +346,7 @@ TEST(MatmulPlans, StatelessCacheEvictsLeastRecentlyUsed) {
 TEST(MatmulPlans, WorkspaceLimitAndMemoryResource) {
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
-    const std::int64_t M = 1024, N = 512, K = 2048;
+    const std::int64_t M = 512, N = 256, K = 2048;
     const Host a = random_host(DataType::bf16, {M, K}, rng), b = random_host(DataType::bf16, {K, N}, rng);
     const Dev da = upload(a), db = upload(b);
     const RefResult want = reference(a, b, DataType::bf16, {});

@@ -311,13 +311,19 @@ RefResult reference(const Host& a, const Host& b, DataType d_type, const RefArgs
         std::vector<std::int64_t> idx = unravel(i, dshape);
         const std::int64_t m = idx[rank], n = idx[rank + 1];
         std::vector<std::int64_t> ia = idx, ib = idx;
+        ia[rank] = m;
+        ia[rank + 1] = 0;
+        ib[rank] = 0;
+        ib[rank + 1] = n;
+        const cd* pa = &a.broadcast_at(ia);  // a[..., m, k] = pa[k]
+        const cd* pb = &b.broadcast_at(ib);  // b[..., k, n] = pb[k * N]
         cd acc = 0;
-        for (std::int64_t k = 0; k < K; ++k) {
-            ia[rank + 1] = k;
-            ib[rank] = k;
-            ib[rank + 1] = n;
-            ia[rank] = m;
-            acc += a.broadcast_at(ia) * b.broadcast_at(ib);
+        if (is_complex(a.dtype)) {
+            for (std::int64_t k = 0; k < K; ++k) acc += pa[k] * pb[k * N];
+        } else {
+            double re = 0;
+            for (std::int64_t k = 0; k < K; ++k) re += pa[k].real() * pb[k * N].real();
+            acc = re;
         }
         cd x = args.alpha * args.scale_ab * acc;
         if (args.c) x += args.beta * args.scale_c * args.c->broadcast_at(idx);
