@@ -17,9 +17,9 @@ for ex in "${examples[@]}"; do
   "$ex"
   rc=$?
   if [ $rc -eq 0 ]; then passed=$((passed + 1)); echo "--- $name: ok"
-  elif [ $rc -eq 77 ]; then skipped=$((skipped + 1)); echo "--- $name: skipped (needs a GPU)"
+  elif [ $rc -eq 77 ]; then skipped=$((skipped + 1)); echo "--- $name: GPU part skipped (this machine has no GPU)"
   else failed=$((failed + 1)); echo "--- $name: FAILED (exit $rc)"
   fi
 done
-echo "examples: $passed passed, $failed failed, $skipped skipped (need a GPU)"
+echo "examples: $passed passed, $failed failed, $skipped stopped before their GPU part (no GPU)"
 [ $failed -eq 0 ]
