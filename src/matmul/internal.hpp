@@ -2,6 +2,7 @@
 // Private to src/matmul: problem analysis, plan keys, cuBLASLt plans and per-device state.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -27,9 +28,12 @@ namespace gpumath::detail {
 // ---------------------------------------------------------------------------------------------
 // Operand slots and pointer alignment.
 
-enum Slot : int { slot_a, slot_b, slot_c, slot_d, slot_bias, slot_aux, slot_bias_grad, slot_count };
+/// `slot_scales` is the least aligned of the FP8 scale and amax pointers given (cuBLASLt reads
+/// pointer values of epilog and scale attributes to infer their alignment).
+enum Slot : int { slot_a, slot_b, slot_c, slot_d, slot_bias, slot_aux, slot_bias_grad, slot_scales, slot_count };
 
-inline constexpr std::array<const char*, slot_count> slot_names = {"a", "b", "c", "d", "bias", "aux", "bias_grad"};
+inline constexpr std::array<const char*, slot_count> slot_names = {"a",   "b",         "c",     "d",
+                                                                   "bias", "aux", "bias_grad", "scales"};
 
 /// The largest power of two <= 256 that divides the address (256 for null).
 [[nodiscard]] inline std::uint16_t alignment_class(const void* p) noexcept {
@@ -47,6 +51,15 @@ enum ScaleBit : std::uint8_t { scale_a = 1, scale_b = 2, scale_c = 4, scale_d = 
                                      (s.d ? scale_d : 0) | (s.amax_d ? scale_amax_d : 0));
 }
 
+/// The alignment class of the least aligned scale or amax pointer given (256 when none is).
+[[nodiscard]] inline std::uint16_t scales_alignment(const MatmulScales& s) noexcept {
+    std::uint16_t a = 256;
+    for (const void* p : {static_cast<const void*>(s.a), static_cast<const void*>(s.b), static_cast<const void*>(s.c),
+                          static_cast<const void*>(s.d), static_cast<const void*>(s.amax_d)})
+        if (p != nullptr) a = std::min(a, alignment_class(p));
+    return a;
+}
+
 // ---------------------------------------------------------------------------------------------
 // What a plan depends on.
 
@@ -62,7 +75,7 @@ struct MatmulSignature {
     std::optional<TensorLayout> bias_grad;  // absent: a bias gradient is allocated by gpumath
     std::uint8_t scales = 0;
     bool from_layouts = false;
-    std::array<std::uint16_t, slot_count> align{256, 256, 256, 256, 256, 256, 256};
+    std::array<std::uint16_t, slot_count> align{256, 256, 256, 256, 256, 256, 256, 256};
 };
 
 /// The signature of a call with views.

@@ -33,6 +33,7 @@ MatmulSignature signature_of(const TensorView& a, const TensorView& b, const Ten
         s.align[slot_bias_grad] = alignment_class(args.bias_grad->data());
     }
     s.scales = scales_mask(args.scales);
+    s.align[slot_scales] = scales_alignment(args.scales);
     return s;
 }
 
@@ -118,7 +119,8 @@ MatmulKey make_key(const MatmulSignature& sig, const MatmulOptions& options, int
 MatmulKey make_call_key(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                         const MatmulOptions& options, int device) {
     std::array<std::uint16_t, slot_count> align{alignment_class(a.data()), alignment_class(b.data()), 256,
-                                                alignment_class(d.data()), 256, 256, 256};
+                                                alignment_class(d.data()), 256, 256, 256,
+                                                scales_alignment(args.scales)};
     if (args.c) align[slot_c] = alignment_class(args.c->data());
     if (args.bias) align[slot_bias] = alignment_class(args.bias->data());
     if (args.aux) align[slot_aux] = alignment_class(args.aux->data());

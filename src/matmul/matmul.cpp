@@ -128,7 +128,8 @@ private:
         return s.d && a == s.a && b == s.b && d == *s.d && alignment_class(a.data()) >= align[slot_a] &&
                alignment_class(b.data()) >= align[slot_b] && alignment_class(d.data()) >= align[slot_d] &&
                same(args.c, s.c, slot_c) && same(args.bias, s.bias, slot_bias) && same(args.aux, s.aux, slot_aux) &&
-               same(args.bias_grad, s.bias_grad, slot_bias_grad) && scales_mask(args.scales) == s.scales;
+               same(args.bias_grad, s.bias_grad, slot_bias_grad) && scales_mask(args.scales) == s.scales &&
+               (s.scales == 0 || scales_alignment(args.scales) >= align[slot_scales]);
     }
 
     static void check_preferences(const PlanPreferences& p, const char* api) {

@@ -192,7 +192,9 @@ void MatmulPlan::create_descriptors() {
                       {scale_amax_d, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, ptr_amax_d}};
         for (const auto& s : scales) {
             if ((P.scales & s.bit) == 0) continue;
-            current_[std::size_t(s.slot)] = fake_pointer(16);
+            // The heuristic sees the alignment of the caller's scale pointers (a plan never runs
+            // with scale pointers less aligned than it was made for).
+            current_[std::size_t(s.slot)] = fake_pointer(P.align[slot_scales]);
             set_desc(desc_, s.attr, current_[std::size_t(s.slot)], "setting a scale pointer");
             has_pointer_attributes_ = true;
         }
@@ -259,11 +261,15 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
         else if (P.epilog == Epilog::bgradb)
             hint = " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgradb may need a "
                    "row-major b)";
+        else if (P.fp8 && P.scales != 0 && P.align[slot_scales] < 16)
+            hint = " (an FP8 scale or amax pointer is less than 16-byte aligned: pass scale pointers that are "
+                   "16-byte aligned)";
         throw_not_supported(
             fmt::format("cuBLASLt has no algorithm for this product on device {} ({}), workspace limit {} bytes, "
-                        "pointer alignments a {} b {} c {} d {} bias {} aux {} (bytes){}: {}",
+                        "pointer alignments a {} b {} c {} d {} bias {} aux {} scales {} (bytes){}: {}",
                         device_, device_identity(device_).name, workspace_limit_, P.align[slot_a], P.align[slot_b],
-                        P.align[slot_c], P.align[slot_d], P.align[slot_bias], P.align[slot_aux], hint, P.describe()),
+                        P.align[slot_c], P.align[slot_d], P.align[slot_bias], P.align[slot_aux],
+                        P.align[slot_scales], hint, P.describe()),
             "cublasLtMatmulAlgoGetHeuristic");
     }
     infos_.reserve(results_.size());

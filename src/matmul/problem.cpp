@@ -465,6 +465,10 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
                                                      : "scales.amax_d";
         invalid(api, "{}: per-tensor scales apply to FP8 inputs only; a is {}", which, to_string(at));
     }
+    if (fp8 && (sig.scales & scale_c))
+        invalid(api, "scales.c: cuBLASLt takes a C scale only for an FP8 c, and the c of FP8 products is {} here; "
+                     "scale c with beta instead",
+                to_string(ct));
     if (fp8 && !is_fp8(dt) && (sig.scales & (scale_d | scale_amax_d)))
         invalid(api, "{}: applies to an FP8 result only; d is {}", (sig.scales & scale_d) ? "scales.d" : "scales.amax_d",
                 to_string(dt));
@@ -646,9 +650,11 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     // FP8 and integer tensor cores take K-contiguous operands ("TN"): prefer that form when both exist.
     const bool prefer_tn = fp8 || at == DataType::i8;
     // cuBLASLt's bias gradients want the reduced operand with unit stride along the gradient
-    // (BGRADA: A_lt not transposed, BGRADB: B_lt transposed); for vectors that can go either way.
+    // (BGRADA: A_lt not transposed, BGRADB: B_lt transposed); checked below, after the other
+    // epilog inputs, so that their errors come first.
     const bool lt_b_prefers_t = swap ? epilog == Epilog::bgrada : epilog == Epilog::bgradb;
-    const auto lt_a = swap ? arrange(bm, true, prefer_tn) : arrange(am, false, prefer_tn);
+    const bool lt_a_bgrad = swap ? epilog == Epilog::bgradb : epilog == Epilog::bgrada;
+    const auto lt_a = swap ? arrange(bm, true, prefer_tn && !lt_a_bgrad) : arrange(am, false, prefer_tn && !lt_a_bgrad);
     const auto lt_b = swap ? arrange(am, true, lt_b_prefers_t) : arrange(bm, false, lt_b_prefers_t);
     P.lt_a = lt_a->m;
     P.op_a = lt_a->op;
@@ -838,6 +844,24 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
         }
     }
     P.lt_epilog = lt_epilog_of(P.effective_epilog, swap);
+    // cuBLASLt's bias-gradient epilogs: BGRADA runs with cuBLASLt's A not transposed, BGRADB with
+    // its B transposed (BGRADB with a non-transposed B has no algorithm). In either arrangement
+    // that means the user's a column-major for bgrada and the user's b row-major for bgradb.
+    if (epilog == Epilog::bgrada && !col_major(M, K, am.rs, am.cs))
+        unsupported(api, "a: strides {} given; bgrada needs a column-major a (unit stride along M = {}, e.g. strides "
+                         "(1, {})), because cuBLASLt's bias-gradient kernels reduce a over K along its unit-stride "
+                         "dimension: pass a as a column-major view (the transpose of a row-major (K, M) buffer)",
+                    strides_text(a), M, M);
+    if (epilog == Epilog::bgradb && !col_major(N, K, bm.cs, bm.rs))
+        unsupported(api, "b: strides {} given; bgradb needs a row-major b (unit stride along N = {}, e.g. strides "
+                         "({}, 1)), because cuBLASLt's bias-gradient kernels reduce b over K along its unit-stride "
+                         "dimension: pass b row-major",
+                    strides_text(b), N, N);
+    if ((P.lt_epilog == CUBLASLT_EPILOGUE_BGRADA && P.op_a != CUBLAS_OP_N) ||
+        (P.lt_epilog == CUBLASLT_EPILOGUE_BGRADB && P.op_b != CUBLAS_OP_T))
+        unsupported(api, "epilog: {} with a {} and b {}: cuBLASLt's bias-gradient epilogs need the reduced operand with "
+                         "unit stride along the gradient",
+                    to_string(epilog), to_string(a), to_string(b));
     P.align = sig.align;
 
     // The concrete signature.

@@ -3,6 +3,7 @@
 // strides, epilog vectors, FP8's TN rule) and its plan keys. Host only.
 #include <gtest/gtest.h>
 
+#include "common/test_util.hpp"
 #include "matmul/internal.hpp"
 
 using namespace gpumath;
@@ -123,17 +124,35 @@ TEST(MatmulArrangement, BatchedBiasAndBroadcastOperands) {
 }
 
 TEST(MatmulArrangement, BiasGradientsFollowTheUsersOperands) {
-    const TensorLayout a(f32, {8, 4}), b(f32, {4, 6});
-    const auto row_a = analyze_layouts(a, b, TensorLayout(f32, {8, 6}), {.epilog = Epilog::bgrada});
-    EXPECT_TRUE(row_a.swap);
-    EXPECT_EQ(row_a.lt_epilog, CUBLASLT_EPILOGUE_BGRADB);
-    EXPECT_EQ(row_a.bias_grad_length, 8);
-    const auto col_a = analyze_layouts(a, b, TensorLayout(f32, {8, 6}, {1, 8}), {.epilog = Epilog::bgrada});
-    EXPECT_EQ(col_a.lt_epilog, CUBLASLT_EPILOGUE_BGRADA);
-    const auto row_b = analyze_layouts(a, b, TensorLayout(f32, {8, 6}), {.epilog = Epilog::bgradb});
-    EXPECT_EQ(row_b.lt_epilog, CUBLASLT_EPILOGUE_BGRADA);
-    EXPECT_EQ(row_b.bias_grad_length, 6);
-    EXPECT_EQ(row_b.bias_grad_storage, TensorLayout(f32, {6}));
+    // bgrada needs a column-major a, bgradb a row-major b; either D works. cuBLASLt sees BGRADA
+    // with its A not transposed or BGRADB with its B transposed.
+    const TensorLayout a_col(f32, {8, 4}, {1, 8}), a_row(f32, {8, 4}), b_row(f32, {4, 6}), b_col(f32, {4, 6}, {1, 4});
+    const TensorLayout d_row(f32, {8, 6}), d_col(f32, {8, 6}, {1, 8});
+    const auto ga_row_d = analyze_layouts(a_col, b_row, d_row, {.epilog = Epilog::bgrada});
+    EXPECT_TRUE(ga_row_d.swap);
+    EXPECT_EQ(ga_row_d.lt_epilog, CUBLASLT_EPILOGUE_BGRADB);
+    EXPECT_EQ(ga_row_d.op_b, CUBLAS_OP_T);
+    EXPECT_EQ(ga_row_d.bias_grad_length, 8);
+    const auto ga_col_d = analyze_layouts(a_col, b_col, d_col, {.epilog = Epilog::bgrada});
+    EXPECT_FALSE(ga_col_d.swap);
+    EXPECT_EQ(ga_col_d.lt_epilog, CUBLASLT_EPILOGUE_BGRADA);
+    EXPECT_EQ(ga_col_d.op_a, CUBLAS_OP_N);
+    const auto gb_row_d = analyze_layouts(a_row, b_row, d_row, {.epilog = Epilog::bgradb});
+    EXPECT_EQ(gb_row_d.lt_epilog, CUBLASLT_EPILOGUE_BGRADA);
+    EXPECT_EQ(gb_row_d.op_a, CUBLAS_OP_N);
+    EXPECT_EQ(gb_row_d.bias_grad_length, 6);
+    EXPECT_EQ(gb_row_d.bias_grad_storage, TensorLayout(f32, {6}));
+    const auto gb_col_d = analyze_layouts(a_col, b_row, d_col, {.epilog = Epilog::bgradb});
+    EXPECT_EQ(gb_col_d.lt_epilog, CUBLASLT_EPILOGUE_BGRADB);
+    EXPECT_EQ(gb_col_d.op_b, CUBLAS_OP_T);
+    for (const auto& d : {d_row, d_col}) {
+        gpumath::test::expect_throw_with<NotSupported>(
+            [&] { (void)analyze_layouts(a_row, b_row, d, {.epilog = Epilog::bgrada}); },
+            {"a: strides", "bgrada needs a column-major a"});
+        gpumath::test::expect_throw_with<NotSupported>(
+            [&] { (void)analyze_layouts(a_row, b_col, d, {.epilog = Epilog::bgradb}); },
+            {"b: strides", "bgradb needs a row-major b"});
+    }
 }
 
 TEST(MatmulArrangement, AuxDefaults) {
@@ -205,7 +224,7 @@ TEST(MatmulKeys, TextRoundTripAndComparisons) {
     EXPECT_FALSE(make_key(s, {.epilog = Epilog::gelu}, -1).same_problem(k));
     EXPECT_FALSE(make_key(s, options, 0) == make_key(s, options, 1));  // device is part of the stateless key
 
-    std::array<std::uint16_t, slot_count> actual{256, 256, 256, 256, 256, 256, 256};
+    std::array<std::uint16_t, slot_count> actual{256, 256, 256, 256, 256, 256, 256, 256};
     EXPECT_TRUE(k.aligned_enough(actual));
     actual[slot_b] = 8;
     EXPECT_FALSE(k.aligned_enough(actual));

@@ -301,9 +301,10 @@ TEST(MatmulValidation, BiasGradWithoutGradientEpilog) {
 
 TEST(MatmulValidation, BiasGradShape) {
     Problem p;
-    // bgrada: one value per row of A (M = 8).
+    // bgrada: one value per row of A (M = 8); bgrada takes a column-major a.
+    const TensorView a_col = v(0, f32, {8, 4}, {1, 8});
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.bias_grad = v(4, f32, {6})}, {.epilog = Epilog::bgrada}); },
+        [&] { matmul(a_col, p.b, p.d, {.bias_grad = v(4, f32, {6})}, {.epilog = Epilog::bgrada}); },
         {"bias_grad:", "(6,)", "length 8"});
     expect_throw_with<InvalidArgument>(
         [&] { matmul(p.a, p.b, p.d, {.bias_grad = v(4, f16, {6})}, {.epilog = Epilog::bgradb}); }, {"bias_grad:", "f16"});
@@ -377,6 +378,24 @@ TEST(MatmulValidation, Fp8ScalesAndAmax) {
                    {.scales = {.amax_d = fake}});
         },
         {"scales.amax_d", "FP8 result"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(v(0, DataType::e4m3, {32, 32}), v(1, DataType::e4m3, {32, 32}, {1, 32}), v(2, bf16, {32, 32}),
+                   {.scales = {.c = fake}});
+        },
+        {"scales.c", "FP8 c", "beta"});
+}
+
+TEST(MatmulValidation, BiasGradientOperandOrientation) {
+    Problem p;  // row-major a and b
+    expect_throw_with<NotSupported>([&] { matmul(p.a, p.b, p.d, {}, {.epilog = Epilog::bgrada}); },
+                                    {"a: strides (4, 1)", "bgrada needs a column-major a", "(1, 8)"});
+    expect_throw_with<NotSupported>(
+        [&] { matmul(p.a, v(1, f32, {4, 6}, {1, 4}), p.d, {}, {.epilog = Epilog::bgradb}); },
+        {"b: strides (1, 4)", "bgradb needs a row-major b", "(6, 1)"});
+    expect_throw_with<NotSupported>(
+        [&] { Matmul mm(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), {.epilog = Epilog::bgrada}); },
+        {"bgrada needs a column-major a"});
 }
 
 TEST(MatmulValidation, Fp8GradientEpilogs) {

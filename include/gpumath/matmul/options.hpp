@@ -168,8 +168,11 @@ struct Scalar {
 };
 
 /// FP8 per-tensor scales: device pointers to one f32 each (nullptr = 1.0). The product computed
-/// is `D = scale_d * epilog(alpha * (scale_a * A) @ (scale_b * B) + beta * (scale_c * C))`.
-/// Only for FP8 inputs; `d` and `amax_d` only with an FP8 result.
+/// is `D = scale_d * epilog(alpha * (scale_a * A) @ (scale_b * B) + beta * C)`.
+/// Only for FP8 inputs; `d` and `amax_d` only with an FP8 result; `c` is rejected (cuBLASLt scales
+/// only an FP8 C, and C of FP8 products is bf16 or f16: scale it with beta). Pointers 16-byte
+/// aligned are the safe choice: plans are made for the alignment of the pointers given, and a
+/// call with less aligned scale pointers is planned again.
 struct MatmulScales {
     const float* a = nullptr;
     const float* b = nullptr;
