@@ -7,7 +7,9 @@
 # Runs every test binary, the GPU tests again under compute-sanitizer memcheck, the examples and
 # the benchmarks, and writes logs to $OUT (default ./gpu-logs): tests.log, sanitizer.log,
 # examples.log, bench.log, bench.json, env.txt. Environment knobs:
-#   GPUCHECK_STEPS="tests sanitizer examples bench"   steps to run (any subset, in this order)
+#   GPUCHECK_STEPS="tests sanitizer examples bench"   steps to run (any subset of
+#                            tests sanitizer examples bench peers, in that order; peers runs the
+#                            bench/peers/*.py scripts, installing wheels found in .whl/ first)
 #   GPUCHECK_FILTER=...      gtest filter for the tests step (default: all)
 #   GPUCHECK_BENCH_ARGS=...  extra arguments for every benchmark program (e.g. --quick)
 #   GPUCHECK_BENCH=...       space-separated benchmark programs to run (default: all)
@@ -93,6 +95,23 @@ if has_step bench; then
     else summary+=("FAIL  bench      $name (exit $rc)"); status=1; fi
   done
   cat "$out/bench.log"
+fi
+
+if has_step peers; then
+  : > "$out/peers.log"
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gpumath-site .whl/*.whl \
+      >> "$out/peers.log" 2>&1 && export PYTHONPATH="/tmp/gpumath-site${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+  for script in "$(dirname "$0")"/../bench/peers/*.py; do
+    name=$(basename "$script" .py)
+    echo "=== $name" >> "$out/peers.log"
+    PYTHONUNBUFFERED=1 timeout "$limit" python3 "$script" ${GPUCHECK_BENCH_ARGS:-} >> "$out/peers.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then summary+=("PASS  peers      $name")
+    else summary+=("FAIL  peers      $name (exit $rc)"); status=1; fi
+  done
+  cat "$out/peers.log"
 fi
 
 echo
