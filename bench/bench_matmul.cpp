@@ -65,6 +65,19 @@ core::Buffer random_device(DataType t, std::size_t count, std::uint64_t seed, cu
     return b;
 }
 
+/// "algorithm 66 tile#18 stages#31 split-K 1 swizzle 0 ws 0": the numbers cuBLASLt reports, so
+/// raw's and gpumath's choices compare field by field.
+std::string config_text(int id, unsigned tile, unsigned stages, int split_k, unsigned swizzle, std::size_t ws) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "algorithm %d tile#%u stages#%u split-K %d swizzle %u ws %zu", id, tile, stages,
+                  split_k, swizzle, ws);
+    return buf;
+}
+
+std::string config_text(const AlgorithmInfo& a) {
+    return config_text(a.id, a.tile_id, a.stages_id, a.split_k, a.cta_swizzling, a.workspace_bytes);
+}
+
 /// A raw cuBLASLt product, column-major: D (m x n) = op(A) op(B), descriptors and the heuristic's
 /// first algorithm kept, its own handle and 32 MiB workspace.
 class RawLt {
@@ -76,7 +89,8 @@ public:
         std::uint64_t m = 0, n = 0, k = 0;
         cublasOperation_t op_a = CUBLAS_OP_N, op_b = CUBLAS_OP_N;
         cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-        bool fp8_scales = false;
+        const float* scale_a = nullptr;  // FP8 scales of cuBLASLt's A and B
+        const float* scale_b = nullptr;
     };
 
     explicit RawLt(const Spec& s) : spec_(s) {
@@ -90,10 +104,9 @@ public:
             lt_check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e), "EPILOGUE");
             set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, reinterpret_cast<const void*>(256));
         }
-        if (s.fp8_scales) {
-            set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, reinterpret_cast<const void*>(256));
-            set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, reinterpret_cast<const void*>(256));
-        }
+        // FP8 scales: the real pointers, set before the heuristic (cuBLASLt reads pointer values).
+        if (s.scale_a != nullptr) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, s.scale_a);
+        if (s.scale_b != nullptr) set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, s.scale_b);
         const bool a_t = s.op_a == CUBLAS_OP_T, b_t = s.op_b == CUBLAS_OP_T;
         lt_check(cublasLtMatrixLayoutCreate(&la_, s.ab, a_t ? s.k : s.m, a_t ? s.m : s.k, std::int64_t(a_t ? s.k : s.m)), "A");
         lt_check(cublasLtMatrixLayoutCreate(&lb_, s.ab, b_t ? s.n : s.k, b_t ? s.k : s.n, std::int64_t(b_t ? s.n : s.k)), "B");
@@ -104,6 +117,12 @@ public:
         lt_check(cublasLtMatmulPreferenceCreate(&pref), "pref");
         const std::uint64_t ws = workspace_bytes;
         lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "ws");
+        // The same preferences gpumath sets for 256-byte aligned operands, so both sides get the
+        // same candidates from the heuristic.
+        const std::uint32_t align = 256;
+        for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+            lt_check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align), "alignment preference");
         cublasLtMatmulHeuristicResult_t r[8];
         int returned = 0;
         lt_check(cublasLtMatmulAlgoGetHeuristic(handle_, desc_, la_, lb_, lc_, ld_, pref, 8, r, &returned), "heuristic");
@@ -132,6 +151,19 @@ public:
         lt_check(cublasLtMatmulDescSetAttribute(desc_, attr, &p, sizeof p), "pointer attribute");
     }
     void use_candidate(std::size_t i) { algo_ = candidates_[i].algo; }
+    /// The configuration of the algorithm raw runs, in the words config_text() uses.
+    [[nodiscard]] std::string algorithm() const {
+        auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
+            std::uint64_t v = 0;  // every attribute read here fits; unused high bytes stay 0
+            std::size_t written = 0;
+            cublasLtMatmulAlgoConfigGetAttribute(&algo_, attr, &v, sizeof v, &written);
+            return v;
+        };
+        return config_text(int(get(CUBLASLT_ALGO_CONFIG_ID)), unsigned(get(CUBLASLT_ALGO_CONFIG_TILE_ID)),
+                           unsigned(get(CUBLASLT_ALGO_CONFIG_STAGES_ID)),
+                           std::max(1, int(get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM))),
+                           unsigned(get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)), candidates_.front().workspaceSize);
+    }
     [[nodiscard]] std::size_t candidates() const { return candidates_.size(); }
 
     /// D = A B (+ epilogue); `bias` and scales already set with set_pointer when they change.
@@ -159,16 +191,33 @@ double tflops(double flops, double ms) { return flops / (ms * 1e-3) / 1e12; }
 std::string cube(std::int64_t n) { return std::to_string(n) + "^3"; }
 
 struct Timing {
-    int warmup = 5, samples = 21;
+    int warmup = 5, samples = 21, rounds = 3;
 };
 
-/// Median ms of raw and of gpumath, interleaved raw / gpumath / raw; raw is the better of its two runs.
+/// Calls per timed sample so that a sample lasts about 2 ms: back-to-back calls keep the GPU busy,
+/// so the time is the GPU's and not the host's submission latency (measured separately below).
+int calls_per_sample(cudaStream_t s, const std::function<void(int)>& fn) {
+    const double one = bench::gpu_ms(s, fn, 2, 5, 4);
+    return std::clamp(int(2.0 / std::max(one, 1e-4)), 1, 256);
+}
+
+/// Median ms per call of raw and of gpumath, measured in alternating rounds (raw first in even
+/// rounds, gpumath first in odd ones); each side's best round counts, so clock drift and warm-up
+/// favour neither.
 std::pair<double, double> compare(cudaStream_t s, const std::function<void(int)>& raw, const std::function<void(int)>& ours,
                                   const Timing& t) {
-    const double r1 = bench::gpu_ms(s, raw, t.warmup, t.samples);
-    const double o = bench::gpu_ms(s, ours, t.warmup, t.samples);
-    const double r2 = bench::gpu_ms(s, raw, t.warmup, t.samples);
-    return {std::min(r1, r2), o};
+    const int per = calls_per_sample(s, raw);
+    double r = 1e300, o = 1e300;
+    for (int round = 0; round < t.rounds; ++round) {
+        if (round % 2 == 0) {
+            r = std::min(r, bench::gpu_ms(s, raw, t.warmup, t.samples, per));
+            o = std::min(o, bench::gpu_ms(s, ours, t.warmup, t.samples, per));
+        } else {
+            o = std::min(o, bench::gpu_ms(s, ours, t.warmup, t.samples, per));
+            r = std::min(r, bench::gpu_ms(s, raw, t.warmup, t.samples, per));
+        }
+    }
+    return {r, o};
 }
 
 }  // namespace
@@ -183,7 +232,7 @@ int main(int argc, char** argv) {
     core::Stream stream;
     const cudaStream_t s = stream.handle();
     const bool quick = report.quick();
-    const Timing timing = quick ? Timing{2, 7} : Timing{5, 21};
+    const Timing timing = quick ? Timing{2, 7, 4} : Timing{5, 21, 6};
 
     // ---- bf16 M = N = K, row-major: gpumath computes D^T = B^T A^T, as raw does here.
     const std::vector<std::int64_t> sizes = quick ? std::vector<std::int64_t>{2048, 1024} : std::vector<std::int64_t>{8192, 4096, 1024};
@@ -200,14 +249,14 @@ int main(int argc, char** argv) {
         const double flops = 2.0 * double(n) * double(n) * double(n);
         auto [raw_ms, ours_ms] = compare(s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
                                          [&](int) { mm.execute(av, bv, dv, {}, stream); }, timing);
-        report.add({group, "raw cuBLASLt", "TFLOP/s", tflops(flops, raw_ms), 0, ""});
+        report.add({group, "raw cuBLASLt", "TFLOP/s", tflops(flops, raw_ms), 0, raw.algorithm()});
         report.add({group, "Matmul.execute", "TFLOP/s", tflops(flops, ours_ms), raw_ms / ours_ms,
-                    "algorithm " + std::to_string(mm.algorithm().id) + " tile " + mm.algorithm().tile});
+                    config_text(mm.algorithm()) + " tile " + mm.algorithm().tile});
         mm.autotune(av, bv, dv, {}, stream, quick ? 3 : 10);
         auto [raw2_ms, tuned_ms] = compare(s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
                                            [&](int) { mm.execute(av, bv, dv, {}, stream); }, timing);
         report.add({group, "Matmul after autotune", "TFLOP/s", tflops(flops, tuned_ms), raw2_ms / tuned_ms,
-                    "algorithm " + std::to_string(mm.algorithm().id) + " tile " + mm.algorithm().tile});
+                    config_text(mm.algorithm()) + " tile " + mm.algorithm().tile});
     }
 
     // ---- bf16 with fused bias + GELU.
@@ -227,9 +276,9 @@ int main(int argc, char** argv) {
         const double flops = 2.0 * double(n) * double(n) * double(n);
         auto [raw_ms, ours_ms] = compare(s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
                                          [&](int) { mm.execute(av, bv, dv, {.bias = biasv}, stream); }, timing);
-        report.add({group, "raw cuBLASLt GELU_BIAS", "TFLOP/s", tflops(flops, raw_ms), 0, ""});
+        report.add({group, "raw cuBLASLt GELU_BIAS", "TFLOP/s", tflops(flops, raw_ms), 0, raw.algorithm()});
         report.add({group, "Matmul.execute", "TFLOP/s", tflops(flops, ours_ms), raw_ms / ours_ms,
-                    "algorithm " + std::to_string(mm.algorithm().id)});
+                    config_text(mm.algorithm())});
     }
 
     // ---- bf16 linear layer y = x W^T: x (m, k) row-major, W (n, k) row-major, n = k = 8192.
@@ -248,12 +297,14 @@ int main(int argc, char** argv) {
             RawLt raw({.m = std::uint64_t(n), .n = std::uint64_t(m), .k = std::uint64_t(k), .op_a = CUBLAS_OP_T});
             Matmul mm(xv, wt);
             mm.plan();
-            const Timing t = quick ? Timing{3, 11} : Timing{10, 51};
+            const Timing t = quick ? Timing{3, 11, 4} : Timing{10, 51, 6};
             auto [raw_ms, ours_ms] = compare(s, [&](int) { raw.run(w.data(), x.data(), y.data(), s); },
                                              [&](int) { mm.execute(xv, wt, yv, {}, stream); }, t);
             const double flops = 2.0 * double(m) * double(n) * double(k);
-            report.add({group, "raw cuBLASLt", "ms", raw_ms, 0, std::to_string(tflops(flops, raw_ms)) + " TFLOP/s"});
-            report.add({group, "Matmul.execute", "ms", ours_ms, raw_ms / ours_ms, std::to_string(tflops(flops, ours_ms)) + " TFLOP/s"});
+            report.add({group, "raw cuBLASLt", "ms", raw_ms, 0,
+                        std::to_string(tflops(flops, raw_ms)) + " TFLOP/s; " + raw.algorithm()});
+            report.add({group, "Matmul.execute", "ms", ours_ms, raw_ms / ours_ms,
+                        std::to_string(tflops(flops, ours_ms)) + " TFLOP/s; " + config_text(mm.algorithm())});
         }
     }
 
@@ -268,22 +319,24 @@ int main(int argc, char** argv) {
             const auto count = std::size_t(n * n);
             core::Buffer a = random_device(DataType::e4m3, count, 8, s), b = random_device(DataType::e4m3, count, 9, s);
             core::Buffer d(count * 2, stream);
-            const std::vector<float> ones = {1.0f, 1.0f};
-            core::Buffer scales = core::Buffer::from_host(std::span<const float>(ones), stream);
+            // Each scale its own allocation (as PyTorch's scale tensors are); cuBLASLt's A is the
+            // user's B here, so raw's A scale is b's.
+            const std::vector<float> one = {1.0f};
+            core::Buffer scale_a = core::Buffer::from_host(std::span<const float>(one), stream);
+            core::Buffer scale_b = core::Buffer::from_host(std::span<const float>(one), stream);
             const TensorView av(a.data(), DataType::e4m3, {n, n}), bv(b.data(), DataType::e4m3, {n, n}, {1, n});
             const TensorView dv(d.data(), DataType::bf16, {n, n});
             RawLt raw({.ab = CUDA_R_8F_E4M3, .m = std::uint64_t(n), .n = std::uint64_t(n), .k = std::uint64_t(n),
-                       .op_a = CUBLAS_OP_T, .fp8_scales = true});
-            raw.set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, scales.data());
-            raw.set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, scales.data_as<float>() + 1);
-            const MatmulScales sc{.a = scales.data_as<float>(), .b = scales.data_as<float>() + 1};
+                       .op_a = CUBLAS_OP_T, .scale_a = scale_b.data_as<float>(), .scale_b = scale_a.data_as<float>()});
+            const MatmulScales sc{.a = scale_a.data_as<float>(), .b = scale_b.data_as<float>()};
             Matmul mm(av, bv);
+            (void)mm.execute(av, bv, dv, {.scales = sc}, stream);  // plans for these scale pointers
             auto [raw_ms, ours_ms] = compare(s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
                                              [&](int) { mm.execute(av, bv, dv, {.scales = sc}, stream); }, timing);
             const double flops = 2.0 * double(n) * double(n) * double(n);
-            report.add({group, "raw cuBLASLt", "TFLOP/s", tflops(flops, raw_ms), 0, ""});
+            report.add({group, "raw cuBLASLt", "TFLOP/s", tflops(flops, raw_ms), 0, raw.algorithm()});
             report.add({group, "Matmul.execute", "TFLOP/s", tflops(flops, ours_ms), raw_ms / ours_ms,
-                        "algorithm " + std::to_string(mm.algorithm().id)});
+                        config_text(mm.algorithm())});
         }
     }
 

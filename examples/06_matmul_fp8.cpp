@@ -67,21 +67,25 @@ int main() try {
     core::Stream stream;
     core::Buffer a_dev = core::Buffer::from_host(a8, stream), b_dev = core::Buffer::from_host(b8, stream);
     const gpumath::TensorView av(a_dev.data(), a_layout), bv(b_dev.data(), b_layout);
-    // Scales live on the device (so a training loop can update them without a host round trip).
-    const std::vector<float> scales_host = {scale_a, scale_b, 1.0f / 16.0f, 0.0f};  // a, b, d, amax
+    // Scales live on the device (so a training loop can update them without a host round trip),
+    // each in its own 16-byte slot: a, b, d and the amax output.
+    const std::vector<float> scales_host = {scale_a, 0, 0, 0, scale_b, 0, 0, 0, 1.0f / 16.0f, 0, 0, 0, 0.0f, 0, 0, 0};
     core::Buffer scales = core::Buffer::from_host(scales_host, stream);
     const float* s = scales.data_as<float>();
+    const float* s_a = s;
+    const float* s_b = s + 4;
+    const float* s_d = s + 8;
+    float* amax_d = scales.data_as<float>() + 12;
 
-    gpumath::Tensor d = mm.execute(av, bv, {.scales = {.a = s, .b = s + 1}}, stream);
+    gpumath::Tensor d = mm.execute(av, bv, {.scales = {.a = s_a, .b = s_b}}, stream);
     const auto d_host = d.to_host<__nv_bfloat16>(stream);
 
     // e4m3 output: D8 = scale_d * (scale_a scale_b A8 @ B8), amax = max |D| before scale_d.
     core::Buffer d8_dev(std::size_t(m * n), stream);
     const gpumath::TensorView d8v(d8_dev.data(), DataType::e4m3, {m, n});
-    gpumath::matmul(av, bv, d8v, {.scales = {.a = s, .b = s + 1, .d = s + 2, .amax_d = scales.data_as<float>() + 3}}, {},
-                    stream);
+    gpumath::matmul(av, bv, d8v, {.scales = {.a = s_a, .b = s_b, .d = s_d, .amax_d = amax_d}}, {}, stream);
     const auto d8_host = d8_dev.to_host<__nv_fp8_e4m3>(stream);
-    const float amax = scales.to_host<float>(stream)[3];
+    const float amax = scales.to_host<float>(stream)[12];
 
     double worst = 0, worst8 = 0, scale = 0, max_abs = 0;
     for (std::int64_t i = 0; i < m; ++i)

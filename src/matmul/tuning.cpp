@@ -157,6 +157,13 @@ void autotune_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, c
     std::vector<std::size_t> order(n);
     for (std::size_t i = 0; i < n; ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return times[x] < times[y]; });
+    // The heuristic's first choice stays unless another candidate is faster by more than the
+    // timing noise: autotune must never pick a kernel that is slower in steady state.
+    constexpr double keep_margin = 0.01;
+    if (order.front() != 0 && std::isfinite(times[0]) && times[order.front()] > times[0] * (1.0 - keep_margin)) {
+        order.erase(std::find(order.begin(), order.end(), std::size_t(0)));
+        order.insert(order.begin(), std::size_t(0));
+    }
     plan.reorder(order);
     for (std::size_t i = 0; i < n; ++i)
         plan.set_time(i, std::isfinite(times[order[i]]) ? times[order[i]] : -1.0);

@@ -115,11 +115,11 @@ TEST(MatmulEpilogs, ForwardRowMajorWithColumnBias) {
                 }
                 expect_close(download(d.view), want.d, tolerance(t, t), path == 0 ? "matmul D" : "Matmul D");
                 if (epilog_writes_aux(e)) {
-                    ASSERT_GT(out.aux.size(), 0) << "an aux output is allocated when none is passed";
+                    ASSERT_TRUE(out.aux.has_data()); ASSERT_GT(out.aux.size(), 0) << "an aux output is allocated when none is passed";
                     if (epilog_aux_is_relu_mask(e)) expect_mask(out.aux_view, true, want.pre);
                     else expect_close(download(out.aux_view), want.pre, tolerance(t, t), "GELU aux (pre-activation)");
                 } else {
-                    EXPECT_EQ(out.aux.size(), 0);
+                    EXPECT_FALSE(out.aux.has_data()) << "absent output"; EXPECT_EQ(out.aux.size(), 0);
                 }
             }
         }
@@ -137,7 +137,7 @@ TEST(MatmulEpilogs, AuxInCallerViews) {
         const Dev aux = poisoned(DataType::f32, {2, M, N}, {M * 24, 24, 1});  // ld 24 >= N, multiple of 8
         const MatmulOutputs out = matmul(o.da.view, o.db.view, d.view, {.bias = o.dbias.view, .aux = aux.view},
                                          {.epilog = Epilog::gelu_aux_bias});
-        EXPECT_EQ(out.aux.size(), 0) << "nothing is allocated when the caller passes aux";
+        EXPECT_FALSE(out.aux.has_data()) << "absent output"; EXPECT_EQ(out.aux.size(), 0) << "nothing is allocated when the caller passes aux";
         expect_close(download(d.view), want.d, 1e-5, "D");
         expect_close(download(aux.view), want.pre, 1e-5, "GELU aux in the caller's view");
     }
@@ -237,7 +237,7 @@ TEST(MatmulEpilogs, ReluGradientsFromTheForwardMask) {
         const MatmulOutputs out = matmul(bwd.da.view, bwd.db.view, d.view, {.aux = forward.aux_view}, {.epilog = e});
         expect_close(download(d.view), want.d, 1e-5, "D = x * relu'(forward pre-activation)");
         if (e == Epilog::drelu_bgrad) {
-            ASSERT_GT(out.bias_grad.size(), 0);
+            ASSERT_TRUE(out.bias_grad.has_data()); ASSERT_GT(out.bias_grad.size(), 0);
             EXPECT_EQ(out.bias_grad.layout(), TensorLayout(DataType::f32, {B, N}));
             expect_close(download(out.bias_grad.view()), want.bias_grad, 1e-5, "bias gradient (sum over rows of D)");
         }
@@ -265,7 +265,7 @@ TEST(MatmulEpilogs, GeluGradientsFromTheForwardAux) {
             if (e == Epilog::dgelu_bgrad) args.bias_grad = g.view;
             Matmul mm(bwd.da.view, bwd.db.view, {.epilog = e});
             const MatmulOutputs out = mm.execute(bwd.da.view, bwd.db.view, d.view, args);
-            EXPECT_EQ(out.bias_grad.size(), 0);
+            EXPECT_FALSE(out.bias_grad.has_data()) << "absent output"; EXPECT_EQ(out.bias_grad.size(), 0);
             expect_close(download(d.view), want.d, tolerance(t, t), "D = x * gelu'(aux)");
             if (e == Epilog::dgelu_bgrad)
                 expect_close(download(g.view), want.bias_grad, tolerance(t, t), "bias gradient in the caller's view");
@@ -296,9 +296,10 @@ TEST(MatmulEpilogs, BiasGradientsOfAAndB) {
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
     const std::int64_t M = 40, N = 24, K = 32;
-    // cuBLASLt reduces along the unit-stride dimension: bgrada with a column-major A and bgradb
-    // with a row-major B must work with either D; the other orientations either work (and are
-    // then checked) or are NotSupported, which is reported.
+    // bgrada needs a column-major A and bgradb a row-major B (cuBLASLt's BGRADA runs with its A
+    // not transposed, BGRADB with its B transposed); either D works. Those orientations are
+    // checked against the reference; the others must throw NotSupported stating the rule before
+    // any GPU work.
     for (Epilog e : {Epilog::bgrada, Epilog::bgradb}) {
         for (bool natural : {true, false}) {
             for (bool d_col : {false, true}) {
@@ -317,16 +318,25 @@ TEST(MatmulEpilogs, BiasGradientsOfAAndB) {
                     const Dev da = upload(a, strides_for(as, a_col)), db = upload(b, strides_for(bs, b_col));
                     const RefResult want = reference(a, b, DataType::f32, {.epilog = e});
                     const Dev d = poisoned(DataType::f32, ds, strides_for(ds, d_col));
-                    MatmulOutputs out;
-                    try {
-                        out = matmul(da.view, db.view, d.view, {}, {.epilog = e});
-                    } catch (const NotSupported& ex) {
-                        if (natural) ADD_FAILURE() << "NotSupported: " << ex.what();
-                        else std::printf("[ info ] %s: NotSupported by cuBLASLt (%s)\n", what.c_str(), ex.what());
+                    if (!natural) {
+                        const std::vector<std::string> rule =
+                            e == Epilog::bgrada ? std::vector<std::string>{"a: strides", "bgrada needs a column-major a"}
+                                                : std::vector<std::string>{"b: strides", "bgradb needs a row-major b"};
+                        try {
+                            (void)matmul(da.view, db.view, d.view, {}, {.epilog = e});
+                            ADD_FAILURE() << "expected NotSupported stating the operand rule";
+                        } catch (const NotSupported& ex) {
+                            for (const std::string& r : rule)
+                                EXPECT_NE(std::string(ex.what()).find(r), std::string::npos)
+                                    << "message lacks \"" << r << "\": " << ex.what();
+                            EXPECT_EQ(std::string(ex.what()).find("cublasLt"), std::string::npos)
+                                << "the rule is enforced before calling cuBLASLt: " << ex.what();
+                        }
                         continue;
                     }
+                    const MatmulOutputs out = matmul(da.view, db.view, d.view, {}, {.epilog = e});
                     expect_close(download(d.view), want.d, 1e-5, "D");
-                    ASSERT_GT(out.bias_grad.size(), 0);
+                    ASSERT_TRUE(out.bias_grad.has_data()); ASSERT_GT(out.bias_grad.size(), 0);
                     expect_close(download(out.bias_grad.view()), want.bias_grad, 1e-5,
                                  e == Epilog::bgrada ? "sum over K of A" : "sum over K of B");
                 }
