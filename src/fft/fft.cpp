@@ -106,6 +106,7 @@ struct FftVariant {
     void* bound_work = nullptr;
     bool bound = false;
     bool owns_callback_kernels = false;  // gather/scatter compiled from user callbacks
+    bool cufft_owns_work = false;        // planned with cuFFT's auto-allocation (a fallback)
 
     FftVariant() = default;
     FftVariant(const FftVariant&) = delete;
@@ -201,38 +202,30 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
         if (v->fused_scale) v->baked_scale = scale;
     }
 
-    // cuFFT plan. Callbacks must be attached after cufftCreate and before planning.
-    check_cufft(cufftCreate(&v->handle), "cufftCreate", "creating an FFT plan");
-    v->has_handle = true;
-    check_cufft(cufftSetAutoAllocation(v->handle, 0), "cufftSetAutoAllocation");
+    // Callbacks for cuFFT, compiled once (LTO-IR); attached to each planning attempt's handle.
+    struct Attached {
+        FFTCallbackKind kind;
+        core::ObjectCode code;
+        std::string symbol;
+        std::array<void*, 1>* info;
+    };
+    std::vector<Attached> attached;
     const bool same_source = p.has_prolog && p.has_epilog && !options.prolog.source.empty() &&
                              options.prolog.source == options.epilog.source;
-    auto attach = [&](FFTCallbackKind kind, const core::ObjectCode& code, const std::string& symbol,
-                      std::array<void*, 1>& info) {
-        const DataType element = kind == FFTCallbackKind::load ? in_element() : out_element();
-        const auto bytes = code.bytes();
-        check_cufft(cufftXtSetJITCallback(v->handle, symbol.c_str(), bytes.data(), bytes.size(),
-                                          callback_type(kind, element), info.data()),
-                    "cufftXtSetJITCallback", [&] {
-                        return fmt::format("attaching the {} callback \"{}\" ({} bytes of LTO-IR)",
-                                           kind == FFTCallbackKind::load ? "prolog" : "epilog", symbol, bytes.size());
-                    });
-    };
     if (v->fused_prolog) {
         v->prolog_info[0] = options.prolog.user_info;
-        if (!options.prolog.source.empty()) {
-            const core::ObjectCode code =
-                compile_fused_callback(options.prolog, FFTCallbackKind::load, in_element(), 1.0,
-                                       same_source ? options.epilog.symbol : std::string(), arch);
-            attach(FFTCallbackKind::load, code, fft_callback_entry_name(FFTCallbackKind::load), v->prolog_info);
-        } else {
-            attach(FFTCallbackKind::load, options.prolog.code, options.prolog.symbol, v->prolog_info);
-        }
+        if (!options.prolog.source.empty())
+            attached.push_back({FFTCallbackKind::load,
+                                compile_fused_callback(options.prolog, FFTCallbackKind::load, in_element(), 1.0,
+                                                       same_source ? options.epilog.symbol : std::string(), arch),
+                                fft_callback_entry_name(FFTCallbackKind::load), &v->prolog_info});
+        else
+            attached.push_back({FFTCallbackKind::load, options.prolog.code, options.prolog.symbol, &v->prolog_info});
     }
     if (v->fused_epilog || v->fused_scale) {
         v->epilog_info[0] = options.epilog.user_info;
         if (v->fused_epilog && options.epilog.source.empty()) {
-            attach(FFTCallbackKind::store, options.epilog.code, options.epilog.symbol, v->epilog_info);
+            attached.push_back({FFTCallbackKind::store, options.epilog.code, options.epilog.symbol, &v->epilog_info});
         } else {
             core::ObjectCode code;
             if (v->fused_epilog)
@@ -242,9 +235,11 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
                 code = compile_with_context(fft_scale_callback_source(out_element(), v->baked_scale),
                                             core::CodeType::ltoir, arch, "fft_scale_store", nullptr,
                                             FFTCallbackKind::store, out_element());
-            attach(FFTCallbackKind::store, code, fft_callback_entry_name(FFTCallbackKind::store), v->epilog_info);
+            attached.push_back({FFTCallbackKind::store, std::move(code),
+                                fft_callback_entry_name(FFTCallbackKind::store), &v->epilog_info});
         }
     }
+
     std::array<long long, 3> n{}, inembed{}, onembed{};
     for (int k = 0; k < g.rank; ++k) {
         n[std::size_t(k)] = g.n[std::size_t(k)];
@@ -268,9 +263,81 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
         return side.stride == 1 && (g.batch == 1 || side.dist == elements);
     };
     const bool basic = natural(g.in, p.in) && natural(g.out, p.out);
-    const cufftResult made = cufftXtMakePlanMany(v->handle, g.rank, n.data(), basic ? nullptr : inembed.data(),
-                                                 g.in.stride, g.in.dist, itype, basic ? nullptr : onembed.data(),
-                                                 g.out.stride, g.out.dist, otype, g.batch, &work, etype);
+
+    // One planning attempt on a fresh handle: cufftCreate, auto-allocation, callbacks, plan.
+    // Plans without callbacks go through cufftXtMakePlanMany (every precision). With callbacks
+    // (f32/f64 only) the first attempt is the sequence cuFFT's LTO samples use: the callbacks on a
+    // fresh handle, then cufftMakePlanMany64 with a cufftType; see docs/fft.md.
+    enum class Call : std::uint8_t { xt, many64 };
+    struct Attempt {
+        Call call;
+        bool auto_allocation;
+    };
+    const char* failed_api = "cufftXtMakePlanMany";
+    auto attempt = [&](Attempt a) -> cufftResult {
+        if (v->has_handle) {
+            (void)cufftDestroy(v->handle);
+            v->has_handle = false;
+        }
+        failed_api = "cufftCreate";
+        cufftResult r = cufftCreate(&v->handle);
+        if (r != CUFFT_SUCCESS) return r;
+        v->has_handle = true;
+        if (!a.auto_allocation) {
+            failed_api = "cufftSetAutoAllocation";
+            if ((r = cufftSetAutoAllocation(v->handle, 0)) != CUFFT_SUCCESS) return r;
+        }
+        failed_api = "cufftXtSetJITCallback";
+        for (const Attached& cb : attached) {
+            const DataType element = cb.kind == FFTCallbackKind::load ? in_element() : out_element();
+            const auto bytes = cb.code.bytes();
+            r = cufftXtSetJITCallback(v->handle, cb.symbol.c_str(), bytes.data(), bytes.size(),
+                                      callback_type(cb.kind, element), cb.info->data());
+            if (r != CUFFT_SUCCESS) return r;
+        }
+        work = 0;
+        if (a.call == Call::xt) {
+            failed_api = "cufftXtMakePlanMany";
+            return cufftXtMakePlanMany(v->handle, g.rank, n.data(), basic ? nullptr : inembed.data(), g.in.stride,
+                                       g.in.dist, itype, basic ? nullptr : onembed.data(), g.out.stride, g.out.dist,
+                                       otype, g.batch, &work, etype);
+        }
+        failed_api = "cufftMakePlanMany64";
+        const bool dbl = p.precision == DataType::f64;
+        const cufftType type = p.type == FftType::c2c   ? (dbl ? CUFFT_Z2Z : CUFFT_C2C)
+                               : p.type == FftType::r2c ? (dbl ? CUFFT_D2Z : CUFFT_R2C)
+                                                        : (dbl ? CUFFT_Z2D : CUFFT_C2R);
+        return cufftMakePlanMany64(v->handle, g.rank, n.data(), basic ? nullptr : inembed.data(), g.in.stride,
+                                   g.in.dist, basic ? nullptr : onembed.data(), g.out.stride, g.out.dist, type, g.batch,
+                                   &work);
+    };
+    auto attempt_text = [](Attempt a) {
+        return fmt::format("{}{}", a.call == Call::xt ? "cufftXtMakePlanMany" : "cufftMakePlanMany64",
+                           a.auto_allocation ? " with cuFFT's own work area" : "");
+    };
+    cufftResult made = CUFFT_SUCCESS;
+    std::string tried;
+    if (attached.empty()) {
+        made = attempt({Call::xt, false});
+    } else {
+        // cuFFT 12.0 refused LTO callbacks planned through cufftXtMakePlanMany with auto-allocation
+        // off (CUFFT_INVALID_SIZE) where the plain sequence planned; try the plain one first and
+        // keep going down the list when cuFFT refuses.
+        constexpr std::array<Attempt, 3> ladder{Attempt{Call::many64, false}, Attempt{Call::many64, true},
+                                                Attempt{Call::xt, false}};
+        for (std::size_t i = 0; i < ladder.size(); ++i) {
+            made = attempt(ladder[i]);
+            if (made == CUFFT_SUCCESS) {
+                v->cufft_owns_work = ladder[i].auto_allocation;
+                if (i > 0)
+                    log(LogLevel::info, "fft: fused callbacks planned through {} after {}", attempt_text(ladder[i]),
+                        tried);
+                break;
+            }
+            tried += fmt::format("{}{}: {} refused with status {}", tried.empty() ? "" : "; ", attempt_text(ladder[i]),
+                                 failed_api, int(made));
+        }
+    }
     if ((made == CUFFT_INVALID_VALUE || made == CUFFT_NOT_SUPPORTED || made == CUFFT_NOT_IMPLEMENTED) &&
         (!g.in.temp || !g.out.temp)) {
         // cuFFT has layout rules beyond the advanced layout's arithmetic (e.g. for half precision);
@@ -279,13 +346,15 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
             int(made));
         return build(true, true, fused, direction);
     }
-    check_cufft(made, "cufftXtMakePlanMany", [&] {
-        return fmt::format("planning {}{}", geometry_text(p, g), v->fuses() ? " with fused callbacks" : "");
+    check_cufft(made, failed_api, [&] {
+        return fmt::format("planning {}{}{}", geometry_text(p, g), v->fuses() ? " with fused callbacks" : "",
+                           tried.empty() ? std::string() : " (tried " + tried + ")");
     });
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     v->cufft_work = work;
-    log(LogLevel::debug, "fft: planned {}{} in {:.1f} ms, work area {} bytes", geometry_text(p, g),
-        v->fuses() ? " with fused callbacks" : "", ms, work);
+    log(LogLevel::debug, "fft: planned {}{} in {:.1f} ms, work area {} bytes{}", geometry_text(p, g),
+        v->fuses() ? " with fused callbacks" : "", ms, work,
+        v->cufft_owns_work ? " (cuFFT also allocated its own; gpumath binds its per-stream area)" : "");
     if (g.in.temp || g.out.temp || g.executions() > 1)
         log(LogLevel::info, "fft: {} input {} -> output {}: cuFFT cannot address this directly; {}{}{}",
             to_string(p.type), gpumath::to_string(p.in_layout), gpumath::to_string(p.out_layout),
@@ -332,12 +401,17 @@ void FFTImpl::run_variant(FftVariant& v, const void* in, void* out, Direction d,
     const FftGeometry& g = v.g;
     const double scale = v.fused_scale ? 1.0 : fft_scale(p, d);
     const bool single = p.precision != DataType::f64;
+    // The transform is linear: with an input pass (gather, prolog) and no output pass, the scale
+    // multiplies the gathered input instead of costing a separate pass over the output. Not for
+    // f16/bf16, whose scaled inputs would lose precision.
+    const bool scale_first = scale != 1.0 && g.in.temp && !g.out.temp && !half();
     auto* w = static_cast<char*>(work);
     const void* exec_in = in;
     void* exec_out = out;
     if (g.in.temp) {
         exec_in = w + v.temp_in_offset;
-        launch_pass(v.gather, stream, in, w + v.temp_in_offset, v.gather_pass, 1.0, single, options.prolog.user_info);
+        launch_pass(v.gather, stream, in, w + v.temp_in_offset, v.gather_pass, scale_first ? scale : 1.0, single,
+                    options.prolog.user_info);
     }
     if (g.out.temp) exec_out = w + v.temp_out_offset;
     {
@@ -381,7 +455,7 @@ void FFTImpl::run_variant(FftVariant& v, const void* in, void* out, Direction d,
     }
     if (g.out.temp)
         launch_pass(v.scatter, stream, exec_out, out, v.scatter_pass, scale, single, options.epilog.user_info);
-    else if (scale != 1.0)
+    else if (scale != 1.0 && !scale_first)
         launch_pass(v.scale, stream, out, out, v.scale_pass, scale, single, nullptr);
 }
 

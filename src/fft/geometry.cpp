@@ -127,7 +127,12 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
                                   gpumath::to_string(dt)),
                       api);
     FFTKind kind = forced != FFTKind::automatic ? forced : options.kind;
-    if (kind == FFTKind::automatic) kind = is_complex(dt) ? FFTKind::c2c : FFTKind::r2c;
+    if (kind == FFTKind::automatic) {
+        kind = is_complex(dt) ? FFTKind::c2c : FFTKind::r2c;
+        // An explicit real output of complex input can only be a complex-to-real transform.
+        if (is_complex(dt) && out != nullptr && (out->dtype() == DataType::f32 || out->dtype() == DataType::f64))
+            kind = FFTKind::c2r;
+    }
     const bool real_in = dt == DataType::f32 || dt == DataType::f64;
     switch (kind) {
         case FFTKind::c2c:

@@ -102,8 +102,11 @@ protected:
     void SetUp() override { GPUMATH_REQUIRE_GPU(); }
     std::mt19937_64 rng = test::rng_for_test();
 
-    // Runs `c` in `mode` and returns the output; compares with the CPU reference.
-    std::vector<cd> run(const Case& c, CallbackMode mode, bool extern_c, bool use_code, bool through_cache) {
+    // Runs `c` in `mode` and returns the output; compares with the CPU reference. The data and
+    // weights come from `seed`, so runs with one seed (in different modes) must agree.
+    std::vector<cd> run(const Case& c, CallbackMode mode, bool extern_c, bool use_code, bool through_cache,
+                        std::uint64_t seed) {
+        std::mt19937_64 gen(seed);
         const DataType p = c.precision;
         const DataType cpx = p == DataType::f64 ? DataType::c64 : DataType::c32;
         const bool in_complex = c.kind != FFTKind::r2c;
@@ -120,17 +123,17 @@ protected:
         std::vector<cd> x;
         std::vector<cd> real_src;
         if (c.kind == FFTKind::c2r) {
-            real_src = random_values(count(out_shape), false, p, rng);
+            real_src = random_values(count(out_shape), false, p, gen);
             x = half_spectrum(dft(real_src, out_shape, {int(out_shape.size()) - 1}, -1), out_shape,
                               int(out_shape.size()) - 1);
             if (p == DataType::f32)
                 for (auto& e : x) e = cd(double(float(e.real())), double(float(e.imag())));
         } else {
-            x = random_values(count(c.shape), in_complex, p, rng);
+            x = random_values(count(c.shape), in_complex, p, gen);
         }
         Operand in = upload(il, x);
-        Operand w = weights(il.span_elements(), p, rng);
-        Operand g = weights(ol.span_elements(), p, rng);
+        Operand w = weights(il.span_elements(), p, gen);
+        Operand g = weights(ol.span_elements(), p, gen);
         const std::vector<double> wh = host_weights(w), gh = host_weights(g);
 
         FFTOptions o{.kind = c.kind, .normalization = c.norm, .callback_mode = mode};
@@ -214,9 +217,10 @@ protected:
 
     void all_modes(const Case& c) {
         for (bool extern_c : {false, true}) {
-            const std::vector<cd> sep = run(c, CallbackMode::separate, extern_c, false, false);
-            const std::vector<cd> fused = run(c, CallbackMode::fused, extern_c, false, false);
-            const std::vector<cd> automatic = run(c, CallbackMode::automatic, extern_c, false, true);
+            const std::uint64_t seed = rng();  // the same data in every mode
+            const std::vector<cd> sep = run(c, CallbackMode::separate, extern_c, false, false, seed);
+            const std::vector<cd> fused = run(c, CallbackMode::fused, extern_c, false, false, seed);
+            const std::vector<cd> automatic = run(c, CallbackMode::automatic, extern_c, false, true, seed);
             GPUMATH_EXPECT_CLOSE(fused, sep, tolerance(c.precision), c.name << ": fused vs separate");
             GPUMATH_EXPECT_CLOSE(automatic, sep, tolerance(c.precision), c.name << ": automatic vs separate");
         }
@@ -256,12 +260,13 @@ TEST_F(FftCallbacks, StridedOperandsUseTheOperandsOwnOffsets) {
 
 TEST_F(FftCallbacks, LtoIrCallbacks) {
     const Case c{FFTKind::c2c, DataType::f32, {4, 64}, {}, {}, true, true, Normalization::backward, "LTO-IR prolog"};
-    const std::vector<cd> sep = run(c, CallbackMode::separate, false, true, false);
-    const std::vector<cd> fused = run(c, CallbackMode::automatic, false, true, false);
+    const std::uint64_t seed = rng();  // the same data in both modes
+    const std::vector<cd> sep = run(c, CallbackMode::separate, false, true, false, seed);
+    const std::vector<cd> fused = run(c, CallbackMode::automatic, false, true, false, seed);
     GPUMATH_EXPECT_CLOSE(fused, sep, 2e-5, "LTO-IR automatic vs separate");
     // C linkage in LTO-IR: cuFFT cannot find it (automatic falls back), the separate pass links it.
-    (void)run(c, CallbackMode::separate, true, true, false);
-    (void)run(c, CallbackMode::automatic, true, true, false);
+    (void)run(c, CallbackMode::separate, true, true, false, seed);
+    (void)run(c, CallbackMode::automatic, true, true, false, seed);
 }
 
 TEST_F(FftCallbacks, OneSourceForPrologAndEpilog) {

@@ -142,10 +142,14 @@ void check_c2r(const Shape& out_shape, DataType p, const FFTOptions& o, std::vec
     Operand out = poisoned(ol);
     FFTOptions oo = o;
     oo.last_axis_size = out_shape[std::size_t(axes.back())];
-    if (through_cache)
+    if (through_cache) {
         irfft(in.view(), out.view(), oo);
-    else
-        FFT(il, ol, FFTOptions{oo}).execute(in.view(), out.view(), Direction::inverse);
+    } else {
+        // A plan infers c2r from the real output layout; last_axis_size is consistent with it.
+        FFT plan(il, ol, oo);
+        EXPECT_EQ(plan.kind(), FFTKind::c2r) << what;
+        plan.execute(in.view(), out.view(), Direction::inverse);
+    }
     GPUMATH_EXPECT_CLOSE(download(out), want, tolerance(p) * (is_half(p) ? 4 : 1),
                          what << " c2r into " << str(out_shape) << " from " << to_string(il));
     if (!o.overwrite_input) {

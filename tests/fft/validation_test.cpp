@@ -108,6 +108,18 @@ TEST(FftValidation, IrfftOddLengthAccepted) {
     FFT even(TensorLayout(DataType::c32, {3, 5}), {.kind = FFTKind::c2r});
     EXPECT_EQ(even.output_layout(), TensorLayout(DataType::f32, {3, 8}));
     EXPECT_FALSE(even.planned());
+    // Kind automatic with an explicit real output: c2r, its length taken from the output (or
+    // from a consistent last_axis_size).
+    FFT inferred(TensorLayout(DataType::c32, {3, 5}), TensorLayout(DataType::f32, {3, 9}));
+    EXPECT_EQ(inferred.kind(), FFTKind::c2r);
+    FFT given(TensorLayout(DataType::c32, {3, 5}), TensorLayout(DataType::f32, {3, 9}), {.last_axis_size = 9});
+    EXPECT_EQ(given.kind(), FFTKind::c2r);
+    // Without an output layout, automatic stays c2c, so a length is an error naming the kind.
+    expect_throw_with<InvalidArgument>(
+        [] {
+            FFT(TensorLayout(DataType::c32, {3, 5}), {.last_axis_size = 9});
+        },
+        {"last_axis_size", "c2c"});
 }
 
 TEST(FftValidation, OutputShapeAndDtype) {

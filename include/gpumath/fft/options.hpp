@@ -21,7 +21,8 @@ namespace gpumath {
 enum class Direction : std::uint8_t { forward, inverse };
 
 /// Which transform a plan computes. `automatic` picks c2c for complex input and r2c for real input
-/// (f32, f64, f16, bf16); c2r must be asked for (or use `irfft`).
+/// (f32, f64, f16, bf16), and c2r for c32/c64 input when an FFT is constructed with an explicit
+/// f32/f64 output layout; otherwise c2r must be asked for (or use `irfft`).
 enum class FFTKind : std::uint8_t { automatic, c2c, r2c, c2r };
 
 /// Scaling of results, with NumPy's meaning (n = product of the transform lengths; for c2r the
