@@ -9,6 +9,7 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
 [ -f /usr/include/fmt/format.h ] || missing+=(libfmt-dev)
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 if [ ${#missing[@]} -gt 0 ]; then
