@@ -7,8 +7,8 @@
 # Runs every test binary, the GPU tests again under compute-sanitizer memcheck, the examples and
 # the benchmarks, and writes logs to $OUT (default ./gpu-logs): tests.log, sanitizer.log,
 # examples.log, bench.log, bench.json, env.txt. Environment knobs:
-#   GPUCHECK_STEPS="tests sanitizer examples bench"   steps to run (any subset of
-#                            tests sanitizer examples bench peers, in that order; peers runs the
+#   GPUCHECK_STEPS="tests sanitizer examples bench"   steps to run, in the order given (any of
+#                            tests sanitizer examples bench peers; peers runs the
 #                            bench/peers/*.py scripts, installing wheels found in .whl/ first)
 #   GPUCHECK_FILTER=...      gtest filter for the tests step (default: all)
 #   GPUCHECK_BENCH_ARGS=...  extra arguments for every benchmark program (e.g. --quick)
@@ -36,9 +36,8 @@ cat "$out/env.txt"
 status=0
 summary=()
 
-has_step() { case " $steps " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
-if has_step tests; then
+step_tests() {
   : > "$out/tests.log"
   while read -r label rel; do
     bin="$build/$rel"
@@ -52,9 +51,9 @@ if has_step tests; then
     fi
     grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/tests.log" | tail -n 3 > /dev/null
   done < "$list"
-fi
+}
 
-if has_step sanitizer; then
+step_sanitizer() {
   : > "$out/sanitizer.log"
   while read -r label rel; do
     [ "$label" = gpu ] || continue
@@ -69,17 +68,17 @@ if has_step sanitizer; then
     else summary+=("FAIL  memcheck   $name (exit $rc)"); status=1; fi
   done < "$list"
   grep -E "ERROR SUMMARY" "$out/sanitizer.log" | sort | uniq -c
-fi
+}
 
-if has_step examples; then
+step_examples() {
   if bash "$(dirname "$0")/run-examples.sh" "$build" > "$out/examples.log" 2>&1; then
     summary+=("PASS  examples   $(tail -n 1 "$out/examples.log")")
   else
     summary+=("FAIL  examples   $(tail -n 1 "$out/examples.log")"); status=1
   fi
-fi
+}
 
-if has_step bench; then
+step_bench() {
   : > "$out/bench.log"
   : > "$out/bench.json"
   benches="${GPUCHECK_BENCH:-}"
@@ -95,9 +94,9 @@ if has_step bench; then
     else summary+=("FAIL  bench      $name (exit $rc)"); status=1; fi
   done
   cat "$out/bench.log"
-fi
+}
 
-if has_step peers; then
+step_peers() {
   : > "$out/peers.log"
   if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gpumath-site .whl/*.whl \
@@ -112,7 +111,14 @@ if has_step peers; then
     else summary+=("FAIL  peers      $name (exit $rc)"); status=1; fi
   done
   cat "$out/peers.log"
-fi
+}
+
+for step in $steps; do
+  case "$step" in
+    tests|sanitizer|examples|bench|peers) "step_$step" ;;
+    *) echo "unknown step $step" >&2; status=1 ;;
+  esac
+done
 
 echo
 echo "=== gpu-check summary"
