@@ -134,6 +134,9 @@ struct FFTImpl {
     bool fuse = false;                            // run[] variants are fused ones
     std::vector<std::unique_ptr<FftVariant>> owned;
     std::array<std::atomic<FftVariant*>, 2> run{};  // by Direction
+    // r2c/c2r with a real operand at an odd real offset: variants that copy the real side.
+    std::vector<std::unique_ptr<FftVariant>> unaligned_owned;
+    std::array<std::atomic<FftVariant*>, 2> unaligned_run{};
     std::shared_ptr<core::MemoryResource> resource;
     std::unique_ptr<FftWorkspace> own_workspace;
     FftWorkspace* workspace = nullptr;
@@ -147,6 +150,7 @@ struct FFTImpl {
     FftVariant* fused_for_locked(Direction d);
     std::unique_ptr<FftVariant> build(bool in_temp, bool out_temp, bool fused, Direction direction);
     FftVariant* variant_for(Direction d);
+    FftVariant* unaligned_variant_for(Direction d);
     core::Kernel pass_kernel(bool input, const FFTCallback* callback);
     void run_variant(FftVariant& v, const void* in, void* out, Direction d, core::StreamRef stream, void* work);
     void execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream);
@@ -362,10 +366,11 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
             g.out.temp ? "the output is scattered from a contiguous temp; " : "",
             g.executions() > 1 ? fmt::format("{} cuFFT executions per transform", g.executions()) : "");
 
-    // Work area layout: cuFFT's, then the temps.
+    // Work area layout: cuFFT's, then the temps. cuFFT's region is never empty: with a temp at the
+    // very address bound as the work area, cuFFT's execution fails (CUFFT_EXEC_FAILED).
     const std::size_t in_bytes = element_bytes(p.precision, p.in_complex);
     const std::size_t out_bytes = element_bytes(p.precision, p.out_complex);
-    std::size_t offset = align_up(work);
+    std::size_t offset = align_up(std::max<std::size_t>(work, 1));
     if (g.in.temp) {
         v->temp_in_offset = offset;
         offset += align_up(std::size_t(g.in.temp_elements) * in_bytes);
@@ -592,6 +597,20 @@ FftVariant* FFTImpl::variant_for(Direction d) {
     return v;
 }
 
+FftVariant* FFTImpl::unaligned_variant_for(Direction d) {
+    if (FftVariant* v = unaligned_run[std::size_t(d)].load(std::memory_order_acquire)) return v;
+    std::lock_guard lock(plan_mutex);
+    if (FftVariant* v = unaligned_run[std::size_t(d)].load(std::memory_order_relaxed)) return v;
+    const bool r2c = p.type == FftType::r2c;
+    log(LogLevel::info, "fft: the real {} of this {} is not aligned like a complex element, which cuFFT requires; it "
+        "goes through a contiguous temp", r2c ? "input" : "output", to_string(p.type));
+    unaligned_owned.push_back(
+        build(r2c || (!fuse && p.has_prolog), !r2c || (!fuse && p.has_epilog), fuse, d));
+    FftVariant* v = unaligned_owned.back().get();
+    unaligned_run[std::size_t(d)].store(v, std::memory_order_release);
+    return v;
+}
+
 void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream) {
     if (!(in.layout() == p.in_layout)) [[unlikely]]
         throw_invalid(fmt::format("in: layout {} given, the plan was made for {}", gpumath::to_string(in.layout()),
@@ -633,9 +652,16 @@ void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, 
     check(cudaGetDevice(&current), "cudaGetDevice");
     if (current != device) [[unlikely]]
         guard.emplace(device);
-    FftVariant& v = *variant_for(d);
-    FftWorkspace::Lease lease = workspace->acquire(v.bytes, stream);
-    run_variant(v, in.data(), out.data(), d, stream, lease.data);
+    FftVariant* v = variant_for(d);
+    if (p.type != FftType::c2c) {
+        const bool r2c = p.type == FftType::r2c;
+        const auto real = reinterpret_cast<std::uintptr_t>(r2c ? in.data() : out.data());
+        if (real % (2 * element_bytes(p.precision, false)) != 0 && !(r2c ? v->g.in.temp : v->g.out.temp))
+            [[unlikely]]
+            v = unaligned_variant_for(d);
+    }
+    FftWorkspace::Lease lease = workspace->acquire(v->bytes, stream);
+    run_variant(*v, in.data(), out.data(), d, stream, lease.data);
 }
 
 }  // namespace detail

@@ -522,6 +522,14 @@ Attempt attempt(const FftProblem& p, const std::array<int, 3>& dims, bool in_tem
 
 }  // namespace
 
+bool real_loops_aligned(const FftProblem& p, const FftGeometry& g) noexcept {
+    if (p.type == FftType::c2c) return true;
+    const auto& strides = p.type == FftType::r2c ? g.loop_in_stride : g.loop_out_stride;
+    for (int k = 0; k < g.loop_rank; ++k)
+        if (strides[std::size_t(k)] % 2 != 0) return false;
+    return true;
+}
+
 FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, std::int64_t max_executions) {
     // cuFFT dimension order, outer to inner: r2c/c2r keep the halved (last listed) axis innermost;
     // the other axes go by decreasing input stride so that row-major, column-major and permuted
@@ -558,6 +566,15 @@ FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, 
     if (too_many(a) && !in_temp) a = attempt(p, dims, in_temp = true, out_temp);
     if ((too_many(a) || a.g.executions() > max_executions * 64) && !out_temp)
         a = attempt(p, dims, in_temp, out_temp = true);
+    // cuFFT refuses (CUFFT_INVALID_VALUE) a real operand of r2c/c2r that is not aligned like its
+    // complex element; host-loop executions at an odd real offset would be. Copy the real side
+    // (and, if its contiguous temp still loops at odd offsets, both).
+    if (p.type != FftType::c2c && !real_loops_aligned(p, a.g)) {
+        if (p.type == FftType::r2c) in_temp = true;
+        else out_temp = true;
+        a = attempt(p, dims, in_temp, out_temp);
+        if (!real_loops_aligned(p, a.g)) a = attempt(p, dims, in_temp = true, out_temp = true);
+    }
     return a.g;
 }
 

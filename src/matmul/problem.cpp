@@ -472,6 +472,13 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     if (fp8 && !is_fp8(dt) && (sig.scales & (scale_d | scale_amax_d)))
         invalid(api, "{}: applies to an FP8 result only; d is {}", (sig.scales & scale_d) ? "scales.d" : "scales.amax_d",
                 to_string(dt));
+    // cuBLASLt's heuristic offers FP8 algorithms for any scale pointer, but cublasLtMatmul refuses
+    // them (CUBLAS_STATUS_NOT_SUPPORTED) for pointers less than 16-byte aligned (H200, CUDA 13.0).
+    if (fp8 && sig.scales != 0 && sig.align[slot_scales] < 16)
+        unsupported(api,
+                    "scales: a scale or amax pointer is only {}-byte aligned; cuBLASLt's FP8 kernels need every scale "
+                    "and amax pointer 16-byte aligned (give each scale its own 16-byte slot)",
+                    sig.align[slot_scales]);
 
     // Epilog against types and inputs.
     const Epilog epilog = options.epilog;

@@ -120,6 +120,7 @@ void check_geometry(const FftProblem& p, const FftGeometry& g) {
     if (p.type != FftType::c2c) {
         EXPECT_EQ(g.dims[std::size_t(g.rank - 1)], p.axes[std::size_t(p.naxes - 1)]) << "halved axis innermost";
     }
+    EXPECT_TRUE(real_loops_aligned(p, g)) << "a host-loop execution starts the real operand at an odd offset";
     const auto in = check_side(p, g, p.in, g.in, g.loop_in_stride, "input");
     const auto out = check_side(p, g, p.out, g.out, g.loop_out_stride, "output");
     EXPECT_EQ(in, out) << "input and output batches are not paired";
@@ -195,6 +196,26 @@ TEST(FftGeometry, MiddleAxisLoopsOverTheSmallerBatch) {
     EXPECT_EQ(g.in.dist, 1);
     EXPECT_EQ(g.executions(), 4);
     check_geometry(p, g);
+}
+
+TEST(FftGeometry, RealOperandsNeverLoopAtOddOffsets) {
+    // r2c along the middle axis of (6, 5, 7): a loop over axis 0 would start executions 35 reals
+    // apart, which cuFFT refuses; the real side is copied instead.
+    const FftProblem p = problem(TensorLayout(DataType::f32, {6, 5, 7}), {.axes = {1}});
+    const FftGeometry g = make_fft_geometry(p, false, false);
+    EXPECT_TRUE(g.in.temp || g.executions() == 1);
+    check_geometry(p, g);
+    // c2r: the real output side.
+    const FftProblem q = problem(TensorLayout(DataType::c32, {6, 3, 7}), {.axes = {1}, .kind = FFTKind::c2r, .last_axis_size = 5, .overwrite_input = true});
+    const FftGeometry h = make_fft_geometry(q, false, false);
+    EXPECT_TRUE(h.out.temp || h.executions() == 1);
+    check_geometry(q, h);
+    // Even offsets keep the loop: (4, 32, 8) along the middle axis loops 256 reals apart.
+    const FftProblem e = problem(TensorLayout(DataType::f32, {4, 32, 8}), {.axes = {1}});
+    const FftGeometry ge = make_fft_geometry(e, false, false);
+    EXPECT_FALSE(ge.in.temp);
+    EXPECT_EQ(ge.executions(), 4);
+    check_geometry(e, ge);
 }
 
 TEST(FftGeometry, ManySmallLoopsCopyInstead) {

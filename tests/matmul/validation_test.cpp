@@ -384,6 +384,13 @@ TEST(MatmulValidation, Fp8ScalesAndAmax) {
                    {.scales = {.c = fake}});
         },
         {"scales.c", "FP8 c", "beta"});
+    // cublasLtMatmul refuses FP8 scale pointers that are less than 16-byte aligned.
+    expect_throw_with<NotSupported>(
+        [&] {
+            matmul(v(0, DataType::e4m3, {32, 32}), v(1, DataType::e4m3, {32, 32}, {1, 32}), v(2, bf16, {32, 32}),
+                   {.scales = {.a = fake, .b = static_cast<float*>(addr(9, 4))}});
+        },
+        {"scales:", "4-byte aligned", "16-byte"});
 }
 
 TEST(MatmulValidation, BiasGradientOperandOrientation) {

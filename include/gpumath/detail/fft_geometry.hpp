@@ -111,9 +111,14 @@ inline constexpr std::int64_t fft_max_loop_executions = 16;
 /// temps; operands cuFFT cannot address (transform strides that do not nest, broadcast inputs,
 /// strided real data of half-precision r2c/c2r) become temps too, as do both operands when more
 /// than `max_executions` host-loop executions would be needed and each is small (with
-/// `max_executions` <= 1: whatever their size).
+/// `max_executions` <= 1: whatever their size), and the real operand of r2c/c2r when a host loop
+/// would start an execution at an odd real offset.
 [[nodiscard]] FftGeometry make_fft_geometry(const FftProblem& problem, bool in_temp, bool out_temp,
                                             std::int64_t max_executions = fft_max_loop_executions);
+
+/// True when every host-loop execution of `g` starts the real operand of an r2c/c2r transform at an
+/// even real offset (aligned like a complex element, as cuFFT requires); always true for c2c.
+[[nodiscard]] bool real_loops_aligned(const FftProblem& problem, const FftGeometry& g) noexcept;
 
 /// The index space and strides of an elementwise pass (gather, scatter or scale), with
 /// extent-1 dimensions dropped and nesting dimensions merged.
