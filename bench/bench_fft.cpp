@@ -26,13 +26,6 @@ using bench::Row;
 
 namespace {
 
-void cufft_check(cufftResult r, const char* what) {
-    if (r != CUFFT_SUCCESS) {
-        std::fprintf(stderr, "bench_fft: %s failed: cufftResult %d\n", what, int(r));
-        std::exit(2);
-    }
-}
-
 std::string ms_note(double a, double b) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "raw %.4f ms, gpumath %.4f ms", a, b);
@@ -109,10 +102,11 @@ int main(int argc, char** argv) {
         cufftHandle raw{};
         int n = int(c.n);
         const auto t0 = std::chrono::steady_clock::now();
-        cufft_check(cufftPlanMany(&raw, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, int(c.batch)), "cufftPlanMany");
+        bench::check_status(cufftPlanMany(&raw, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, int(c.batch)),
+                            CUFFT_SUCCESS, "cufftPlanMany");
         const double raw_plan_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        cufft_check(cufftSetStream(raw, s), "cufftSetStream");
+        bench::check_status(cufftSetStream(raw, s), CUFFT_SUCCESS, "cufftSetStream");
         const TensorLayout layout(DataType::c32, {c.batch, c.n});
         FFT plan(layout);
         const auto t1 = std::chrono::steady_clock::now();
@@ -123,9 +117,9 @@ int main(int argc, char** argv) {
         auto [raw_ms, our_ms] = compare(
             s,
             [&](int) {
-                cufft_check(cufftExecC2C(raw, static_cast<cufftComplex*>(in.data()),
-                                         static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
-                            "cufftExecC2C");
+                bench::check_status(cufftExecC2C(raw, static_cast<cufftComplex*>(in.data()),
+                                                 static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
+                                    CUFFT_SUCCESS, "cufftExecC2C");
             },
             [&](int) { plan.execute(vin, vout, Direction::forward, stream); }, samples);
         report.add({c.name, "raw cufftExecC2C", "ms", raw_ms, 0, ""});
@@ -155,9 +149,9 @@ int main(int argc, char** argv) {
         fill(in.data(), std::size_t(real) * 4, s);
         cufftHandle raw{};
         std::vector<int> n = c.n;
-        cufft_check(cufftPlanMany(&raw, int(n.size()), n.data(), nullptr, 1, 0, nullptr, 1, 0, CUFFT_R2C, 1),
-                    "cufftPlanMany");
-        cufft_check(cufftSetStream(raw, s), "cufftSetStream");
+        bench::check_status(cufftPlanMany(&raw, int(n.size()), n.data(), nullptr, 1, 0, nullptr, 1, 0, CUFFT_R2C, 1),
+                            CUFFT_SUCCESS, "cufftPlanMany");
+        bench::check_status(cufftSetStream(raw, s), CUFFT_SUCCESS, "cufftSetStream");
         std::vector<int> axes;
         for (int i = 0; i < int(shape.size()); ++i) axes.push_back(i);
         FFT plan(TensorLayout(DataType::f32, shape), FFTOptions{.axes = FFTAxes(std::span<const int>(axes))});
@@ -166,9 +160,9 @@ int main(int argc, char** argv) {
         auto [raw_ms, our_ms] = compare(
             s,
             [&](int) {
-                cufft_check(
+                bench::check_status(
                     cufftExecR2C(raw, static_cast<cufftReal*>(in.data()), static_cast<cufftComplex*>(out.data())),
-                    "cufftExecR2C");
+                    CUFFT_SUCCESS, "cufftExecR2C");
             },
             [&](int) { plan.execute(vin, vout, Direction::forward, stream); }, samples);
         report.add({c.name, "raw cufftExecR2C", "ms", raw_ms, 0, ""});
@@ -183,16 +177,16 @@ int main(int argc, char** argv) {
         core::Buffer in(std::size_t(n) * 8, stream), out(std::size_t(n) * 8, stream);
         fill(in.data(), std::size_t(n) * 8, s);
         cufftHandle raw{};
-        cufft_check(cufftPlan1d(&raw, n, CUFFT_C2C, 1), "cufftPlan1d");
-        cufft_check(cufftSetStream(raw, s), "cufftSetStream");
+        bench::check_status(cufftPlan1d(&raw, n, CUFFT_C2C, 1), CUFFT_SUCCESS, "cufftPlan1d");
+        bench::check_status(cufftSetStream(raw, s), CUFFT_SUCCESS, "cufftSetStream");
         const TensorView vin(in.data(), DataType::c32, {n}), vout(out.data(), DataType::c32, {n});
         fft(vin, vout, {}, stream);  // first call plans
         FFT plan(vin.layout());
         plan.plan();
         const double raw_us = bench::host_us(s, [&](int) {
-            cufft_check(cufftExecC2C(raw, static_cast<cufftComplex*>(in.data()), static_cast<cufftComplex*>(out.data()),
-                                     CUFFT_FORWARD),
-                        "cufftExecC2C");
+            bench::check_status(cufftExecC2C(raw, static_cast<cufftComplex*>(in.data()),
+                                             static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
+                                CUFFT_SUCCESS, "cufftExecC2C");
         });
         const double cached_us = bench::host_us(s, [&](int) { fft(vin, vout, {}, stream); });
         const double plan_us = bench::host_us(s, [&](int) { plan.execute(vin, vout, Direction::forward, stream); });
@@ -226,15 +220,15 @@ int main(int argc, char** argv) {
 
         // Raw unfused: window kernel, cufftExecC2C, scale kernel.
         cufftHandle plain{};
-        cufft_check(cufftPlanMany(&plain, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, int(c.batch)),
-                    "cufftPlanMany");
-        cufft_check(cufftSetStream(plain, s), "cufftSetStream");
+        bench::check_status(cufftPlanMany(&plain, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, int(c.batch)),
+                            CUFFT_SUCCESS, "cufftPlanMany");
+        bench::check_status(cufftSetStream(plain, s), CUFFT_SUCCESS, "cufftSetStream");
         const core::LaunchConfig cfg{.grid = (total + 255) / 256, .block = 256};
         auto unfused = [&](int) {
             core::launch(stream, cfg, window_k, in.data(), tmp.data(), w.data(), c.n, total);
-            cufft_check(cufftExecC2C(plain, static_cast<cufftComplex*>(tmp.data()),
-                                     static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
-                        "cufftExecC2C");
+            bench::check_status(cufftExecC2C(plain, static_cast<cufftComplex*>(tmp.data()),
+                                             static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
+                                CUFFT_SUCCESS, "cufftExecC2C");
             core::launch(stream, cfg, scale_k, out.data(), inv_n, total);
         };
 
@@ -244,7 +238,7 @@ int main(int argc, char** argv) {
         const core::ObjectCode store =
             core::Program(scale_callback(inv_n), {.name = "raw_scale"}).compile(core::CodeType::ltoir);
         cufftHandle fused{};
-        cufft_check(cufftCreate(&fused), "cufftCreate");
+        bench::check_status(cufftCreate(&fused), CUFFT_SUCCESS, "cufftCreate");
         void* info = w.data();
         bool fused_ok = cufftXtSetJITCallback(fused, "window_load", load.bytes().data(), load.bytes().size(),
                                               CUFFT_CB_LD_COMPLEX, &info) == CUFFT_SUCCESS &&
@@ -256,11 +250,11 @@ int main(int argc, char** argv) {
             planned = cufftMakePlanMany(fused, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, int(c.batch), &work);
             fused_ok = planned == CUFFT_SUCCESS;
         }
-        if (fused_ok) cufft_check(cufftSetStream(fused, s), "cufftSetStream");
+        if (fused_ok) bench::check_status(cufftSetStream(fused, s), CUFFT_SUCCESS, "cufftSetStream");
         auto raw_fused = [&](int) {
-            cufft_check(cufftExecC2C(fused, static_cast<cufftComplex*>(in.data()),
-                                     static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
-                        "cufftExecC2C (fused)");
+            bench::check_status(cufftExecC2C(fused, static_cast<cufftComplex*>(in.data()),
+                                             static_cast<cufftComplex*>(out.data()), CUFFT_FORWARD),
+                                CUFFT_SUCCESS, "cufftExecC2C (fused)");
         };
 
         // gpumath: the same window as a prolog, the scale as Normalization::forward.

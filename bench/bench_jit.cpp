@@ -62,13 +62,6 @@ double us_since(clock_type::time_point t0) {
     return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
 }
 
-void check_cu(CUresult r, const char* what) {
-    if (r != CUDA_SUCCESS) {
-        std::fprintf(stderr, "bench_jit: %s failed with CUresult %d\n", what, int(r));
-        std::exit(2);
-    }
-}
-
 std::string delta(double ours, double raw) {
     char b[64];
     std::snprintf(b, sizeof b, "delta %+.3f us", ours - raw);
@@ -130,8 +123,13 @@ int main(int argc, char** argv) {
         ex.blockDimX = 32;
         ex.blockDimY = ex.blockDimZ = 1;
         ex.hStream = cs;
-        const auto raw = [&](int) { check_cu(drv.cuLaunchKernel(f0, 1, 1, 1, 32, 1, 1, 0, cs, nullptr, nullptr), "cuLaunchKernel"); };
-        const auto raw_ex = [&](int) { check_cu(drv.cuLaunchKernelEx(&ex, f0, nullptr, nullptr), "cuLaunchKernelEx"); };
+        const auto raw = [&](int) {
+            bench::check_status(drv.cuLaunchKernel(f0, 1, 1, 1, 32, 1, 1, 0, cs, nullptr, nullptr), CUDA_SUCCESS,
+                                "cuLaunchKernel");
+        };
+        const auto raw_ex = [&](int) {
+            bench::check_status(drv.cuLaunchKernelEx(&ex, f0, nullptr, nullptr), CUDA_SUCCESS, "cuLaunchKernelEx");
+        };
         const auto ours = [&](int) { core::launch(stream, cfg, k0); };
         // Interleaved, best of two, so drift affects both sides alike.
         const double r1 = bench::host_us(s, raw, 128, bursts), o1 = bench::host_us(s, ours, 128, bursts);
@@ -158,7 +156,8 @@ int main(int argc, char** argv) {
         // The raw side packs its argument array per call, as any caller must.
         const auto raw = [&](int) {
             void* args[] = {&pa, &pb, &c, &n, &d, &e, &pf, &g};
-            check_cu(drv.cuLaunchKernel(f8, 1, 1, 1, 32, 1, 1, 0, cs, args, nullptr), "cuLaunchKernel");
+            bench::check_status(drv.cuLaunchKernel(f8, 1, 1, 1, 32, 1, 1, 0, cs, args, nullptr), CUDA_SUCCESS,
+                                "cuLaunchKernel");
         };
         const auto ours = [&](int) { core::launch(stream, cfg, k8, a, b.data_as<const float>(), c, n, d, e, f, g); };
         const double r1 = bench::host_us(s, raw, 128, bursts), o1 = bench::host_us(s, ours, 128, bursts);
@@ -236,13 +235,14 @@ int main(int argc, char** argv) {
         };
         const double lib = time([&] {
             CUlibrary l = nullptr;
-            check_cu(drv.cuLibraryLoadData(&l, image, nullptr, nullptr, 0, nullptr, nullptr, 0), "cuLibraryLoadData");
-            check_cu(drv.cuLibraryUnload(l), "cuLibraryUnload");
+            bench::check_status(drv.cuLibraryLoadData(&l, image, nullptr, nullptr, 0, nullptr, nullptr, 0),
+                                CUDA_SUCCESS, "cuLibraryLoadData");
+            bench::check_status(drv.cuLibraryUnload(l), CUDA_SUCCESS, "cuLibraryUnload");
         });
         const double mod = time([&] {
             CUmodule m = nullptr;
-            check_cu(drv.cuModuleLoadData(&m, image), "cuModuleLoadData");
-            check_cu(drv.cuModuleUnload(m), "cuModuleUnload");
+            bench::check_status(drv.cuModuleLoadData(&m, image), CUDA_SUCCESS, "cuModuleLoadData");
+            bench::check_status(drv.cuModuleUnload(m), CUDA_SUCCESS, "cuModuleUnload");
         });
         const double ours = time([&] { const core::Module m(launch_code); });
         report.add({group, "raw cuLibraryLoadData", "us", lib, 0, "load + unload"});
@@ -251,9 +251,10 @@ int main(int argc, char** argv) {
         const double lib_k = time([&] {
             CUlibrary l = nullptr;
             CUkernel k = nullptr;
-            check_cu(drv.cuLibraryLoadData(&l, image, nullptr, nullptr, 0, nullptr, nullptr, 0), "cuLibraryLoadData");
-            check_cu(drv.cuLibraryGetKernel(&k, l, "args8"), "cuLibraryGetKernel");
-            check_cu(drv.cuLibraryUnload(l), "cuLibraryUnload");
+            bench::check_status(drv.cuLibraryLoadData(&l, image, nullptr, nullptr, 0, nullptr, nullptr, 0),
+                                CUDA_SUCCESS, "cuLibraryLoadData");
+            bench::check_status(drv.cuLibraryGetKernel(&k, l, "args8"), CUDA_SUCCESS, "cuLibraryGetKernel");
+            bench::check_status(drv.cuLibraryUnload(l), CUDA_SUCCESS, "cuLibraryUnload");
         });
         const double ours_k = time([&] {
             const core::Module m(launch_code);

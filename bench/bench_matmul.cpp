@@ -27,13 +27,6 @@ using bench::Row;
 
 namespace {
 
-void lt_check(cublasStatus_t s, const char* what) {
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        std::fprintf(stderr, "bench: %s failed: %s\n", what, cublasLtGetStatusName(s));
-        std::exit(2);
-    }
-}
-
 /// Device memory holding values uniform in (-0.5, 0.5) of `t`, generated on the host.
 core::Buffer random_device(DataType t, std::size_t count, std::uint64_t seed, cudaStream_t s) {
     std::vector<unsigned char> host(count * size_of(t));
@@ -94,38 +87,53 @@ public:
     };
 
     explicit RawLt(const Spec& s) : spec_(s) {
-        lt_check(cublasLtCreate(&handle_), "cublasLtCreate");
-        lt_check(cublasLtMatmulDescCreate(&desc_, s.compute, s.scale), "cublasLtMatmulDescCreate");
+        bench::check_status(cublasLtCreate(&handle_), CUBLAS_STATUS_SUCCESS, "cublasLtCreate");
+        bench::check_status(cublasLtMatmulDescCreate(&desc_, s.compute, s.scale), CUBLAS_STATUS_SUCCESS,
+                            "cublasLtMatmulDescCreate");
         const std::int32_t ta = s.op_a, tb = s.op_b;
-        lt_check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
-        lt_check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+        bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+                            CUBLAS_STATUS_SUCCESS, "TRANSA");
+        bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+                            CUBLAS_STATUS_SUCCESS, "TRANSB");
         if (s.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
             const std::uint32_t e = s.epilogue;
-            lt_check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e), "EPILOGUE");
+            bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
+                                CUBLAS_STATUS_SUCCESS, "EPILOGUE");
             set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, reinterpret_cast<const void*>(256));
         }
         // FP8 scales: the real pointers, set before the heuristic (cuBLASLt reads pointer values).
         if (s.scale_a != nullptr) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, s.scale_a);
         if (s.scale_b != nullptr) set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, s.scale_b);
         const bool a_t = s.op_a == CUBLAS_OP_T, b_t = s.op_b == CUBLAS_OP_T;
-        lt_check(cublasLtMatrixLayoutCreate(&la_, s.ab, a_t ? s.k : s.m, a_t ? s.m : s.k, std::int64_t(a_t ? s.k : s.m)), "A");
-        lt_check(cublasLtMatrixLayoutCreate(&lb_, s.ab, b_t ? s.n : s.k, b_t ? s.k : s.n, std::int64_t(b_t ? s.n : s.k)), "B");
-        lt_check(cublasLtMatrixLayoutCreate(&ld_, s.d, s.m, s.n, std::int64_t(s.m)), "D");
+        bench::check_status(
+            cublasLtMatrixLayoutCreate(&la_, s.ab, a_t ? s.k : s.m, a_t ? s.m : s.k, std::int64_t(a_t ? s.k : s.m)),
+            CUBLAS_STATUS_SUCCESS, "A");
+        bench::check_status(
+            cublasLtMatrixLayoutCreate(&lb_, s.ab, b_t ? s.n : s.k, b_t ? s.k : s.n, std::int64_t(b_t ? s.n : s.k)),
+            CUBLAS_STATUS_SUCCESS, "B");
+        bench::check_status(cublasLtMatrixLayoutCreate(&ld_, s.d, s.m, s.n, std::int64_t(s.m)), CUBLAS_STATUS_SUCCESS,
+                            "D");
         lc_ = ld_;
-        if (s.c != s.d) lt_check(cublasLtMatrixLayoutCreate(&lc_, s.c, s.m, s.n, std::int64_t(s.m)), "C");
+        if (s.c != s.d)
+            bench::check_status(cublasLtMatrixLayoutCreate(&lc_, s.c, s.m, s.n, std::int64_t(s.m)),
+                                CUBLAS_STATUS_SUCCESS, "C");
         cublasLtMatmulPreference_t pref = nullptr;
-        lt_check(cublasLtMatmulPreferenceCreate(&pref), "pref");
+        bench::check_status(cublasLtMatmulPreferenceCreate(&pref), CUBLAS_STATUS_SUCCESS, "pref");
         const std::uint64_t ws = workspace_bytes;
-        lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "ws");
+        bench::check_status(
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+            CUBLAS_STATUS_SUCCESS, "ws");
         // The same preferences gpumath sets for 256-byte aligned operands, so both sides get the
         // same candidates from the heuristic.
         const std::uint32_t align = 256;
         for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-            lt_check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align), "alignment preference");
+            bench::check_status(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align),
+                                CUBLAS_STATUS_SUCCESS, "alignment preference");
         cublasLtMatmulHeuristicResult_t r[8];
         int returned = 0;
-        lt_check(cublasLtMatmulAlgoGetHeuristic(handle_, desc_, la_, lb_, lc_, ld_, pref, 8, r, &returned), "heuristic");
+        bench::check_status(cublasLtMatmulAlgoGetHeuristic(handle_, desc_, la_, lb_, lc_, ld_, pref, 8, r, &returned),
+                            CUBLAS_STATUS_SUCCESS, "heuristic");
         cublasLtMatmulPreferenceDestroy(pref);
         if (returned == 0) {
             std::fprintf(stderr, "bench: raw cuBLASLt found no algorithm\n");
@@ -148,13 +156,14 @@ public:
     RawLt& operator=(const RawLt&) = delete;
 
     void set_pointer(cublasLtMatmulDescAttributes_t attr, const void* p) {
-        lt_check(cublasLtMatmulDescSetAttribute(desc_, attr, &p, sizeof p), "pointer attribute");
+        bench::check_status(cublasLtMatmulDescSetAttribute(desc_, attr, &p, sizeof p), CUBLAS_STATUS_SUCCESS,
+                            "pointer attribute");
     }
     void use_candidate(std::size_t i) { algo_ = candidates_[i].algo; }
     /// The configuration of the algorithm raw runs, in the words config_text() uses.
     [[nodiscard]] std::string algorithm() const {
         auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
-            std::uint64_t v = 0;  // every attribute read here fits; unused high bytes stay 0
+            std::uint32_t v = 0;  // every attribute read here is 32 bits wide (cuBLASLt checks the size)
             std::size_t written = 0;
             cublasLtMatmulAlgoConfigGetAttribute(&algo_, attr, &v, sizeof v, &written);
             return v;
@@ -170,9 +179,9 @@ public:
     void run(const void* a, const void* b, void* d, cudaStream_t stream) {
         const float one = 1.0f, zero = 0.0f;
         const void* c = spec_.c == spec_.d ? d : nullptr;
-        lt_check(cublasLtMatmul(handle_, desc_, &one, a, la_, b, lb_, &zero, c, lc_, d, ld_, &algo_, workspace_,
-                                workspace_bytes, stream),
-                 "cublasLtMatmul");
+        bench::check_status(cublasLtMatmul(handle_, desc_, &one, a, la_, b, lb_, &zero, c, lc_, d, ld_, &algo_,
+                                           workspace_, workspace_bytes, stream),
+                            CUBLAS_STATUS_SUCCESS, "cublasLtMatmul");
     }
 
 private:
@@ -201,23 +210,12 @@ int calls_per_sample(cudaStream_t s, const std::function<void(int)>& fn) {
     return std::clamp(int(2.0 / std::max(one, 1e-4)), 1, 256);
 }
 
-/// Median ms per call of raw and of gpumath, measured in alternating rounds (raw first in even
-/// rounds, gpumath first in odd ones); each side's best round counts, so clock drift and warm-up
-/// favour neither.
+/// Median ms per call of raw and of gpumath, from interleaved samples (see bench::paired_gpu_ms).
 std::pair<double, double> compare(cudaStream_t s, const std::function<void(int)>& raw, const std::function<void(int)>& ours,
                                   const Timing& t) {
     const int per = calls_per_sample(s, raw);
-    double r = 1e300, o = 1e300;
-    for (int round = 0; round < t.rounds; ++round) {
-        if (round % 2 == 0) {
-            r = std::min(r, bench::gpu_ms(s, raw, t.warmup, t.samples, per));
-            o = std::min(o, bench::gpu_ms(s, ours, t.warmup, t.samples, per));
-        } else {
-            o = std::min(o, bench::gpu_ms(s, ours, t.warmup, t.samples, per));
-            r = std::min(r, bench::gpu_ms(s, raw, t.warmup, t.samples, per));
-        }
-    }
-    return {r, o};
+    const bench::PairedMs m = bench::paired_gpu_ms(s, raw, ours, t.warmup, t.samples * t.rounds, per);
+    return {m.a, m.b};
 }
 
 }  // namespace

@@ -15,6 +15,16 @@
 
 namespace gpumath::bench {
 
+/// Stops the benchmark (exit status 2) when a raw library call returns anything but `ok`
+/// (cudaSuccess, CUDA_SUCCESS, CUBLAS_STATUS_SUCCESS, CUFFT_SUCCESS, ...).
+template <class Status>
+void check_status(Status s, Status ok, const char* what) {
+    if (s != ok) {
+        std::fprintf(stderr, "bench: %s failed with status %d\n", what, static_cast<int>(s));
+        std::exit(2);
+    }
+}
+
 inline void cuda_check(cudaError_t s, const char* what) {
     if (s != cudaSuccess) {
         std::fprintf(stderr, "bench: %s failed: %s\n", what, cudaGetErrorString(s));
@@ -53,6 +63,54 @@ inline double gpu_ms(cudaStream_t stream, const std::function<void(int)>& fn, in
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     return median(t);
+}
+
+/// Per-call GPU milliseconds of two ways of doing the same work, measured in interleaved samples
+/// (a b, b a, a b, ...) so that both see the same clocks: under sustained load the GPU's clock
+/// drops within seconds, and timing one side's samples after the other's would favour the first.
+struct PairedMs {
+    double a = 0;      // median ms per call of `a`
+    double b = 0;      // median ms per call of `b`
+    double ratio = 0;  // median over sample pairs of a / b (> 1: b is faster)
+};
+
+inline PairedMs paired_gpu_ms(cudaStream_t stream, const std::function<void(int)>& a, const std::function<void(int)>& b,
+                              int warmup = 5, int pairs = 51, int per_sample = 1) {
+    int call_a = 0, call_b = 0;
+    for (int i = 0; i < warmup; ++i) {
+        a(call_a++);
+        b(call_b++);
+    }
+    cuda_check(cudaStreamSynchronize(stream), "warm-up");
+    cudaEvent_t e0{}, e1{};
+    cuda_check(cudaEventCreate(&e0), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&e1), "cudaEventCreate");
+    auto sample = [&](const std::function<void(int)>& fn, int& call) {
+        cuda_check(cudaEventRecord(e0, stream), "cudaEventRecord");
+        for (int k = 0; k < per_sample; ++k) fn(call++);
+        cuda_check(cudaEventRecord(e1, stream), "cudaEventRecord");
+        cuda_check(cudaEventSynchronize(e1), "cudaEventSynchronize");
+        float ms = 0;
+        cuda_check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
+        return double(ms) / per_sample;
+    };
+    std::vector<double> ta, tb, r;
+    for (int i = 0; i < pairs; ++i) {
+        double x = 0, y = 0;
+        if (i % 2 == 0) {
+            x = sample(a, call_a);
+            y = sample(b, call_b);
+        } else {
+            y = sample(b, call_b);
+            x = sample(a, call_a);
+        }
+        ta.push_back(x);
+        tb.push_back(y);
+        r.push_back(x / y);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return {median(ta), median(tb), median(r)};
 }
 
 /// Microseconds of host time per call of `fn(i)`, timed in bursts of `burst` calls (shorter than

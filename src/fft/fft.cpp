@@ -138,8 +138,8 @@ struct FFTImpl {
     std::vector<std::unique_ptr<FftVariant>> unaligned_owned;
     std::array<std::atomic<FftVariant*>, 2> unaligned_run{};
     std::shared_ptr<core::MemoryResource> resource;
-    std::unique_ptr<FftWorkspace> own_workspace;
-    FftWorkspace* workspace = nullptr;
+    std::unique_ptr<StreamWorkspace> own_workspace;
+    StreamWorkspace* workspace = nullptr;
 
     [[nodiscard]] DataType in_element() const { return element_type(p.precision, p.in_complex); }
     [[nodiscard]] DataType out_element() const { return element_type(p.precision, p.out_complex); }
@@ -488,11 +488,11 @@ void FFTImpl::plan_locked() {
     arch = dev.arch();
     if (options.memory_resource) {
         resource = options.memory_resource;
-        own_workspace = std::make_unique<FftWorkspace>(resource);
+        own_workspace = std::make_unique<StreamWorkspace>(resource);
         workspace = own_workspace.get();
     } else {
         resource = core::DeviceMemoryResource::default_resource(device);
-        workspace = &default_fft_workspace(device);
+        workspace = &default_stream_workspace(device);
     }
 
     const bool callbacks = p.has_prolog || p.has_epilog;
@@ -602,10 +602,11 @@ FftVariant* FFTImpl::unaligned_variant_for(Direction d) {
     std::lock_guard lock(plan_mutex);
     if (FftVariant* v = unaligned_run[std::size_t(d)].load(std::memory_order_relaxed)) return v;
     const bool r2c = p.type == FftType::r2c;
-    log(LogLevel::info, "fft: the real {} of this {} is not aligned like a complex element, which cuFFT requires; it "
-        "goes through a contiguous temp", r2c ? "input" : "output", to_string(p.type));
-    unaligned_owned.push_back(
-        build(r2c || (!fuse && p.has_prolog), !r2c || (!fuse && p.has_epilog), fuse, d));
+    log(LogLevel::info,
+        "fft: the real {} of this {} is not aligned like a complex element, which cuFFT requires; it "
+        "goes through a contiguous temp",
+        r2c ? "input" : "output", to_string(p.type));
+    unaligned_owned.push_back(build(r2c || (!fuse && p.has_prolog), !r2c || (!fuse && p.has_epilog), fuse, d));
     FftVariant* v = unaligned_owned.back().get();
     unaligned_run[std::size_t(d)].store(v, std::memory_order_release);
     return v;
@@ -656,11 +657,10 @@ void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, 
     if (p.type != FftType::c2c) {
         const bool r2c = p.type == FftType::r2c;
         const auto real = reinterpret_cast<std::uintptr_t>(r2c ? in.data() : out.data());
-        if (real % (2 * element_bytes(p.precision, false)) != 0 && !(r2c ? v->g.in.temp : v->g.out.temp))
-            [[unlikely]]
+        if (real % (2 * element_bytes(p.precision, false)) != 0 && !(r2c ? v->g.in.temp : v->g.out.temp)) [[unlikely]]
             v = unaligned_variant_for(d);
     }
-    FftWorkspace::Lease lease = workspace->acquire(v->bytes, stream);
+    StreamWorkspace::Lease lease = workspace->acquire(v->bytes, stream);
     run_variant(*v, in.data(), out.data(), d, stream, lease.data);
 }
 

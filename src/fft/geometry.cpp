@@ -570,8 +570,10 @@ FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, 
     // complex element; host-loop executions at an odd real offset would be. Copy the real side
     // (and, if its contiguous temp still loops at odd offsets, both).
     if (p.type != FftType::c2c && !real_loops_aligned(p, a.g)) {
-        if (p.type == FftType::r2c) in_temp = true;
-        else out_temp = true;
+        if (p.type == FftType::r2c)
+            in_temp = true;
+        else
+            out_temp = true;
         a = attempt(p, dims, in_temp, out_temp);
         if (!real_loops_aligned(p, a.g)) a = attempt(p, dims, in_temp = true, out_temp = true);
     }

@@ -17,6 +17,7 @@
 #include <gpumath/core/stream.hpp>
 #include <gpumath/detail/fft_geometry.hpp>
 #include <gpumath/detail/fft_sources.hpp>
+#include <gpumath/detail/stream_workspace.hpp>
 #include <gpumath/fft/callback.hpp>
 #include <gpumath/fft/fft.hpp>
 #include <gpumath/fft/options.hpp>
@@ -39,39 +40,6 @@ struct FFTAccess {
 [[nodiscard]] core::ObjectCode compile_fused_callback(const FFTCallback& callback, FFTCallbackKind kind,
                                                       DataType element, double scale, const std::string& rename,
                                                       std::string arch);
-
-/// Grow-only work areas, one per stream, from one memory resource. `acquire` holds the stream's
-/// entry locked for as long as the lease lives, so a concurrent caller on the same stream cannot
-/// free the area (by growing it) before this caller has enqueued the work that uses it. Work on
-/// one stream is ordered, so reusing a stream's area across calls is safe.
-class FftWorkspace {
-public:
-    explicit FftWorkspace(std::shared_ptr<core::MemoryResource> resource) : resource_(std::move(resource)) {}
-
-    struct Lease {
-        std::unique_lock<std::mutex> lock;
-        void* data = nullptr;
-    };
-    /// At least `bytes` usable on `stream` until the lease is dropped (null for 0 bytes).
-    [[nodiscard]] Lease acquire(std::size_t bytes, core::StreamRef stream);
-    /// Frees every area. The caller makes sure nothing is in flight (release_default_fft_workspaces
-    /// synchronizes the device first).
-    void release();
-
-private:
-    struct Entry {
-        std::mutex mutex;
-        core::Buffer buffer;
-    };
-    std::mutex mutex_;
-    std::shared_ptr<core::MemoryResource> resource_;
-    std::unordered_map<cudaStream_t, std::unique_ptr<Entry>> entries_;
-};
-
-/// The work areas of plans using device `device`'s default pool (alive until the process exits).
-[[nodiscard]] FftWorkspace& default_fft_workspace(int device);
-/// Synchronizes each device that has default work areas and frees them.
-void release_default_fft_workspaces();
 
 /// The built-in pass kernel (copy/scale, no callback) for `element` (pairs: f16/bf16 complex), on
 /// `device` with architecture `arch`; compiled once per process.

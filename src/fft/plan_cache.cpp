@@ -207,7 +207,7 @@ FFTPlanCacheStats FFTPlanCache::stats() const {
     return {s.hits, s.misses, s.evictions, s.size, s.capacity};
 }
 void FFTPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
-void FFTPlanCache::release_workspaces() { detail::release_default_fft_workspaces(); }
+void FFTPlanCache::release_workspaces() { detail::release_default_stream_workspaces(); }
 
 FFTPlanCache& fft_plan_cache() {
     static FFTPlanCache cache;

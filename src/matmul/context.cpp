@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-device cuBLASLt state: one handle, one per-stream workspace, the device's identity.
+// Per-device cuBLASLt state: one handle and the device's identity.
 // Created lazily and thread-safely; deliberately never destroyed, so no static destructor runs
 // after the CUDA runtime has shut down.
 #include "matmul/internal.hpp"
@@ -19,7 +19,6 @@ constexpr int max_devices = 64;
 
 struct DeviceContext {
     cublasLtHandle_t handle = nullptr;
-    StreamWorkspace* workspace = nullptr;
     DeviceIdentity identity;
 };
 
@@ -52,7 +51,6 @@ DeviceContext& context(int device) {
         ctx.identity.cc_minor = props.minor;
         ctx.identity.l2_bytes = props.l2CacheSize;
         ctx.identity.lt_version = cublasLtGetVersion();
-        ctx.workspace = new StreamWorkspace(core::DeviceMemoryResource::default_resource(device));
         ctx.handle = h;
     });
     return ctx;
@@ -61,8 +59,6 @@ DeviceContext& context(int device) {
 }  // namespace
 
 cublasLtHandle_t lt_handle(int device) { return context(device).handle; }
-
-StreamWorkspace& device_workspace(int device) { return *context(device).workspace; }
 
 const DeviceIdentity& device_identity(int device) { return context(device).identity; }
 

@@ -206,8 +206,6 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
 /// The cuBLASLt handle of `device`, created on first use (thread-safe) and kept for the life of
 /// the process.
 [[nodiscard]] cublasLtHandle_t lt_handle(int device);
-/// The shared per-stream workspace of `device` (default memory resource).
-[[nodiscard]] StreamWorkspace& device_workspace(int device);
 /// cuBLASLt's version (cublasLtGetVersion) and the device's name and compute capability.
 struct DeviceIdentity {
     std::string name;

@@ -122,7 +122,7 @@ MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int 
         own_workspace_ = std::make_unique<StreamWorkspace>(resource_);
         workspace_ = own_workspace_.get();
     } else {
-        workspace_ = &device_workspace(device_);
+        workspace_ = &default_stream_workspace(device_);
     }
     try {
         create_descriptors();
@@ -351,13 +351,14 @@ void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar&
     const void* c = P.has_c ? p.c : (P.c_type == P.d_type ? p.d : nullptr);
     const cublasLtMatmulHeuristicResult_t& algo = results_[selected_];
     std::size_t ws_bytes = 0;
-    void* ws = nullptr;
+    StreamWorkspace::Lease lease;  // held until cublasLtMatmul has enqueued the product
     if (algo.workspaceSize > 0) {
         // Ask for at least the default limit so that plans on one stream share one buffer that
         // rarely has to grow.
         ws_bytes = std::max(algo.workspaceSize, std::min(workspace_limit_, default_workspace_limit));
-        ws = workspace_->get(ws_bytes, stream);
+        lease = workspace_->acquire(ws_bytes, stream);
     }
+    void* ws = lease.data;
     auto matmul = [&] {
         const cublasStatus_t s = cublasLtMatmul(lt_handle(device_), desc_, alpha_buf, lt_a, la_, lt_b, lb_, beta_buf, c,
                                                 lc_, p.d, ld_, &algo.algo, ws, ws_bytes, stream.handle());

@@ -206,7 +206,8 @@ TEST(FftGeometry, RealOperandsNeverLoopAtOddOffsets) {
     EXPECT_TRUE(g.in.temp || g.executions() == 1);
     check_geometry(p, g);
     // c2r: the real output side.
-    const FftProblem q = problem(TensorLayout(DataType::c32, {6, 3, 7}), {.axes = {1}, .kind = FFTKind::c2r, .last_axis_size = 5, .overwrite_input = true});
+    const FftProblem q = problem(TensorLayout(DataType::c32, {6, 3, 7}),
+                                 {.axes = {1}, .kind = FFTKind::c2r, .last_axis_size = 5, .overwrite_input = true});
     const FftGeometry h = make_fft_geometry(q, false, false);
     EXPECT_TRUE(h.out.temp || h.executions() == 1);
     check_geometry(q, h);

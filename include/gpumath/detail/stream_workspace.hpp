@@ -12,36 +12,44 @@
 
 namespace gpumath::detail {
 
-/// Grow-only scratch buffers, one per stream, from one memory resource. Work enqueued on one
-/// stream is ordered, so a stream's buffer can be reused by every call on that stream; growing
-/// frees the old buffer in stream order on the same stream. Thread-safe.
+/// Grow-only scratch areas, one per stream, from one memory resource. Work enqueued on one stream
+/// is ordered, so a stream's area serves every call on that stream; growing frees the old area in
+/// stream order on the same stream. `acquire` keeps the stream's entry locked for as long as the
+/// lease lives, so a concurrent caller on the same stream cannot free the area (by growing it)
+/// before this caller has enqueued the work that uses it. Thread-safe.
 class StreamWorkspace {
 public:
     explicit StreamWorkspace(std::shared_ptr<core::MemoryResource> resource = nullptr)
         : resource_(std::move(resource)) {}
 
-    /// At least `bytes` of scratch usable by work enqueued on `stream` (nullptr when bytes == 0).
-    void* get(std::size_t bytes, core::StreamRef stream) {
-        if (bytes == 0) return nullptr;
-        std::lock_guard lock(mutex_);
-        core::Buffer& b = buffers_[stream.handle()];
-        if (b.size_bytes() < bytes) {
-            b.reset(stream);
-            b = core::Buffer(bytes, stream, resource_);
-        }
-        return b.data();
-    }
+    /// An area and the lock that keeps it alive: hold it until the work using `data` is enqueued.
+    struct Lease {
+        std::unique_lock<std::mutex> lock;
+        void* data = nullptr;  // null for 0 bytes
+    };
 
-    /// Frees every buffer, each ordered on its own stream.
-    void clear() {
-        std::lock_guard lock(mutex_);
-        buffers_.clear();
-    }
+    /// At least `bytes` usable by work enqueued on `stream` while the lease is held.
+    [[nodiscard]] Lease acquire(std::size_t bytes, core::StreamRef stream);
+
+    /// Frees every area. The caller makes sure that nothing using them is in flight or being
+    /// enqueued (release_default_stream_workspaces synchronizes the device first).
+    void release();
 
 private:
+    struct Entry {
+        std::mutex mutex;
+        core::Buffer buffer;
+    };
     std::mutex mutex_;
     std::shared_ptr<core::MemoryResource> resource_;
-    std::unordered_map<cudaStream_t, core::Buffer> buffers_;
+    std::unordered_map<cudaStream_t, std::unique_ptr<Entry>> entries_;
 };
+
+/// The areas of `device`'s default memory pool, shared by every matmul and FFT that has no memory
+/// resource of its own; alive until the process exits.
+[[nodiscard]] StreamWorkspace& default_stream_workspace(int device);
+
+/// Synchronizes each device that has default areas and frees them (they grow again on demand).
+void release_default_stream_workspaces();
 
 }  // namespace gpumath::detail

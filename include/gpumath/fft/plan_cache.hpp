@@ -32,8 +32,9 @@ public:
     [[nodiscard]] FFTPlanCacheStats stats() const;
     /// Zeroes the counters.
     void reset_stats();
-    /// Frees the per-stream work areas of plans that use the default memory resource. Blocking:
-    /// synchronizes every device that has one first.
+    /// Frees the per-stream work areas that FFT and matmul plans without a memory resource of
+    /// their own share (they grow again on demand). Blocking: synchronizes every device that has
+    /// one first; no other thread may be issuing gpumath work meanwhile.
     void release_workspaces();
 
     FFTPlanCache(const FFTPlanCache&) = delete;

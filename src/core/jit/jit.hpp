@@ -2,6 +2,7 @@
 // Private to src/core/jit: pieces shared by Program, the compile cache, Linker and Module.
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -10,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include <cuda.h>
+
+#include <gpumath/core/launch.hpp>
 #include <gpumath/core/program.hpp>
 #include <gpumath/detail/jit_hash.hpp>
 
@@ -76,5 +80,37 @@ void ensure_context();
 
 /// Reads a whole file; nullopt when it cannot be read.
 [[nodiscard]] std::optional<std::string> read_file(const std::filesystem::path& path);
+
+/// The driver's form of `c` for cuLaunchKernelEx and the occupancy queries: grid, block, dynamic
+/// shared memory and stream, with the cluster and cooperative attributes written into `attrs`.
+[[nodiscard]] inline CUlaunchConfig to_cu_launch_config(const core::LaunchConfig& c, CUstream stream,
+                                                        std::array<CUlaunchAttribute, 2>& attrs) noexcept {
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = unsigned(c.grid.x);
+    cfg.gridDimY = unsigned(c.grid.y);
+    cfg.gridDimZ = unsigned(c.grid.z);
+    cfg.blockDimX = unsigned(c.block.x);
+    cfg.blockDimY = unsigned(c.block.y);
+    cfg.blockDimZ = unsigned(c.block.z);
+    cfg.sharedMemBytes = unsigned(c.shared_memory);
+    cfg.hStream = stream;
+    attrs = {};
+    unsigned n = 0;
+    if (c.cluster) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[n].value.clusterDim.x = unsigned(c.cluster->x);
+        attrs[n].value.clusterDim.y = unsigned(c.cluster->y);
+        attrs[n].value.clusterDim.z = unsigned(c.cluster->z);
+        ++n;
+    }
+    if (c.cooperative) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attrs[n].value.cooperative = 1;
+        ++n;
+    }
+    cfg.attrs = attrs.data();
+    cfg.numAttrs = n;
+    return cfg;
+}
 
 }  // namespace gpumath::detail

@@ -138,31 +138,8 @@ void launch_kernel(core::StreamRef stream, const core::LaunchConfig& c, const Ke
     } else {
         api = "cuLaunchKernelEx";
         require_driver_function(reinterpret_cast<const void*>(d.cuLaunchKernelEx), "cuLaunchKernelEx");
-        CUlaunchAttribute attrs[2]{};
-        unsigned n = 0;
-        if (c.cluster) {
-            attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attrs[n].value.clusterDim.x = unsigned(c.cluster->x);
-            attrs[n].value.clusterDim.y = unsigned(c.cluster->y);
-            attrs[n].value.clusterDim.z = unsigned(c.cluster->z);
-            ++n;
-        }
-        if (c.cooperative) {
-            attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-            attrs[n].value.cooperative = 1;
-            ++n;
-        }
-        CUlaunchConfig cfg{};
-        cfg.gridDimX = unsigned(c.grid.x);
-        cfg.gridDimY = unsigned(c.grid.y);
-        cfg.gridDimZ = unsigned(c.grid.z);
-        cfg.blockDimX = unsigned(c.block.x);
-        cfg.blockDimY = unsigned(c.block.y);
-        cfg.blockDimZ = unsigned(c.block.z);
-        cfg.sharedMemBytes = unsigned(c.shared_memory);
-        cfg.hStream = s;
-        cfg.attrs = attrs;
-        cfg.numAttrs = n;
+        std::array<CUlaunchAttribute, 2> attrs;
+        const CUlaunchConfig cfg = to_cu_launch_config(c, s, attrs);
         r = d.cuLaunchKernelEx(&cfg, f, args, nullptr);
     }
     if (r != CUDA_SUCCESS) [[unlikely]]

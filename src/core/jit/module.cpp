@@ -263,21 +263,10 @@ int Kernel::max_active_clusters(const LaunchConfig& config) const {
                                      "cuOccupancyMaxActiveClusters");
     detail::DeviceGuard guard(k.device);
     detail::ensure_context();
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = unsigned(config.cluster->x);
-    attr.value.clusterDim.y = unsigned(config.cluster->y);
-    attr.value.clusterDim.z = unsigned(config.cluster->z);
-    CUlaunchConfig c{};
-    c.gridDimX = unsigned(config.grid.x);
-    c.gridDimY = unsigned(config.grid.y);
-    c.gridDimZ = unsigned(config.grid.z);
-    c.blockDimX = unsigned(config.block.x);
-    c.blockDimY = unsigned(config.block.y);
-    c.blockDimZ = unsigned(config.block.z);
-    c.sharedMemBytes = unsigned(config.shared_memory);
-    c.attrs = &attr;
-    c.numAttrs = 1;
+    LaunchConfig cluster_only = config;  // the occupancy of clusters, whatever else the launch asks
+    cluster_only.cooperative = false;
+    std::array<CUlaunchAttribute, 2> attrs;
+    const CUlaunchConfig c = detail::to_cu_launch_config(cluster_only, nullptr, attrs);
     int clusters = 0;
     detail::check(d.cuOccupancyMaxActiveClusters(&clusters, reinterpret_cast<CUfunction>(k.kernel), &c),
                   "cuOccupancyMaxActiveClusters", [&] { return fmt::format("kernel '{}'", k.name); });
