@@ -201,6 +201,7 @@ std::string cube(std::int64_t n) { return std::to_string(n) + "^3"; }
 
 struct Timing {
     int warmup = 5, samples = 21, rounds = 3;
+    double burn_seconds = 0;  // sustained load before timing (see bench::burn)
 };
 
 /// Calls per timed sample so that a sample lasts about 2 ms: back-to-back calls keep the GPU busy,
@@ -213,6 +214,7 @@ int calls_per_sample(cudaStream_t s, const std::function<void(int)>& fn) {
 /// Median ms per call of raw and of gpumath, from interleaved samples (see bench::paired_gpu_ms).
 std::pair<double, double> compare(cudaStream_t s, const std::function<void(int)>& raw, const std::function<void(int)>& ours,
                                   const Timing& t) {
+    bench::burn(s, raw, t.burn_seconds);
     const int per = calls_per_sample(s, raw);
     const bench::PairedMs m = bench::paired_gpu_ms(s, raw, ours, t.warmup, t.samples * t.rounds, per);
     return {m.a, m.b};
@@ -230,7 +232,7 @@ int main(int argc, char** argv) {
     core::Stream stream;
     const cudaStream_t s = stream.handle();
     const bool quick = report.quick();
-    const Timing timing = quick ? Timing{2, 7, 4} : Timing{5, 21, 6};
+    const Timing timing = quick ? Timing{2, 7, 4, 0.2} : Timing{5, 21, 6, 2.0};
 
     // ---- bf16 M = N = K, row-major: gpumath computes D^T = B^T A^T, as raw does here.
     const std::vector<std::int64_t> sizes = quick ? std::vector<std::int64_t>{2048, 1024} : std::vector<std::int64_t>{8192, 4096, 1024};
@@ -295,7 +297,7 @@ int main(int argc, char** argv) {
             RawLt raw({.m = std::uint64_t(n), .n = std::uint64_t(m), .k = std::uint64_t(k), .op_a = CUBLAS_OP_T});
             Matmul mm(xv, wt);
             mm.plan();
-            const Timing t = quick ? Timing{3, 11, 4} : Timing{10, 51, 6};
+            const Timing t = quick ? Timing{3, 11, 4, 0.2} : Timing{10, 51, 6, 2.0};
             auto [raw_ms, ours_ms] = compare(s, [&](int) { raw.run(w.data(), x.data(), y.data(), s); },
                                              [&](int) { mm.execute(xv, wt, yv, {}, stream); }, t);
             const double flops = 2.0 * double(m) * double(n) * double(k);
@@ -358,17 +360,13 @@ int main(int argc, char** argv) {
             Matmul mm(as[0], bs[0]);
             mm.plan();
             matmul(as[0], bs[0], ds[0], {}, {}, stream);  // the cache now holds the plan
-            const int bursts = quick ? 11 : 51;
-            auto measure = [&](const std::function<void(int)>& fn) { return bench::host_us(s, fn, 128, bursts); };
-            std::vector<double> raw_us, exec_us, stateless_us;
-            for (int round = 0; round < 3; ++round) {  // interleaved rounds; the best of each side
-                raw_us.push_back(measure([&](int i) { raw.run(bs[i % sets].data(), as[i % sets].data(), ds[i % sets].data(), s); }));
-                exec_us.push_back(measure([&](int i) { mm.execute(as[i % sets], bs[i % sets], ds[i % sets], {}, stream); }));
-                stateless_us.push_back(measure([&](int i) { matmul(as[i % sets], bs[i % sets], ds[i % sets], {}, {}, stream); }));
-            }
-            const double r = *std::min_element(raw_us.begin(), raw_us.end());
-            const double e = *std::min_element(exec_us.begin(), exec_us.end());
-            const double st = *std::min_element(stateless_us.begin(), stateless_us.end());
+            const std::vector<double> us = bench::interleaved_host_us(
+                s,
+                {[&](int i) { raw.run(bs[i % sets].data(), as[i % sets].data(), ds[i % sets].data(), s); },
+                 [&](int i) { mm.execute(as[i % sets], bs[i % sets], ds[i % sets], {}, stream); },
+                 [&](int i) { matmul(as[i % sets], bs[i % sets], ds[i % sets], {}, {}, stream); }},
+                128, quick ? 21 : 151);
+            const double r = us[0], e = us[1], st = us[2];
             char note[64];
             report.add({group, "raw cublasLtMatmul", "us/call", r, 0, "descriptors and algorithm kept"});
             std::snprintf(note, sizeof note, "delta %+.2f us (target <= +0.5)", e - r);

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -68,14 +70,41 @@ inline double gpu_ms(cudaStream_t stream, const std::function<void(int)>& fn, in
 /// Per-call GPU milliseconds of two ways of doing the same work, measured in interleaved samples
 /// (a b, b a, a b, ...) so that both see the same clocks: under sustained load the GPU's clock
 /// drops within seconds, and timing one side's samples after the other's would favour the first.
+/// Each sample is gated (StreamGate), so host cost does not leak into the GPU time.
 struct PairedMs {
     double a = 0;      // median ms per call of `a`
     double b = 0;      // median ms per call of `b`
     double ratio = 0;  // median over sample pairs of a / b (> 1: b is faster)
 };
 
+/// Holds `stream` (from a host function) until release(), so that a whole sample is enqueued before
+/// the GPU starts on it: then back-to-back calls are timed at the GPU's pace even where one call's
+/// host cost exceeds its GPU time. Keep a gated sample well under the launch queue's depth (the
+/// host would block on a full queue that the gate keeps from draining).
+class StreamGate {
+public:
+    explicit StreamGate(cudaStream_t stream) {
+        cuda_check(cudaLaunchHostFunc(stream, &StreamGate::wait, &open_), "cudaLaunchHostFunc");
+    }
+    void release() { open_.store(true, std::memory_order_release); }
+    ~StreamGate() { release(); }
+    StreamGate(const StreamGate&) = delete;
+    StreamGate& operator=(const StreamGate&) = delete;
+
+private:
+    static void CUDART_CB wait(void* flag) {
+        const auto& open = *static_cast<std::atomic<bool>*>(flag);
+        while (!open.load(std::memory_order_acquire)) std::this_thread::yield();
+    }
+    std::atomic<bool> open_{false};
+};
+
+/// Most calls a gated sample holds (see StreamGate).
+inline constexpr int max_gated_calls = 128;
+
 inline PairedMs paired_gpu_ms(cudaStream_t stream, const std::function<void(int)>& a, const std::function<void(int)>& b,
                               int warmup = 5, int pairs = 51, int per_sample = 1) {
+    per_sample = std::clamp(per_sample, 1, max_gated_calls);
     int call_a = 0, call_b = 0;
     for (int i = 0; i < warmup; ++i) {
         a(call_a++);
@@ -86,9 +115,11 @@ inline PairedMs paired_gpu_ms(cudaStream_t stream, const std::function<void(int)
     cuda_check(cudaEventCreate(&e0), "cudaEventCreate");
     cuda_check(cudaEventCreate(&e1), "cudaEventCreate");
     auto sample = [&](const std::function<void(int)>& fn, int& call) {
+        StreamGate gate(stream);  // alive until its host function has returned (before e1)
         cuda_check(cudaEventRecord(e0, stream), "cudaEventRecord");
         for (int k = 0; k < per_sample; ++k) fn(call++);
         cuda_check(cudaEventRecord(e1, stream), "cudaEventRecord");
+        gate.release();
         cuda_check(cudaEventSynchronize(e1), "cudaEventSynchronize");
         float ms = 0;
         cuda_check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
@@ -128,6 +159,43 @@ inline double host_us(cudaStream_t stream, const std::function<void(int)>& fn, i
     }
     cuda_check(cudaStreamSynchronize(stream), "drain");
     return median(t);
+}
+
+/// Runs `fn` back to back for about `seconds`, so that what is timed next sees the clocks the card
+/// settles at under sustained load (it boosts when idle and slows within seconds of heavy work).
+inline void burn(cudaStream_t stream, const std::function<void(int)>& fn, double seconds) {
+    const auto t0 = std::chrono::steady_clock::now();
+    int call = 0;
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+        for (int k = 0; k < 16; ++k) fn(call++);
+        cuda_check(cudaStreamSynchronize(stream), "burn");
+    }
+}
+
+/// Host microseconds per call of several ways of doing the same work, in interleaved bursts: each
+/// round runs one burst of `burst` calls of every function (the order rotating), with the stream
+/// drained before each burst. Returns, per function, the median burst time per call. Host timings
+/// on a shared machine drift by microseconds between phases; interleaving lets every function see
+/// the same drift.
+inline std::vector<double> interleaved_host_us(cudaStream_t stream, const std::vector<std::function<void(int)>>& fns,
+                                               int burst = 128, int rounds = 51, int warmup_rounds = 3) {
+    const std::size_t n = fns.size();
+    std::vector<std::vector<double>> t(n);
+    std::vector<int> calls(n, 0);
+    for (int r = 0; r < warmup_rounds + rounds; ++r) {
+        for (std::size_t j = 0; j < n; ++j) {
+            const std::size_t f = (j + std::size_t(r)) % n;
+            cuda_check(cudaStreamSynchronize(stream), "drain");
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int k = 0; k < burst; ++k) fns[f](calls[f]++);
+            const auto t1 = std::chrono::steady_clock::now();
+            if (r >= warmup_rounds) t[f].push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / burst);
+        }
+    }
+    cuda_check(cudaStreamSynchronize(stream), "drain");
+    std::vector<double> out;
+    for (auto& v : t) out.push_back(median(v));
+    return out;
 }
 
 /// One measured figure.

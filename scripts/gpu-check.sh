@@ -6,7 +6,7 @@
 #
 # Runs every test binary, the GPU tests again under compute-sanitizer memcheck, the examples and
 # the benchmarks, and writes logs to $OUT (default ./gpu-logs): tests.log, sanitizer.log,
-# examples.log, bench.log, bench.json, env.txt. Environment knobs:
+# examples.log, bench.log, bench.json, peers.log, dmon.log (clocks and power), env.txt. Environment knobs:
 #   GPUCHECK_STEPS="tests sanitizer examples bench"   steps to run, in the order given (any of
 #                            tests sanitizer examples bench peers; peers runs the
 #                            bench/peers/*.py scripts, installing wheels found in .whl/ first)
@@ -117,12 +117,22 @@ step_peers() {
   cat "$out/peers.log"
 }
 
+# Clocks, power and temperature once a second while the steps run (benchmarks slow down as the
+# card heats up; this log shows by how much).
+dmon_pid=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi dmon -s pc -o T > "$out/dmon.log" 2>&1 &
+  dmon_pid=$!
+fi
+
 for step in $steps; do
   case "$step" in
     tests|sanitizer|examples|bench|peers) "step_$step" ;;
     *) echo "unknown step $step" >&2; status=1 ;;
   esac
 done
+
+[ -n "$dmon_pid" ] && kill "$dmon_pid" 2>/dev/null
 
 echo
 echo "=== gpu-check summary"
