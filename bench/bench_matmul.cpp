@@ -137,7 +137,7 @@ public:
         cublasLtMatmulPreferenceDestroy(pref);
         if (returned == 0) {
             std::fprintf(stderr, "bench: raw cuBLASLt found no algorithm\n");
-            std::exit(2);
+            bench::fail_exit();
         }
         candidates_.assign(r, r + returned);
         algo_ = r[0].algo;
@@ -204,20 +204,24 @@ struct Timing {
     double burn_seconds = 0;  // sustained load before timing (see bench::burn)
 };
 
-/// Calls per timed sample so that a sample lasts about 2 ms: back-to-back calls keep the GPU busy,
+/// Calls per timed sample so that a sample lasts about 2 ms (at most bench::max_gated_calls calls):
+/// back-to-back calls keep the GPU busy,
 /// so the time is the GPU's and not the host's submission latency (measured separately below).
 int calls_per_sample(cudaStream_t s, const std::function<void(int)>& fn) {
     const double one = bench::gpu_ms(s, fn, 2, 5, 4);
-    return std::clamp(int(2.0 / std::max(one, 1e-4)), 1, 256);
+    return std::clamp(int(2.0 / std::max(one, 1e-4)), 1, bench::max_gated_calls);
 }
 
-/// Median ms per call of raw and of gpumath, from interleaved samples (see bench::paired_gpu_ms).
+/// Median ms per call of raw, and gpumath's from the median ratio of interleaved sample pairs (see
+/// bench::paired_gpu_ms).
 std::pair<double, double> compare(cudaStream_t s, const std::function<void(int)>& raw, const std::function<void(int)>& ours,
                                   const Timing& t) {
     bench::burn(s, raw, t.burn_seconds);
     const int per = calls_per_sample(s, raw);
     const bench::PairedMs m = bench::paired_gpu_ms(s, raw, ours, t.warmup, t.samples * t.rounds, per);
-    return {m.a, m.b};
+    // gpumath's time per call as raw's median divided by the median pair ratio: the ratio printed
+    // (raw / gpumath) is then the median over sample pairs, which pairing makes robust to drift.
+    return {m.a, m.a / m.ratio};
 }
 
 }  // namespace

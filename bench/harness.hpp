@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -17,20 +19,32 @@
 
 namespace gpumath::bench {
 
+/// The highest StreamGate number released so far (see StreamGate); a failing check opens them all
+/// before exiting, so no host function keeps a stream (and the exit) waiting.
+inline std::atomic<std::uint64_t>& gates_released() {
+    static std::atomic<std::uint64_t> released{0};
+    return released;
+}
+
+[[noreturn]] inline void fail_exit() {
+    gates_released().store(~std::uint64_t(0), std::memory_order_release);
+    std::exit(2);
+}
+
 /// Stops the benchmark (exit status 2) when a raw library call returns anything but `ok`
 /// (cudaSuccess, CUDA_SUCCESS, CUBLAS_STATUS_SUCCESS, CUFFT_SUCCESS, ...).
 template <class Status>
 void check_status(Status s, Status ok, const char* what) {
     if (s != ok) {
         std::fprintf(stderr, "bench: %s failed with status %d\n", what, static_cast<int>(s));
-        std::exit(2);
+        fail_exit();
     }
 }
 
 inline void cuda_check(cudaError_t s, const char* what) {
     if (s != cudaSuccess) {
         std::fprintf(stderr, "bench: %s failed: %s\n", what, cudaGetErrorString(s));
-        std::exit(2);
+        fail_exit();
     }
 }
 
@@ -83,20 +97,30 @@ struct PairedMs {
 /// host would block on a full queue that the gate keeps from draining).
 class StreamGate {
 public:
-    explicit StreamGate(cudaStream_t stream) {
-        cuda_check(cudaLaunchHostFunc(stream, &StreamGate::wait, &open_), "cudaLaunchHostFunc");
+    explicit StreamGate(cudaStream_t stream) : number_(next_number()) {
+        // The host function gets the gate's number, not a pointer: it may run after the gate is gone.
+        cuda_check(cudaLaunchHostFunc(stream, &StreamGate::wait, reinterpret_cast<void*>(std::uintptr_t(number_))),
+                   "cudaLaunchHostFunc");
     }
-    void release() { open_.store(true, std::memory_order_release); }
+    void release() noexcept {
+        std::uint64_t seen = gates_released().load(std::memory_order_relaxed);
+        while (seen < number_ && !gates_released().compare_exchange_weak(seen, number_, std::memory_order_release)) {
+        }
+    }
     ~StreamGate() { release(); }
     StreamGate(const StreamGate&) = delete;
     StreamGate& operator=(const StreamGate&) = delete;
 
 private:
-    static void CUDART_CB wait(void* flag) {
-        const auto& open = *static_cast<std::atomic<bool>*>(flag);
-        while (!open.load(std::memory_order_acquire)) std::this_thread::yield();
+    static std::uint64_t next_number() {
+        static std::atomic<std::uint64_t> issued{0};
+        return issued.fetch_add(1, std::memory_order_relaxed) + 1;
     }
-    std::atomic<bool> open_{false};
+    static void CUDART_CB wait(void* number) {
+        const auto n = std::uint64_t(reinterpret_cast<std::uintptr_t>(number));
+        while (gates_released().load(std::memory_order_acquire) < n) std::this_thread::yield();
+    }
+    std::uint64_t number_;
 };
 
 /// Most calls a gated sample holds (see StreamGate).
@@ -115,7 +139,7 @@ inline PairedMs paired_gpu_ms(cudaStream_t stream, const std::function<void(int)
     cuda_check(cudaEventCreate(&e0), "cudaEventCreate");
     cuda_check(cudaEventCreate(&e1), "cudaEventCreate");
     auto sample = [&](const std::function<void(int)>& fn, int& call) {
-        StreamGate gate(stream);  // alive until its host function has returned (before e1)
+        StreamGate gate(stream);
         cuda_check(cudaEventRecord(e0, stream), "cudaEventRecord");
         for (int k = 0; k < per_sample; ++k) fn(call++);
         cuda_check(cudaEventRecord(e1, stream), "cudaEventRecord");

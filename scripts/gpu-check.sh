@@ -123,6 +123,7 @@ dmon_pid=""
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi dmon -s pc -o T > "$out/dmon.log" 2>&1 &
   dmon_pid=$!
+  trap 'kill "$dmon_pid" 2>/dev/null' EXIT
 fi
 
 for step in $steps; do

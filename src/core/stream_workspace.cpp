@@ -17,7 +17,9 @@ StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamR
     Entry* entry = nullptr;
     {
         std::lock_guard lock(mutex_);
-        std::unique_ptr<Entry>& slot = entries_[stream.handle()];
+        const cudaStream_t h = stream.handle();
+        std::unique_ptr<Entry>& slot =
+            entries_[Key{h, h == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id{}}];
         if (!slot) slot = std::make_unique<Entry>();
         entry = slot.get();  // entries are never removed while the workspace lives
     }

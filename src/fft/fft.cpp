@@ -606,7 +606,24 @@ FftVariant* FFTImpl::unaligned_variant_for(Direction d) {
         "fft: the real {} of this {} is not aligned like a complex element, which cuFFT requires; it "
         "goes through a contiguous temp",
         r2c ? "input" : "output", to_string(p.type));
-    unaligned_owned.push_back(build(r2c || (!fuse && p.has_prolog), !r2c || (!fuse && p.has_epilog), fuse, d));
+    const bool in_temp = r2c || (!fuse && p.has_prolog), out_temp = !r2c || (!fuse && p.has_epilog);
+    std::unique_ptr<FftVariant> built;
+    if (fuse && options.callback_mode != CallbackMode::fused) {
+        // Chosen by automatic mode for aligned operands; cuFFT may refuse the new geometry.
+        try {
+            built = build(in_temp, out_temp, true, d);
+        } catch (const CufftError& e) {
+            log(LogLevel::info, "fft: cuFFT refused fused callbacks for the copied layout ({}); separate passes",
+                e.what());
+        } catch (const LinkError& e) {
+            log(LogLevel::info, "fft: fused callbacks failed to link for the copied layout ({}); separate passes",
+                e.what());
+        }
+        if (!built) built = build(r2c || p.has_prolog, !r2c || p.has_epilog, false, d);
+    } else {
+        built = build(in_temp, out_temp, fuse, d);
+    }
+    unaligned_owned.push_back(std::move(built));
     FftVariant* v = unaligned_owned.back().get();
     unaligned_run[std::size_t(d)].store(v, std::memory_order_release);
     return v;

@@ -259,11 +259,9 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
             hint = " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgrada may need a "
                    "column-major a)";
         else if (P.epilog == Epilog::bgradb)
-            hint = " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgradb may need a "
-                   "row-major b)";
-        else if (P.fp8 && P.scales != 0 && P.align[slot_scales] < 16)
-            hint = " (an FP8 scale or amax pointer is less than 16-byte aligned: pass scale pointers that are "
-                   "16-byte aligned)";
+            hint =
+                " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgradb may need a "
+                "row-major b)";
         throw_not_supported(
             fmt::format("cuBLASLt has no algorithm for this product on device {} ({}), workspace limit {} bytes, "
                         "pointer alignments a {} b {} c {} d {} bias {} aux {} scales {} (bytes){}: {}",

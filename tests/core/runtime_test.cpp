@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <latch>
 #include <numeric>
 #include <thread>
 #include <vector>
 
 #include <gpumath/core.hpp>
+#include <gpumath/detail/stream_workspace.hpp>
 #include <gpumath/tensor.hpp>
 
 #include "common/test_util.hpp"
@@ -227,4 +229,61 @@ TEST(Tensor, MoveLeavesTheSourceEmpty) {
     c = std::move(b);
     EXPECT_EQ(c.data(), p);
     EXPECT_EQ(b.size(), 0);  // NOLINT(bugprone-use-after-move)
+}
+
+// The per-stream scratch areas the math modules share: one per stream, grown in stream order, and
+// one per thread for cudaStreamPerThread (one handle, a different stream in every thread).
+TEST(StreamWorkspace, AreasPerStreamAndPerThreadForThePerThreadStream) {
+    GPUMATH_REQUIRE_GPU();
+    gpumath::detail::StreamWorkspace ws;
+    gpumath::core::Stream s1, s2;
+    void* a1 = nullptr;
+    {
+        auto lease = ws.acquire(1024, s1);
+        a1 = lease.data;
+        ASSERT_NE(a1, nullptr);
+        // The area is usable on its stream while the lease is held.
+        ASSERT_EQ(cudaMemsetAsync(lease.data, 0x5A, 1024, s1.handle()), cudaSuccess);
+    }
+    {
+        auto lease = ws.acquire(512, s1);
+        EXPECT_EQ(lease.data, a1) << "a smaller request reuses the stream's area";
+    }
+    void* a2 = nullptr;
+    {
+        auto lease = ws.acquire(1024, s2);
+        a2 = lease.data;
+    }
+    EXPECT_NE(a2, a1) << "two streams never share an area";
+    {
+        auto lease = ws.acquire(std::size_t(1) << 20, s1);  // grows: the old area is freed in stream order
+        ASSERT_NE(lease.data, nullptr);
+        std::vector<unsigned char> host(1024, 0);
+        ASSERT_EQ(cudaMemsetAsync(lease.data, 0x3C, 1024, s1.handle()), cudaSuccess);
+        ASSERT_EQ(cudaMemcpyAsync(host.data(), lease.data, 1024, cudaMemcpyDeviceToHost, s1.handle()), cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(s1.handle()), cudaSuccess);
+        EXPECT_EQ(host[0], 0x3C);
+        EXPECT_EQ(host[1023], 0x3C);
+    }
+    EXPECT_EQ(ws.acquire(0, s1).data, nullptr);
+
+    // Two live threads (a finished thread's id may be reused), both holding their areas at once.
+    void* per_thread[2] = {nullptr, nullptr};
+    std::latch both_acquired(2);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 2; ++t) {
+        workers.emplace_back([&, t] {
+            auto lease = ws.acquire(4096, gpumath::core::StreamRef(cudaStreamPerThread));
+            per_thread[t] = lease.data;
+            EXPECT_EQ(cudaMemsetAsync(lease.data, 0, 4096, cudaStreamPerThread), cudaSuccess);
+            both_acquired.arrive_and_wait();
+            EXPECT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+        });
+    }
+    for (auto& w : workers) w.join();
+    ASSERT_NE(per_thread[0], nullptr);
+    ASSERT_NE(per_thread[1], nullptr);
+    EXPECT_NE(per_thread[0], per_thread[1]) << "cudaStreamPerThread of two threads are two streams";
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ws.release();
 }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include <gpumath/core/memory.hpp>
@@ -12,7 +13,8 @@
 
 namespace gpumath::detail {
 
-/// Grow-only scratch areas, one per stream, from one memory resource. Work enqueued on one stream
+/// Grow-only scratch areas, one per stream (per thread for `cudaStreamPerThread`), from one memory
+/// resource. Work enqueued on one stream
 /// is ordered, so a stream's area serves every call on that stream; growing frees the old area in
 /// stream order on the same stream. `acquire` keeps the stream's entry locked for as long as the
 /// lease lives, so a concurrent caller on the same stream cannot free the area (by growing it)
@@ -40,9 +42,22 @@ private:
         std::mutex mutex;
         core::Buffer buffer;
     };
+    // cudaStreamPerThread is one handle naming a different stream in every thread: its areas are
+    // kept per thread (the thread id is the default one for every other handle).
+    struct Key {
+        cudaStream_t stream;
+        std::thread::id thread;
+        friend bool operator==(const Key&, const Key&) = default;
+    };
+    struct KeyHash {
+        std::size_t operator()(const Key& k) const noexcept {
+            return std::hash<const void*>{}(static_cast<const void*>(k.stream)) ^
+                   (std::hash<std::thread::id>{}(k.thread) << 1);
+        }
+    };
     std::mutex mutex_;
     std::shared_ptr<core::MemoryResource> resource_;
-    std::unordered_map<cudaStream_t, std::unique_ptr<Entry>> entries_;
+    std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> entries_;
 };
 
 /// The areas of `device`'s default memory pool, shared by every matmul and FFT that has no memory

@@ -72,7 +72,9 @@ public:
     /// without callbacks).
     [[nodiscard]] CallbackMode callback_mode() const noexcept;
     /// Bytes of workspace one execution needs (cuFFT's work area plus gpumath's temps); 0 before
-    /// `plan()`.
+    /// `plan()`. Like `copies()` and `executions_per_transform()`, it describes executions on
+    /// operands aligned as cuFFT needs: an r2c input or c2r output at an odd real offset is copied
+    /// through a temp (docs/fft.md), which takes more.
     [[nodiscard]] std::size_t workspace_size() const noexcept;
     /// True when executions copy the input or output through a workspace temp (layouts cuFFT
     /// cannot address, c2r input preservation, separate callbacks); see docs/fft.md.
