@@ -108,6 +108,7 @@ step_peers() {
   fi
   for script in "$(dirname "$0")"/../bench/peers/*.py; do
     name=$(basename "$script" .py)
+    case "$name" in _*) continue ;; esac  # shared modules, not peers
     echo "=== $name" >> "$out/peers.log"
     PYTHONUNBUFFERED=1 timeout "$limit" python3 "$script" ${GPUCHECK_BENCH_ARGS:-} >> "$out/peers.log" 2>&1
     rc=$?

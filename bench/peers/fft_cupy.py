@@ -12,7 +12,8 @@ scale written the CuPy way (elementwise multiply, fft with norm="forward").
 import argparse
 import json
 import statistics
-import time
+
+import _timing as timing  # bench/peers/_timing.py, beside this script
 
 import cupy as cp
 
@@ -34,17 +35,7 @@ def gpu_ms(fn, warmup, samples):
 
 
 def host_us(fn, burst=128, bursts=51, warmup=3):
-    times = []
-    for b in range(warmup + bursts):
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        for _ in range(burst):
-            fn()
-        t1 = time.perf_counter()
-        if b >= warmup:
-            times.append((t1 - t0) * 1e6 / burst)
-    cp.cuda.Device().synchronize()
-    return statistics.median(times)
+    return timing.host_us(fn, cp.cuda.Device().synchronize, burst, bursts, warmup)
 
 
 def main():

@@ -15,6 +15,8 @@ import json
 import statistics
 import time
 
+import _timing as timing  # bench/peers/_timing.py, beside this script
+
 import torch
 import torch.nn.functional as F
 
@@ -50,17 +52,7 @@ def gpu_ms(fn, warmup, samples):
 
 
 def host_us(fn, burst=128, bursts=51, warmup=3):
-    times = []
-    for b in range(warmup + bursts):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(burst):
-            fn()
-        t1 = time.perf_counter()
-        if b >= warmup:
-            times.append((t1 - t0) * 1e6 / burst)
-    torch.cuda.synchronize()
-    return statistics.median(times)
+    return timing.host_us(fn, torch.cuda.synchronize, burst, bursts, warmup)
 
 
 def tflops(flops, ms):
