@@ -78,6 +78,11 @@ struct MatmulSignature {
     std::array<std::uint16_t, slot_count> align{256, 256, 256, 256, 256, 256, 256, 256};
 };
 
+/// The alignment class of each operand pointer of a call (256 for absent operands).
+[[nodiscard]] std::array<std::uint16_t, slot_count> call_alignments(const TensorView& a, const TensorView& b,
+                                                                    const TensorView* d,
+                                                                    const MatmulArgs& args) noexcept;
+
 /// The signature of a call with views.
 [[nodiscard]] MatmulSignature signature_of(const TensorView& a, const TensorView& b, const TensorView* d,
                                            const MatmulArgs& args);

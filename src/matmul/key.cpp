@@ -6,34 +6,32 @@
 
 namespace gpumath::detail {
 
+std::array<std::uint16_t, slot_count> call_alignments(const TensorView& a, const TensorView& b, const TensorView* d,
+                                                      const MatmulArgs& args) noexcept {
+    std::array<std::uint16_t, slot_count> align{};
+    align.fill(256);  // absent operands
+    align[slot_a] = alignment_class(a.data());
+    align[slot_b] = alignment_class(b.data());
+    if (d != nullptr) align[slot_d] = alignment_class(d->data());
+    if (args.c) align[slot_c] = alignment_class(args.c->data());
+    if (args.bias) align[slot_bias] = alignment_class(args.bias->data());
+    if (args.aux) align[slot_aux] = alignment_class(args.aux->data());
+    if (args.bias_grad) align[slot_bias_grad] = alignment_class(args.bias_grad->data());
+    align[slot_scales] = scales_alignment(args.scales);
+    return align;
+}
+
 MatmulSignature signature_of(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args) {
     MatmulSignature s;
     s.a = a;
     s.b = b;
-    s.align[slot_a] = alignment_class(a.data());
-    s.align[slot_b] = alignment_class(b.data());
-    if (d != nullptr) {
-        s.d = *d;
-        s.align[slot_d] = alignment_class(d->data());
-    }
-    if (args.c) {
-        s.c = *args.c;
-        s.align[slot_c] = alignment_class(args.c->data());
-    }
-    if (args.bias) {
-        s.bias = *args.bias;
-        s.align[slot_bias] = alignment_class(args.bias->data());
-    }
-    if (args.aux) {
-        s.aux = *args.aux;
-        s.align[slot_aux] = alignment_class(args.aux->data());
-    }
-    if (args.bias_grad) {
-        s.bias_grad = *args.bias_grad;
-        s.align[slot_bias_grad] = alignment_class(args.bias_grad->data());
-    }
+    if (d != nullptr) s.d = *d;
+    if (args.c) s.c = *args.c;
+    if (args.bias) s.bias = *args.bias;
+    if (args.aux) s.aux = *args.aux;
+    if (args.bias_grad) s.bias_grad = *args.bias_grad;
     s.scales = scales_mask(args.scales);
-    s.align[slot_scales] = scales_alignment(args.scales);
+    s.align = call_alignments(a, b, d, args);
     return s;
 }
 
@@ -118,13 +116,7 @@ MatmulKey make_key(const MatmulSignature& sig, const MatmulOptions& options, int
 
 MatmulKey make_call_key(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                         const MatmulOptions& options, int device) {
-    std::array<std::uint16_t, slot_count> align{alignment_class(a.data()), alignment_class(b.data()), 256,
-                                                alignment_class(d.data()), 256, 256, 256,
-                                                scales_alignment(args.scales)};
-    if (args.c) align[slot_c] = alignment_class(args.c->data());
-    if (args.bias) align[slot_bias] = alignment_class(args.bias->data());
-    if (args.aux) align[slot_aux] = alignment_class(args.aux->data());
-    if (args.bias_grad) align[slot_bias_grad] = alignment_class(args.bias_grad->data());
+    const std::array<std::uint16_t, slot_count> align = call_alignments(a, b, &d, args);
     const KeyInputs in{&a,          &b,          ptr(args.c), &d, ptr(args.bias), ptr(args.aux), ptr(args.bias_grad),
                        scales_mask(args.scales), false};
     return build_key(in, align, options, device);
