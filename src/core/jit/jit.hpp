@@ -14,6 +14,7 @@
 #include <cuda.h>
 
 #include <gpumath/core/launch.hpp>
+#include <gpumath/core/module.hpp>
 #include <gpumath/core/program.hpp>
 #include <gpumath/detail/jit_hash.hpp>
 
@@ -80,6 +81,9 @@ void ensure_context();
 
 /// Reads a whole file; nullopt when it cannot be read.
 [[nodiscard]] std::optional<std::string> read_file(const std::filesystem::path& path);
+
+/// Kernel::max_active_blocks_per_multiprocessor for a kernel's state (also used by the launch checks).
+[[nodiscard]] int max_active_blocks(const KernelState& k, int block_size, std::size_t dynamic_shared_memory);
 
 /// The driver's form of `c` for cuLaunchKernelEx and the occupancy queries: grid, block, dynamic
 /// shared memory and stream, with the cluster and cooperative attributes written into `attrs`.

@@ -112,8 +112,7 @@ void check_config_slow(const KernelState& k, const core::LaunchConfig& c) {
                           k_api);
     }
     if (c.cooperative) {
-        const core::Kernel kernel(std::shared_ptr<KernelState>(std::shared_ptr<void>(), const_cast<KernelState*>(&k)));
-        const int per_sm = kernel.max_active_blocks_per_multiprocessor(int(b.volume()), c.shared_memory);
+        const int per_sm = max_active_blocks(k, int(b.volume()), c.shared_memory);
         const std::int64_t resident = std::int64_t(per_sm) * k.multiprocessor_count;
         if (g.volume() > resident)
             throw_invalid(fmt::format("LaunchConfig::cooperative: a grid of {} blocks cannot be resident at once; kernel "

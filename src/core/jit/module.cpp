@@ -84,6 +84,25 @@ std::vector<std::string> enumerate_kernels(const LibraryState& lib) {
 
 }  // namespace
 
+int max_active_blocks(const KernelState& k, int block_size, std::size_t dynamic_shared_memory) {
+    constexpr const char* api = "Kernel::max_active_blocks_per_multiprocessor";
+    if (block_size < 1 || block_size > k.max_threads_per_block)
+        throw_invalid(fmt::format("block_size: {} threads; kernel '{}' allows 1..{}", block_size, k.name,
+                                  k.max_threads_per_block),
+                      api);
+    const DriverApi& d = driver();
+    DeviceGuard guard(k.device);
+    ensure_context();
+    int blocks = 0;
+    check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reinterpret_cast<CUfunction>(k.kernel), block_size,
+                                                        dynamic_shared_memory),
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor", [&] {
+              return fmt::format("kernel '{}', {} threads, {} bytes dynamic shared memory", k.name, block_size,
+                                 dynamic_shared_memory);
+          });
+    return blocks;
+}
+
 }  // namespace gpumath::detail
 
 namespace gpumath::core {
@@ -101,7 +120,8 @@ Module::Module(const ObjectCode& code) {
     detail::ensure_context();
     auto lib = std::make_shared<detail::LibraryState>();
     lib->lowered_names = code.lowered_names();
-    lib->code_kernel_names = code.kernel_names();
+    if (d.cuLibraryGetKernelCount == nullptr || d.cuLibraryEnumerateKernels == nullptr || d.cuKernelGetName == nullptr)
+        lib->code_kernel_names = code.kernel_names();  // the driver cannot list them (see enumerate_kernels)
     std::string image;  // PTX must be NUL-terminated for the driver
     const void* data = code.bytes().data();
     if (code.type() == CodeType::ptx && (code.bytes().empty() || code.text().back() != '\0')) {
@@ -234,23 +254,7 @@ KernelAttributes Kernel::attributes() const {
 }
 
 int Kernel::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_memory) const {
-    const detail::KernelState& k = state();
-    constexpr const char* api = "Kernel::max_active_blocks_per_multiprocessor";
-    if (block_size < 1 || block_size > k.max_threads_per_block)
-        detail::throw_invalid(fmt::format("block_size: {} threads; kernel '{}' allows 1..{}", block_size, k.name,
-                                          k.max_threads_per_block),
-                              api);
-    const detail::DriverApi& d = detail::driver();
-    detail::DeviceGuard guard(k.device);
-    detail::ensure_context();
-    int blocks = 0;
-    detail::check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reinterpret_cast<CUfunction>(k.kernel),
-                                                                block_size, dynamic_shared_memory),
-                  "cuOccupancyMaxActiveBlocksPerMultiprocessor", [&] {
-                      return fmt::format("kernel '{}', {} threads, {} bytes dynamic shared memory", k.name, block_size,
-                                         dynamic_shared_memory);
-                  });
-    return blocks;
+    return detail::max_active_blocks(state(), block_size, dynamic_shared_memory);
 }
 
 int Kernel::max_active_clusters(const LaunchConfig& config) const {
@@ -276,10 +280,9 @@ int Kernel::max_active_clusters(const LaunchConfig& config) const {
 void Kernel::set_max_dynamic_shared_memory(std::size_t bytes) const {
     const detail::KernelState& k = state();
     constexpr const char* api = "Kernel::set_max_dynamic_shared_memory";
-    const cudaDeviceProp& props = Device(k.device).properties();
     const auto static_bytes =
         std::size_t(detail::kernel_attribute(k, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory"));
-    const std::size_t optin = props.sharedMemPerBlockOptin;
+    const std::size_t optin = k.shared_memory_optin;
     if (bytes + static_bytes > optin)
         detail::throw_invalid(fmt::format("bytes: {} bytes of dynamic shared memory plus kernel '{}''s {} bytes of static "
                                           "shared memory exceed device {}'s limit of {} bytes per block; at most {} "

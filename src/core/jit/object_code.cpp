@@ -107,20 +107,31 @@ void ObjectCode::throw_empty() {
     detail::throw_invalid("this ObjectCode is empty (default-constructed or moved from)", "ObjectCode");
 }
 
-ObjectCode ObjectCode::from_bytes(std::string_view bytes, CodeType type, std::string arch,
-                                  std::vector<std::pair<std::string, std::string>> lowered_names) {
-    if (bytes.empty()) detail::throw_invalid("bytes: empty; device code cannot be empty", "ObjectCode::from_bytes");
+namespace {
+
+// Validated code data for from_bytes and from_file: `api` names the caller in errors.
+std::shared_ptr<detail::ObjectCodeData> code_data(std::string_view bytes, CodeType type, std::string arch,
+                                                  std::vector<std::pair<std::string, std::string>> lowered_names,
+                                                  std::string name, const char* api) {
+    if (bytes.empty()) detail::throw_invalid("bytes: empty; device code cannot be empty", api);
     if (!arch.empty() && !detail::parse_arch(arch))
-        detail::throw_invalid(fmt::format("arch: \"{}\" is not an architecture name (sm_NN or compute_NN)", arch),
-                              "ObjectCode::from_bytes");
+        detail::throw_invalid(fmt::format("arch: \"{}\" is not an architecture name (sm_NN or compute_NN)", arch), api);
     auto data = std::make_shared<detail::ObjectCodeData>();
     data->type = type;
     data->bytes.assign(bytes.data(), bytes.size());
     if (arch.empty() && type == CodeType::cubin) arch = detail::cubin_arch(data->bytes);
     data->arch = std::move(arch);
-    data->name = "from_bytes";
+    data->name = std::move(name);
     data->lowered_names = std::move(lowered_names);
-    return ObjectCode(std::move(data));
+    return data;
+}
+
+}  // namespace
+
+ObjectCode ObjectCode::from_bytes(std::string_view bytes, CodeType type, std::string arch,
+                                  std::vector<std::pair<std::string, std::string>> lowered_names) {
+    return ObjectCode(
+        code_data(bytes, type, std::move(arch), std::move(lowered_names), "from_bytes", "ObjectCode::from_bytes"));
 }
 
 ObjectCode ObjectCode::from_bytes(std::span<const std::byte> bytes, CodeType type, std::string arch,
@@ -146,10 +157,8 @@ ObjectCode ObjectCode::from_file(const fs::path& path, std::optional<CodeType> t
     std::optional<std::string> bytes = detail::read_file(path);
     if (!bytes) detail::throw_invalid(fmt::format("path: cannot read \"{}\"", path.string()), "ObjectCode::from_file");
     if (bytes->empty()) detail::throw_invalid(fmt::format("path: \"{}\" is empty", path.string()), "ObjectCode::from_file");
-    ObjectCode code = from_bytes(*bytes, *type, std::move(arch));
-    auto data = std::make_shared<detail::ObjectCodeData>(*code.data_);
-    data->name = path.filename().string();
-    return ObjectCode(std::move(data));
+    return ObjectCode(
+        code_data(*bytes, *type, std::move(arch), {}, path.filename().string(), "ObjectCode::from_bytes"));
 }
 
 void ObjectCode::save(const fs::path& path) const {

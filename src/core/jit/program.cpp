@@ -118,9 +118,7 @@ Arch validate_arch(std::string_view text, const char* field, const char* api) {
 }
 
 std::string current_device_arch(const char* field, const char* api) {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        (void)cudaGetLastError();
+    if (core::Device::count() == 0) {
         throw_invalid(fmt::format("{} is empty, which means \"the current device's architecture\", but there is no "
                                   "CUDA driver/device on this machine; set {} explicitly (e.g. \"sm_90\")",
                                   field, field),
