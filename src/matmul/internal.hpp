@@ -150,7 +150,7 @@ struct MatmulProblem {
     std::int64_t m = 0, n = 0, k = 0, batch = 1;
     TensorLayout a, b, d;  // the user's layouts (d concrete)
     std::optional<TensorLayout> c;
-    DataType a_type{}, b_type{}, c_type{}, d_type{}, bias_type{}, aux_type{};
+    DataType a_type{}, c_type{}, d_type{}, bias_type{}, aux_type{};
     ComputeType compute = ComputeType::f32;
     cublasComputeType_t lt_compute = CUBLAS_COMPUTE_32F;
     cudaDataType_t scale_type = CUDA_R_32F;
@@ -166,14 +166,11 @@ struct MatmulProblem {
     bool bias_vector = false;  // the bias goes through the epilog's bias pointer
     std::int64_t bias_batch_stride = 0;
     AuxKind aux_kind = AuxKind::none;
-    bool aux_output = false;          // written (vs read by d* epilogs)
-    bool aux_given = false;           // the caller passes the aux view
     std::int64_t aux_ld = 0;          // elements (GELU) or bits (ReLU mask)
     std::int64_t aux_batch_stride = 0;
-    TensorLayout aux_storage;         // what gpumath allocates when !aux_given
+    TensorLayout aux_storage;         // what gpumath allocates when the caller passes no aux
     TensorLayout aux_view;            // the aux as a view relative to the storage pointer
     bool bias_grad = false;
-    bool bias_grad_given = false;
     std::int64_t bias_grad_length = 0;
     std::int64_t bias_grad_batch_stride = 0;
     TensorLayout bias_grad_storage;
@@ -194,8 +191,7 @@ struct MatmulProblem {
 
 /// Checks of one call that depend on values, not layouts: alpha/beta against the scale type, beta
 /// without c, and overlaps between outputs and inputs. No CUDA calls.
-void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args,
-                const MatmulOptions& options, const char* api);
+void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args, const char* api);
 
 /// The dense row-major D a call with these operands returns (validates enough to compute it).
 [[nodiscard]] TensorLayout allocated_result_layout(const TensorLayout& a, const TensorLayout& b,

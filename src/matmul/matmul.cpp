@@ -56,12 +56,10 @@ public:
 
     MatmulOutputs execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                           core::StreamRef stream) {
-        check_call(a, b, &d, args, options_, "Matmul::execute");
+        check_call(a, b, &d, args, "Matmul::execute");
         MatmulPlan* p = fast_.load(std::memory_order_acquire);
         if (p != nullptr && matches(*p, a, b, d, args)) return run_plan(*p, a, b, d, args, stream);
-        const MatmulSignature sig = signature_of(a, b, &d, args);
-        const MatmulKey key = make_key(sig, options_, -1);
-        const std::shared_ptr<MatmulPlan> plan = slow_plan(sig, key);
+        const std::shared_ptr<MatmulPlan> plan = slow_plan(a, b, d, args);
         return run_plan(*plan, a, b, d, args, stream);
     }
 
@@ -78,7 +76,7 @@ public:
                                                const MatmulArgs& args, core::StreamRef stream, int iterations) {
         if (iterations < 1)
             throw_invalid(fmt::format("iterations: {} given; autotune needs at least 1", iterations), "Matmul::autotune");
-        check_call(a, b, &d, args, options_, "Matmul::autotune");
+        check_call(a, b, &d, args, "Matmul::autotune");
         const MatmulSignature sig = signature_of(a, b, &d, args);
         check_operands(sig, "Matmul::autotune");
         MatmulProblem problem = analyze(sig, options_, "Matmul::autotune");
@@ -120,16 +118,12 @@ private:
     static bool matches(const MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
                         const MatmulArgs& args) noexcept {
         const MatmulSignature& s = plan.problem().signature;
-        const auto& align = plan.key().align;
-        auto same = [&](const std::optional<TensorView>& v, const std::optional<TensorLayout>& l, int slot) {
-            if (v.has_value() != l.has_value()) return false;
-            return !v || (*v == *l && alignment_class(v->data()) >= align[std::size_t(slot)]);
+        auto same = [](const std::optional<TensorView>& v, const std::optional<TensorLayout>& l) {
+            return v.has_value() == l.has_value() && (!v || *v == *l);
         };
-        return s.d && a == s.a && b == s.b && d == *s.d && alignment_class(a.data()) >= align[slot_a] &&
-               alignment_class(b.data()) >= align[slot_b] && alignment_class(d.data()) >= align[slot_d] &&
-               same(args.c, s.c, slot_c) && same(args.bias, s.bias, slot_bias) && same(args.aux, s.aux, slot_aux) &&
-               same(args.bias_grad, s.bias_grad, slot_bias_grad) && scales_mask(args.scales) == s.scales &&
-               (s.scales == 0 || scales_alignment(args.scales) >= align[slot_scales]);
+        return s.d && a == s.a && b == s.b && d == *s.d && same(args.c, s.c) && same(args.bias, s.bias) &&
+               same(args.aux, s.aux) && same(args.bias_grad, s.bias_grad) && scales_mask(args.scales) == s.scales &&
+               plan.key().aligned_enough(call_alignments(a, b, &d, args));
     }
 
     static void check_preferences(const PlanPreferences& p, const char* api) {
@@ -185,12 +179,18 @@ private:
         fast_.store(primary_.get(), std::memory_order_release);
     }
 
-    std::shared_ptr<MatmulPlan> slow_plan(const MatmulSignature& sig, const MatmulKey& key) {
-        check_operands(sig, "Matmul::execute");
+    /// The plan for a call that the primary plan does not match: a variant planned before, or a
+    /// new one (the signature is built only then).
+    std::shared_ptr<MatmulPlan> slow_plan(const TensorView& a, const TensorView& b, const TensorView& d,
+                                          const MatmulArgs& args) {
+        const MatmulKey key = make_call_key(a, b, d, args, options_, -1);
         std::lock_guard lock(mutex_);
+        // A plan with these layouts exists only for operands that passed check_operands.
         if (primary_ && primary_->key().same_layouts(key) && primary_->key().aligned_enough(key.align)) return primary_;
         for (const auto& v : variants_)
             if (v->key().same_layouts(key) && v->key().aligned_enough(key.align)) return v;
+        const MatmulSignature sig = signature_of(a, b, &d, args);
+        check_operands(sig, "Matmul::execute");
         MatmulProblem problem = analyze(sig, options_, "Matmul::execute");
         const int device = matmul_current_device();
         if (!primary_) {

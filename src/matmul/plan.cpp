@@ -65,12 +65,6 @@ void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
 }
 
 template <class T>
-void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr, const T& value, const char* what) {
-    check_cublas(int(cublasLtMatrixLayoutSetAttribute(l, attr, &value, sizeof value)), "cublasLtMatrixLayoutSetAttribute",
-                 what);
-}
-
-template <class T>
 T algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
     T value{};
     std::size_t written = 0;

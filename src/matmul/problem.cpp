@@ -407,7 +407,6 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     }
     P.fp8 = fp8;
     P.a_type = at;
-    P.b_type = bt;
 
     const auto computes = allowed_compute(at);
     ComputeType compute = options.compute_type == ComputeType::automatic ? computes.front() : options.compute_type;
@@ -748,7 +747,6 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     const std::int64_t r = std::int64_t(P.lt_d.rows), cdim = std::int64_t(P.lt_d.cols);
     if (epilog_writes_aux(epilog) || epilog_reads_aux(epilog)) {
         P.aux_kind = epilog_aux_is_relu_mask(epilog) ? AuxKind::relu_mask : AuxKind::gelu;
-        P.aux_output = epilog_writes_aux(epilog);
         const std::int64_t batch_matrices = P.batch;
         if (P.aux_kind == AuxKind::gelu) {
             const std::int64_t ld = round_up(r, 8);
@@ -766,7 +764,6 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
         }
         if (sig.aux) {
             const TensorLayout& x = *sig.aux;
-            P.aux_given = true;
             if (P.aux_kind == AuxKind::gelu) {
                 if (x.dtype() != P.aux_type)
                     invalid(api, "aux: dtype {} given; the GELU aux of a {} result is {}", to_string(x.dtype()),
@@ -818,7 +815,6 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
         P.bias_grad_batch_stride = len;
         if (sig.bias_grad) {
             const TensorLayout& g = *sig.bias_grad;
-            P.bias_grad_given = true;
             if (g.dtype() != dt)
                 invalid(api, "bias_grad: dtype {} given; the bias gradient has d's dtype {}", to_string(g.dtype()),
                         to_string(dt));
@@ -884,7 +880,6 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     s.scales = sig.scales;
     s.from_layouts = false;
     s.align = sig.align;
-    if (!sig.aux && epilog_reads_aux(epilog)) P.aux_given = true;
     return P;
 }
 
@@ -905,7 +900,7 @@ bool overlap(const TensorView& x, const TensorView& y) {
     return a.lo < b.hi && b.lo < a.hi && a.lo != a.hi && b.lo != b.hi;
 }
 
-void check_scalar(const Scalar& s, const char* name, DataType input, ComputeType compute, const char* api) {
+void check_scalar(const Scalar& s, const char* name, DataType input, const char* api) {
     if (input == DataType::i8) {
         if (s.imag != 0.0 || s.real != std::trunc(s.real) || std::abs(s.real) > 2147483647.0)
             invalid(api, "{}: ({}, {}) is not a 32-bit integer; i8 products take integer alpha and beta (scale type "
@@ -918,15 +913,14 @@ void check_scalar(const Scalar& s, const char* name, DataType input, ComputeType
                 to_string(input));
     if (!std::isfinite(s.real) || !std::isfinite(s.imag))
         invalid(api, "{}: ({}, {}) is not finite", name, s.real, s.imag);
-    (void)compute;
 }
 
 }  // namespace
 
 void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args,
-                const MatmulOptions& options, const char* api) {
-    check_scalar(args.alpha, "alpha", a.dtype(), options.compute_type, api);
-    check_scalar(args.beta, "beta", a.dtype(), options.compute_type, api);
+                const char* api) {
+    check_scalar(args.alpha, "alpha", a.dtype(), api);
+    check_scalar(args.beta, "beta", a.dtype(), api);
     if (!args.c && args.beta != Scalar(0.0))
         invalid(api, "beta: ({}, {}) given without c; beta scales c, so pass MatmulArgs::c (or leave beta 0)",
                 args.beta.real, args.beta.imag);

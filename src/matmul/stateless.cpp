@@ -38,7 +38,7 @@ int device_or_validate(const MatmulSignature& sig, const MatmulOptions& options,
 MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                      const MatmulOptions& options, core::StreamRef stream) {
     constexpr const char* api = "matmul";
-    detail::check_call(a, b, &d, args, options, api);
+    detail::check_call(a, b, &d, args, api);
     int device = 0;
     if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]]
         (void)detail::device_or_validate(detail::signature_of(a, b, &d, args), options, api);  // throws
@@ -59,7 +59,7 @@ MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView&
 MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& args, const MatmulOptions& options,
                     core::StreamRef stream) {
     constexpr const char* api = "matmul";
-    detail::check_call(a, b, nullptr, args, options, api);
+    detail::check_call(a, b, nullptr, args, api);
     const std::optional<TensorLayout> c = args.c ? std::optional<TensorLayout>(*args.c) : std::nullopt;
     const TensorLayout layout = detail::allocated_result_layout(a, b, c, options, api);
     {
