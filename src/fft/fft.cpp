@@ -160,8 +160,7 @@ struct FFTImpl {
 core::Kernel FFTImpl::pass_kernel(bool input, const FFTCallback* callback) {
     const DataType element = input ? in_element() : out_element();
     const bool complex = input ? p.in_complex : p.out_complex;
-    const DataType base = half() ? p.precision : element;
-    if (callback == nullptr) return builtin_pass_kernel(base, half() && complex, device, arch);
+    if (callback == nullptr) return builtin_pass_kernel(element, half() && complex, device, arch);
     const FFTCallbackKind kind = input ? FFTCallbackKind::load : FFTCallbackKind::store;
     FftPassSpec spec;
     spec.element = element;
@@ -197,6 +196,11 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
     // The epilog sees normalized values. An epilog given as LTO-IR cannot have the scale baked in
     // front of it, so with a scale it runs in the scatter pass instead of inside cuFFT.
     if (fused && p.has_epilog && options.epilog.source.empty() && scale != 1.0) out_temp = true;
+    // Separate callbacks run in the gather (prolog) and scatter (epilog) passes.
+    if (!fused) {
+        in_temp = in_temp || p.has_prolog;
+        out_temp = out_temp || p.has_epilog;
+    }
     v->g = make_fft_geometry(p, in_temp, out_temp, fused ? 1 : fft_max_loop_executions);
     const FftGeometry& g = v->g;
     if (fused) {
@@ -431,11 +435,11 @@ void FFTImpl::run_variant(FftVariant& v, const void* in, void* out, Direction d,
         }
         v.bound = true;
         const int direction = d == Direction::forward ? CUFFT_FORWARD : CUFFT_INVERSE;
+        const auto in_bytes = std::int64_t(element_bytes(p.precision, p.in_complex));
+        const auto out_bytes = std::int64_t(element_bytes(p.precision, p.out_complex));
         auto exec = [&](std::int64_t in_offset, std::int64_t out_offset) {
-            auto* i = const_cast<char*>(static_cast<const char*>(exec_in)) +
-                      in_offset * std::int64_t(element_bytes(p.precision, p.in_complex));
-            auto* o =
-                static_cast<char*>(exec_out) + out_offset * std::int64_t(element_bytes(p.precision, p.out_complex));
+            auto* i = const_cast<char*>(static_cast<const char*>(exec_in)) + in_offset * in_bytes;
+            auto* o = static_cast<char*>(exec_out) + out_offset * out_bytes;
             check_cufft(cufftXtExec(v.handle, i, o, direction), "cufftXtExec",
                         [&] { return fmt::format("executing {}", geometry_text(p, g)); });
         };
@@ -512,7 +516,7 @@ void FFTImpl::plan_locked() {
     }
 
     if (asked == CallbackMode::separate) {
-        owned.push_back(build(p.has_prolog, p.has_epilog, false, first));
+        owned.push_back(build(false, false, false, first));
         run[0] = owned.back().get();
         run[1] = owned.back().get();
         mode = CallbackMode::separate;
@@ -533,7 +537,7 @@ void FFTImpl::plan_locked() {
     }
 
     // Automatic: plan both, time both once on scratch data, keep the faster.
-    std::unique_ptr<FftVariant> separate = build(p.has_prolog, p.has_epilog, false, first);
+    std::unique_ptr<FftVariant> separate = build(false, false, false, first);
     std::unique_ptr<FftVariant> fused;
     try {
         fused = build(false, false, true, first);
@@ -606,12 +610,11 @@ FftVariant* FFTImpl::unaligned_variant_for(Direction d) {
         "fft: the real {} of this {} is not aligned like a complex element, which cuFFT requires; it "
         "goes through a contiguous temp",
         r2c ? "input" : "output", to_string(p.type));
-    const bool in_temp = r2c || (!fuse && p.has_prolog), out_temp = !r2c || (!fuse && p.has_epilog);
     std::unique_ptr<FftVariant> built;
     if (fuse && options.callback_mode != CallbackMode::fused) {
         // Chosen by automatic mode for aligned operands; cuFFT may refuse the new geometry.
         try {
-            built = build(in_temp, out_temp, true, d);
+            built = build(r2c, !r2c, true, d);
         } catch (const CufftError& e) {
             log(LogLevel::info, "fft: cuFFT refused fused callbacks for the copied layout ({}); separate passes",
                 e.what());
@@ -619,9 +622,9 @@ FftVariant* FFTImpl::unaligned_variant_for(Direction d) {
             log(LogLevel::info, "fft: fused callbacks failed to link for the copied layout ({}); separate passes",
                 e.what());
         }
-        if (!built) built = build(r2c || p.has_prolog, !r2c || p.has_epilog, false, d);
+        if (!built) built = build(r2c, !r2c, false, d);
     } else {
-        built = build(in_temp, out_temp, fuse, d);
+        built = build(r2c, !r2c, fuse, d);
     }
     unaligned_owned.push_back(std::move(built));
     FftVariant* v = unaligned_owned.back().get();

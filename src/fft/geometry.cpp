@@ -370,11 +370,6 @@ double fft_scale(const FftProblem& problem, Direction direction) noexcept {
 namespace {
 
 // Extents of the operand cuFFT reads (in) or writes (out), per logical dimension.
-struct Sides {
-    const FftOperand* in;
-    const FftOperand* out;
-};
-
 // Checks that the transform dimensions nest for cuFFT (each stride a multiple of the next inner
 // one, with room for the inner extent) and fills embed/stride. False when they do not.
 bool nest(const FftOperand& op, const std::array<std::int64_t, max_rank>& strides, const std::array<int, 3>& dims,

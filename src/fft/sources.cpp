@@ -47,7 +47,6 @@ typedef void (*cufftJITCallbackStoreD)(void*, unsigned long long, cufftDoubleRea
 #endif
 )";
 
-bool is_complex_element(DataType t) { return t == DataType::c32 || t == DataType::c64; }
 bool is_double_element(DataType t) { return t == DataType::f64 || t == DataType::c64; }
 
 // `symbol` split at "::" (a leading "::" is dropped).
@@ -88,7 +87,7 @@ std::string user_text(const FFTCallback& cb, FFTCallbackKind kind) {
 
 // Multiplies `var` (of the callback value type) by `lit` in place.
 std::string scale_statement(DataType element, const std::string& var, const std::string& lit) {
-    if (is_complex_element(element)) return fmt::format("{0}.x *= {1}; {0}.y *= {1};", var, lit);
+    if (is_complex(element)) return fmt::format("{0}.x *= {1}; {0}.y *= {1};", var, lit);
     return fmt::format("{} *= {};", var, lit);
 }
 
