@@ -21,7 +21,10 @@ enum class DataType : std::uint8_t { f16, bf16, f32, f64, c32, c64, e4m3, e5m2, 
 /// Number of DataType enumerators.
 inline constexpr int data_type_count = 10;
 
-/// Size of one element in bytes.
+/// True when `t` is one of the enumerators (a value cast from an out-of-range integer is not).
+[[nodiscard]] constexpr bool is_valid(DataType t) noexcept { return static_cast<int>(t) < data_type_count; }
+
+/// Size of one element in bytes (0 for a value that is not an enumerator).
 [[nodiscard]] constexpr std::size_t size_of(DataType t) noexcept {
     switch (t) {
     case DataType::f16:

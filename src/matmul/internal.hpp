@@ -189,8 +189,13 @@ struct MatmulProblem {
 /// NotSupported naming the operand; `api` prefixes messages.
 [[nodiscard]] MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, const char* api);
 
+/// Checks of the options alone: every enum within its enumerators (a value cast from an
+/// out-of-range integer is InvalidArgument naming the field). No CUDA calls.
+void check_options(const MatmulOptions& options, const char* api);
+
 /// Checks of one call that depend on values, not layouts: alpha/beta against the scale type, beta
-/// without c, and overlaps between outputs and inputs. No CUDA calls.
+/// without c, operand pointers aligned to their element size, and overlaps between outputs and
+/// inputs. No CUDA calls.
 void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args, const char* api);
 
 /// The dense row-major D a call with these operands returns (validates enough to compute it).
@@ -271,8 +276,7 @@ private:
     int device_ = 0;
     std::size_t workspace_limit_ = 0;
     std::shared_ptr<core::MemoryResource> resource_;
-    std::unique_ptr<StreamWorkspace> own_workspace_;
-    StreamWorkspace* workspace_ = nullptr;
+    std::shared_ptr<StreamWorkspace> workspace_;
 
     cublasLtMatmulDesc_t desc_ = nullptr;
     cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr, ld_ = nullptr;

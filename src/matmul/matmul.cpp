@@ -10,6 +10,7 @@
 
 #include "detail/log.hpp"
 #include <gpumath/detail/status.hpp>
+#include <gpumath/detail/stream_workspace.hpp>
 
 namespace gpumath {
 namespace detail {
@@ -66,6 +67,9 @@ public:
     MatmulResult execute_allocating(const TensorView& a, const TensorView& b, const MatmulArgs& args,
                                     core::StreamRef stream) {
         const TensorLayout layout = allocated_result_layout(a_, b_, c_, options_, "Matmul::execute");
+        check_call(a, b, nullptr, args, "Matmul::execute");
+        reject_capture(stream, "Matmul::execute",
+                       "gpumath allocates no results during a capture: pass d (the form with a d view)");
         MatmulResult r;
         r.d = Tensor::empty(layout, stream, options_.memory_resource);
         static_cast<MatmulOutputs&>(r) = execute(a, b, r.d.view(), args, stream);
@@ -80,6 +84,8 @@ public:
         const MatmulSignature sig = signature_of(a, b, &d, args);
         check_operands(sig, "Matmul::autotune");
         MatmulProblem problem = analyze(sig, options_, "Matmul::autotune");
+        reject_capture(stream, "Matmul::autotune",
+                       "autotune times candidates and synchronizes: autotune before the capture, then capture execute()");
         std::lock_guard lock(mutex_);
         const int device = matmul_current_device();
         auto plan = std::make_shared<MatmulPlan>(std::move(problem), options_, device, preferences_.max_algorithms);
@@ -95,8 +101,7 @@ public:
 
     bool load_tuning(const std::string& path) {
         std::lock_guard lock(mutex_);
-        const int device = matmul_current_device();
-        std::vector<TuningEntry> entries = read_tuning_entries(path, device);
+        std::vector<TuningEntry> entries = read_tuning_entries(path, "Matmul::load_tuning");
         bool matched_problem = false;
         for (TuningEntry& e : entries) {
             if (!e.key.same_problem(base_key_)) continue;
@@ -236,34 +241,63 @@ Matmul::Matmul(Matmul&&) noexcept = default;
 Matmul& Matmul::operator=(Matmul&&) noexcept = default;
 Matmul::~Matmul() = default;
 
-const std::vector<AlgorithmInfo>& Matmul::plan(const PlanPreferences& preferences) { return state_->plan(preferences); }
-const std::vector<AlgorithmInfo>& Matmul::algorithms() const { return state_->algorithms(); }
-const AlgorithmInfo& Matmul::algorithm() const { return state_->algorithm(); }
-void Matmul::select_algorithm(std::size_t index) { state_->select_algorithm(index); }
+namespace {
+
+[[noreturn]] void throw_moved_from(const char* api) {
+    detail::throw_invalid("this Matmul was moved from (moved-from Matmul); build a new Matmul or use the object it "
+                          "was moved to",
+                          api);
+}
+
+const detail::MatmulProblem* base_or_null(const std::unique_ptr<detail::MatmulState>& s) noexcept {
+    return s ? &s->base() : nullptr;
+}
+
+}  // namespace
+
+detail::MatmulState& Matmul::state(const char* api) const {
+    if (!state_) [[unlikely]]
+        throw_moved_from(api);
+    return *state_;
+}
+
+const std::vector<AlgorithmInfo>& Matmul::plan(const PlanPreferences& preferences) {
+    return state("Matmul::plan").plan(preferences);
+}
+const std::vector<AlgorithmInfo>& Matmul::algorithms() const { return state("Matmul::algorithms").algorithms(); }
+const AlgorithmInfo& Matmul::algorithm() const { return state("Matmul::algorithm").algorithm(); }
+void Matmul::select_algorithm(std::size_t index) { state("Matmul::select_algorithm").select_algorithm(index); }
 
 const std::vector<AlgorithmInfo>& Matmul::autotune(const TensorView& a, const TensorView& b, const TensorView& d,
                                                    const MatmulArgs& args, core::StreamRef stream, int iterations) {
-    return state_->autotune(a, b, d, args, stream, iterations);
+    return state("Matmul::autotune").autotune(a, b, d, args, stream, iterations);
 }
 
-void Matmul::save_tuning(const std::string& path) const { state_->save_tuning(path); }
-bool Matmul::load_tuning(const std::string& path) { return state_->load_tuning(path); }
+void Matmul::save_tuning(const std::string& path) const { state("Matmul::save_tuning").save_tuning(path); }
+bool Matmul::load_tuning(const std::string& path) { return state("Matmul::load_tuning").load_tuning(path); }
 
 MatmulOutputs Matmul::execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                               core::StreamRef stream) {
-    return state_->execute(a, b, d, args, stream);
+    return state("Matmul::execute").execute(a, b, d, args, stream);
 }
 
 MatmulResult Matmul::execute(const TensorView& a, const TensorView& b, const MatmulArgs& args, core::StreamRef stream) {
-    return state_->execute_allocating(a, b, args, stream);
+    return state("Matmul::execute").execute_allocating(a, b, args, stream);
 }
 
-std::int64_t Matmul::m() const noexcept { return state_->base().m; }
-std::int64_t Matmul::n() const noexcept { return state_->base().n; }
-std::int64_t Matmul::k() const noexcept { return state_->base().k; }
-std::int64_t Matmul::batch_count() const noexcept { return state_->base().batch; }
-const TensorLayout& Matmul::result_layout() const noexcept { return state_->base().d; }
-ComputeType Matmul::compute_type() const noexcept { return state_->base().compute; }
-const MatmulOptions& Matmul::options() const noexcept { return state_->options(); }
+std::int64_t Matmul::m() const noexcept { return state_ ? state_->base().m : 0; }
+std::int64_t Matmul::n() const noexcept { return state_ ? state_->base().n : 0; }
+std::int64_t Matmul::k() const noexcept { return state_ ? state_->base().k : 0; }
+std::int64_t Matmul::batch_count() const noexcept { return state_ ? state_->base().batch : 0; }
+const TensorLayout& Matmul::result_layout() const noexcept {
+    static const TensorLayout none;
+    const detail::MatmulProblem* p = base_or_null(state_);
+    return p ? p->d : none;
+}
+ComputeType Matmul::compute_type() const noexcept { return state_ ? state_->base().compute : ComputeType::automatic; }
+const MatmulOptions& Matmul::options() const noexcept {
+    static const MatmulOptions none;
+    return state_ ? state_->options() : none;
+}
 
 }  // namespace gpumath

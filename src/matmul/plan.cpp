@@ -112,12 +112,7 @@ MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int 
                             id.cc_major, id.cc_minor, to_string(P.a.strides()), to_string(P.b.strides())),
                 P.api);
     }
-    if (resource_) {
-        own_workspace_ = std::make_unique<StreamWorkspace>(resource_);
-        workspace_ = own_workspace_.get();
-    } else {
-        workspace_ = &default_stream_workspace(device_);
-    }
+    workspace_ = stream_workspace(device_, resource_);
     try {
         create_descriptors();
         query_heuristics(std::clamp(max_algorithms, 1, 64));
@@ -402,6 +397,7 @@ MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, con
             p.aux = args.aux->data();
             out.aux_view = *args.aux;
         } else {
+            reject_capture(stream, P.api, "gpumath allocates no outputs during a capture: pass MatmulArgs::aux");
             out.aux = Tensor::empty(P.aux_storage, stream, plan.memory_resource());
             p.aux = out.aux.data();
             check_allocated(p.aux, slot_aux);
@@ -412,6 +408,7 @@ MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, con
         if (args.bias_grad) {
             p.bias_grad = args.bias_grad->data();
         } else {
+            reject_capture(stream, P.api, "gpumath allocates no outputs during a capture: pass MatmulArgs::bias_grad");
             out.bias_grad = Tensor::empty(P.bias_grad_storage, stream, plan.memory_resource());
             p.bias_grad = out.bias_grad.data();
             check_allocated(p.bias_grad, slot_bias_grad);

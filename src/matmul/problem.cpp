@@ -348,7 +348,24 @@ std::string MatmulProblem::describe() const {
     return s;
 }
 
+void check_options(const MatmulOptions& options, const char* api) {
+    if (static_cast<int>(options.compute_type) > static_cast<int>(ComputeType::i32))
+        invalid(api, "options.compute_type: {} is not a ComputeType; allowed: automatic, f16, f32, f32_fast_f16, "
+                     "f32_fast_bf16, f32_fast_tf32, f64, i32",
+                static_cast<int>(options.compute_type));
+    if (static_cast<int>(options.epilog) > static_cast<int>(Epilog::bgradb))
+        invalid(api, "options.epilog: {} is not an Epilog; allowed: none, relu, relu_aux, bias, relu_bias, "
+                     "relu_aux_bias, gelu, gelu_aux, gelu_bias, gelu_aux_bias, drelu, drelu_bgrad, dgelu, "
+                     "dgelu_bgrad, bgrada, bgradb",
+                static_cast<int>(options.epilog));
+    if (options.result_type && !is_valid(*options.result_type))
+        invalid(api, "options.result_type: {} is not a DataType; allowed: f16, bf16, f32, f64, c32, c64, e4m3, e5m2, "
+                     "i8, i32 (or empty for the default)",
+                static_cast<int>(*options.result_type));
+}
+
 MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, const char* api) {
+    check_options(options, api);
     MatmulProblem P;
     P.api = api;
     const TensorLayout& a = sig.a;
@@ -915,10 +932,36 @@ void check_scalar(const Scalar& s, const char* name, DataType input, const char*
         invalid(api, "{}: ({}, {}) is not finite", name, s.real, s.imag);
 }
 
+void check_aligned(const TensorView& v, const char* name, const char* api) {
+    const std::size_t elem = size_of(v.dtype());
+    if (reinterpret_cast<std::uintptr_t>(v.data()) % elem != 0) [[unlikely]]
+        invalid(api, "{}: data pointer {} is not aligned to the {}-byte size of a {} element; pass a pointer aligned "
+                     "to its element size (256 bytes is best)",
+                name, v.data(), elem, to_string(v.dtype()));
+}
+
+void check_aligned(const float* p, const char* name, const char* api) {
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(float) != 0) [[unlikely]]
+        invalid(api, "{}: pointer {} is not aligned to 4 bytes (one f32); pass a 16-byte aligned pointer",
+                name, static_cast<const void*>(p));
+}
+
 }  // namespace
 
 void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args,
                 const char* api) {
+    check_aligned(a, "a", api);
+    check_aligned(b, "b", api);
+    if (d != nullptr) check_aligned(*d, "d", api);
+    if (args.c) check_aligned(*args.c, "c", api);
+    if (args.bias) check_aligned(*args.bias, "bias", api);
+    if (args.aux) check_aligned(*args.aux, "aux", api);
+    if (args.bias_grad) check_aligned(*args.bias_grad, "bias_grad", api);
+    check_aligned(args.scales.a, "scales.a", api);
+    check_aligned(args.scales.b, "scales.b", api);
+    check_aligned(args.scales.c, "scales.c", api);
+    check_aligned(args.scales.d, "scales.d", api);
+    check_aligned(args.scales.amax_d, "scales.amax_d", api);
     check_scalar(args.alpha, "alpha", a.dtype(), api);
     check_scalar(args.beta, "beta", a.dtype(), api);
     if (!args.c && args.beta != Scalar(0.0))
@@ -943,6 +986,7 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
 
 TensorLayout allocated_result_layout(const TensorLayout& a, const TensorLayout& b, const std::optional<TensorLayout>& c,
                                      const MatmulOptions& options, const char* api) {
+    check_options(options, api);
     // The common case without analysis: rank >= 2, matching K, broadcastable batches.
     if (a.rank() >= 2 && b.rank() >= 2 && a.shape(-1) == b.shape(-2)) {
         const auto ab = batch_dims(a), bb = batch_dims(b);

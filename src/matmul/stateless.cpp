@@ -5,6 +5,7 @@
 
 #include <gpumath/detail/lru_cache.hpp>
 #include <gpumath/detail/status.hpp>
+#include <gpumath/detail/stream_workspace.hpp>
 #include <gpumath/matmul/plan_cache.hpp>
 
 #include "detail/log.hpp"
@@ -38,6 +39,7 @@ int device_or_validate(const MatmulSignature& sig, const MatmulOptions& options,
 MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                      const MatmulOptions& options, core::StreamRef stream) {
     constexpr const char* api = "matmul";
+    detail::check_options(options, api);
     detail::check_call(a, b, &d, args, api);
     int device = 0;
     if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]]
@@ -68,6 +70,7 @@ MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& 
         sig.d = layout;
         (void)detail::device_or_validate(sig, options, api);
     }
+    detail::reject_capture(stream, api, "gpumath allocates no results during a capture: pass d (the form with a d view)");
     MatmulResult r;
     r.d = Tensor::empty(layout, stream, options.memory_resource);
     static_cast<MatmulOutputs&>(r) = matmul(a, b, r.d.view(), args, options, stream);

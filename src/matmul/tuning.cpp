@@ -177,6 +177,24 @@ void autotune_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, c
     }
 }
 
+namespace {
+
+/// True when `path` is a regular file, false when nothing is there; InvalidArgument for anything
+/// else (opening a FIFO blocks until a writer appears, a directory reads as nothing).
+bool tuning_file_exists(const std::string& path, const char* api) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (status.type() == std::filesystem::file_type::not_found) return false;
+    if (ec || status.type() != std::filesystem::file_type::regular)
+        throw_invalid(fmt::format("path: {} is not a regular file; pass the path of a tuning file written by "
+                                  "save_tuning (or a new path)",
+                                  path),
+                      api);
+    return true;
+}
+
+}  // namespace
+
 void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
     const DeviceIdentity& id = device_identity(plan.device());
     const std::string name = clean_name(id.name);
@@ -185,7 +203,8 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
     const std::string key = key_to_text(plan.key());
 
     std::vector<std::string> lines;
-    if (std::ifstream in(path); in) {
+    if (tuning_file_exists(path, "Matmul::save_tuning")) {
+        std::ifstream in(path);
         std::string line;
         while (std::getline(in, line)) {
             if (line.empty() || line[0] == '#') continue;
@@ -213,11 +232,12 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
                     "Matmul::save_tuning");
 }
 
-std::vector<TuningEntry> read_tuning_entries(const std::string& path, int device) {
+std::vector<TuningEntry> read_tuning_entries(const std::string& path, const char* api) {
     std::vector<TuningEntry> entries;
+    if (!tuning_file_exists(path, api)) return entries;  // nothing saved yet
     std::ifstream in(path);
     if (!in) return entries;
-    const DeviceIdentity& id = device_identity(device);
+    const DeviceIdentity& id = device_identity(matmul_current_device());
     const std::string name = clean_name(id.name);
     const std::string cc = fmt::format("{}.{}", id.cc_major, id.cc_minor);
     const std::string version = std::to_string(id.lt_version);

@@ -25,6 +25,6 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan);
 
 /// The entries of the tuning file at `path` that were saved on a device like `device` (same
 /// name and compute capability) with this cuBLASLt version. A missing file gives none.
-[[nodiscard]] std::vector<TuningEntry> read_tuning_entries(const std::string& path, int device);
+[[nodiscard]] std::vector<TuningEntry> read_tuning_entries(const std::string& path, const char* api);
 
 }  // namespace gpumath::detail

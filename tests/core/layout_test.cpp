@@ -3,6 +3,8 @@
 
 #include <complex>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include <gpumath/layout.hpp>
@@ -103,6 +105,21 @@ TEST(TensorLayout, RejectsBadShapesAndStrides) {
         [] { TensorLayout(DataType::c64, {INT64_C(1) << 60}); }, {"bytes", "int64"});
     expect_throw_with<gpumath::InvalidArgument>(
         [] { TensorLayout(DataType::f32, {4, 4}, {INT64_C(1) << 62, 1}); }, {"strides", "int64"});
+}
+
+TEST(TensorLayout, RejectsDataTypesOutsideTheEnum) {
+    EXPECT_TRUE(gpumath::is_valid(DataType::i32));
+    EXPECT_FALSE(gpumath::is_valid(static_cast<DataType>(gpumath::data_type_count)));
+    for (int value : {gpumath::data_type_count, 200, 255}) {
+        const auto bad = static_cast<DataType>(value);
+        expect_throw_with<gpumath::InvalidArgument>([&] { TensorLayout(bad, {2, 2}); },
+                                                    {"dtype", std::to_string(value), "not a DataType"});
+        expect_throw_with<gpumath::InvalidArgument>([&] { TensorLayout(bad, std::span<const std::int64_t>{}); },
+                                                    {"dtype", std::to_string(value)});
+        std::vector<char> host(16);
+        expect_throw_with<gpumath::InvalidArgument>([&] { TensorView(host.data(), bad, {2}); },
+                                                    {"dtype", std::to_string(value)});
+    }
 }
 
 TEST(TensorView, TypedAndUntyped) {

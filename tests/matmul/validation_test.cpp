@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <utility>
+
+#include <sys/stat.h>
 
 #include <gpumath/matmul.hpp>
 
@@ -448,6 +452,97 @@ TEST(MatmulValidation, PlanPreferencesAndAutotuneArguments) {
     expect_throw_with<InvalidArgument>([&] { mm.autotune(p.a, p.b, p.d, {}, {}, 0); }, {"iterations", "0"});
     expect_throw_with<InvalidArgument>([&] { (void)mm.algorithm(); }, {"not planned"});
     EXPECT_TRUE(mm.algorithms().empty());
+}
+
+// ---- hostile input: enums, moved-from objects, misaligned pointers, tuning paths ----------------
+
+TEST(MatmulValidation, EnumsOutsideTheirEnumerators) {
+    Problem p;
+    const auto bad_epilog = static_cast<Epilog>(99);
+    const auto bad_compute = static_cast<ComputeType>(50);
+    const auto bad_type = static_cast<DataType>(77);
+    expect_throw_with<InvalidArgument>([&] { Matmul mm(p.a, p.b, {.epilog = bad_epilog}); },
+                                       {"options.epilog", "99", "not an Epilog"});
+    expect_throw_with<InvalidArgument>([&] { Matmul mm(p.a, p.b, {.compute_type = bad_compute}); },
+                                       {"options.compute_type", "50", "not a ComputeType"});
+    expect_throw_with<InvalidArgument>([&] { Matmul mm(p.a, p.b, {.result_type = bad_type}); },
+                                       {"options.result_type", "77", "not a DataType"});
+    // The stateless calls say so before asking for a device (no CudaError on a machine without one).
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {}, {.epilog = bad_epilog}); }, {"options.epilog"});
+    expect_throw_with<InvalidArgument>([&] { (void)matmul(p.a, p.b, {}, {.result_type = bad_type}); },
+                                       {"options.result_type", "77"});
+    expect_throw_with<InvalidArgument>([&] { (void)matmul(p.a, p.b, {}, {.compute_type = bad_compute}); },
+                                       {"options.compute_type"});
+}
+
+TEST(MatmulValidation, MovedFromMatmul) {
+    Problem p;
+    Matmul mm(p.a, p.b);
+    Matmul other(std::move(mm));
+    EXPECT_EQ(other.m(), 8);
+    // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is specified
+    EXPECT_EQ(mm.m(), 0);
+    EXPECT_EQ(mm.n(), 0);
+    EXPECT_EQ(mm.k(), 0);
+    EXPECT_EQ(mm.batch_count(), 0);
+    EXPECT_EQ(mm.result_layout().rank(), 0);
+    EXPECT_EQ(mm.compute_type(), ComputeType::automatic);
+    EXPECT_EQ(mm.options().epilog, Epilog::none);
+    const std::initializer_list<std::string> moved = {"moved-from Matmul"};
+    expect_throw_with<InvalidArgument>([&] { mm.execute(p.a, p.b, p.d); }, {"Matmul::execute", "moved-from Matmul"});
+    expect_throw_with<InvalidArgument>([&] { (void)mm.execute(p.a, p.b); }, moved);
+    expect_throw_with<InvalidArgument>([&] { mm.plan(); }, {"Matmul::plan", "moved-from Matmul"});
+    expect_throw_with<InvalidArgument>([&] { (void)mm.algorithms(); }, moved);
+    expect_throw_with<InvalidArgument>([&] { (void)mm.algorithm(); }, moved);
+    expect_throw_with<InvalidArgument>([&] { mm.select_algorithm(0); }, moved);
+    expect_throw_with<InvalidArgument>([&] { mm.autotune(p.a, p.b, p.d); }, moved);
+    expect_throw_with<InvalidArgument>([&] { mm.save_tuning("x"); }, moved);
+    expect_throw_with<InvalidArgument>([&] { (void)mm.load_tuning("x"); }, moved);
+    Matmul assigned(p.a, p.b);
+    assigned = std::move(other);
+    EXPECT_EQ(assigned.n(), 6);
+    EXPECT_EQ(other.n(), 0);
+    // NOLINTEND(bugprone-use-after-move)
+}
+
+TEST(MatmulValidation, PointersNotAlignedToTheirElements) {
+    Problem p;
+    const TensorView a1 = v(0, f32, {8, 4}, {}, 1);
+    expect_throw_with<InvalidArgument>([&] { matmul(a1, p.b, p.d); }, {"a:", "not aligned", "4-byte", "f32"});
+    expect_throw_with<InvalidArgument>([&] { (void)matmul(p.a, v(1, f32, {4, 6}, {}, 2)); }, {"b:", "not aligned"});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, v(2, f32, {8, 6}, {}, 3)); }, {"d:", "not aligned"});
+    Matmul mm(p.a, p.b);
+    expect_throw_with<InvalidArgument>([&] { mm.execute(a1, p.b, p.d); }, {"a:", "not aligned"});
+    expect_throw_with<InvalidArgument>([&] { (void)mm.execute(a1, p.b); }, {"a:", "not aligned"});
+    expect_throw_with<InvalidArgument>([&] { mm.autotune(a1, p.b, p.d); }, {"a:", "not aligned"});
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6}, {}, 2)}, {.epilog = Epilog::bias}); }, {"bias:", "not aligned"});
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(4, f32, {8, 6}, {}, 1)}); }, {"c:", "not aligned"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(v(0, DataType::e4m3, {32, 32}), v(1, DataType::e4m3, {32, 32}, {1, 32}), v(2, bf16, {32, 32}),
+                   {.scales = {.a = static_cast<const float*>(addr(9, 1))}});
+        },
+        {"scales.a", "not aligned"});
+    // bf16 needs 2 bytes: an odd address is refused, an even one is an alignment class cuBLASLt takes.
+    expect_throw_with<InvalidArgument>([&] { matmul(v(0, bf16, {8, 4}, {}, 1), v(1, bf16, {4, 6}), v(2, bf16, {8, 6})); },
+                                       {"a:", "2-byte", "bf16"});
+}
+
+TEST(MatmulValidation, TuningFilesThatAreNotThere) {
+    Problem p;
+    Matmul mm(p.a, p.b);
+    // A missing file is "nothing saved yet" on any machine, never a device error.
+    EXPECT_FALSE(mm.load_tuning("/nonexistent-gpumath-dir/tuning.txt"));
+    const std::string dir = ::testing::TempDir();
+    expect_throw_with<InvalidArgument>([&] { (void)mm.load_tuning(dir); }, {"path:", "not a regular file"});
+    const std::string fifo = dir + "gpumath-tuning-fifo";
+    (void)std::remove(fifo.c_str());
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    // Opening a FIFO would block until a writer appears: it is refused instead.
+    expect_throw_with<InvalidArgument>([&] { (void)mm.load_tuning(fifo); }, {"path:", fifo, "not a regular file"});
+    (void)std::remove(fifo.c_str());
 }
 
 // ---- what a valid problem reports without a GPU ----------------------------------------------------

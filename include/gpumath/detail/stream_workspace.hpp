@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private: scratch memory kept per stream, so hot paths do not allocate on every call.
+// Private: scratch memory kept per stream, so hot paths do not allocate on every call, and kept
+// apart for work captured into CUDA graphs.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
@@ -14,15 +16,19 @@
 namespace gpumath::detail {
 
 /// Grow-only scratch areas, one per stream (per thread for `cudaStreamPerThread`), from one memory
-/// resource. Work enqueued on one stream
-/// is ordered, so a stream's area serves every call on that stream; growing frees the old area in
-/// stream order on the same stream. `acquire` keeps the stream's entry locked for as long as the
-/// lease lives, so a concurrent caller on the same stream cannot free the area (by growing it)
-/// before this caller has enqueued the work that uses it. Thread-safe.
+/// resource on one device. Work enqueued on one stream is ordered, so a stream's area serves every
+/// call on that stream; growing frees the old area in stream order on the same stream. `acquire`
+/// keeps the stream's entry locked for as long as the lease lives, so a concurrent caller on the
+/// same stream cannot free the area (by growing it) before this caller has enqueued the work that
+/// uses it. Thread-safe.
+///
+/// A stream that is capturing a CUDA graph never touches its area: the captured work gets an area
+/// of its own (one per capture and stream, see CaptureAreas in the .cpp), owned by the graph and
+/// recycled when the graph and its executable graphs are destroyed. So a graph replayed on any
+/// stream never shares scratch memory with eager work or with another graph.
 class StreamWorkspace {
 public:
-    explicit StreamWorkspace(std::shared_ptr<core::MemoryResource> resource = nullptr)
-        : resource_(std::move(resource)) {}
+    StreamWorkspace(int device, std::shared_ptr<core::MemoryResource> resource);
 
     /// An area and the lock that keeps it alive: hold it until the work using `data` is enqueued.
     struct Lease {
@@ -36,6 +42,9 @@ public:
     /// Frees every area. The caller makes sure that nothing using them is in flight or being
     /// enqueued (release_default_stream_workspaces synchronizes the device first).
     void release();
+
+    /// The device the areas live on.
+    [[nodiscard]] int device() const noexcept { return device_; }
 
 private:
     struct Entry {
@@ -56,15 +65,39 @@ private:
         }
     };
     std::mutex mutex_;
+    int device_;
     std::shared_ptr<core::MemoryResource> resource_;
     std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> entries_;
 };
 
-/// The areas of `device`'s default memory pool, shared by every matmul and FFT that has no memory
-/// resource of its own; alive until the process exits.
+/// The workspace of `device` for `resource`: one per (device, memory resource), shared by every
+/// matmul and FFT plan that uses that pair. A null `resource` means the device's default pool,
+/// whose workspace lives until the process exits; others live while a plan holds them.
+[[nodiscard]] std::shared_ptr<StreamWorkspace> stream_workspace(int device,
+                                                                const std::shared_ptr<core::MemoryResource>& resource);
+
+/// The areas of `device`'s default memory pool (`stream_workspace(device, nullptr)`).
 [[nodiscard]] StreamWorkspace& default_stream_workspace(int device);
 
-/// Synchronizes each device that has default areas and frees them (they grow again on demand).
+/// Synchronizes each device that has default areas and frees them, and the idle areas of
+/// destroyed graphs (they grow again on demand).
 void release_default_stream_workspaces();
+
+/// True when `stream` is capturing a CUDA graph. CudaError when its capture was invalidated (the
+/// capture has failed already; gpumath enqueues nothing on it).
+[[nodiscard]] bool is_capturing(core::StreamRef stream, const char* api);
+
+/// InvalidArgument when `stream` is capturing a CUDA graph: `what` says what cannot run inside a
+/// capture and what to do instead. Nothing is enqueued.
+void reject_capture(core::StreamRef stream, const char* api, std::string_view what);
+
+/// Areas that captured graphs own, on `device`: how many exist and how many are idle (their graphs
+/// destroyed), and their bytes. For tests and diagnostics.
+struct CaptureAreaStats {
+    std::size_t areas = 0;
+    std::size_t idle = 0;
+    std::size_t bytes = 0;
+};
+[[nodiscard]] CaptureAreaStats capture_area_stats(int device);
 
 }  // namespace gpumath::detail

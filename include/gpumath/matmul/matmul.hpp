@@ -39,6 +39,8 @@ public:
     Matmul(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options = {});
     /// The same with a C operand laid out like `c` (D is then laid out like C).
     Matmul(const TensorLayout& a, const TensorLayout& b, const TensorLayout& c, const MatmulOptions& options = {});
+    /// Moves the plan; the moved-from Matmul is empty: its methods throw InvalidArgument
+    /// ("moved-from Matmul") and its noexcept accessors return 0, an empty layout or defaults.
     Matmul(Matmul&&) noexcept;
     Matmul& operator=(Matmul&&) noexcept;
     Matmul(const Matmul&) = delete;
@@ -89,11 +91,11 @@ public:
     MatmulResult execute(const TensorView& a, const TensorView& b, const MatmulArgs& args = {},
                          core::StreamRef stream = {});
 
-    /// M, N and K of the problem.
+    /// M, N and K of the problem (0 when moved from).
     [[nodiscard]] std::int64_t m() const noexcept;
     [[nodiscard]] std::int64_t n() const noexcept;
     [[nodiscard]] std::int64_t k() const noexcept;
-    /// Number of products in the batch (1 when unbatched).
+    /// Number of products in the batch (1 when unbatched, 0 when moved from).
     [[nodiscard]] std::int64_t batch_count() const noexcept;
     /// The layout of D this object plans for by default: dense row-major (..., M, N) of the result
     /// type, or laid out like C.
@@ -104,6 +106,7 @@ public:
     [[nodiscard]] const MatmulOptions& options() const noexcept;
 
 private:
+    detail::MatmulState& state(const char* api) const;
     std::unique_ptr<detail::MatmulState> state_;
 };
 
