@@ -48,7 +48,15 @@ constexpr const char* level_name(LogLevel level) noexcept {
 
 LogLevel log_level() noexcept { return static_cast<LogLevel>(level_storage().load(std::memory_order_relaxed)); }
 
-void set_log_level(LogLevel level) noexcept { level_storage().store(static_cast<int>(level), std::memory_order_relaxed); }
+void set_log_level(LogLevel level) {
+    const int value = static_cast<int>(level);
+    if (value < static_cast<int>(LogLevel::off) || value > static_cast<int>(LogLevel::debug))
+        throw InvalidArgument(
+            fmt::format("set_log_level: level: {} is not a LogLevel (off = 0, error = 1, warn = 2, info = 3, debug = 4)",
+                        value),
+            "set_log_level");
+    level_storage().store(value, std::memory_order_relaxed);
+}
 
 LogLevel parse_log_level(std::string_view text) {
     std::string lower(text);

@@ -11,8 +11,9 @@ enum class LogLevel { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
 
 /// The current level.
 [[nodiscard]] LogLevel log_level() noexcept;
-/// Changes the level for the whole process (thread-safe).
-void set_log_level(LogLevel level) noexcept;
+/// Changes the level for the whole process (thread-safe). InvalidArgument when `level` is not
+/// one of LogLevel's enumerators (e.g. `LogLevel(9)`); the level is then left unchanged.
+void set_log_level(LogLevel level);
 /// Parses "off", "error", "warn", "info", "debug" (case-insensitive) or "0".."4";
 /// InvalidArgument otherwise.
 [[nodiscard]] LogLevel parse_log_level(std::string_view text);

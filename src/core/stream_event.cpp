@@ -2,13 +2,26 @@
 #include <gpumath/core/event.hpp>
 #include <gpumath/core/stream.hpp>
 
+#include <fmt/format.h>
+
 #include <gpumath/detail/status.hpp>
 
 namespace gpumath::core {
 
 void StreamRef::synchronize() const { detail::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
+namespace {
+void check_event(const Event& event, const char* what, const char* api) {
+    if (!event)
+        detail::throw_invalid(fmt::format("{}: this Event is empty (moved from); use the Event it was moved to, or "
+                                          "create a new one",
+                                          what),
+                              api);
+}
+}  // namespace
+
 void StreamRef::wait(const Event& event) const {
+    check_event(event, "event", "StreamRef::wait");
     detail::check(cudaStreamWaitEvent(stream_, event.handle(), 0), "cudaStreamWaitEvent");
 }
 
@@ -19,7 +32,10 @@ void StreamRef::wait(StreamRef other) const {
     wait(e);
 }
 
-void StreamRef::record(const Event& event) const { event.record(*this); }
+void StreamRef::record(const Event& event) const {
+    check_event(event, "event", "StreamRef::record");
+    event.record(*this);
+}
 
 Event StreamRef::record() const {
     Event e;
@@ -44,6 +60,48 @@ Stream::Stream(const StreamOptions& options) {
     detail::check(cudaStreamCreateWithPriority(&stream_, options.non_blocking ? cudaStreamNonBlocking : cudaStreamDefault,
                                                options.priority),
                   "cudaStreamCreateWithPriority", "creating a stream");
+}
+
+void Stream::check_owned(const char* api) const {
+    if (stream_ == nullptr)
+        detail::throw_invalid("this Stream is empty (moved from or released); use the Stream it was moved to, or "
+                              "create a new one",
+                              api);
+}
+
+void Stream::synchronize() const {
+    check_owned("Stream::synchronize");
+    StreamRef::synchronize();
+}
+
+void Stream::wait(const Event& event) const {
+    check_owned("Stream::wait");
+    StreamRef::wait(event);
+}
+
+void Stream::wait(StreamRef other) const {
+    check_owned("Stream::wait");
+    StreamRef::wait(other);
+}
+
+void Stream::record(const Event& event) const {
+    check_owned("Stream::record");
+    StreamRef::record(event);
+}
+
+Event Stream::record() const {
+    check_owned("Stream::record");
+    return StreamRef::record();
+}
+
+bool Stream::ready() const {
+    check_owned("Stream::ready");
+    return StreamRef::ready();
+}
+
+int Stream::priority() const {
+    check_owned("Stream::priority");
+    return StreamRef::priority();
 }
 
 Stream& Stream::operator=(Stream&& other) noexcept {
@@ -80,12 +138,17 @@ Event::~Event() {
 }
 
 void Event::record(StreamRef stream) const {
+    check_event(*this, "this", "Event::record");
     detail::check(cudaEventRecord(event_, stream.handle()), "cudaEventRecord");
 }
 
-void Event::synchronize() const { detail::check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
+void Event::synchronize() const {
+    check_event(*this, "this", "Event::synchronize");
+    detail::check(cudaEventSynchronize(event_), "cudaEventSynchronize");
+}
 
 bool Event::ready() const {
+    check_event(*this, "this", "Event::ready");
     const cudaError_t s = cudaEventQuery(event_);
     if (s == cudaErrorNotReady) return false;
     detail::check(s, "cudaEventQuery");
@@ -93,6 +156,8 @@ bool Event::ready() const {
 }
 
 float Event::elapsed_ms(const Event& start, const Event& end) {
+    check_event(start, "start", "Event::elapsed_ms");
+    check_event(end, "end", "Event::elapsed_ms");
     if (!start.timing_ || !end.timing_)
         detail::throw_invalid(std::string(!start.timing_ ? "start" : "end") +
                                   " was created without timing; create both events with EventOptions{.timing = true}",

@@ -99,3 +99,15 @@ TEST(Log, ParseLevelsAndReject) {
     EXPECT_FALSE(log_enabled(LogLevel::error));
     set_log_level(before);
 }
+
+TEST(Log, LevelsOutsideTheEnumAreRejected) {
+    const LogLevel before = log_level();
+    set_log_level(LogLevel::error);
+    // Before: stored as is, after which every message up to level 9 counted as enabled.
+    test::expect_throw_with<InvalidArgument>([] { set_log_level(static_cast<LogLevel>(9)); },
+                                             {"set_log_level", "level: 9 is not a LogLevel", "debug = 4"});
+    test::expect_throw_with<InvalidArgument>([] { set_log_level(static_cast<LogLevel>(-1)); }, {"level: -1"});
+    EXPECT_EQ(log_level(), LogLevel::error);  // unchanged
+    EXPECT_FALSE(log_enabled(LogLevel::debug));
+    set_log_level(before);
+}

@@ -90,6 +90,35 @@ TEST(Event, TimingAndQueries) {
                                              {"end", "timing"});
 }
 
+TEST(Event, MovedFromEventsAndStreamsThrowBeforeAnyCudaCall) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    core::Event a({.timing = true});
+    core::Event b = std::move(a);
+    b.record(s);
+    // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is what is tested
+    EXPECT_FALSE(a);
+    EXPECT_EQ(a.handle(), nullptr);
+    // Before: cudaEventRecord(nullptr, ...) and friends, whose CudaError named no object.
+    test::expect_throw_with<InvalidArgument>([&] { a.record(s); }, {"Event::record", "this Event is empty (moved from)"});
+    test::expect_throw_with<InvalidArgument>([&] { a.synchronize(); }, {"Event::synchronize", "moved from"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)a.ready(); }, {"Event::ready", "moved from"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)core::Event::elapsed_ms(a, b); },
+                                             {"Event::elapsed_ms", "start: this Event is empty"});
+    test::expect_throw_with<InvalidArgument>([&] { s.wait(a); }, {"StreamRef::wait", "event: this Event is empty"});
+    test::expect_throw_with<InvalidArgument>([&] { core::StreamRef(s).record(a); }, {"StreamRef::record", "moved from"});
+    // A moved-from Stream does not fall back to the default stream.
+    core::Stream t = std::move(s);
+    test::expect_throw_with<InvalidArgument>([&] { s.synchronize(); }, {"Stream::synchronize", "moved from"});
+    test::expect_throw_with<InvalidArgument>([&] { s.wait(b); }, {"Stream::wait", "moved from"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)s.record(); }, {"Stream::record", "moved from"});
+    // NOLINTEND(bugprone-use-after-move)
+    t.wait(b);
+    b.synchronize();
+    t.synchronize();
+    EXPECT_TRUE(b.ready());
+}
+
 TEST(Memory, PoolAllocatesAndFreesInStreamOrder) {
     GPUMATH_REQUIRE_GPU();
     core::Stream s;

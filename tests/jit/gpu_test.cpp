@@ -469,4 +469,31 @@ TEST(JitGpu, GraphReplayEqualsDirectLaunches) {
     core::Graph moved = std::move(g);
     EXPECT_FALSE(g);  // NOLINT(bugprone-use-after-move): checking the moved-from state
     EXPECT_TRUE(moved);
+    // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is what is tested
+    test::expect_throw_with<InvalidArgument>([&] { g.launch(stream); }, {"Graph::launch", "moved from"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)g.node_count(); }, {"Graph::node_count", "moved from"});
+    // NOLINTEND(bugprone-use-after-move)
+    EXPECT_EQ(moved.node_count(), 6u);
+}
+
+TEST(JitGpu, MovedFromLoadedModuleAndKernel) {
+    GPUMATH_REQUIRE_GPU();
+    core::Module a = core::Program("extern \"C\" __global__ void k(int* p) { *p = 7; }", {})
+                         .compile(CodeType::cubin)
+                         .load();
+    Kernel k = a.kernel("k");
+    const core::Module b = std::move(a);
+    // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is what is tested
+    EXPECT_FALSE(a);
+    EXPECT_EQ(a.handle(), nullptr);
+    test::expect_throw_with<InvalidArgument>([&] { (void)a.kernel("k"); }, {"Module::kernel", "moved from"});
+    const Kernel k2 = std::move(k);
+    test::expect_throw_with<InvalidArgument>([&] { core::launch({}, {.grid = 1, .block = 1}, k, nullptr); },
+                                             {"Kernel", "moved from"});
+    // NOLINTEND(bugprone-use-after-move)
+    core::Stream stream;
+    core::Buffer out(sizeof(int), stream);
+    core::launch(stream, {.grid = 1, .block = 1}, k2, out);
+    EXPECT_EQ(out.to_host<int>(stream), std::vector<int>{7});
+    EXPECT_EQ(b.kernel("k").handle(), k2.handle());
 }

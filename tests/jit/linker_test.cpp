@@ -120,3 +120,31 @@ TEST(Linker, BadRequests) {
     test::expect_throw_with<InvalidArgument>(
         [] { (void)Linker().add(compile(k_callee, CodeType::ptx)).link(CodeType::ptx); }, {"PTX", "LTO-IR"});
 }
+
+TEST(Linker, CodeTypesOutsideTheEnumAreRejectedBeforeNvJitLink) {
+    const auto bad_type = static_cast<CodeType>(9);
+    test::expect_throw_with<InvalidArgument>([] { (void)Linker().add(caller_lto()).link(static_cast<CodeType>(9)); },
+                                             {"Linker::link", "target: 9 is not a CodeType (ptx, cubin, ltoir, fatbin)"});
+    // An ObjectCode built from its data directly bypasses from_bytes' check: add() catches it.
+    auto data = std::make_shared<detail::ObjectCodeData>(*callee_lto().shared_data());
+    data->type = bad_type;
+    const ObjectCode forged(std::move(data));
+    test::expect_throw_with<InvalidArgument>([&] { Linker().add(forged); },
+                                             {"Linker::add", "code.type(): 9 is not a CodeType"});
+    test::expect_throw_with<InvalidArgument>([&] { core::Module m(forged); },
+                                             {"Module", "code.type(): 9 is not a CodeType"});
+}
+
+TEST(Linker, MovedFromLinkerThrowsFromItsMethods) {
+    Linker a({.name = "moved"});
+    a.add(caller_lto()).add(callee_lto());
+    const Linker b = std::move(a);
+    // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is what is tested
+    // Before: link() said "no inputs" and add() quietly started a new input list.
+    test::expect_throw_with<InvalidArgument>([&] { (void)a.link(); }, {"Linker::link: this Linker was moved from"});
+    test::expect_throw_with<InvalidArgument>([&] { a.add(callee_lto()); }, {"Linker::add: this Linker was moved from"});
+    EXPECT_TRUE(a.inputs().empty());
+    // NOLINTEND(bugprone-use-after-move)
+    EXPECT_EQ(b.inputs().size(), 2u);
+    EXPECT_EQ(b.link().type(), CodeType::cubin);
+}

@@ -4,8 +4,13 @@
 // validation, saving and loading code, and what happens without a GPU.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <future>
 #include <string>
+
+#include <sys/stat.h>
 
 #include <gpumath/core.hpp>
 
@@ -291,4 +296,71 @@ TEST(NoDriver, LoadingAndLaunchingSayThereIsNoDevice) {
     }
     // Without a device there is no Kernel to launch: an empty one is rejected as such.
     test::expect_throw_with<InvalidArgument>([] { core::launch({}, {}, core::Kernel{}); }, {"Kernel", "empty"});
+}
+
+TEST(Program, CodeTypesOutsideTheEnumAreRejectedWhereTheyEnter) {
+    const auto bad_type = static_cast<CodeType>(9);
+    const std::initializer_list<std::string> names = {"type: 9 is not a CodeType", "ptx, cubin, ltoir, fatbin"};
+    // Before: accepted, and only nvJitLink or the loader found out.
+    test::expect_throw_with<InvalidArgument>(
+        [&] { (void)ObjectCode::from_bytes(std::string_view(".version 9.0\n"), bad_type, "compute_90"); }, names);
+    test::expect_throw_with<InvalidArgument>(
+        [&] { (void)ObjectCode::from_bytes(compiled(CodeType::cubin).bytes(), bad_type); },
+        {"ObjectCode::from_bytes", "type: 9 is not a CodeType"});
+    test::TempDir dir;
+    compiled(CodeType::ptx).save(dir.path() / "k.ptx");
+    test::expect_throw_with<InvalidArgument>([&] { (void)ObjectCode::from_file(dir.path() / "k.ptx", bad_type); },
+                                             {"ObjectCode::from_file", "type: 9 is not a CodeType"});
+    // Before: NVRTC was run and its rejection of the missing output blamed an option.
+    test::expect_throw_with<InvalidArgument>(
+        [&] { (void)Program("", {.arch = "sm_90"}).compile(bad_type); },
+        {"Program::compile", "target: 9 is not a CodeType (ptx, cubin, ltoir, fatbin)"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { (void)Program("", {.arch = "sm_90"}).compile(static_cast<CodeType>(-1)); }, {"target: -1 is not a CodeType"});
+}
+
+TEST(ObjectCode, FromFileRefusesWhatIsNotARegularFile) {
+    test::TempDir dir;
+    const auto fifo = dir.path() / "k.ptx";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    // Before: opening the FIFO waited for a writer forever.
+    auto result = std::async(std::launch::async, [&] {
+        try {
+            (void)ObjectCode::from_file(fifo);
+            return std::string("no exception");
+        } catch (const InvalidArgument& e) {
+            return std::string(e.what());
+        }
+    });
+    if (result.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+        // Unblock the reader so the test fails instead of hanging the suite.
+        std::ofstream(fifo) << "x";
+        FAIL() << "ObjectCode::from_file blocked on a FIFO";
+    }
+    const std::string what = result.get();
+    EXPECT_NE(what.find("not a regular file"), std::string::npos) << what;
+    EXPECT_NE(what.find("k.ptx"), std::string::npos) << what;
+    test::expect_throw_with<InvalidArgument>([&] { (void)ObjectCode::from_file(dir.path(), CodeType::ptx); },
+                                             {"not a regular file"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)ObjectCode::from_file(dir.path() / "none.ptx"); },
+                                             {"none.ptx", "does not exist"});
+}
+
+TEST(Program, MovedFromProgramThrowsFromItsMethods) {
+    Program p("extern \"C\" __global__ void k(int* x) { *x = 1; }", {.name = "moved", .arch = "sm_90"});
+    const Program q = std::move(p);
+    // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is what is tested
+    test::expect_throw_with<InvalidArgument>([&] { (void)p.compile(CodeType::ptx); },
+                                             {"Program::compile: this Program was moved from"});
+    test::expect_throw_with<InvalidArgument>([&] { p.add_name_expression("k"); },
+                                             {"Program::add_name_expression: this Program was moved from"});
+    EXPECT_NO_THROW((void)p.source());  // accessors stay safe
+    EXPECT_NO_THROW((void)p.name_expressions().size());
+    // NOLINTEND(bugprone-use-after-move)
+    EXPECT_EQ(q.compile(CodeType::ptx).kernel_names(), std::vector<std::string>{"k"});
+    // Assigning to a moved-from Program makes it usable again; a copy of a live one is live.
+    p = q;
+    EXPECT_EQ(p.compile(CodeType::ptx).kernel_names(), std::vector<std::string>{"k"});
+    Program copy = q;
+    EXPECT_EQ(copy.options().name, "moved");
 }

@@ -15,7 +15,8 @@ struct EventOptions {
     bool blocking = false;
 };
 
-/// An owning, move-only CUDA event.
+/// An owning, move-only CUDA event. A moved-from Event is empty: `record`, `synchronize`,
+/// `ready`, `elapsed_ms` and the StreamRef calls that take it throw InvalidArgument; `handle()` is null.
 class Event {
 public:
     /// Creates an event on the current device. Throws CudaError (also when no driver/device).
@@ -26,19 +27,22 @@ public:
     Event& operator=(const Event&) = delete;
     ~Event();
 
-    /// Records the event on `stream` (default stream when omitted).
+    /// Records the event on `stream` (default stream when omitted). InvalidArgument when empty.
     void record(StreamRef stream = {}) const;
     /// Blocks until the work captured by the last record has finished.
     void synchronize() const;
     /// True when the work captured by the last record has finished (non-blocking).
     [[nodiscard]] bool ready() const;
+    /// False when the Event is empty (moved from).
+    [[nodiscard]] explicit operator bool() const noexcept { return event_ != nullptr; }
     /// True when the event records timestamps.
     [[nodiscard]] bool timing() const noexcept { return timing_; }
     /// The native handle (owned by this Event).
     [[nodiscard]] cudaEvent_t handle() const noexcept { return event_; }
 
     /// Milliseconds between two recorded events (`end` after `start`). Both need
-    /// `EventOptions::timing`; otherwise InvalidArgument. Throws CudaError if either has not completed.
+    /// `EventOptions::timing` and neither may be empty; otherwise InvalidArgument. Throws CudaError
+    /// if either has not completed.
     [[nodiscard]] static float elapsed_ms(const Event& start, const Event& end);
 
 private:

@@ -31,17 +31,20 @@ struct LinkerOptions {
 /// Links PTX, cubin, LTO-IR and fatbin objects into one cubin (or, with LTO, PTX) with nvJitLink.
 /// Link-time optimisation (-lto) is switched on whenever an input is LTO-IR. The lowered names of
 /// all inputs carry over to the result. Holds copies of its inputs (cheap: ObjectCode is shared).
+/// A moved-from Linker throws InvalidArgument from `add` and `link`; its accessors return empty values.
 class Linker {
 public:
     /// A linker with no inputs yet; options are validated by `link`.
     explicit Linker(LinkerOptions options = {}) : options_(std::move(options)) {}
 
-    /// Adds an input. InvalidArgument for an empty object. Returns *this.
+    /// Adds an input. InvalidArgument for an empty object, one whose type is not a CodeType, or a
+    /// moved-from Linker. Returns *this.
     Linker& add(const ObjectCode& code);
 
     /// Links the inputs into `target` (cubin, or ptx when every input is LTO-IR).
     /// InvalidArgument before linking for: no inputs, bad options, inputs whose architectures
-    /// differ from the target's (naming the input), a target other than cubin/ptx. Throws
+    /// differ from the target's (naming the input), a target other than cubin/ptx, a moved-from
+    /// Linker. Throws
     /// LinkError carrying nvJitLink's log when linking fails (e.g. an unresolved symbol).
     [[nodiscard]] ObjectCode link(CodeType target = CodeType::cubin) const;
 
@@ -53,6 +56,7 @@ public:
 private:
     LinkerOptions options_;
     std::vector<ObjectCode> inputs_{};
+    detail::MovedFrom moved_from_{};
 };
 
 }  // namespace gpumath::core

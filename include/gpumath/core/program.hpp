@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <gpumath/core/module.hpp>
+#include <gpumath/detail/moved_from.hpp>
 
 namespace gpumath::core {
 
@@ -73,7 +74,8 @@ struct ProgramOptions {
 class ObjectCode;
 
 /// CUDA C++ source plus options, compiled with NVRTC on `compile`. Cheap to copy; holds no GPU or
-/// NVRTC resources between calls. Thread-safe for concurrent `compile` calls.
+/// NVRTC resources between calls. Thread-safe for concurrent `compile` calls. A moved-from Program
+/// throws InvalidArgument from `compile` and `add_name_expression`; its accessors return empty values.
 class Program {
 public:
     /// Validates `options` (InvalidArgument) and resolves an empty arch to the current device's
@@ -82,13 +84,14 @@ public:
 
     /// Registers a name expression such as "scale<float>" or "&ns::table" whose mangled name the
     /// compiled code should report through `ObjectCode::lowered_name`. Returns *this.
+    /// InvalidArgument for an empty expression or a moved-from Program.
     Program& add_name_expression(std::string expression);
 
     /// Compiles to `target` (ptx, cubin or ltoir). Returns the cached result when source, headers,
     /// options, architecture, NVRTC version and name expressions match an earlier compile (in
     /// memory or on disk). Throws CompileError carrying NVRTC's log when the source does not
     /// compile, InvalidArgument for a target the architecture cannot give (a cubin from compute_NN,
-    /// or fatbin) or for flags NVRTC rejects.
+    /// or fatbin), a value that is not a CodeType, flags NVRTC rejects or a moved-from Program.
     [[nodiscard]] ObjectCode compile(CodeType target = CodeType::cubin) const;
 
     /// The CUDA C++ source.
@@ -105,6 +108,7 @@ private:
     ProgramOptions options_;
     std::vector<std::string> name_expressions_{};
     std::vector<std::string> toolkit_dirs_{};
+    detail::MovedFrom moved_from_{};
 };
 
 }  // namespace gpumath::core
@@ -134,14 +138,15 @@ public:
     /// Wraps code given in memory (copied). `arch` ("sm_90", "compute_90") is read from a cubin's
     /// ELF header when left empty; `lowered_names` maps name expressions to mangled names so that
     /// `Module::kernel("scale<float>")` works for code compiled elsewhere. InvalidArgument when
-    /// `bytes` is empty.
+    /// `bytes` is empty or `type` is not a CodeType.
     [[nodiscard]] static ObjectCode from_bytes(std::span<const std::byte> bytes, CodeType type, std::string arch = {},
                                                std::vector<std::pair<std::string, std::string>> lowered_names = {});
     /// Same, from a string (PTX text, or binary data held in a std::string).
     [[nodiscard]] static ObjectCode from_bytes(std::string_view bytes, CodeType type, std::string arch = {},
                                                std::vector<std::pair<std::string, std::string>> lowered_names = {});
     /// Reads a file. The type comes from `type` or else the extension (.ptx, .cubin, .ltoir/.lto,
-    /// .fatbin/.fatbin.bin); InvalidArgument when neither says, or the file is missing or empty.
+    /// .fatbin/.fatbin.bin); InvalidArgument when neither says, when `type` is not a CodeType, or
+    /// when the file is missing, empty or not a regular file (a FIFO is refused, not waited on).
     [[nodiscard]] static ObjectCode from_file(const std::filesystem::path& path,
                                               std::optional<CodeType> type = std::nullopt, std::string arch = {});
     /// Writes the bytes to `path` (as nvcc would write the same kind of file). Throws Error on I/O failure.
@@ -197,7 +202,7 @@ struct CompileCacheStats {
     std::uint64_t misses = 0;        ///< compiles that ran NVRTC
     std::uint64_t evictions = 0;     ///< entries dropped from memory to respect the capacity
     std::uint64_t disk_writes = 0;   ///< entries written to disk
-    std::uint64_t disk_rejected = 0; ///< disk entries ignored as corrupt, truncated or foreign (then rewritten)
+    std::uint64_t disk_rejected = 0; ///< disk entries ignored (corrupt, foreign, not a regular file), then rewritten
     std::size_t size = 0;            ///< entries in memory now
     std::size_t capacity = 0;        ///< memory capacity in entries
 };
@@ -208,8 +213,9 @@ struct CompileCacheStats {
 /// includes from `include_dirs`, all options, architecture, target kind, NVRTC version, toolkit
 /// include directories and name expressions. An entry stores the code with its lowered names.
 /// Disk entries are written atomically (temporary file + rename); an entry that fails its header
-/// or checksum checks is ignored and rewritten. Thread-safe; concurrent compiles of the same key
-/// run NVRTC once.
+/// or checksum checks, or is not a regular file (only regular files are opened, never through a
+/// link, and a FIFO is not waited on), is ignored and rewritten. Thread-safe; concurrent compiles
+/// of the same key run NVRTC once, and a failed compile's exception reaches every waiting thread.
 ///
 /// The directory comes from GPUMATH_CACHE_DIR ("off" disables the disk cache), else
 /// $XDG_CACHE_HOME/gpumath, else ~/.cache/gpumath; entries live in its "jit" subdirectory.

@@ -52,6 +52,10 @@ protected:
 /// An owning, move-only CUDA stream, destroyed (without blocking) when the Stream is destroyed.
 /// Converts to StreamRef wherever gpumath takes a stream. Created on the current device; see
 /// `Device::create_stream` for another.
+///
+/// A moved-from or released Stream is empty: its methods throw InvalidArgument rather than act on
+/// the default stream, and `handle()` is null. Converted to a StreamRef it is the default stream,
+/// like any null handle, so do not pass an empty Stream on.
 class Stream : public StreamRef {
 public:
     /// Creates a stream on the current device. Throws CudaError (also when no driver/device).
@@ -65,6 +69,18 @@ public:
     Stream& operator=(const Stream&) = delete;
     ~Stream();
 
+    /// As StreamRef's methods, on this stream. InvalidArgument when the Stream is empty (moved
+    /// from or released); CudaError as StreamRef's.
+    void synchronize() const;
+    void wait(const Event& event) const;
+    void wait(StreamRef other) const;
+    void record(const Event& event) const;
+    [[nodiscard]] Event record() const;
+    [[nodiscard]] bool ready() const;
+    [[nodiscard]] int priority() const;
+    /// False when the Stream is empty (moved from or released).
+    [[nodiscard]] explicit operator bool() const noexcept { return stream_ != nullptr; }
+
     /// Gives up ownership and returns the handle; the Stream becomes empty.
     [[nodiscard]] cudaStream_t release() noexcept {
         cudaStream_t s = stream_;
@@ -74,6 +90,7 @@ public:
 
 private:
     explicit Stream(cudaStream_t s) noexcept : StreamRef(s) {}
+    void check_owned(const char* api) const;
 };
 
 }  // namespace gpumath::core

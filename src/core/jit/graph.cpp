@@ -9,6 +9,8 @@
 namespace gpumath::core {
 
 namespace {
+constexpr const char* k_empty = "this Graph is empty (default-constructed or moved from); make one with Graph::capture";
+
 void check_capturable(StreamRef stream, const char* api) {
     const cudaStream_t s = stream.handle();
     if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread)
@@ -45,17 +47,17 @@ void Graph::abort_capture(StreamRef stream) noexcept {
 }
 
 void Graph::launch(StreamRef stream) const {
-    if (exec_ == nullptr) detail::throw_invalid("this Graph is empty", "Graph::launch");
+    if (exec_ == nullptr) detail::throw_invalid(k_empty, "Graph::launch");
     detail::check(cudaGraphLaunch(exec_, stream.handle()), "cudaGraphLaunch", "replaying a graph");
 }
 
 void Graph::upload(StreamRef stream) const {
-    if (exec_ == nullptr) detail::throw_invalid("this Graph is empty", "Graph::upload");
+    if (exec_ == nullptr) detail::throw_invalid(k_empty, "Graph::upload");
     detail::check(cudaGraphUpload(exec_, stream.handle()), "cudaGraphUpload", "uploading a graph");
 }
 
 std::size_t Graph::node_count() const {
-    if (graph_ == nullptr) detail::throw_invalid("this Graph is empty", "Graph::node_count");
+    if (graph_ == nullptr) detail::throw_invalid(k_empty, "Graph::node_count");
     std::size_t n = 0;
     detail::check(cudaGraphGetNodes(graph_, nullptr, &n), "cudaGraphGetNodes");
     return n;

@@ -79,7 +79,21 @@ struct CompileJob {
 /// current device, as the runtime API uses). Cheap after the first call per thread.
 void ensure_context();
 
-/// Reads a whole file; nullopt when it cannot be read.
+/// Throws InvalidArgument unless `type` is one of CodeType's enumerators: "`field`: 9 is not a
+/// CodeType (ptx, cubin, ltoir, fatbin)". For every CodeType that enters from a caller.
+void check_code_type(core::CodeType type, const char* field, const char* api);
+
+/// What `read_regular_file` found at a path.
+enum class FileStatus { ok, missing, not_regular, unreadable };
+
+/// Reads a whole file into `out` if it is a regular file, without blocking on anything else: the
+/// file is opened non-blocking (and, unless `follow_symlinks`, not through a symbolic link) and
+/// checked with fstat on the open descriptor, so a FIFO, socket, device or directory at `path`
+/// is reported as `not_regular` instead of hanging or failing in the middle of a read.
+[[nodiscard]] FileStatus read_regular_file(const std::filesystem::path& path, std::string& out, bool follow_symlinks);
+
+/// Reads a whole regular file (symbolic links followed); nullopt when it is missing, cannot be
+/// read or is not a regular file.
 [[nodiscard]] std::optional<std::string> read_file(const std::filesystem::path& path);
 
 /// Kernel::max_active_blocks_per_multiprocessor for a kernel's state (also used by the launch checks).

@@ -52,14 +52,26 @@ nvJitLinkInputType input_type(CodeType t) {
 
 }  // namespace
 
+namespace {
+[[noreturn]] void throw_moved_from(const char* api) {
+    detail::throw_invalid("this Linker was moved from; use the Linker it was moved to, or construct a new one", api);
+}
+}  // namespace
+
 Linker& Linker::add(const ObjectCode& code) {
-    if (code.empty()) detail::throw_invalid("code: empty ObjectCode", "Linker::add");
+    constexpr const char* api = "Linker::add";
+    if (moved_from_) throw_moved_from(api);
+    if (code.empty()) detail::throw_invalid("code: empty ObjectCode", api);
+    // An ObjectCode built from its data directly is not checked elsewhere; nvJitLink must not see it.
+    detail::check_code_type(code.type(), "code.type()", api);
     inputs_.push_back(code);
     return *this;
 }
 
 ObjectCode Linker::link(CodeType target) const {
     constexpr const char* api = "Linker::link";
+    if (moved_from_) throw_moved_from(api);
+    detail::check_code_type(target, "target", api);
     const LinkerOptions& o = options_;
     if (inputs_.empty()) detail::throw_invalid("no inputs: add ObjectCode with Linker::add before linking", api);
     if (target != CodeType::cubin && target != CodeType::ptx)

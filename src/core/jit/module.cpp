@@ -110,6 +110,7 @@ namespace gpumath::core {
 Module::Module(const ObjectCode& code) {
     constexpr const char* api = "Module";
     if (code.empty()) detail::throw_invalid("code: empty ObjectCode", api);
+    detail::check_code_type(code.type(), "code.type()", api);
     if (code.type() == CodeType::ltoir)
         detail::throw_invalid(fmt::format("code: '{}' is LTO-IR, which cannot be loaded; link it first: "
                                           "Linker().add(code).link() gives a cubin",
@@ -144,16 +145,21 @@ Module::Module(const ObjectCode& code) {
     library_ = std::move(lib);
 }
 
+namespace {
+constexpr const char* k_empty_module = "this Module is empty (default-constructed or moved from); load code with "
+                                       "Module(code) or ObjectCode::load";
+}  // namespace
+
 CUlibrary Module::handle() const noexcept { return library_ ? library_->library : nullptr; }
 
 std::vector<std::string> Module::kernel_names() const {
-    if (!library_) detail::throw_invalid("this Module is empty", "Module::kernel_names");
+    if (!library_) detail::throw_invalid(k_empty_module, "Module::kernel_names");
     return detail::enumerate_kernels(*library_);
 }
 
 Kernel Module::kernel(std::string_view name, int device) const {
     constexpr const char* api = "Module::kernel";
-    if (!library_) detail::throw_invalid("this Module is empty", api);
+    if (!library_) detail::throw_invalid(k_empty_module, api);
     std::string symbol(name);
     for (const auto& [expr, lowered] : library_->lowered_names)
         if (expr == name) {
@@ -224,7 +230,7 @@ Kernel Module::kernel(std::string_view name, int device) const {
 }
 
 void Kernel::throw_empty() {
-    detail::throw_invalid("this Kernel is empty (default-constructed); get one from Module::kernel", "Kernel");
+    detail::throw_invalid("this Kernel is empty (default-constructed or moved from); get one from Module::kernel", "Kernel");
 }
 
 KernelAttributes Kernel::attributes() const {

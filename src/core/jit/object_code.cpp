@@ -113,6 +113,7 @@ namespace {
 std::shared_ptr<detail::ObjectCodeData> code_data(std::string_view bytes, CodeType type, std::string arch,
                                                   std::vector<std::pair<std::string, std::string>> lowered_names,
                                                   std::string name, const char* api) {
+    detail::check_code_type(type, "type", api);
     if (bytes.empty()) detail::throw_invalid("bytes: empty; device code cannot be empty", api);
     if (!arch.empty() && !detail::parse_arch(arch))
         detail::throw_invalid(fmt::format("arch: \"{}\" is not an architecture name (sm_NN or compute_NN)", arch), api);
@@ -141,6 +142,8 @@ ObjectCode ObjectCode::from_bytes(std::span<const std::byte> bytes, CodeType typ
 }
 
 ObjectCode ObjectCode::from_file(const fs::path& path, std::optional<CodeType> type, std::string arch) {
+    constexpr const char* api = "ObjectCode::from_file";
+    if (type) detail::check_code_type(*type, "type", api);
     if (!type) {
         const std::string ext = path.extension().string();
         const std::string name = path.filename().string();
@@ -152,13 +155,23 @@ ObjectCode ObjectCode::from_file(const fs::path& path, std::optional<CodeType> t
             detail::throw_invalid(fmt::format("path: cannot tell the code type of \"{}\" from its extension (.ptx, "
                                               ".cubin, .ltoir, .fatbin); pass the type",
                                               path.string()),
-                                  "ObjectCode::from_file");
+                                  api);
     }
-    std::optional<std::string> bytes = detail::read_file(path);
-    if (!bytes) detail::throw_invalid(fmt::format("path: cannot read \"{}\"", path.string()), "ObjectCode::from_file");
-    if (bytes->empty()) detail::throw_invalid(fmt::format("path: \"{}\" is empty", path.string()), "ObjectCode::from_file");
-    return ObjectCode(
-        code_data(*bytes, *type, std::move(arch), {}, path.filename().string(), "ObjectCode::from_bytes"));
+    std::string bytes;
+    switch (detail::read_regular_file(path, bytes, /*follow_symlinks=*/true)) {
+    case detail::FileStatus::ok: break;
+    case detail::FileStatus::missing:
+        detail::throw_invalid(fmt::format("path: \"{}\" does not exist", path.string()), api);
+    case detail::FileStatus::not_regular:
+        detail::throw_invalid(fmt::format("path: \"{}\" is not a regular file (a directory, FIFO, socket or device); "
+                                          "give a file of device code",
+                                          path.string()),
+                              api);
+    case detail::FileStatus::unreadable:
+        detail::throw_invalid(fmt::format("path: cannot read \"{}\"", path.string()), api);
+    }
+    if (bytes.empty()) detail::throw_invalid(fmt::format("path: \"{}\" is empty", path.string()), api);
+    return ObjectCode(code_data(bytes, *type, std::move(arch), {}, path.filename().string(), api));
 }
 
 void ObjectCode::save(const fs::path& path) const {

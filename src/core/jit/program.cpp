@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <sstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -444,13 +447,55 @@ Digest compile_key(const CompileJob& job) {
     return h.finish();
 }
 
+FileStatus read_regular_file(const fs::path& path, std::string& out, bool follow_symlinks) {
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. The type
+    // is checked on the descriptor itself, so nothing can swap the file between check and read.
+    int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
+    if (!follow_symlinks) flags |= O_NOFOLLOW;
+    const int fd = ::open(path.c_str(), flags);  // NOLINT(cppcoreguidelines-pro-type-vararg)
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return FileStatus::missing;
+        // ELOOP: a symbolic link refused by O_NOFOLLOW; ENXIO: a socket or a device without driver.
+        return errno == ELOOP || errno == ENXIO ? FileStatus::not_regular : FileStatus::unreadable;
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { (void)::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return FileStatus::unreadable;
+    if (!S_ISREG(st.st_mode)) return FileStatus::not_regular;
+    out.clear();
+    out.reserve(std::size_t(st.st_size));
+    char buffer[1 << 16];
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return FileStatus::unreadable;
+        }
+        out.append(buffer, std::size_t(n));
+    }
+    return FileStatus::ok;
+}
+
 std::optional<std::string> read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return std::nullopt;
-    return std::move(ss).str();
+    std::string out;
+    if (read_regular_file(path, out, /*follow_symlinks=*/true) != FileStatus::ok) return std::nullopt;
+    return out;
+}
+
+void check_code_type(core::CodeType type, const char* field, const char* api) {
+    switch (type) {
+    case core::CodeType::ptx:
+    case core::CodeType::cubin:
+    case core::CodeType::ltoir:
+    case core::CodeType::fatbin: return;
+    }
+    throw_invalid(fmt::format("{}: {} is not a CodeType (ptx, cubin, ltoir, fatbin)", field,
+                                      static_cast<std::underlying_type_t<core::CodeType>>(type)),
+                          api);
 }
 
 }  // namespace gpumath::detail
@@ -474,7 +519,14 @@ Program::Program(std::string source, ProgramOptions options) : source_(std::move
     toolkit_dirs_ = detail::find_toolkit_include_dirs(options_.toolkit_root);
 }
 
+namespace {
+[[noreturn]] void throw_moved_from(const char* api) {
+    detail::throw_invalid("this Program was moved from; use the Program it was moved to, or construct a new one", api);
+}
+}  // namespace
+
 Program& Program::add_name_expression(std::string expression) {
+    if (moved_from_) throw_moved_from("Program::add_name_expression");
     if (expression.empty()) detail::throw_invalid("name expression: must not be empty", "Program::add_name_expression");
     if (std::find(name_expressions_.begin(), name_expressions_.end(), expression) == name_expressions_.end())
         name_expressions_.push_back(std::move(expression));
@@ -482,6 +534,8 @@ Program& Program::add_name_expression(std::string expression) {
 }
 
 ObjectCode Program::compile(CodeType target) const {
+    if (moved_from_) throw_moved_from("Program::compile");
+    detail::check_code_type(target, "target", "Program::compile");
     const detail::Arch arch = *detail::parse_arch(options_.arch);
     detail::CompileJob job;
     job.source = &source_;
