@@ -5,8 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <chrono>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gpumath/core.hpp>
 #include <gpumath/detail/jit_hash.hpp>
@@ -343,4 +350,87 @@ TEST_F(CompileCache, FailedCompilesAreNotCachedAndReachEveryWaiter) {
         });
     for (auto& t : threads) t.join();
     EXPECT_EQ(errors.load(), 4);
+}
+
+namespace {
+
+// Runs `f` on another thread; if it has not finished after `limit`, calls `unblock` until the
+// thread ends and returns false, so the test fails instead of hanging the suite.
+template <class F, class U>
+bool finishes_within(std::chrono::seconds limit, F&& f, U&& unblock) {
+    auto done = std::async(std::launch::async, std::forward<F>(f));
+    if (done.wait_for(limit) == std::future_status::ready) {
+        done.get();
+        return true;
+    }
+    do unblock();
+    while (done.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready);
+    return false;
+}
+
+// Opens `fifo` for writing without blocking and closes it: a reader blocked in open() then sees EOF.
+void release_fifo_reader(const fs::path& fifo) {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // NOLINT(cppcoreguidelines-pro-type-vararg)
+    if (fd >= 0) ::close(fd);
+}
+
+}  // namespace
+
+TEST_F(CompileCache, NonRegularFilesAtAnEntryPathAreRejectedNotOpened) {
+    use_disk();
+    const Program p(source(test::unique_token()), {.arch = "sm_90"});
+    const ObjectCode good = p.compile(CodeType::ptx);
+    const std::vector<fs::path> files = entries(dir_.path());
+    ASSERT_EQ(files.size(), 1u);
+    const fs::path entry = files[0];
+    const std::string original = read(entry);
+    test::TempDir elsewhere;
+    const fs::path outside_fifo = elsewhere.path() / "fifo";
+    ASSERT_EQ(::mkfifo(outside_fifo.c_str(), 0600), 0);
+
+    struct Case {
+        const char* what;
+        std::function<void()> make;
+    };
+    const std::vector<Case> cases = {
+        {"FIFO", [&] { ASSERT_EQ(::mkfifo(entry.c_str(), 0600), 0); }},
+        {"symbolic link to a FIFO", [&] { fs::create_symlink(outside_fifo, entry); }},
+        {"symbolic link to a valid entry", [&] {
+             const fs::path copy = elsewhere.path() / "copy.jit";
+             std::ofstream(copy, std::ios::binary) << original;
+             fs::create_symlink(copy, entry);
+         }},
+    };
+    std::uint64_t rejected = 0, misses = 1;
+    for (const Case& c : cases) {
+        fs::remove(entry);
+        c.make();
+        cache().clear();
+        ObjectCode again;
+        // Before: open() of the FIFO blocked the compile forever.
+        const bool finished = finishes_within(
+            std::chrono::seconds(20), [&] { again = p.compile(CodeType::ptx); },
+            [&] {
+                release_fifo_reader(entry);
+                release_fifo_reader(outside_fifo);
+            });
+        ASSERT_TRUE(finished) << c.what << ": the compile blocked on the cache entry";
+        EXPECT_EQ(cache().stats().disk_rejected, ++rejected) << c.what;
+        EXPECT_EQ(cache().stats().misses, ++misses) << c.what;
+        EXPECT_EQ(cache().stats().disk_hits, 0u) << c.what;
+        EXPECT_TRUE(same_bytes(again, good)) << c.what;
+        // Rewritten as a regular file.
+        EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(entry))) << c.what;
+        EXPECT_EQ(read(entry), original) << c.what;
+    }
+
+    // A directory cannot be replaced by the rewrite; every compile ignores it and still works.
+    fs::remove(entry);
+    fs::create_directory(entry);
+    for (int i = 0; i < 2; ++i) {
+        cache().clear();
+        EXPECT_TRUE(same_bytes(p.compile(CodeType::ptx), good));
+        EXPECT_EQ(cache().stats().disk_rejected, ++rejected);
+    }
+    EXPECT_TRUE(fs::is_directory(entry));
 }

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -14,43 +16,61 @@ namespace gpumath::detail {
 
 /// Hit/miss/eviction counters of a cache.
 struct CacheStats {
-    std::uint64_t hits = 0;
-    std::uint64_t misses = 0;
-    std::uint64_t evictions = 0;
+    std::uint64_t hits = 0;       ///< calls answered without calling make(), waits included
+    std::uint64_t misses = 0;     ///< calls that called make() (or, for find, found nothing)
+    std::uint64_t evictions = 0;  ///< entries dropped to respect the capacity
+    std::uint64_t waits = 0;      ///< hits that waited for another thread's make() of the same key
     std::size_t size = 0;
     std::size_t capacity = 0;
 };
 
 /// Thread-safe LRU map from Key to std::shared_ptr<Value>. Values are shared so that an entry
-/// evicted while a caller still uses it stays alive until that caller lets go. Creation runs
-/// outside the lock (plans can take milliseconds); when two threads miss the same key at once,
-/// the first insertion wins and both get it.
+/// evicted while a caller still uses it stays alive until that caller lets go.
+///
+/// `get_or_create` is single-flight: creation runs outside the lock (plans and compiles take
+/// milliseconds), and threads that miss a key another thread is creating wait for that creation
+/// and get its value (counted as hits and as waits) instead of creating their own. When creation
+/// throws, every thread waiting for it gets the same exception and nothing is stored; later calls
+/// create again.
 template <class Key, class Value, class Hash = std::hash<Key>, class Equal = std::equal_to<Key>>
 class LruCache {
 public:
     explicit LruCache(std::size_t capacity) : capacity_(capacity) {}
 
-    /// The value for `key`, created by `make()` (returning std::shared_ptr<Value>) on a miss.
-    /// With capacity 0 nothing is kept: every call creates.
+    /// The value for `key`, created by `make()` (returning std::shared_ptr<Value>) on a miss; see
+    /// the class comment for concurrent misses and exceptions. A hit takes the lock once and
+    /// allocates nothing. With capacity 0 nothing is kept: every call creates, except that calls
+    /// overlapping another's creation of the same key share its result.
     template <class Make>
     std::shared_ptr<Value> get_or_create(const Key& key, Make&& make) {
+        std::shared_ptr<Flight> flight;
         {
-            std::lock_guard lock(mutex_);
+            std::unique_lock lock(mutex_);
             if (auto it = index_.find(key); it != index_.end()) {
                 ++stats_.hits;
                 order_.splice(order_.begin(), order_, it->second);
                 return it->second->second;
             }
+            if (auto it = pending_.find(key); it != pending_.end()) {
+                const std::shared_ptr<Flight> other = it->second;  // keeps it alive past its erasure
+                ++stats_.hits;
+                ++stats_.waits;
+                other->done_cv.wait(lock, [&] { return other->done; });
+                if (other->error) std::rethrow_exception(other->error);
+                return other->value;
+            }
             ++stats_.misses;
+            flight = std::make_shared<Flight>();
+            pending_.emplace(key, flight);
         }
-        std::shared_ptr<Value> created = make();
-        std::lock_guard lock(mutex_);
-        if (capacity_ == 0) return created;
-        if (auto it = index_.find(key); it != index_.end()) return it->second->second;
-        order_.emplace_front(key, created);
-        index_.emplace(key, order_.begin());
-        evict_to(capacity_);
-        return created;
+        std::shared_ptr<Value> created;
+        try {
+            created = make();
+        } catch (...) {
+            finish(key, *flight, nullptr, std::current_exception());
+            throw;
+        }
+        return finish(key, *flight, std::move(created), nullptr);
     }
 
     /// The value for `key` or nullptr, counting a hit or a miss.
@@ -108,13 +128,45 @@ public:
         s.capacity = capacity_;
         return s;
     }
-    /// Zeroes the hit/miss/eviction counters.
+    /// Zeroes the hit/miss/eviction/wait counters.
     void reset_stats() {
         std::lock_guard lock(mutex_);
         stats_ = {};
     }
 
 private:
+    // One creation in progress; waiters hold it until they have read the outcome.
+    struct Flight {
+        std::condition_variable done_cv;
+        bool done = false;
+        std::shared_ptr<Value> value;
+        std::exception_ptr error;
+    };
+
+    // Publishes a creation's outcome: stores the value (unless the capacity is 0; a value put()
+    // meanwhile wins), wakes the waiters and returns what they get.
+    std::shared_ptr<Value> finish(const Key& key, Flight& flight, std::shared_ptr<Value> created,
+                                  std::exception_ptr error) {
+        {
+            std::lock_guard lock(mutex_);
+            if (!error && capacity_ != 0) {
+                if (auto it = index_.find(key); it != index_.end()) {
+                    created = it->second->second;
+                } else {
+                    order_.emplace_front(key, created);
+                    index_.emplace(key, order_.begin());
+                    evict_to(capacity_);
+                }
+            }
+            flight.value = created;
+            flight.error = std::move(error);
+            flight.done = true;
+            pending_.erase(key);
+        }
+        flight.done_cv.notify_all();
+        return created;
+    }
+
     void evict_to(std::size_t n) {
         while (index_.size() > n) {
             index_.erase(order_.back().first);
@@ -127,6 +179,7 @@ private:
     std::size_t capacity_;
     std::list<std::pair<Key, std::shared_ptr<Value>>> order_;
     std::unordered_map<Key, typename decltype(order_)::iterator, Hash, Equal> index_;
+    std::unordered_map<Key, std::shared_ptr<Flight>, Hash, Equal> pending_;  // creations in progress
     CacheStats stats_;
 };
 

@@ -18,11 +18,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <future>
 #include <mutex>
 #include <random>
 #include <thread>
-#include <unordered_map>
 
 #include <unistd.h>
 
@@ -186,7 +184,6 @@ struct CompileCache::Impl {
     std::uintmax_t disk_estimate = 0;  // bytes on disk as last counted plus written since
     bool disk_counted = false;
     bool warned_write = false;
-    std::unordered_map<detail::Digest, std::shared_future<ObjectCode>, detail::DigestHash> in_flight;
 
     std::atomic<std::uint64_t> memory_hits{0}, disk_hits{0}, misses{0}, disk_writes{0}, disk_rejected{0};
 
@@ -206,10 +203,25 @@ struct CompileCache::Impl {
 
     std::shared_ptr<const detail::ObjectCodeData> disk_read(const fs::path& d, const detail::Digest& key) {
         const fs::path path = entry_path(d, key);
-        std::optional<std::string> file = detail::read_file(path);
-        if (!file) return nullptr;
+        std::string file;
         std::string why;
-        std::shared_ptr<detail::ObjectCodeData> data = detail::decode_entry(*file, key, why);
+        switch (detail::read_regular_file(path, file, /*follow_symlinks=*/false)) {
+        case detail::FileStatus::ok: break;
+        case detail::FileStatus::missing: return nullptr;
+        case detail::FileStatus::not_regular:
+            // A FIFO here would block a plain open() forever; a link could point anywhere.
+            ++disk_rejected;
+            detail::log(LogLevel::warn,
+                        "compile cache: ignoring {}: not a regular file (a FIFO, socket, device, directory or "
+                        "symbolic link); compiling instead",
+                        path.string());
+            return nullptr;
+        case detail::FileStatus::unreadable:
+            ++disk_rejected;
+            detail::log(LogLevel::info, "compile cache: ignoring {}: cannot read it", path.string());
+            return nullptr;
+        }
+        std::shared_ptr<detail::ObjectCodeData> data = detail::decode_entry(file, key, why);
         if (!data) {
             ++disk_rejected;
             detail::log(LogLevel::info, "compile cache: ignoring {} ({}); it will be rewritten", path.string(), why);
@@ -346,50 +358,25 @@ namespace gpumath::detail {
 
 core::ObjectCode cached_compile(const Digest& key, const std::function<core::ObjectCode()>& compile) {
     core::CompileCache::Impl& c = core::compile_cache().impl();
-    if (auto hit = c.memory.find(key)) {
-        ++c.memory_hits;
-        return core::ObjectCode(std::move(hit));
-    }
-    std::promise<core::ObjectCode> promise;
-    {
-        std::unique_lock lock(c.mutex);
-        if (auto it = c.in_flight.find(key); it != c.in_flight.end()) {
-            // Another thread is producing this entry: wait for it instead of running NVRTC again.
-            std::shared_future<core::ObjectCode> pending = it->second;
-            lock.unlock();
-            core::ObjectCode result = pending.get();
-            ++c.memory_hits;
-            return result;
-        }
-        c.in_flight.emplace(key, promise.get_future().share());
-    }
-    const auto finish = [&] {
-        std::lock_guard lock(c.mutex);
-        c.in_flight.erase(key);
-    };
-    try {
+    // The memory map is single-flight: threads missing the same key wait for one disk read or
+    // NVRTC run, and all of them get a failed compile's exception.
+    bool created = false;
+    std::shared_ptr<const ObjectCodeData> data = c.memory.get_or_create(key, [&] {
+        created = true;
         const fs::path dir = c.dir();
-        core::ObjectCode result;
         if (!dir.empty()) {
-            if (auto data = c.disk_read(dir, key)) {
+            if (auto hit = c.disk_read(dir, key)) {
                 ++c.disk_hits;
-                result = core::ObjectCode(std::move(data));
+                return hit;
             }
         }
-        if (result.empty()) {
-            result = compile();
-            ++c.misses;
-            if (!dir.empty()) c.disk_write(dir, key, *result.shared_data());
-        }
-        c.memory.put(key, result.shared_data());
-        finish();
-        promise.set_value(result);
-        return result;
-    } catch (...) {
-        finish();
-        promise.set_exception(std::current_exception());
-        throw;
-    }
+        core::ObjectCode result = compile();
+        ++c.misses;
+        if (!dir.empty()) c.disk_write(dir, key, *result.shared_data());
+        return result.shared_data();
+    });
+    if (!created) ++c.memory_hits;
+    return core::ObjectCode(std::move(data));
 }
 
 }  // namespace gpumath::detail
