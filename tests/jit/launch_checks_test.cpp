@@ -141,3 +141,42 @@ TEST(Launch, EmptyKernelAndGraph) {
                                              {"default stream", "cannot be captured"});
     test::expect_throw_with<InvalidArgument>([] { (void)core::Module{}.kernel("k"); }, {"Module", "empty"});
 }
+
+TEST(LaunchConfig, EveryDimensionIsCheckedAndNamed) {
+    const auto k = fake_kernel();
+    const auto bad = [&](const LaunchConfig& c, std::initializer_list<std::string> needles) {
+        test::expect_throw_with<InvalidArgument>([&] { detail::check_config(*k, c); }, needles);
+    };
+    // Zero and negative values in y and z, for grid, block and cluster.
+    bad({.grid = {4, 0}, .block = 32}, {"launch: LaunchConfig::grid", "(4, 0, 1)", "below 1"});
+    bad({.grid = {4, 1, -3}, .block = 32}, {"LaunchConfig::grid", "(4, 1, -3)", "below 1"});
+    bad({.grid = -1, .block = 32}, {"LaunchConfig::grid", "(-1, 1, 1)", "below 1"});
+    bad({.grid = 1, .block = {32, 0}}, {"LaunchConfig::block", "(32, 0, 1)", "below 1"});
+    bad({.grid = 1, .block = {32, 1, -1}}, {"LaunchConfig::block", "(32, 1, -1)", "below 1"});
+    bad({.grid = 8, .block = 32, .cluster = Dim3{2, -1}}, {"LaunchConfig::cluster", "(2, -1, 1)", "below 1"});
+    bad({.grid = 8, .block = 32, .cluster = Dim3{2, 1, 0}}, {"LaunchConfig::cluster", "(2, 1, 0)", "below 1"});
+    // Oversized in y and z.
+    bad({.grid = {1, 1, 65536}, .block = 32}, {"LaunchConfig::grid", "(1, 1, 65536)", "65535"});
+    bad({.grid = 1, .block = {1, 1025}}, {"LaunchConfig::block", "(1, 1025, 1)", "(1024, 1024, 64)"});
+    bad({.grid = 1, .block = std::int64_t(1) << 40}, {"LaunchConfig::block", "1099511627776"});  // no overflow
+    // A cluster must divide the grid in every dimension; a cluster larger than the grid cannot.
+    bad({.grid = {8, 3}, .block = 32, .cluster = Dim3{2, 2}}, {"LaunchConfig::cluster", "(8, 3, 1)", "(2, 2, 1)"});
+    bad({.grid = {8, 4, 5}, .block = 32, .cluster = Dim3{1, 1, 2}}, {"LaunchConfig::cluster", "(8, 4, 5)"});
+    bad({.grid = 2, .block = 32, .cluster = 4}, {"LaunchConfig::cluster", "(2, 1, 1)", "(4, 1, 1)", "multiple"});
+    // The grid is checked before the cluster, so a bad grid is named as such.
+    bad({.grid = 0, .block = 32, .cluster = 2}, {"LaunchConfig::grid"});
+    // The same checks guard launch_raw and launch: an empty argument list reaches no driver call.
+    auto state = std::shared_ptr<detail::KernelState>(fake_kernel().release());
+    state->params.clear();
+    const core::Kernel kernel(state);
+    test::expect_throw_with<InvalidArgument>([&] { core::launch({}, {.grid = {1, 0}, .block = 1}, kernel); },
+                                             {"LaunchConfig::grid", "(1, 0, 1)"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { core::launch_raw({}, {.grid = 1, .block = 1, .cluster = Dim3{0}}, kernel, nullptr); },
+        {"LaunchConfig::cluster", "below 1"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { (void)kernel.max_active_clusters({.grid = 6, .block = 32, .cluster = 4}); },
+        {"LaunchConfig::cluster", "multiple"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)kernel.max_active_clusters({.grid = 6, .block = 32}); },
+                                             {"config.cluster", "not set"});
+}
