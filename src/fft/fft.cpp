@@ -347,9 +347,10 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
         }
     }
     if ((made == CUFFT_INVALID_VALUE || made == CUFFT_NOT_SUPPORTED || made == CUFFT_NOT_IMPLEMENTED) &&
-        (!g.in.temp || !g.out.temp)) {
+        (!g.in.temp || !g.out.temp) && !v->fuses()) {
         // cuFFT has layout rules beyond the advanced layout's arithmetic (e.g. for half precision);
-        // contiguous temps always satisfy them.
+        // contiguous temps always satisfy them. Not for a fused plan: through temps it would fuse
+        // nothing; its refusal goes to the caller (automatic mode then runs separate passes).
         log(LogLevel::info, "fft: cuFFT refused {} (status {}); retrying through contiguous temps", geometry_text(p, g),
             int(made));
         return build(true, true, fused, direction);

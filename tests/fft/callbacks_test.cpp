@@ -351,6 +351,41 @@ TEST_F(FftCallbacks, FusedNormalizationWithoutCallbacks) {
     GPUMATH_EXPECT_CLOSE(download(z), x, 2e-5, "inverse with fused 1/n");
 }
 
+TEST_F(FftCallbacks, FusedModeFusesOrRefuses) {
+    // Contiguous c2c needs no temps: an explicit fused plan either fuses both callbacks (no copy)
+    // or, when cuFFT refuses it, throws CufftError. It must never be retried through contiguous
+    // temps, which would run the callbacks as separate passes while reporting `fused`.
+    const DataType p = DataType::f32;
+    for (const std::array<std::int64_t, 2> shape :
+         {std::array<std::int64_t, 2>{4, 64}, {3, 1000}, {65536, 256}, {2, 1 << 20}}) {
+        const std::int64_t total = shape[0] * shape[1];
+        const TensorLayout layout(DataType::c32, {shape[0], shape[1]});
+        const std::vector<cd> x = random_values(total, true, p, rng);
+        Operand in = upload(layout, x);
+        Operand w = weights(total, p, rng), g = weights(total, p, rng);
+        FFTOptions o{.normalization = Normalization::forward,
+                     .prolog = {.source = load_source(p, true, false, "win"), .symbol = "win", .user_info = w.buffer.data()},
+                     .epilog = {.source = store_source(p, true, false, "gain"), .symbol = "gain", .user_info = g.buffer.data()},
+                     .callback_mode = CallbackMode::fused};
+        FFT fused(layout, o);
+        try {
+            fused.plan();
+        } catch (const CufftError& e) {
+            EXPECT_NE(std::string(e.what()).find("CallbackMode::separate"), std::string::npos) << e.what();
+            std::printf("[ info ] (%lld, %lld): cuFFT refused the fused plan: %s\n", static_cast<long long>(shape[0]),
+                        static_cast<long long>(shape[1]), e.what());
+            continue;
+        }
+        EXPECT_EQ(fused.callback_mode(), CallbackMode::fused);
+        EXPECT_FALSE(fused.copies()) << "(" << shape[0] << ", " << shape[1] << "): a fused plan copied its operands";
+        Operand a = poisoned(layout), b = poisoned(layout);
+        fused.execute(in.view(), a.view(), Direction::forward);
+        o.callback_mode = CallbackMode::separate;
+        FFT(layout, o).execute(in.view(), b.view(), Direction::forward);
+        GPUMATH_EXPECT_CLOSE(download(a), download(b), 2e-5, "(" << shape[0] << ", " << shape[1] << ") fused vs separate");
+    }
+}
+
 TEST_F(FftCallbacks, LargeBatchFallsBackWhenFusionFails) {
     // cuFFT 12.0 on the H200 refused n=256 x 65536 with load and store callbacks; automatic mode
     // must still give the right result (whichever way it runs).
