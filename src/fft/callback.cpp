@@ -11,8 +11,18 @@
 #include "fft/internal.hpp"
 
 namespace gpumath {
+namespace {
+
+void check_kind(FFTCallbackKind kind, const char* api) {
+    if (kind != FFTCallbackKind::load && kind != FFTCallbackKind::store) [[unlikely]]
+        detail::throw_invalid(
+            fmt::format("kind: {} is not an FFTCallbackKind; allowed: load, store", static_cast<unsigned>(kind)), api);
+}
+
+}  // namespace
 
 std::string fft_callback_signature(FFTCallbackKind kind, DataType element, const std::string& name) {
+    check_kind(kind, "gpumath::fft_callback_signature");
     const char* type = detail::fft_callback_value_type(element, "gpumath::fft_callback_signature");
     if (kind == FFTCallbackKind::load)
         return fmt::format("__device__ {} {}(void* data_in, unsigned long long offset, void* user_info, void* shared)",
@@ -26,11 +36,17 @@ std::string fft_callback_signature(FFTCallbackKind kind, DataType element, const
 core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
                                       std::string arch) {
     constexpr const char* api = "gpumath::compile_fft_callback";
+    check_kind(kind, api);
     if (callback.source.empty())
-        detail::throw_invalid(callback.code.empty()
-                                  ? "callback: empty (no source); give the CUDA C++ source of a __device__ function"
-                                  : "callback: given as LTO-IR code, which needs no compiling; pass it to FFTOptions",
-                              api);
+        detail::throw_invalid(
+            callback.code.empty() ? std::string("callback: empty (no source); give the CUDA C++ source of a __device__ "
+                                                "function")
+            : callback.code.type() == core::CodeType::ltoir
+                ? std::string("callback: given as LTO-IR code, which needs no compiling; pass it to FFTOptions")
+                : fmt::format("callback: given as {} code; an FFT callback is CUDA C++ source (compiled here) or "
+                              "LTO-IR (CodeType::ltoir, passed to FFTOptions as is)",
+                              core::to_string(callback.code.type())),
+            api);
     if (callback.symbol.empty())
         detail::throw_invalid("callback.symbol: empty; name the __device__ function the source defines", api);
     (void)detail::fft_callback_value_type(element, api);

@@ -154,6 +154,7 @@ struct FFTImpl {
     core::Kernel pass_kernel(bool input, const FFTCallback* callback);
     void run_variant(FftVariant& v, const void* in, void* out, Direction d, core::StreamRef stream, void* work);
     void execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream);
+    void enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream);
     double measure(FftVariant& v, const void* in, void* out, core::StreamRef stream, void* work);
 };
 
@@ -634,33 +635,11 @@ FftVariant* FFTImpl::unaligned_variant_for(Direction d) {
 }
 
 void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream) {
-    if (!(in.layout() == p.in_layout)) [[unlikely]]
-        throw_invalid(fmt::format("in: layout {} given, the plan was made for {}", gpumath::to_string(in.layout()),
-                                  gpumath::to_string(p.in_layout)),
-                      api);
-    if (!(out.layout() == p.out_layout)) [[unlikely]]
-        throw_invalid(fmt::format("out: layout {} given, the plan writes {}", gpumath::to_string(out.layout()),
-                                  gpumath::to_string(p.out_layout)),
-                      api);
-    if (static_cast<int>(d) > 1) [[unlikely]]
-        throw_invalid(fmt::format("direction: value {} is not a Direction", static_cast<int>(d)), api);
-    if ((p.type == FftType::r2c && d != Direction::forward) || (p.type == FftType::c2r && d != Direction::inverse))
-        [[unlikely]]
-        throw_invalid(fmt::format("direction: {} given for a {} transform, which runs {} only", to_string(d),
-                                  to_string(p.type), p.type == FftType::r2c ? "forward" : "inverse"),
-                      api);
-    if (in.data() == out.data() && in.data() != nullptr) [[unlikely]] {
-        if (p.type != FftType::c2c)
-            throw_invalid(fmt::format("out: the same memory as in; in-place transforms are only supported for c2c, "
-                                      "{} needs a separate output",
-                                      to_string(p.type)),
-                          api);
-        if (!(p.in_layout == p.out_layout))
-            throw_invalid(fmt::format("out: the same memory as in, but the layouts differ (in {}, out {}); an "
-                                      "in-place transform needs equal layouts",
-                                      gpumath::to_string(p.in_layout), gpumath::to_string(p.out_layout)),
-                          api);
-    }
+    check_fft_operands(p, in, &out, d, api);
+    enqueue(in, out, d, stream);
+}
+
+void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream) {
     if (p.empty) return;
     if (!planned.load(std::memory_order_acquire)) [[unlikely]] {
         std::lock_guard lock(plan_mutex);
@@ -701,13 +680,17 @@ FFT::FFT(const TensorLayout& input, const TensorLayout& output, const FFTOptions
 FFT::FFT(std::unique_ptr<detail::FFTImpl> impl) noexcept : impl_(std::move(impl)) {}
 
 namespace detail {
-FFT FFTAccess::make(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
-                    const char* api) {
+FFT FFTAccess::make(const FftProblem& problem, const FFTOptions& options, const char* api) {
     auto impl = std::make_unique<FFTImpl>();
     impl->api = api;
-    impl->p = make_fft_problem(in, out, options, forced, api);
+    impl->p = problem;
     impl->options = options;
     return FFT(std::move(impl));
+}
+
+void FFTAccess::enqueue(FFT& plan, const TensorView& in, const TensorView& out, Direction direction,
+                        core::StreamRef stream) {
+    plan.impl_->enqueue(in, out, direction, stream);
 }
 }  // namespace detail
 
@@ -715,8 +698,14 @@ FFT::~FFT() = default;
 FFT::FFT(FFT&&) noexcept = default;
 FFT& FFT::operator=(FFT&&) noexcept = default;
 
+detail::FFTImpl& FFT::impl(const char* api) const {
+    if (!impl_) [[unlikely]]
+        detail::throw_invalid("this FFT was moved from; assign a constructed FFT to it before use", api);
+    return *impl_;
+}
+
 void FFT::plan() {
-    detail::FFTImpl& m = *impl_;
+    detail::FFTImpl& m = impl("gpumath::FFT::plan");
     if (m.planned.load(std::memory_order_acquire)) return;
     std::lock_guard lock(m.plan_mutex);
     if (m.planned.load(std::memory_order_relaxed)) return;
@@ -724,29 +713,43 @@ void FFT::plan() {
     m.planned.store(true, std::memory_order_release);
 }
 
-bool FFT::planned() const noexcept { return impl_->planned.load(std::memory_order_acquire); }
+bool FFT::planned() const noexcept { return impl_ && impl_->planned.load(std::memory_order_acquire); }
 
 void FFT::execute(const TensorView& in, const TensorView& out, Direction direction, core::StreamRef stream) {
-    impl_->execute(in, out, direction, stream);
+    impl("gpumath::FFT::execute").execute(in, out, direction, stream);
 }
 
 Tensor FFT::execute(const TensorView& in, Direction direction, core::StreamRef stream) {
-    const detail::FftProblem& p = impl_->p;
-    if (p.inplace)
-        detail::throw_invalid("out: this plan is in-place; call execute(x, x, direction, stream)", impl_->api);
+    detail::FFTImpl& m = impl("gpumath::FFT::execute");
+    const detail::FftProblem& p = m.p;
+    if (p.inplace) detail::throw_invalid("out: this plan is in-place; call execute(x, x, direction, stream)", m.api);
     if (!p.out_layout.is_contiguous())
         detail::throw_invalid(fmt::format("out: the plan writes the strided layout {}; pass an output view to "
                                           "execute(in, out, direction, stream)",
                                           gpumath::to_string(p.out_layout)),
-                              impl_->api);
-    Tensor out = Tensor::empty(p.out_layout, stream, impl_->options.memory_resource);
-    impl_->execute(in, out.view(), direction, stream);
+                              m.api);
+    detail::check_fft_operands(p, in, nullptr, direction, m.api);  // before allocating
+    Tensor out = Tensor::empty(p.out_layout, stream, m.options.memory_resource);
+    m.enqueue(in, out.view(), direction, stream);
     return out;
 }
 
-const TensorLayout& FFT::input_layout() const noexcept { return impl_->p.in_layout; }
-const TensorLayout& FFT::output_layout() const noexcept { return impl_->p.out_layout; }
+namespace {
+// What a moved-from FFT reports.
+const TensorLayout& empty_layout() noexcept {
+    static const TensorLayout layout;
+    return layout;
+}
+const FFTOptions& default_options() noexcept {
+    static const FFTOptions options;
+    return options;
+}
+}  // namespace
+
+const TensorLayout& FFT::input_layout() const noexcept { return impl_ ? impl_->p.in_layout : empty_layout(); }
+const TensorLayout& FFT::output_layout() const noexcept { return impl_ ? impl_->p.out_layout : empty_layout(); }
 FFTKind FFT::kind() const noexcept {
+    if (!impl_) return FFTKind::automatic;
     switch (impl_->p.type) {
         case detail::FftType::c2c:
             return FFTKind::c2c;
@@ -757,7 +760,8 @@ FFTKind FFT::kind() const noexcept {
     }
     return FFTKind::automatic;
 }
-const FFTOptions& FFT::options() const noexcept { return impl_->options; }
+const FFTOptions& FFT::options() const noexcept { return impl_ ? impl_->options : default_options(); }
+// planned() is false for a moved-from FFT, so the accessors below never reach a null impl_.
 CallbackMode FFT::callback_mode() const noexcept { return planned() ? impl_->mode : CallbackMode::automatic; }
 
 std::size_t FFT::workspace_size() const noexcept {

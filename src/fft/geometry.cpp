@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -29,6 +31,31 @@ bool is_half(DataType t) noexcept { return t == DataType::f16 || t == DataType::
 bool is_power_of_two(std::int64_t v) noexcept { return v > 0 && (v & (v - 1)) == 0; }
 
 std::string shape_text(const TensorLayout& l) { return gpumath::to_string(l.shape()); }
+
+// Enums arrive from users as any value of their underlying type; `last` is the largest enumerator.
+template <class E>
+void check_enum(E value, E last, const char* field, const char* type, const char* allowed, const char* api) {
+    if (static_cast<unsigned>(value) > static_cast<unsigned>(last)) [[unlikely]]
+        throw_invalid(fmt::format("{}: {} is not {}; allowed: {}", field, static_cast<unsigned>(value), type, allowed),
+                      api);
+}
+
+// "a c32 element", "an f32 element", "an f16 complex element (a real/imaginary pair)".
+std::string element_text(DataType precision, bool complex) {
+    const bool half = is_half(precision);
+    const DataType t = complex && !half ? (precision == DataType::f64 ? DataType::c64 : DataType::c32) : precision;
+    const std::string_view name = gpumath::to_string(t);
+    return fmt::format("{} {}{} element{}", name.starts_with('f') ? "an" : "a", name, complex && half ? " complex" : "",
+                       complex && half ? " (a real/imaginary pair)" : "");
+}
+
+struct ByteRange {
+    std::uintptr_t lo, hi;
+};
+ByteRange byte_range(const TensorView& v) noexcept {
+    const auto lo = reinterpret_cast<std::uintptr_t>(v.data());
+    return {lo, lo + std::uintptr_t(v.span_bytes())};
+}
 
 // The operand as cuFFT sees its elements. Complex data in f16/bf16 carries a trailing dimension
 // of 2 (real, imaginary) with stride 1, dropped here; the other strides must count whole pairs.
@@ -112,6 +139,12 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
                             const char* api) {
     FftProblem p;
     const DataType dt = in.dtype();
+
+    check_enum(options.kind, FFTKind::c2r, "options.kind", "an FFTKind", "automatic, c2c, r2c, c2r", api);
+    check_enum(options.normalization, Normalization::none, "options.normalization", "a Normalization",
+               "backward, forward, ortho, none", api);
+    check_enum(options.callback_mode, CallbackMode::separate, "options.callback_mode", "a CallbackMode",
+               "automatic, fused, separate", api);
 
     // Kind and dtypes.
     if (forced != FFTKind::automatic && options.kind != FFTKind::automatic && options.kind != forced)
@@ -334,15 +367,13 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
                           api);
         if (cb->empty() && !cb->symbol.empty())
             throw_invalid(fmt::format("options.{}: symbol \"{}\" given without source or code", name, cb->symbol), api);
+        // cuFFT links callbacks as LTO-IR; PTX or a cubin would only fail when planning.
+        if (!cb->code.empty() && cb->code.type() != core::CodeType::ltoir)
+            throw_invalid(fmt::format("options.{}: ObjectCode of type {} given; an FFT callback must be CUDA C++ "
+                                      "source or LTO-IR (CodeType::ltoir)",
+                                      name, core::to_string(cb->code.type())),
+                          api);
     }
-    if (static_cast<int>(options.callback_mode) > 2)
-        throw_invalid(fmt::format("options.callback_mode: value {} is not a CallbackMode",
-                                  static_cast<int>(options.callback_mode)),
-                      api);
-    if (static_cast<int>(options.normalization) > 3)
-        throw_invalid(fmt::format("options.normalization: value {} is not a Normalization",
-                                  static_cast<int>(options.normalization)),
-                      api);
 
     p.normalization = options.normalization;
     p.inplace = options.inplace;
@@ -350,6 +381,56 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
     p.has_prolog = !options.prolog.empty();
     p.has_epilog = !options.epilog.empty();
     return p;
+}
+
+void check_fft_operands(const FftProblem& p, const TensorView& in, const TensorView* out, Direction d,
+                        const char* api) {
+    if (!(in.layout() == p.in_layout)) [[unlikely]]
+        throw_invalid(fmt::format("in: layout {} given, the plan was made for {}", gpumath::to_string(in.layout()),
+                                  gpumath::to_string(p.in_layout)),
+                      api);
+    if (out != nullptr && !(out->layout() == p.out_layout)) [[unlikely]]
+        throw_invalid(fmt::format("out: layout {} given, the plan writes {}", gpumath::to_string(out->layout()),
+                                  gpumath::to_string(p.out_layout)),
+                      api);
+    check_enum(d, Direction::inverse, "direction", "a Direction", "forward, inverse", api);
+    if ((p.type == FftType::r2c && d != Direction::forward) || (p.type == FftType::c2r && d != Direction::inverse))
+        [[unlikely]]
+        throw_invalid(fmt::format("direction: {} given for a {} transform, which runs {} only", to_string(d),
+                                  to_string(p.type), p.type == FftType::r2c ? "forward" : "inverse"),
+                      api);
+    // Views may start anywhere; cuFFT and the pass kernels need whole elements (a real operand of
+    // r2c/c2r at an odd element offset is fine: execution copies it).
+    auto check_aligned = [&](const TensorView& v, bool complex, const char* role) {
+        const std::size_t bytes = size_of(p.precision) * (complex ? 2 : 1);
+        if (reinterpret_cast<std::uintptr_t>(v.data()) % bytes != 0) [[unlikely]]
+            throw_invalid(fmt::format("{}: data pointer {} is not aligned to the {}-byte size of {}", role,
+                                      fmt::ptr(v.data()), bytes, element_text(p.precision, complex)),
+                          api);
+    };
+    check_aligned(in, p.in_complex, "in");
+    if (out == nullptr) return;
+    check_aligned(*out, p.out_complex, "out");
+    if (in.data() == out->data() && in.data() != nullptr) [[unlikely]] {
+        if (p.type != FftType::c2c)
+            throw_invalid(fmt::format("out: the same memory as in; in-place transforms are only supported for c2c, "
+                                      "{} needs a separate output",
+                                      to_string(p.type)),
+                          api);
+        if (!(p.in_layout == p.out_layout))
+            throw_invalid(fmt::format("out: the same memory as in, but the layouts differ (in {}, out {}); an "
+                                      "in-place transform needs equal layouts",
+                                      gpumath::to_string(p.in_layout), gpumath::to_string(p.out_layout)),
+                          api);
+        return;  // in place
+    }
+    const ByteRange a = byte_range(in), b = byte_range(*out);
+    if (a.lo < b.hi && b.lo < a.hi && a.lo != a.hi && b.lo != b.hi) [[unlikely]]
+        throw_invalid(fmt::format("out: its memory overlaps in's (out bytes [{:#x}, {:#x}), in bytes [{:#x}, {:#x})); "
+                                  "an output must not alias an input, except in place: a c2c out that is in itself "
+                                  "(same pointer and layout)",
+                                  b.lo, b.hi, a.lo, a.hi),
+                      api);
 }
 
 double fft_scale(const FftProblem& problem, Direction direction) noexcept {

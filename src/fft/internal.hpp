@@ -24,10 +24,15 @@
 
 namespace gpumath::detail {
 
-/// Builds FFT objects for the free functions, whose kind is fixed and whose messages name them.
+/// Builds FFT objects for the free functions (whose kind is fixed and whose messages name them)
+/// and runs them on operands the caller has checked.
 struct FFTAccess {
-    [[nodiscard]] static FFT make(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options,
-                                  FFTKind forced, const char* api);
+    /// A plan of `problem`, made by make_fft_problem from the same options.
+    [[nodiscard]] static FFT make(const FftProblem& problem, const FFTOptions& options, const char* api);
+    /// `plan.execute(in, out, direction, stream)` without its operand checks: the caller ran
+    /// check_fft_operands against an equal problem.
+    static void enqueue(FFT& plan, const TensorView& in, const TensorView& out, Direction direction,
+                        core::StreamRef stream);
 };
 
 /// Compiles `source` for `target` with the callback headers; a CompileError for a user callback

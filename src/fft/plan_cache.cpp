@@ -134,28 +134,27 @@ void make_key(FftCacheKey& k, int device, FFTKind kind, const TensorView& in, co
     k.callback_mode = static_cast<std::uint8_t>(o.callback_mode);
 }
 
-std::shared_ptr<FFT> cached_plan(FFTKind kind, const TensorView& in, const TensorView* out, const FFTOptions& options,
-                                 const char* api) {
-    if (options.kind != FFTKind::automatic && options.kind != kind) [[unlikely]]
-        (void)make_fft_problem(in, out, options, kind, api);  // throws, naming the contradiction
+// The cached plan of a validated problem, on the current device.
+std::shared_ptr<FFT> cached_plan(const FftProblem& problem, FFTKind kind, const TensorView& in, const TensorView* out,
+                                 const FFTOptions& options, const char* api) {
     int device = 0;
-    if (const cudaError_t s = cudaGetDevice(&device); s != cudaSuccess) [[unlikely]] {
-        // Report bad arguments before the missing device.
-        (void)make_fft_problem(in, out, options, kind, api);
-        check(s, "cudaGetDevice", api);
-    }
+    check(cudaGetDevice(&device), "cudaGetDevice", api);
     FftCacheKey key{};
     make_key(key, device, kind, in, out, options);
     return plan_cache().get_or_create(key, [&] {
-        auto plan = std::make_shared<FFT>(FFTAccess::make(in, out, options, kind, api));
+        auto plan = std::make_shared<FFT>(FFTAccess::make(problem, options, api));
         plan->plan();
         return plan;
     });
 }
 
+// Both forms validate everything that needs no device (layouts, options, operands) before the
+// first CUDA call; the cached plan's key then equals the validated request.
 void run(FFTKind kind, Direction direction, const TensorView& in, const TensorView& out, const FFTOptions& options,
          core::StreamRef stream, const char* api) {
-    cached_plan(kind, in, &out, options, api)->execute(in, out, direction, stream);
+    const FftProblem problem = make_fft_problem(in.layout(), &out.layout(), options, kind, api);
+    check_fft_operands(problem, in, &out, direction, api);
+    FFTAccess::enqueue(*cached_plan(problem, kind, in, &out, options, api), in, out, direction, stream);
 }
 
 Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOptions& options, core::StreamRef stream,
@@ -165,9 +164,11 @@ Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOpt
                                   "transform call {}(x, x, options, stream)",
                                   api + std::strlen("gpumath::")),
                       api);
-    const std::shared_ptr<FFT> plan = cached_plan(kind, in, nullptr, options, api);
-    Tensor out = Tensor::empty(plan->output_layout(), stream, options.memory_resource);
-    plan->execute(in, out.view(), direction, stream);
+    const FftProblem problem = make_fft_problem(in.layout(), nullptr, options, kind, api);
+    check_fft_operands(problem, in, nullptr, direction, api);
+    const std::shared_ptr<FFT> plan = cached_plan(problem, kind, in, nullptr, options, api);
+    Tensor out = Tensor::empty(problem.out_layout, stream, options.memory_resource);
+    FFTAccess::enqueue(*plan, in, out.view(), direction, stream);
     return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <complex>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/test_util.hpp"
@@ -272,6 +273,216 @@ TEST(FftValidation, FreeFunctionsValidateBeforeTheDevice) {
         FFT plan(TensorLayout(DataType::c32, {8}));
         expect_throw_with<CudaError>([&] { plan.plan(); }, {"no CUDA driver/device"});
     }
+}
+
+// Enum fields hold any value of their underlying type; one outside the enumerators is named.
+TEST(FftValidation, EnumsOutOfRange) {
+    const TensorLayout c(DataType::c32, {4, 8});
+    expect_throw_with<InvalidArgument>([&] { FFT(c, {.kind = static_cast<FFTKind>(9)}); },
+                                       {"gpumath::FFT", "options.kind: 9 is not an FFTKind", "automatic, c2c, r2c, c2r"});
+    expect_throw_with<InvalidArgument>([] { (void)rfft(fake<float>({16}), {.kind = static_cast<FFTKind>(9)}); },
+                                       {"gpumath::rfft", "options.kind: 9 is not an FFTKind"});
+    expect_throw_with<InvalidArgument>(
+        [&] { FFT(c, {.normalization = static_cast<Normalization>(7)}); },
+        {"gpumath::FFT", "options.normalization: 7 is not a Normalization", "backward, forward, ortho, none"});
+    expect_throw_with<InvalidArgument>(
+        [&] { FFT(c, {.callback_mode = static_cast<CallbackMode>(200)}); },
+        {"gpumath::FFT", "options.callback_mode: 200 is not a CallbackMode", "automatic, fused, separate"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x20000), {.normalization = static_cast<Normalization>(4)});
+        },
+        {"gpumath::fft", "options.normalization: 4 is not a Normalization"});
+
+    FFT plan(c);
+    expect_throw_with<InvalidArgument>(
+        [&] { plan.execute(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x20000), static_cast<Direction>(3)); },
+        {"gpumath::FFT", "direction: 3 is not a Direction", "forward, inverse"});
+    expect_throw_with<InvalidArgument>([&] { (void)plan.execute(fake<c32>({4, 8}), static_cast<Direction>(2)); },
+                                       {"direction: 2 is not a Direction"});
+
+    expect_throw_with<InvalidArgument>(
+        [] { (void)fft_callback_signature(static_cast<FFTCallbackKind>(4), DataType::c32); },
+        {"gpumath::fft_callback_signature", "kind: 4 is not an FFTCallbackKind", "load, store"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            (void)compile_fft_callback({.source = "x", .symbol = "f"}, static_cast<FFTCallbackKind>(2), DataType::c32,
+                                       "sm_90");
+        },
+        {"gpumath::compile_fft_callback", "kind: 2 is not an FFTCallbackKind"});
+}
+
+// A moved-from FFT: methods that may throw say so, noexcept accessors report an empty plan.
+TEST(FftValidation, MovedFrom) {
+    FFT a(TensorLayout(DataType::f32, {4, 16}), {.normalization = Normalization::ortho});
+    FFT b(std::move(a));
+    EXPECT_EQ(b.kind(), FFTKind::r2c);
+    EXPECT_EQ(b.output_layout(), TensorLayout(DataType::c32, {4, 9}));
+    EXPECT_EQ(b.options().normalization, Normalization::ortho);
+
+    // NOLINTBEGIN(bugprone-use-after-move,hicpp-invalid-access-moved): what this test is about
+    EXPECT_FALSE(a.planned());
+    EXPECT_EQ(a.kind(), FFTKind::automatic);
+    EXPECT_EQ(a.input_layout(), TensorLayout());
+    EXPECT_EQ(a.output_layout(), TensorLayout());
+    EXPECT_EQ(a.options().normalization, Normalization::backward);
+    EXPECT_TRUE(a.options().prolog.empty());
+    EXPECT_EQ(a.callback_mode(), CallbackMode::automatic);
+    EXPECT_EQ(a.workspace_size(), 0u);
+    EXPECT_FALSE(a.copies());
+    EXPECT_EQ(a.executions_per_transform(), 0);
+    expect_throw_with<InvalidArgument>([&] { a.plan(); }, {"gpumath::FFT::plan", "this FFT was moved from"});
+    expect_throw_with<InvalidArgument>(
+        [&] { a.execute(fake<float>({4, 16}), fake<c32>({4, 9}, {}, 0x20000), Direction::forward); },
+        {"gpumath::FFT::execute", "this FFT was moved from"});
+    expect_throw_with<InvalidArgument>([&] { (void)a.execute(fake<float>({4, 16}), Direction::forward); },
+                                       {"gpumath::FFT::execute", "this FFT was moved from"});
+
+    // Move assignment leaves the source moved from too; assigning to it makes it usable again.
+    FFT c(TensorLayout(DataType::c32, {8}));
+    c = std::move(b);
+    EXPECT_EQ(c.kind(), FFTKind::r2c);
+    EXPECT_EQ(b.kind(), FFTKind::automatic);
+    expect_throw_with<InvalidArgument>([&] { b.plan(); }, {"moved from"});
+    a = FFT(TensorLayout(DataType::c32, {8}));
+    EXPECT_EQ(a.kind(), FFTKind::c2c);
+    EXPECT_EQ(a.input_layout(), TensorLayout(DataType::c32, {8}));
+    // NOLINTEND(bugprone-use-after-move,hicpp-invalid-access-moved)
+}
+
+// Outputs must not alias inputs, except a c2c transform in place (the same view twice).
+TEST(FftValidation, PartialOverlap) {
+    FFT c2c(TensorLayout(DataType::c32, {4, 8}));  // 256 bytes
+    expect_throw_with<InvalidArgument>(
+        [&] { c2c.execute(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x10008), Direction::forward); },
+        {"gpumath::FFT", "out: its memory overlaps in's", "[0x10008, 0x10108)", "[0x10000, 0x10100)", "in place"});
+    // Disjoint elements whose byte ranges interleave count as overlapping (as for Matmul).
+    FFT strided(TensorLayout(DataType::c32, {8}, {2}), TensorLayout(DataType::c32, {8}, {2}));
+    expect_throw_with<InvalidArgument>(
+        [&] { strided.execute(fake<c32>({8}, {2}), fake<c32>({8}, {2}, 0x10008), Direction::inverse); },
+        {"out: its memory overlaps in's"});
+    // r2c: the complex output inside the real input.
+    FFT r2c(TensorLayout(DataType::f32, {16}));  // 64 bytes in, 72 out
+    expect_throw_with<InvalidArgument>(
+        [&] { r2c.execute(fake<float>({16}), fake<c32>({9}, {}, 0x10020), Direction::forward); },
+        {"out: its memory overlaps in's"});
+    // c2r: the input inside the real output.
+    FFT c2r(TensorLayout(DataType::c32, {9}), TensorLayout(DataType::f32, {16}));
+    expect_throw_with<InvalidArgument>(
+        [&] { c2r.execute(fake<c32>({9}, {}, 0x10010), fake<float>({16}), Direction::inverse); },
+        {"out: its memory overlaps in's"});
+    // The free functions, both directions of c2c.
+    expect_throw_with<InvalidArgument>([] { fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x100f8)); },
+                                       {"gpumath::fft", "out: its memory overlaps in's"});
+    expect_throw_with<InvalidArgument>([] { ifft(fake<c32>({4, 8}, {}, 0x100f8), fake<c32>({4, 8})); },
+                                       {"gpumath::ifft", "out: its memory overlaps in's"});
+    expect_throw_with<InvalidArgument>([] { rfft(fake<float>({16}), fake<c32>({9}, {}, 0x10008)); },
+                                       {"gpumath::rfft", "out: its memory overlaps in's"});
+    expect_throw_with<InvalidArgument>([] { irfft(fake<c32>({9}, {}, 0x10008), fake<float>({16})); },
+                                       {"gpumath::irfft", "out: its memory overlaps in's"});
+    if (!test::has_gpu()) {
+        // Allowed (they reach the device): in place, and adjacent but disjoint memory.
+        expect_throw_with<CudaError>([] { fft(fake<c32>({4, 8}), fake<c32>({4, 8})); }, {"no CUDA driver"});
+        expect_throw_with<CudaError>([&] { c2c.execute(fake<c32>({4, 8}), fake<c32>({4, 8}), Direction::forward); },
+                                     {"no CUDA driver"});
+        expect_throw_with<CudaError>([] { fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x10100)); },
+                                     {"no CUDA driver"});
+        expect_throw_with<CudaError>([] { rfft(fake<float>({16}), fake<c32>({9}, {}, 0x10040)); }, {"no CUDA driver"});
+    }
+}
+
+// Views whose data pointer does not hold whole elements.
+TEST(FftValidation, MisalignedPointers) {
+    FFT r2c(TensorLayout(DataType::f32, {16}));
+    expect_throw_with<InvalidArgument>(
+        [&] { r2c.execute(fake<float>({16}, {}, 0x10001), fake<c32>({9}, {}, 0x20000), Direction::forward); },
+        {"gpumath::FFT", "in: data pointer 0x10001 is not aligned to the 4-byte size of an f32 element"});
+    expect_throw_with<InvalidArgument>(
+        [&] { r2c.execute(fake<float>({16}), fake<c32>({9}, {}, 0x20004), Direction::forward); },
+        {"out: data pointer 0x20004 is not aligned to the 8-byte size of a c32 element"});
+    expect_throw_with<InvalidArgument>([&] { (void)r2c.execute(fake<float>({16}, {}, 0x10002), Direction::forward); },
+                                       {"in: data pointer 0x10002", "4-byte size of an f32 element"});
+    FFT c2c(TensorLayout(DataType::c64, {8}));
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            c2c.execute(fake<std::complex<double>>({8}, {}, 0x10008), fake<std::complex<double>>({8}, {}, 0x20000),
+                        Direction::forward);
+        },
+        {"in: data pointer 0x10008 is not aligned to the 16-byte size of a c64 element"});
+    // Complex half data: whole (real, imaginary) pairs.
+    FFT half(TensorLayout(DataType::f16, {8, 2}), {.kind = FFTKind::c2c});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            half.execute(TensorView(reinterpret_cast<void*>(0x10002), DataType::f16, {8, 2}),
+                         TensorView(reinterpret_cast<void*>(0x20000), DataType::f16, {8, 2}), Direction::forward);
+        },
+        {"in: data pointer 0x10002 is not aligned to the 4-byte size of an f16 complex element (a real/imaginary "
+         "pair)"});
+    // Every free function, before the device.
+    const TensorView c_odd = fake<c32>({9}, {}, 0x10004);
+    const TensorView r_odd = fake<float>({16}, {}, 0x10003);
+    for (const auto& call : std::vector<std::function<void()>>{
+             [&] { fft(c_odd, fake<c32>({9}, {}, 0x20000)); }, [&] { (void)fft(c_odd); },
+             [&] { ifft(c_odd, fake<c32>({9}, {}, 0x20000)); }, [&] { (void)ifft(c_odd); },
+             [&] { irfft(c_odd, fake<float>({16}, {}, 0x20000)); }, [&] { (void)irfft(c_odd); }})
+        expect_throw_with<InvalidArgument>(call, {"in: data pointer 0x10004", "8-byte size of a c32 element"});
+    expect_throw_with<InvalidArgument>([&] { rfft(r_odd, fake<c32>({9}, {}, 0x20000)); },
+                                       {"gpumath::rfft", "in: data pointer 0x10003", "4-byte size of an f32 element"});
+    expect_throw_with<InvalidArgument>([&] { (void)rfft(r_odd); }, {"gpumath::rfft", "in: data pointer 0x10003"});
+    expect_throw_with<InvalidArgument>([] { irfft(fake<c32>({9}), fake<float>({16}, {}, 0x20002)); },
+                                       {"gpumath::irfft", "out: data pointer 0x20002", "4-byte size of an f32 element"});
+    if (!test::has_gpu()) {
+        // A real operand at an odd element offset is aligned to its element: it passes (and is
+        // copied when executed, see RealOperandsAtOddOffsets).
+        expect_throw_with<CudaError>([] { (void)rfft(fake<float>({16}, {}, 0x10004)); }, {"no CUDA driver"});
+        expect_throw_with<CudaError>([] { irfft(fake<c32>({9}), fake<float>({16}, {}, 0x20004)); },
+                                     {"no CUDA driver"});
+    }
+}
+
+// The free functions check the operands of the call (not only the request) before the device.
+TEST(FftValidation, FreeFunctionsCheckOperandsBeforeTheDevice) {
+    const TensorView x = fake<float>({16});
+    expect_throw_with<InvalidArgument>([&] { rfft(x, TensorView(x.data(), DataType::c32, {9})); },
+                                       {"gpumath::rfft", "out", "same memory as in", "only supported for c2c"});
+    const TensorView z = fake<c32>({9});
+    expect_throw_with<InvalidArgument>([&] { irfft(z, TensorView(z.data(), DataType::f32, {16})); },
+                                       {"gpumath::irfft", "out", "same memory as in"});
+    // The stateful plan's allocating execute checks before it allocates.
+    FFT plan(TensorLayout(DataType::c32, {8}));
+    expect_throw_with<InvalidArgument>([&] { (void)plan.execute(fake<c32>({4}), Direction::forward); },
+                                       {"gpumath::FFT", "in: layout c32 (4,)", "plan was made for c32 (8,)"});
+}
+
+// Callback code cuFFT cannot link (anything but LTO-IR) is refused when the FFT is made.
+TEST(FftValidation, CallbackCodeMustBeLtoIr) {
+    // cufftComplex is float2 (gpumath provides the cuFFT types only to callbacks it compiles).
+    const std::string src = R"(
+        __device__ float2 load(void* d, unsigned long long o, void*, void*) {
+            return static_cast<float2*>(d)[o];
+        })";
+    const core::Program program(src, core::ProgramOptions{.name = "fft_callback", .arch = "sm_90"});
+    const core::ObjectCode ptx = program.compile(core::CodeType::ptx);
+    const core::ObjectCode cubin = program.compile(core::CodeType::cubin);
+    ASSERT_EQ(ptx.type(), core::CodeType::ptx);
+    ASSERT_EQ(cubin.type(), core::CodeType::cubin);
+    const TensorLayout c(DataType::c32, {16});
+    expect_throw_with<InvalidArgument>([&] { FFT(c, {.prolog = {.symbol = "load", .code = ptx}}); },
+                                       {"gpumath::FFT", "options.prolog: ObjectCode of type ptx given",
+                                        "CUDA C++ source or LTO-IR (CodeType::ltoir)"});
+    expect_throw_with<InvalidArgument>([&] { FFT(c, {.epilog = {.symbol = "store", .code = cubin}}); },
+                                       {"options.epilog: ObjectCode of type cubin given"});
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)fft(fake<c32>({16}), {.prolog = {.symbol = "load", .code = ptx}}); },
+        {"gpumath::fft", "options.prolog: ObjectCode of type ptx given"});
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)compile_fft_callback({.symbol = "load", .code = ptx}, FFTCallbackKind::load, DataType::c32); },
+        {"gpumath::compile_fft_callback", "given as ptx code", "LTO-IR"});
+    // LTO-IR passes validation.
+    const core::ObjectCode lto = compile_fft_callback({.source = src, .symbol = "load"}, FFTCallbackKind::load,
+                                                      DataType::c32, "sm_90");
+    FFT ok(c, {.prolog = {.symbol = "load", .code = lto}});
+    EXPECT_EQ(ok.kind(), FFTKind::c2c);
 }
 
 TEST(FftValidation, EnumNames) {

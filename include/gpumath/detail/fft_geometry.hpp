@@ -59,6 +59,15 @@ struct FftProblem {
 [[nodiscard]] FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options,
                                           FFTKind forced, const char* api);
 
+/// Checks the operands of one execution of `problem` before any GPU work: their layouts are the
+/// planned ones, `direction` is a Direction the kind runs, each data pointer is aligned to its
+/// element (a complex one, f16/bf16 pairs included, to the whole complex element) and `out` does
+/// not overlap `in` unless it is `in` itself in a c2c transform with equal layouts. `out` null:
+/// the call allocates the output, so only `in` and `direction` are checked. Throws
+/// InvalidArgument naming the operand; messages start with `api`.
+void check_fft_operands(const FftProblem& problem, const TensorView& in, const TensorView* out, Direction direction,
+                        const char* api);
+
 /// Scale factor of a transform in `direction` under `problem.normalization`.
 [[nodiscard]] double fft_scale(const FftProblem& problem, Direction direction) noexcept;
 

@@ -17,7 +17,8 @@ enum class FFTCallbackKind : std::uint8_t { load, store };
 
 /// The C++ declaration a callback of `kind` over elements of `element` (f32 -> cufftReal,
 /// f64 -> cufftDoubleReal, c32 -> cufftComplex, c64 -> cufftDoubleComplex) must match, with
-/// `name` as the function name. InvalidArgument for other element types.
+/// `name` as the function name. InvalidArgument for other element types and for a `kind` that is
+/// neither load nor store.
 [[nodiscard]] std::string fft_callback_signature(FFTCallbackKind kind, DataType element,
                                                  const std::string& name = "callback");
 
@@ -27,7 +28,7 @@ enum class FFTCallbackKind : std::uint8_t { load, store };
 /// Planning compiles callbacks itself; call this to check a callback early or to warm the cache.
 /// Throws CompileError with NVRTC's log (the message names the callback and its expected
 /// signature), InvalidArgument for an empty callback, a callback given as `code`, a missing
-/// symbol or an element type without callbacks.
+/// symbol, a `kind` that is neither load nor store or an element type without callbacks.
 [[nodiscard]] core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
                                                     std::string arch = {});
 

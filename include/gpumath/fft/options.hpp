@@ -146,7 +146,8 @@ struct FFTCallback {
     /// Pointer handed to the callback on every call (device-accessible memory, or null).
     void* user_info = nullptr;
     /// LTO-IR holding `symbol` (C++ linkage, unqualified or namespace-qualified), used instead of
-    /// `source` when not empty.
+    /// `source` when not empty. Code of another type (PTX, cubin, fatbin) is InvalidArgument when
+    /// the FFT is constructed: cuFFT links callbacks as LTO-IR only.
     core::ObjectCode code{};
 
     /// True when no callback is set (no source and no code).
@@ -154,7 +155,8 @@ struct FFTCallback {
 };
 
 /// Options of an FFT plan or an `fft`/`ifft`/`rfft`/`irfft` call. An aggregate: use designated
-/// initializers, e.g. `{.axes = {0, 2}, .normalization = Normalization::ortho}`.
+/// initializers, e.g. `{.axes = {0, 2}, .normalization = Normalization::ortho}`. An enum field
+/// holding a value that is none of its enumerators is InvalidArgument naming the field.
 struct FFTOptions {
     /// 1 to 3 axes to transform, at any positions; the transform is batched over the others.
     /// Default: the last axis. For r2c/c2r the last listed axis is the halved one.
