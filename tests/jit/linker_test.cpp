@@ -97,10 +97,10 @@ TEST(Linker, UnresolvedSymbolCarriesTheLog) {
 TEST(Linker, DifferentArchitecturesAreRejectedBeforeLinking) {
     const ObjectCode callee80 = compile(k_callee, CodeType::ltoir, "sm_80");
     test::expect_throw_with<InvalidArgument>([&] { (void)Linker().add(caller_lto()).add(callee80).link(); },
-                                             {"input 1", "callee", "sm_80", "sm_90", "same architecture"});
+                                             {"inputs[1]: 'callee'", "sm_80", "sm_90", "same architecture"});
     test::expect_throw_with<InvalidArgument>(
         [&] { (void)Linker({.arch = "sm_100"}).add(caller_lto()).add(callee_lto()).link(); },
-        {"input 0", "sm_90", "sm_100"});
+        {"inputs[0]: ", "sm_90", "sm_100"});
 }
 
 TEST(Linker, BadRequests) {

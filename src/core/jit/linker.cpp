@@ -122,7 +122,7 @@ ObjectCode Linker::link(CodeType target) const {
         const bool ok = c.type() == CodeType::ptx ? a->number <= arch.number : a->number == arch.number;
         if (!ok)
             detail::throw_invalid(
-                fmt::format("input {} ('{}', {} for {}) does not match the link's architecture {}: {}", i, c.name(),
+                fmt::format("inputs[{}]: '{}' ({} for {}) does not match the link's architecture {}: {}", i, c.name(),
                             to_string(c.type()), c.arch(), arch.real(),
                             c.type() == CodeType::ptx ? "PTX must be for the same or an older architecture"
                                                       : "cubin and LTO-IR inputs must be for the same architecture; "
