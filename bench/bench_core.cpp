@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <gpumath/core.hpp>
+#include <gpumath/detail/stream_workspace.hpp>
 
 #include "harness.hpp"
 
@@ -75,6 +76,22 @@ int main(int argc, char** argv) {
                     "delta " + std::to_string(ours_pool - raw) + " us"});
         report.add({group, "gpumath Buffer", "us/call", ours_buffer, raw / ours_buffer,
                     "delta " + std::to_string(ours_buffer - raw) + " us"});
+    }
+
+    // What every workspace acquire pays to honour graph capture: one capture-status query.
+    if (const std::string group = "capture status query host time"; report.selected(group)) {
+        const double query = bench::host_us(s, [&](int) {
+            cudaStreamCaptureStatus status{};
+            unsigned long long id = 0;
+            cudaGraph_t graph = nullptr;
+            bench::cuda_check(cudaStreamGetCaptureInfo(s, &status, &id, &graph), "cudaStreamGetCaptureInfo");
+        });
+        const double acquire = bench::host_us(s, [&](int) {
+            const auto lease = detail::default_stream_workspace(core::Device::current().ordinal()).acquire(std::size_t(1) << 20, stream);
+            (void)lease;
+        });
+        report.add({group, "cudaStreamGetCaptureInfo", "us/call", query, 0, ""});
+        report.add({group, "gpumath workspace acquire", "us/call", acquire, 0, "includes the query"});
     }
     return 0;
 }

@@ -264,7 +264,8 @@ TEST(Tensor, MoveLeavesTheSourceEmpty) {
 // one per thread for cudaStreamPerThread (one handle, a different stream in every thread).
 TEST(StreamWorkspace, AreasPerStreamAndPerThreadForThePerThreadStream) {
     GPUMATH_REQUIRE_GPU();
-    gpumath::detail::StreamWorkspace ws;
+    const int device = gpumath::core::Device::current().ordinal();
+    gpumath::detail::StreamWorkspace ws(device, gpumath::core::DeviceMemoryResource::default_resource(device));
     gpumath::core::Stream s1, s2;
     void* a1 = nullptr;
     {
