@@ -138,8 +138,7 @@ struct FFTImpl {
     std::vector<std::unique_ptr<FftVariant>> unaligned_owned;
     std::array<std::atomic<FftVariant*>, 2> unaligned_run{};
     std::shared_ptr<core::MemoryResource> resource;
-    std::unique_ptr<StreamWorkspace> own_workspace;
-    StreamWorkspace* workspace = nullptr;
+    std::shared_ptr<StreamWorkspace> workspace;
 
     [[nodiscard]] DataType in_element() const { return element_type(p.precision, p.in_complex); }
     [[nodiscard]] DataType out_element() const { return element_type(p.precision, p.out_complex); }
@@ -492,14 +491,10 @@ void FFTImpl::plan_locked() {
                                         dev.name(), dev.compute_capability().major, dev.compute_capability().minor),
                             api);
     arch = dev.arch();
-    if (options.memory_resource) {
-        resource = options.memory_resource;
-        own_workspace = std::make_unique<StreamWorkspace>(resource);
-        workspace = own_workspace.get();
-    } else {
-        resource = core::DeviceMemoryResource::default_resource(device);
-        workspace = &default_stream_workspace(device);
-    }
+    // The areas of a caller's resource are shared per (device, resource); the work areas of the
+    // default pool are the device's.
+    resource = options.memory_resource ? options.memory_resource : core::DeviceMemoryResource::default_resource(device);
+    workspace = stream_workspace(device, options.memory_resource);
 
     const bool callbacks = p.has_prolog || p.has_epilog;
     const CallbackMode asked = options.callback_mode;
@@ -642,6 +637,11 @@ void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, 
 void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream) {
     if (p.empty) return;
     if (!planned.load(std::memory_order_acquire)) [[unlikely]] {
+        // cuFFT allocates and copies synchronously while planning (and automatic callback mode
+        // times both ways): neither may happen inside a graph capture.
+        reject_capture(stream, api,
+                       "an FFT plans on its first execution, which cannot be captured: call plan() (or execute "
+                       "once) before the capture");
         std::lock_guard lock(plan_mutex);
         if (!planned.load(std::memory_order_relaxed)) {
             plan_locked();
@@ -729,6 +729,9 @@ Tensor FFT::execute(const TensorView& in, Direction direction, core::StreamRef s
                                           gpumath::to_string(p.out_layout)),
                               m.api);
     detail::check_fft_operands(p, in, nullptr, direction, m.api);  // before allocating
+    detail::reject_capture(stream, m.api,
+                           "gpumath allocates no results during a capture: pass out (execute(in, out, direction, "
+                           "stream))");
     Tensor out = Tensor::empty(p.out_layout, stream, m.options.memory_resource);
     m.enqueue(in, out.view(), direction, stream);
     return out;

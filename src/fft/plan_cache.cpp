@@ -136,12 +136,16 @@ void make_key(FftCacheKey& k, int device, FFTKind kind, const TensorView& in, co
 
 // The cached plan of a validated problem, on the current device.
 std::shared_ptr<FFT> cached_plan(const FftProblem& problem, FFTKind kind, const TensorView& in, const TensorView* out,
-                                 const FFTOptions& options, const char* api) {
+                                 const FFTOptions& options, core::StreamRef stream, const char* api) {
     int device = 0;
     check(cudaGetDevice(&device), "cudaGetDevice", api);
     FftCacheKey key{};
     make_key(key, device, kind, in, out, options);
     return plan_cache().get_or_create(key, [&] {
+        // Planning allocates and copies synchronously (cuFFT), which a graph capture forbids.
+        reject_capture(stream, api,
+                       "this transform is not in the plan cache yet and planning cannot be captured: run the same "
+                       "call once before the capture");
         auto plan = std::make_shared<FFT>(FFTAccess::make(problem, options, api));
         plan->plan();
         return plan;
@@ -154,7 +158,7 @@ void run(FFTKind kind, Direction direction, const TensorView& in, const TensorVi
          core::StreamRef stream, const char* api) {
     const FftProblem problem = make_fft_problem(in.layout(), &out.layout(), options, kind, api);
     check_fft_operands(problem, in, &out, direction, api);
-    FFTAccess::enqueue(*cached_plan(problem, kind, in, &out, options, api), in, out, direction, stream);
+    FFTAccess::enqueue(*cached_plan(problem, kind, in, &out, options, stream, api), in, out, direction, stream);
 }
 
 Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOptions& options, core::StreamRef stream,
@@ -166,7 +170,8 @@ Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOpt
                       api);
     const FftProblem problem = make_fft_problem(in.layout(), nullptr, options, kind, api);
     check_fft_operands(problem, in, nullptr, direction, api);
-    const std::shared_ptr<FFT> plan = cached_plan(problem, kind, in, nullptr, options, api);
+    reject_capture(stream, api, "gpumath allocates no results during a capture: pass out (the form with an out view)");
+    const std::shared_ptr<FFT> plan = cached_plan(problem, kind, in, nullptr, options, stream, api);
     Tensor out = Tensor::empty(problem.out_layout, stream, options.memory_resource);
     FFTAccess::enqueue(*plan, in, out.view(), direction, stream);
     return out;
