@@ -110,8 +110,18 @@ int main(int argc, char** argv) {
         FFT plan(layout);
         const auto t1 = std::chrono::steady_clock::now();
         plan.plan();
-        const double our_plan_ms =
+        const double first_plan_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+        // The first plan of a process pays one-time costs (cuFFT's lazily loaded modules among
+        // them); the figure compared with raw is the median of three more.
+        std::vector<double> plan_ms;
+        for (int r = 0; r < 3; ++r) {
+            FFT again(layout);
+            const auto t2 = std::chrono::steady_clock::now();
+            again.plan();
+            plan_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count());
+        }
+        const double our_plan_ms = bench::median(plan_ms);
         const TensorView vin(in.data(), layout), vout(out.data(), layout);
         auto [raw_ms, our_ms] = compare(
             s,
@@ -124,7 +134,8 @@ int main(int argc, char** argv) {
         report.add({c.name, "raw cufftExecC2C", "ms", raw_ms, 0, ""});
         report.add({c.name, "gpumath FFT::execute", "ms", our_ms, raw_ms / our_ms, "target >= 0.98"});
         report.add(
-            {c.name, "plan creation", "ms", our_plan_ms, raw_plan_ms / our_plan_ms, ms_note(raw_plan_ms, our_plan_ms)});
+            {c.name, "plan creation", "ms", our_plan_ms, raw_plan_ms / our_plan_ms,
+             ms_note(raw_plan_ms, our_plan_ms) + ", first gpumath plan " + std::to_string(first_plan_ms) + " ms"});
         cufftDestroy(raw);
     }
 
