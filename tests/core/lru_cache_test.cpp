@@ -146,3 +146,36 @@ TEST(LruCache, DifferentKeysCreateInParallel) {
     EXPECT_EQ(cache.stats().misses, std::uint64_t(k_threads));
     EXPECT_EQ(cache.stats().waits, 0u);
 }
+
+// An admission check that fails concerns its caller alone: it runs only for a caller that would
+// create, before anything is registered, so other threads never receive its exception.
+TEST(LruCache, AFailedAdmissionReachesOnlyItsCaller) {
+    Cache cache(8);
+    std::atomic<int> makes{0};
+    auto refuse = [] { throw std::runtime_error("this caller may not create now"); };
+    // No one is creating key 1: the admission runs and throws, make() never runs, nothing is left
+    // pending, and the next caller creates normally.
+    EXPECT_THROW((void)cache.get_or_create(1, [&] { ++makes; return std::make_shared<std::string>("x"); }, refuse),
+                 std::runtime_error);
+    EXPECT_EQ(makes.load(), 0);
+    EXPECT_EQ(*cache.get_or_create(1, [&] { ++makes; return std::make_shared<std::string>("one"); }), "one");
+    EXPECT_EQ(makes.load(), 1);
+    // A cached key never asks for admission.
+    EXPECT_EQ(*cache.get_or_create(1, [&] { ++makes; return std::make_shared<std::string>("y"); }, refuse), "one");
+
+    // While thread A creates key 2 slowly, a caller whose admission would fail waits for A's value
+    // instead (it does not create, so it is not asked).
+    std::atomic<bool> started{false};
+    std::thread a([&] {
+        (void)cache.get_or_create(2, [&] {
+            started = true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            return std::make_shared<std::string>("two");
+        });
+    });
+    while (!started) std::this_thread::yield();
+    EXPECT_EQ(*cache.get_or_create(2, [&] { ++makes; return std::make_shared<std::string>("z"); }, refuse), "two");
+    a.join();
+    EXPECT_EQ(makes.load(), 1);
+    EXPECT_EQ(cache.stats().waits, 1u);
+}

@@ -43,9 +43,19 @@ public:
     /// overlapping another's creation of the same key share its result.
     template <class Make>
     std::shared_ptr<Value> get_or_create(const Key& key, Make&& make) {
+        return get_or_create(key, std::forward<Make>(make), [] {});
+    }
+
+    /// The same, calling `admit()` first when this call would create the value (neither cached nor
+    /// being created by another thread). An exception from `admit` reaches this caller alone:
+    /// nothing is registered, so threads missing the same key meanwhile are not handed it (use it
+    /// for conditions of the caller, such as "this stream may not plan now").
+    template <class Make, class Admit>
+    std::shared_ptr<Value> get_or_create(const Key& key, Make&& make, Admit&& admit) {
         std::shared_ptr<Flight> flight;
-        {
-            std::unique_lock lock(mutex_);
+        bool admitted = false;
+        std::unique_lock lock(mutex_);
+        for (;;) {
             if (auto it = index_.find(key); it != index_.end()) {
                 ++stats_.hits;
                 order_.splice(order_.begin(), order_, it->second);
@@ -59,10 +69,16 @@ public:
                 if (other->error) std::rethrow_exception(other->error);
                 return other->value;
             }
-            ++stats_.misses;
-            flight = std::make_shared<Flight>();
-            pending_.emplace(key, flight);
+            if (admitted) break;
+            lock.unlock();
+            admit();  // may throw: nothing is registered yet
+            admitted = true;
+            lock.lock();  // look again: another thread may have cached or started it meanwhile
         }
+        ++stats_.misses;
+        flight = std::make_shared<Flight>();
+        pending_.emplace(key, flight);
+        lock.unlock();
         std::shared_ptr<Value> created;
         try {
             created = make();
@@ -153,9 +169,18 @@ private:
                 if (auto it = index_.find(key); it != index_.end()) {
                     created = it->second->second;
                 } else {
-                    order_.emplace_front(key, created);
-                    index_.emplace(key, order_.begin());
-                    evict_to(capacity_);
+                    // Out of memory while storing leaves the value uncached, never the waiters hung.
+                    try {
+                        order_.emplace_front(key, created);
+                        try {
+                            index_.emplace(key, order_.begin());
+                        } catch (...) {
+                            order_.pop_front();
+                            throw;
+                        }
+                        evict_to(capacity_);
+                    } catch (...) {  // NOLINT(bugprone-empty-catch): the value is still returned
+                    }
                 }
             }
             flight.value = created;
