@@ -28,15 +28,6 @@ namespace {
 
 std::size_t align_up(std::size_t v) { return (v + 255) / 256 * 256; }
 
-DataType element_type(DataType precision, bool complex) {
-    if (!complex) return precision;
-    if (precision == DataType::f32) return DataType::c32;
-    if (precision == DataType::f64) return DataType::c64;
-    return precision;  // f16/bf16 pairs
-}
-
-std::size_t element_bytes(DataType precision, bool complex) { return size_of(precision) * (complex ? 2 : 1); }
-
 cudaDataType cuda_type(DataType precision, bool complex) {
     switch (precision) {
         case DataType::f32:
@@ -73,7 +64,7 @@ std::string geometry_text(const FftProblem& p, const FftGeometry& g) {
     return fmt::format(
         "{} {} n=({}) batch={} in: embed=({}) stride={} dist={}{} out: embed=({}) stride={} dist={}{} "
         "executions={}",
-        gpumath::to_string(p.precision), to_string(p.type), n, g.batch, ie, g.in.stride, g.in.dist,
+        gpumath::to_string(p.precision), to_string(p.kind), n, g.batch, ie, g.in.stride, g.in.dist,
         g.in.temp ? " (temp)" : "", oe, g.out.stride, g.out.dist, g.out.temp ? " (temp)" : "", g.executions());
 }
 
@@ -140,10 +131,10 @@ struct FFTImpl {
     std::shared_ptr<core::MemoryResource> resource;
     std::shared_ptr<StreamWorkspace> workspace;
 
-    [[nodiscard]] DataType in_element() const { return element_type(p.precision, p.in_complex); }
-    [[nodiscard]] DataType out_element() const { return element_type(p.precision, p.out_complex); }
+    [[nodiscard]] DataType in_element() const { return fft_element(p.precision, p.in_complex); }
+    [[nodiscard]] DataType out_element() const { return fft_element(p.precision, p.out_complex); }
     [[nodiscard]] bool half() const { return p.precision == DataType::f16 || p.precision == DataType::bf16; }
-    [[nodiscard]] Direction primary() const { return p.type == FftType::c2r ? Direction::inverse : Direction::forward; }
+    [[nodiscard]] Direction primary() const { return p.kind == FFTKind::c2r ? Direction::inverse : Direction::forward; }
 
     void plan_locked();
     FftVariant* fused_for_locked(Direction d);
@@ -312,8 +303,8 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
         }
         failed_api = "cufftMakePlanMany64";
         const bool dbl = p.precision == DataType::f64;
-        const cufftType type = p.type == FftType::c2c   ? (dbl ? CUFFT_Z2Z : CUFFT_C2C)
-                               : p.type == FftType::r2c ? (dbl ? CUFFT_D2Z : CUFFT_R2C)
+        const cufftType type = p.kind == FFTKind::c2c   ? (dbl ? CUFFT_Z2Z : CUFFT_C2C)
+                               : p.kind == FFTKind::r2c ? (dbl ? CUFFT_D2Z : CUFFT_R2C)
                                                         : (dbl ? CUFFT_Z2D : CUFFT_C2R);
         return cufftMakePlanMany64(v->handle, g.rank, n.data(), basic ? nullptr : inembed.data(), g.in.stride,
                                    g.in.dist, basic ? nullptr : onembed.data(), g.out.stride, g.out.dist, type, g.batch,
@@ -366,15 +357,15 @@ std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fus
         v->cufft_owns_work ? " (cuFFT also allocated its own; gpumath binds its per-stream area)" : "");
     if (g.in.temp || g.out.temp || g.executions() > 1)
         log(LogLevel::info, "fft: {} input {} -> output {}: cuFFT cannot address this directly; {}{}{}",
-            to_string(p.type), gpumath::to_string(p.in_layout), gpumath::to_string(p.out_layout),
+            to_string(p.kind), gpumath::to_string(p.in_layout), gpumath::to_string(p.out_layout),
             g.in.temp ? "the input is gathered into a contiguous temp; " : "",
             g.out.temp ? "the output is scattered from a contiguous temp; " : "",
             g.executions() > 1 ? fmt::format("{} cuFFT executions per transform", g.executions()) : "");
 
     // Work area layout: cuFFT's, then the temps. cuFFT's region is never empty: with a temp at the
     // very address bound as the work area, cuFFT's execution fails (CUFFT_EXEC_FAILED).
-    const std::size_t in_bytes = element_bytes(p.precision, p.in_complex);
-    const std::size_t out_bytes = element_bytes(p.precision, p.out_complex);
+    const std::size_t in_bytes = fft_element_bytes(p.precision, p.in_complex);
+    const std::size_t out_bytes = fft_element_bytes(p.precision, p.out_complex);
     std::size_t offset = align_up(std::max<std::size_t>(work, 1));
     if (g.in.temp) {
         v->temp_in_offset = offset;
@@ -436,8 +427,8 @@ void FFTImpl::run_variant(FftVariant& v, const void* in, void* out, Direction d,
         }
         v.bound = true;
         const int direction = d == Direction::forward ? CUFFT_FORWARD : CUFFT_INVERSE;
-        const auto in_bytes = std::int64_t(element_bytes(p.precision, p.in_complex));
-        const auto out_bytes = std::int64_t(element_bytes(p.precision, p.out_complex));
+        const auto in_bytes = std::int64_t(fft_element_bytes(p.precision, p.in_complex));
+        const auto out_bytes = std::int64_t(fft_element_bytes(p.precision, p.out_complex));
         auto exec = [&](std::int64_t in_offset, std::int64_t out_offset) {
             auto* i = const_cast<char*>(static_cast<const char*>(exec_in)) + in_offset * in_bytes;
             auto* o = static_cast<char*>(exec_out) + out_offset * out_bytes;
@@ -602,11 +593,11 @@ FftVariant* FFTImpl::unaligned_variant_for(Direction d) {
     if (FftVariant* v = unaligned_run[std::size_t(d)].load(std::memory_order_acquire)) return v;
     std::lock_guard lock(plan_mutex);
     if (FftVariant* v = unaligned_run[std::size_t(d)].load(std::memory_order_relaxed)) return v;
-    const bool r2c = p.type == FftType::r2c;
+    const bool r2c = p.kind == FFTKind::r2c;
     log(LogLevel::info,
         "fft: the real {} of this {} is not aligned like a complex element, which cuFFT requires; it "
         "goes through a contiguous temp",
-        r2c ? "input" : "output", to_string(p.type));
+        r2c ? "input" : "output", to_string(p.kind));
     std::unique_ptr<FftVariant> built;
     if (fuse && options.callback_mode != CallbackMode::fused) {
         // Chosen by automatic mode for aligned operands; cuFFT may refuse the new geometry.
@@ -654,10 +645,10 @@ void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, 
     if (current != device) [[unlikely]]
         guard.emplace(device);
     FftVariant* v = variant_for(d);
-    if (p.type != FftType::c2c) {
-        const bool r2c = p.type == FftType::r2c;
+    if (p.kind != FFTKind::c2c) {
+        const bool r2c = p.kind == FFTKind::r2c;
         const auto real = reinterpret_cast<std::uintptr_t>(r2c ? in.data() : out.data());
-        if (real % (2 * element_bytes(p.precision, false)) != 0 && !(r2c ? v->g.in.temp : v->g.out.temp)) [[unlikely]]
+        if (real % (2 * fft_element_bytes(p.precision, false)) != 0 && !(r2c ? v->g.in.temp : v->g.out.temp)) [[unlikely]]
             v = unaligned_variant_for(d);
     }
     StreamWorkspace::Lease lease = workspace->acquire(v->bytes, stream);
@@ -752,16 +743,7 @@ const FFTOptions& default_options() noexcept {
 const TensorLayout& FFT::input_layout() const noexcept { return impl_ ? impl_->p.in_layout : empty_layout(); }
 const TensorLayout& FFT::output_layout() const noexcept { return impl_ ? impl_->p.out_layout : empty_layout(); }
 FFTKind FFT::kind() const noexcept {
-    if (!impl_) return FFTKind::automatic;
-    switch (impl_->p.type) {
-        case detail::FftType::c2c:
-            return FFTKind::c2c;
-        case detail::FftType::r2c:
-            return FFTKind::r2c;
-        case detail::FftType::c2r:
-            return FFTKind::c2r;
-    }
-    return FFTKind::automatic;
+    return impl_ ? impl_->p.kind : FFTKind::automatic;
 }
 const FFTOptions& FFT::options() const noexcept { return impl_ ? impl_->options : default_options(); }
 // planned() is false for a moved-from FFT, so the accessors below never reach a null impl_.

@@ -43,8 +43,7 @@ void check_enum(E value, E last, const char* field, const char* type, const char
 // "a c32 element", "an f32 element", "an f16 complex element (a real/imaginary pair)".
 std::string element_text(DataType precision, bool complex) {
     const bool half = is_half(precision);
-    const DataType t = complex && !half ? (precision == DataType::f64 ? DataType::c64 : DataType::c32) : precision;
-    const std::string_view name = gpumath::to_string(t);
+    const std::string_view name = gpumath::to_string(fft_element(precision, complex));
     return fmt::format("{} {}{} element{}", name.starts_with('f') ? "an" : "a", name, complex && half ? " complex" : "",
                        complex && half ? " (a real/imaginary pair)" : "");
 }
@@ -100,17 +99,6 @@ DataType precision_of(DataType t) noexcept {
     }
 }
 
-DataType complex_of(DataType precision) noexcept {
-    switch (precision) {
-        case DataType::f32:
-            return DataType::c32;
-        case DataType::f64:
-            return DataType::c64;
-        default:
-            return precision;  // f16/bf16 complex data: pairs of the same dtype
-    }
-}
-
 // Lays out a row-major layout of `logical` extents for `dtype`, appending the pair dimension
 // for half-precision complex data.
 TensorLayout user_layout(DataType dtype, bool complex, const FftOperand& logical) {
@@ -122,18 +110,6 @@ TensorLayout user_layout(DataType dtype, bool complex, const FftOperand& logical
 }
 
 }  // namespace
-
-const char* to_string(FftType type) noexcept {
-    switch (type) {
-        case FftType::c2c:
-            return "c2c";
-        case FftType::r2c:
-            return "r2c";
-        case FftType::c2r:
-            return "c2r";
-    }
-    return "?";
-}
 
 FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
                             const char* api) {
@@ -169,7 +145,7 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
     const bool real_in = dt == DataType::f32 || dt == DataType::f64;
     switch (kind) {
         case FFTKind::c2c:
-            p.type = FftType::c2c;
+            p.kind = FFTKind::c2c;
             if (real_in)
                 throw_invalid(fmt::format("input: dtype {} is real; complex-to-complex transforms need complex input "
                                           "(c32, c64, or f16/bf16 with a trailing dimension of 2); use rfft for real "
@@ -178,7 +154,7 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
                               api);
             break;
         case FFTKind::r2c:
-            p.type = FftType::r2c;
+            p.kind = FFTKind::r2c;
             if (is_complex(dt))
                 throw_invalid(
                     fmt::format("input: dtype {} is complex; real-to-complex transforms (rfft) need real input "
@@ -187,7 +163,7 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
                     api);
             break;
         case FFTKind::c2r:
-            p.type = FftType::c2r;
+            p.kind = FFTKind::c2r;
             if (real_in)
                 throw_invalid(fmt::format("input: dtype {} is real; complex-to-real transforms (irfft) need complex "
                                           "input (c32, c64, or f16/bf16 with a trailing dimension of 2)",
@@ -198,9 +174,9 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
             break;
     }
     p.precision = precision_of(dt);
-    p.in_complex = p.type != FftType::r2c;
-    p.out_complex = p.type != FftType::c2r;
-    const DataType out_dtype = p.out_complex ? complex_of(p.precision) : p.precision;
+    p.in_complex = p.kind != FFTKind::r2c;
+    p.out_complex = p.kind != FFTKind::c2r;
+    const DataType out_dtype = p.out_complex ? fft_element(p.precision, true) : p.precision;
 
     p.in_layout = in;
     p.in = logical_operand(in, p.in_complex, "input", api);
@@ -246,21 +222,21 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
                                   "for the default 2 * (m - 1)",
                                   options.last_axis_size),
                       api);
-    if (options.last_axis_size != 0 && p.type != FftType::c2r)
+    if (options.last_axis_size != 0 && p.kind != FFTKind::c2r)
         throw_invalid(fmt::format("options.last_axis_size: {} given for a {} transform; it sets the output length of "
                                   "complex-to-real transforms (irfft) only",
-                                  options.last_axis_size, to_string(p.type)),
+                                  options.last_axis_size, to_string(p.kind)),
                       api);
-    if (options.inplace && p.type != FftType::c2c)
+    if (options.inplace && p.kind != FFTKind::c2c)
         throw_invalid(fmt::format("options.inplace: in-place transforms are only supported for c2c; {} transforms "
                                   "change the element type and need separate input and output",
-                                  to_string(p.type)),
+                                  to_string(p.kind)),
                       api);
 
     // Output extents.
     FftOperand want = p.in;
-    if (p.type == FftType::r2c) want.shape[std::size_t(last)] = p.in.shape[std::size_t(last)] / 2 + 1;
-    if (p.type == FftType::c2r) {
+    if (p.kind == FFTKind::r2c) want.shape[std::size_t(last)] = p.in.shape[std::size_t(last)] / 2 + 1;
+    if (p.kind == FFTKind::c2r) {
         const std::int64_t m = p.in.shape[std::size_t(last)];
         std::int64_t n = options.last_axis_size;
         if (n == 0 && out != nullptr) {
@@ -290,7 +266,7 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
     }
     for (int i = 0; i < naxes; ++i) {
         const int a = p.axes[std::size_t(i)];
-        const std::int64_t len = p.type == FftType::c2r ? want.shape[std::size_t(a)] : p.in.shape[std::size_t(a)];
+        const std::int64_t len = p.kind == FFTKind::c2r ? want.shape[std::size_t(a)] : p.in.shape[std::size_t(a)];
         if (len == 0)
             throw_invalid(fmt::format("input: extent 0 along transform axis {} (shape {}); a transform needs at least "
                                       "one point",
@@ -306,7 +282,7 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
     if (out != nullptr) {
         if (out->dtype() != out_dtype)
             throw_invalid(fmt::format("out: dtype {} given, a {} transform of {} input writes {}",
-                                      gpumath::to_string(out->dtype()), to_string(p.type), gpumath::to_string(dt),
+                                      gpumath::to_string(out->dtype()), to_string(p.kind), gpumath::to_string(dt),
                                       gpumath::to_string(out_dtype)),
                           api);
         const TensorLayout expected = user_layout(out_dtype, p.out_complex, want);
@@ -316,7 +292,7 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
             throw_invalid(
                 fmt::format("out: shape {} given, the {} transform of input shape {} along axes ({}) "
                             "writes shape {}",
-                            shape_text(*out), to_string(p.type), shape_text(in),
+                            shape_text(*out), to_string(p.kind), shape_text(in),
                             fmt::join(std::span(p.axes.data(), std::size_t(naxes)), ", "), shape_text(expected)),
                 api);
         p.out_layout = *out;
@@ -394,15 +370,15 @@ void check_fft_operands(const FftProblem& p, const TensorView& in, const TensorV
                                   gpumath::to_string(p.out_layout)),
                       api);
     check_enum(d, Direction::inverse, "direction", "a Direction", "forward, inverse", api);
-    if ((p.type == FftType::r2c && d != Direction::forward) || (p.type == FftType::c2r && d != Direction::inverse))
+    if ((p.kind == FFTKind::r2c && d != Direction::forward) || (p.kind == FFTKind::c2r && d != Direction::inverse))
         [[unlikely]]
         throw_invalid(fmt::format("direction: {} given for a {} transform, which runs {} only", to_string(d),
-                                  to_string(p.type), p.type == FftType::r2c ? "forward" : "inverse"),
+                                  to_string(p.kind), p.kind == FFTKind::r2c ? "forward" : "inverse"),
                       api);
     // Views may start anywhere; cuFFT and the pass kernels need whole elements (a real operand of
     // r2c/c2r at an odd element offset is fine: execution copies it).
     auto check_aligned = [&](const TensorView& v, bool complex, const char* role) {
-        const std::size_t bytes = size_of(p.precision) * (complex ? 2 : 1);
+        const std::size_t bytes = fft_element_bytes(p.precision, complex);
         if (reinterpret_cast<std::uintptr_t>(v.data()) % bytes != 0) [[unlikely]]
             throw_invalid(fmt::format("{}: data pointer {} is not aligned to the {}-byte size of {}", role,
                                       fmt::ptr(v.data()), bytes, element_text(p.precision, complex)),
@@ -412,10 +388,10 @@ void check_fft_operands(const FftProblem& p, const TensorView& in, const TensorV
     if (out == nullptr) return;
     check_aligned(*out, p.out_complex, "out");
     if (in.data() == out->data() && in.data() != nullptr) [[unlikely]] {
-        if (p.type != FftType::c2c)
+        if (p.kind != FFTKind::c2c)
             throw_invalid(fmt::format("out: the same memory as in; in-place transforms are only supported for c2c, "
                                       "{} needs a separate output",
-                                      to_string(p.type)),
+                                      to_string(p.kind)),
                           api);
         if (!(p.in_layout == p.out_layout))
             throw_invalid(fmt::format("out: the same memory as in, but the layouts differ (in {}, out {}); an "
@@ -506,7 +482,7 @@ Attempt attempt(const FftProblem& p, const std::array<int, 3>& dims, bool in_tem
     g.dims = dims;
     for (int k = 0; k < g.rank; ++k) {
         const auto d = std::size_t(dims[std::size_t(k)]);
-        g.n[std::size_t(k)] = p.type == FftType::c2r ? p.out.shape[d] : p.in.shape[d];
+        g.n[std::size_t(k)] = p.kind == FFTKind::c2r ? p.out.shape[d] : p.in.shape[d];
     }
     g.in.temp = in_temp;
     g.out.temp = out_temp;
@@ -599,8 +575,8 @@ Attempt attempt(const FftProblem& p, const std::array<int, 3>& dims, bool in_tem
 }  // namespace
 
 bool real_loops_aligned(const FftProblem& p, const FftGeometry& g) noexcept {
-    if (p.type == FftType::c2c) return true;
-    const auto& strides = p.type == FftType::r2c ? g.loop_in_stride : g.loop_out_stride;
+    if (p.kind == FFTKind::c2c) return true;
+    const auto& strides = p.kind == FFTKind::r2c ? g.loop_in_stride : g.loop_out_stride;
     for (int k = 0; k < g.loop_rank; ++k)
         if (strides[std::size_t(k)] % 2 != 0) return false;
     return true;
@@ -611,7 +587,7 @@ FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, 
     // the other axes go by decreasing input stride so that row-major, column-major and permuted
     // inputs nest without copies.
     std::array<int, 3> dims{};
-    const int free_axes = p.type == FftType::c2c ? p.naxes : p.naxes - 1;
+    const int free_axes = p.kind == FFTKind::c2c ? p.naxes : p.naxes - 1;
     std::array<int, 3> order{};
     for (int i = 0; i < free_axes; ++i) order[std::size_t(i)] = p.axes[std::size_t(i)];
     std::stable_sort(order.begin(), order.begin() + free_axes,
@@ -628,9 +604,9 @@ FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, 
         return op.shape[d] == 1 || op.strides[d] == 1;
     };
     if (has_zero_stride(p.in)) in_temp = true;
-    if (half && p.type == FftType::r2c && !unit_inner(p.in)) in_temp = true;
-    if (half && p.type == FftType::c2r && !unit_inner(p.out)) out_temp = true;
-    if (p.type == FftType::c2r && !p.overwrite_input) in_temp = true;
+    if (half && p.kind == FFTKind::r2c && !unit_inner(p.in)) in_temp = true;
+    if (half && p.kind == FFTKind::c2r && !unit_inner(p.out)) out_temp = true;
+    if (p.kind == FFTKind::c2r && !p.overwrite_input) in_temp = true;
 
     Attempt a = attempt(p, dims, in_temp, out_temp);
     if (!a.in_ok) a = attempt(p, dims, in_temp = true, out_temp);
@@ -645,8 +621,8 @@ FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, 
     // cuFFT refuses (CUFFT_INVALID_VALUE) a real operand of r2c/c2r that is not aligned like its
     // complex element; host-loop executions at an odd real offset would be. Copy the real side
     // (and, if its contiguous temp still loops at odd offsets, both).
-    if (p.type != FftType::c2c && !real_loops_aligned(p, a.g)) {
-        if (p.type == FftType::r2c)
+    if (p.kind != FFTKind::c2c && !real_loops_aligned(p, a.g)) {
+        if (p.kind == FFTKind::r2c)
             in_temp = true;
         else
             out_temp = true;

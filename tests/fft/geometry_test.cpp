@@ -110,14 +110,14 @@ std::vector<Index> check_side(const FftProblem& p, const FftGeometry& g, const F
 
 void check_geometry(const FftProblem& p, const FftGeometry& g) {
     SCOPED_TRACE(::testing::Message() << "in " << to_string(p.in_layout) << " out " << to_string(p.out_layout) << " "
-                                      << to_string(p.type));
+                                      << to_string(p.kind));
     // Transform lengths: the problem's, in cuFFT order.
     for (int k = 0; k < g.rank; ++k) {
         const int d = g.dims[std::size_t(k)];
-        const FftOperand& real_side = p.type == FftType::c2r ? p.out : p.in;
+        const FftOperand& real_side = p.kind == FFTKind::c2r ? p.out : p.in;
         EXPECT_EQ(g.n[std::size_t(k)], real_side.shape[std::size_t(d)]);
     }
-    if (p.type != FftType::c2c) {
+    if (p.kind != FFTKind::c2c) {
         EXPECT_EQ(g.dims[std::size_t(g.rank - 1)], p.axes[std::size_t(p.naxes - 1)]) << "halved axis innermost";
     }
     EXPECT_TRUE(real_loops_aligned(p, g)) << "a host-loop execution starts the real operand at an odd offset";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include <gpumath/fft/options.hpp>
@@ -12,8 +13,19 @@
 
 namespace gpumath::detail {
 
-/// The three transforms cuFFT computes.
-enum class FftType : std::uint8_t { c2c, r2c, c2r };
+/// The element of an FFT operand of `precision`: the precision itself for real data, c32/c64 for
+/// complex f32/f64 data, and f16/bf16 again for complex half data (pairs of it).
+[[nodiscard]] constexpr DataType fft_element(DataType precision, bool complex) noexcept {
+    if (!complex) return precision;
+    if (precision == DataType::f32) return DataType::c32;
+    if (precision == DataType::f64) return DataType::c64;
+    return precision;
+}
+
+/// Bytes of one element of an FFT operand (a complex f16/bf16 pair counts as one element).
+[[nodiscard]] constexpr std::size_t fft_element_bytes(DataType precision, bool complex) noexcept {
+    return size_of(precision) * (complex ? 2 : 1);
+}
 
 /// An operand in transform elements: a complex element counts once (also a pair of f16/bf16
 /// values, whose trailing dimension of 2 is dropped here), a real element once.
@@ -25,7 +37,8 @@ struct FftOperand {
 
 /// A validated FFT request: what the user asked for, independent of how cuFFT is driven.
 struct FftProblem {
-    FftType type = FftType::c2c;
+    /// c2c, r2c or c2r (never automatic).
+    FFTKind kind = FFTKind::c2c;
     /// f32, f64, f16 or bf16: the precision of the transform.
     DataType precision = DataType::f32;
     bool in_complex = true;
@@ -142,8 +155,5 @@ struct FftPass {
 /// A pass over `shape` reading with `src` strides and writing with `dst` strides.
 [[nodiscard]] FftPass make_fft_pass(const FftOperand& shape, const std::array<std::int64_t, max_rank>& src,
                                     const std::array<std::int64_t, max_rank>& dst) noexcept;
-
-/// "c2c", "r2c", "c2r".
-[[nodiscard]] const char* to_string(FftType type) noexcept;
 
 }  // namespace gpumath::detail
