@@ -198,7 +198,9 @@ void check_options(const MatmulOptions& options, const char* api);
 /// inputs. No CUDA calls.
 void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args, const char* api);
 
-/// The dense row-major D a call with these operands returns (validates enough to compute it).
+/// The D that the allocating calls return: Matmul::result_layout() of the same operands (dense
+/// row-major, or column-major like a column-major c). Validates enough to compute it; a
+/// column-major one is InvalidArgument naming c, because a Tensor is row-major.
 [[nodiscard]] TensorLayout allocated_result_layout(const TensorLayout& a, const TensorLayout& b,
                                                    const std::optional<TensorLayout>& c, const MatmulOptions& options,
                                                    const char* api);
@@ -245,8 +247,10 @@ public:
     MatmulPlan(const MatmulPlan&) = delete;
     MatmulPlan& operator=(const MatmulPlan&) = delete;
 
-    /// Enqueues the product.
-    void run(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream);
+    /// Enqueues the product; `current_device` is the caller's current device (the plan's device is
+    /// made current around the call when they differ).
+    void run(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream,
+             int current_device);
 
     [[nodiscard]] const MatmulProblem& problem() const noexcept { return problem_; }
     [[nodiscard]] const MatmulKey& key() const noexcept { return key_; }
@@ -302,7 +306,7 @@ private:
                                               MatmulOutputs& out);
 /// Allocates the outputs the caller did not pass, fills the pointers and runs the plan.
 MatmulOutputs run_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
-                       const MatmulArgs& args, core::StreamRef stream);
+                       const MatmulArgs& args, core::StreamRef stream, int current_device);
 
 /// Reads the current device (throws CudaError without one).
 [[nodiscard]] int matmul_current_device();

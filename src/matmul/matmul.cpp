@@ -59,9 +59,11 @@ public:
                           core::StreamRef stream) {
         check_call(a, b, &d, args, "Matmul::execute");
         MatmulPlan* p = fast_.load(std::memory_order_acquire);
-        if (p != nullptr && matches(*p, a, b, d, args)) return run_plan(*p, a, b, d, args, stream);
-        const std::shared_ptr<MatmulPlan> plan = slow_plan(a, b, d, args);
-        return run_plan(*plan, a, b, d, args, stream);
+        if (p != nullptr && matches(*p, a, b, d, args)) return run_plan(*p, a, b, d, args, stream, matmul_current_device());
+        int device = -1;  // asked for only after the operands passed validation
+        const std::shared_ptr<MatmulPlan> plan = slow_plan(a, b, d, args, device);
+        if (device < 0) device = matmul_current_device();
+        return run_plan(*plan, a, b, d, args, stream, device);
     }
 
     MatmulResult execute_allocating(const TensorView& a, const TensorView& b, const MatmulArgs& args,
@@ -185,9 +187,9 @@ private:
     }
 
     /// The plan for a call that the primary plan does not match: a variant planned before, or a
-    /// new one (the signature is built only then).
+    /// new one (the signature is built only then; `device` is set to the current device then).
     std::shared_ptr<MatmulPlan> slow_plan(const TensorView& a, const TensorView& b, const TensorView& d,
-                                          const MatmulArgs& args) {
+                                          const MatmulArgs& args, int& device) {
         const MatmulKey key = make_call_key(a, b, d, args, options_, -1);
         std::lock_guard lock(mutex_);
         // A plan with these layouts exists only for operands that passed check_operands.
@@ -197,7 +199,7 @@ private:
         const MatmulSignature sig = signature_of(a, b, &d, args);
         check_operands(sig, "Matmul::execute");
         MatmulProblem problem = analyze(sig, options_, "Matmul::execute");
-        const int device = matmul_current_device();
+        device = matmul_current_device();
         if (!primary_) {
             publish(make_plan(problem, device, preferences_.max_algorithms));
             return primary_;

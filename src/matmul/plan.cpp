@@ -320,12 +320,11 @@ void MatmulPlan::set_pointer(cublasLtMatmulDescAttributes_t attr, int slot, cons
     current_[std::size_t(slot)] = value;
 }
 
-void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream) {
+void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream,
+                     int current_device) {
     const MatmulProblem& P = problem_;
-    int current = 0;
-    check(cudaGetDevice(&current), "cudaGetDevice", "finding the current device for a matmul");
     std::optional<DeviceGuard> guard;
-    if (current != device_) guard.emplace(device_);
+    if (current_device != device_) guard.emplace(device_);
 
     alignas(16) unsigned char alpha_buf[16];
     alignas(16) unsigned char beta_buf[16];
@@ -419,10 +418,10 @@ MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, con
 }
 
 MatmulOutputs run_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
-                       const MatmulArgs& args, core::StreamRef stream) {
+                       const MatmulArgs& args, core::StreamRef stream, int current_device) {
     MatmulOutputs out;
     const MatmulPointers p = prepare_pointers(plan, a, b, d, args, stream, out);
-    plan.run(p, args.alpha, args.beta, stream);
+    plan.run(p, args.alpha, args.beta, stream, current_device);
     return out;
 }
 

@@ -167,6 +167,41 @@ bool has_broadcast_stride(const TensorLayout& l) {
     return false;
 }
 
+/// The extents of a's and b's batch dimensions that do not broadcast.
+struct BatchClash {
+    std::int64_t a = 1, b = 1;
+};
+
+/// NumPy broadcasting of the batch dimensions of a and b; nullopt (and the clash) when they do not
+/// broadcast.
+std::optional<BatchShape> broadcast_batch(const TensorLayout& a, const TensorLayout& b, BatchClash* clash) {
+    const auto ab = batch_dims(a), bb = batch_dims(b);
+    BatchShape full;
+    full.rank = int(std::max(ab.size(), bb.size()));
+    for (int i = 0; i < full.rank; ++i) {
+        const int ia = i - (full.rank - int(ab.size())), ib = i - (full.rank - int(bb.size()));
+        const std::int64_t ea = ia >= 0 ? ab[std::size_t(ia)] : 1, eb = ib >= 0 ? bb[std::size_t(ib)] : 1;
+        if (ea != eb && ea != 1 && eb != 1) {
+            if (clash != nullptr) *clash = {ea, eb};
+            return std::nullopt;
+        }
+        full.dims[std::size_t(i)] = std::max(ea, eb);
+    }
+    return full;
+}
+
+/// The D of a call without a d view: dense (*batch, M, N), row-major unless c is given and can only
+/// be read with a column-major D (cuBLASLt reads C and writes D with one unit-stride dimension);
+/// then column-major.
+TensorLayout default_result_layout(DataType t, const BatchShape& batch, std::int64_t m, std::int64_t n,
+                                   const TensorLayout* c) {
+    if (c != nullptr && c->rank() >= 2 && c->shape(-2) == m && c->shape(-1) == n) {
+        const Matrix cm = matrix_of(*c);
+        if (!col_major(n, m, cm.cs, cm.rs) && col_major(m, n, cm.rs, cm.cs)) return strided(t, batch, m, n, 1, m, m * n);
+    }
+    return dense(t, batch, m, n);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Types.
 
@@ -389,19 +424,12 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     P.b = b;
 
     // Batch: NumPy broadcasting of a's and b's leading dimensions.
-    BatchShape full;
-    {
-        const auto ab = batch_dims(a), bb = batch_dims(b);
-        full.rank = int(std::max(ab.size(), bb.size()));
-        for (int i = 0; i < full.rank; ++i) {
-            const int ia = i - (full.rank - int(ab.size())), ib = i - (full.rank - int(bb.size()));
-            const std::int64_t ea = ia >= 0 ? ab[std::size_t(ia)] : 1, eb = ib >= 0 ? bb[std::size_t(ib)] : 1;
-            if (ea != eb && ea != 1 && eb != 1)
-                invalid(api, "b: batch dimensions of shape {} do not broadcast with a's {} (extent {} vs {})",
-                        shape_text(b), shape_text(a), eb, ea);
-            full.dims[std::size_t(i)] = std::max(ea, eb);
-        }
-    }
+    BatchClash clash;
+    const std::optional<BatchShape> broadcast = broadcast_batch(a, b, &clash);
+    if (!broadcast)
+        invalid(api, "b: batch dimensions of shape {} do not broadcast with a's {} (extent {} vs {})", shape_text(b),
+                shape_text(a), clash.b, clash.a);
+    const BatchShape& full = *broadcast;
     P.batch = full.count();
     if (P.batch > std::numeric_limits<std::int32_t>::max())
         unsupported(api, "a, b: {} products in the batch; cuBLASLt's batch count is a 32-bit integer", P.batch);
@@ -544,10 +572,7 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
         if (has_broadcast_stride(d))
             invalid(api, "d: strides {} repeat elements (a stride of 0); an output must not broadcast", strides_text(d));
     } else {
-        d = dense(dt, full, M, N);
-        if (sig.c && sig.c->shape().size() == d.shape().size() &&
-            std::equal(sig.c->shape().begin(), sig.c->shape().end(), d.shape().begin()) && !has_broadcast_stride(*sig.c))
-            d = TensorLayout(dt, sig.c->shape(), sig.c->strides());
+        d = default_result_layout(dt, full, M, N, sig.c ? &*sig.c : nullptr);
     }
     P.d = d;
 
@@ -987,31 +1012,27 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
 TensorLayout allocated_result_layout(const TensorLayout& a, const TensorLayout& b, const std::optional<TensorLayout>& c,
                                      const MatmulOptions& options, const char* api) {
     check_options(options, api);
+    TensorLayout d;
+    const auto result = options.result_type ? options.result_type : default_result(a.dtype());
+    std::optional<BatchShape> batch;
     // The common case without analysis: rank >= 2, matching K, broadcastable batches.
-    if (a.rank() >= 2 && b.rank() >= 2 && a.shape(-1) == b.shape(-2)) {
-        const auto ab = batch_dims(a), bb = batch_dims(b);
-        const int rank = int(std::max(ab.size(), bb.size()));
-        std::array<std::int64_t, max_rank> shape{};
-        bool ok = rank + 2 <= max_rank;
-        for (int i = 0; ok && i < rank; ++i) {
-            const int ia = i - (rank - int(ab.size())), ib = i - (rank - int(bb.size()));
-            const std::int64_t ea = ia >= 0 ? ab[std::size_t(ia)] : 1, eb = ib >= 0 ? bb[std::size_t(ib)] : 1;
-            ok = ea == eb || ea == 1 || eb == 1;
-            shape[std::size_t(i)] = std::max(ea, eb);
-        }
-        const auto result = options.result_type ? options.result_type : default_result(a.dtype());
-        if (ok && result) {
-            shape[std::size_t(rank)] = a.shape(-2);
-            shape[std::size_t(rank) + 1] = b.shape(-1);
-            return TensorLayout(*result, std::span<const std::int64_t>(shape.data(), std::size_t(rank) + 2));
-        }
+    if (a.rank() >= 2 && b.rank() >= 2 && a.shape(-1) == b.shape(-2)) batch = broadcast_batch(a, b, nullptr);
+    if (batch && result) {
+        d = default_result_layout(*result, *batch, a.shape(-2), b.shape(-1), c ? &*c : nullptr);
+    } else {
+        MatmulSignature sig;
+        sig.a = a;
+        sig.b = b;
+        sig.c = c;
+        sig.from_layouts = true;
+        d = analyze(sig, options, api).d;  // throws the precise error
     }
-    MatmulSignature sig;
-    sig.a = a;
-    sig.b = b;
-    sig.c = c;
-    sig.from_layouts = true;
-    return analyze(sig, options, api).d;  // throws the precise error
+    if (!(d == TensorLayout(d.dtype(), d.shape())))
+        invalid(api, "c: strides {} make d column-major (cuBLASLt reads c and writes d along one unit-stride "
+                     "dimension), and the allocating calls return a row-major Tensor; pass a d view laid out as {} "
+                     "(Matmul::result_layout())",
+                strides_text(*c), to_string(d));
+    return d;
 }
 
 }  // namespace gpumath::detail

@@ -36,14 +36,11 @@ int device_or_validate(const MatmulSignature& sig, const MatmulOptions& options,
 }  // namespace
 }  // namespace detail
 
-MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
-                     const MatmulOptions& options, core::StreamRef stream) {
-    constexpr const char* api = "matmul";
-    detail::check_options(options, api);
-    detail::check_call(a, b, &d, args, api);
-    int device = 0;
-    if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]]
-        (void)detail::device_or_validate(detail::signature_of(a, b, &d, args), options, api);  // throws
+namespace {
+
+/// matmul() into `d` on the current device `device`, after the checks of the call.
+MatmulOutputs matmul_on(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                        const MatmulOptions& options, core::StreamRef stream, int device, const char* api) {
     const detail::MatmulKey key = detail::make_call_key(a, b, d, args, options, device);
     bool created = false;
     const std::shared_ptr<detail::MatmulPlan> plan = detail::plan_cache().get_or_create(key, [&] {
@@ -55,7 +52,20 @@ MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView&
         detail::log(LogLevel::debug, "matmul plan cache {}: M={} N={} K={} epilog {} algorithm {}",
                     created ? "miss" : "hit", plan->problem().m, plan->problem().n, plan->problem().k,
                     to_string(plan->problem().epilog), plan->infos()[plan->selected()].id);
-    return detail::run_plan(*plan, a, b, d, args, stream);
+    return detail::run_plan(*plan, a, b, d, args, stream, device);
+}
+
+}  // namespace
+
+MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                     const MatmulOptions& options, core::StreamRef stream) {
+    constexpr const char* api = "matmul";
+    detail::check_options(options, api);
+    detail::check_call(a, b, &d, args, api);
+    int device = 0;
+    if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]]
+        (void)detail::device_or_validate(detail::signature_of(a, b, &d, args), options, api);  // throws
+    return matmul_on(a, b, d, args, options, stream, device, api);
 }
 
 MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& args, const MatmulOptions& options,
@@ -64,16 +74,14 @@ MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& 
     detail::check_call(a, b, nullptr, args, api);
     const std::optional<TensorLayout> c = args.c ? std::optional<TensorLayout>(*args.c) : std::nullopt;
     const TensorLayout layout = detail::allocated_result_layout(a, b, c, options, api);
-    {
-        // Validate before allocating, so bad input is InvalidArgument on any machine.
-        detail::MatmulSignature sig = detail::signature_of(a, b, nullptr, args);
-        sig.d = layout;
-        (void)detail::device_or_validate(sig, options, api);
-    }
+    // Validate before allocating, so bad input is InvalidArgument on any machine.
+    detail::MatmulSignature sig = detail::signature_of(a, b, nullptr, args);
+    sig.d = layout;
+    const int device = detail::device_or_validate(sig, options, api);
     detail::reject_capture(stream, api, "gpumath allocates no results during a capture: pass d (the form with a d view)");
     MatmulResult r;
     r.d = Tensor::empty(layout, stream, options.memory_resource);
-    static_cast<MatmulOutputs&>(r) = matmul(a, b, r.d.view(), args, options, stream);
+    static_cast<MatmulOutputs&>(r) = matmul_on(a, b, r.d.view(), args, options, stream, device, api);
     return r;
 }
 

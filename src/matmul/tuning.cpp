@@ -116,7 +116,7 @@ void autotune_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, c
         plan.select(i);
         try {
             if (restore) copy_async(d.data(), backup.data(), backup.size_bytes(), stream);
-            plan.run(p, args.alpha, args.beta, stream);
+            plan.run(p, args.alpha, args.beta, stream, plan.device());
         } catch (const CublasError& e) {
             failed[i] = true;
             if (!first_error) first_error = e;
@@ -136,7 +136,7 @@ void autotune_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, c
             check(cudaMemsetAsync(flush.data(), it & 0xff, flush.size_bytes(), stream.handle()), "cudaMemsetAsync",
                   "flushing the L2 cache between autotune runs");
             check(cudaEventRecord(start[e], stream.handle()), "cudaEventRecord");
-            plan.run(p, args.alpha, args.beta, stream);
+            plan.run(p, args.alpha, args.beta, stream, plan.device());
             check(cudaEventRecord(stop[e], stream.handle()), "cudaEventRecord");
         }
     }

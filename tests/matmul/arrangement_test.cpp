@@ -202,6 +202,37 @@ TEST(MatmulArrangement, VectorsTakeEitherOrientation) {
     EXPECT_EQ(q.lt_d.rows, 1u);
 }
 
+TEST(MatmulArrangement, AllocatedResultIsTheDefaultResult) {
+    // One rule for the D of a call without a d view: what Matmul plans for (result_layout) and what
+    // the allocating calls allocate.
+    const TensorLayout a(f32, {2, 8, 4}), b(f32, {4, 6});
+    const std::optional<TensorLayout> cs[] = {std::nullopt,
+                                              TensorLayout(f32, {2, 8, 6}),
+                                              TensorLayout(f32, {2, 8, 6}, {200, 16, 1}),
+                                              TensorLayout(f32, {8, 6}),
+                                              TensorLayout(f32, {1, 8, 6}, {0, 6, 1})};
+    for (const auto& c : cs) {
+        const TensorLayout allocated = allocated_result_layout(a, b, c, {}, "test");
+        EXPECT_EQ(allocated, TensorLayout(f32, {2, 8, 6}));
+        EXPECT_EQ(analyze_layouts(a, b, std::nullopt, {}, std::nullopt, c).d, allocated);
+        Matmul mm = c ? Matmul(a, b, *c) : Matmul(a, b);
+        EXPECT_EQ(mm.result_layout(), allocated);
+    }
+    // result_type and batch broadcasting of both operands.
+    EXPECT_EQ(allocated_result_layout(TensorLayout(DataType::bf16, {4, 1, 8, 4}), TensorLayout(DataType::bf16, {3, 4, 6}),
+                                      std::nullopt, {.result_type = f32}, "test"),
+              TensorLayout(f32, {4, 3, 8, 6}));
+    // A column-major C makes D column-major: Matmul plans for it, the allocating calls refuse it.
+    const TensorLayout c_col(f32, {2, 8, 6}, {48, 1, 8});
+    EXPECT_EQ(analyze_layouts(a, b, std::nullopt, {}, std::nullopt, c_col).d, c_col);
+    gpumath::test::expect_throw_with<InvalidArgument>([&] { (void)allocated_result_layout(a, b, c_col, {}, "test"); },
+                                                      {"test", "c:", "column-major", "d view"});
+    // Invalid operands get analyze's message.
+    gpumath::test::expect_throw_with<InvalidArgument>(
+        [&] { (void)allocated_result_layout(a, TensorLayout(f32, {3, 4, 6}), std::nullopt, {}, "test"); },
+        {"b: batch dimensions", "extent 3 vs 2"});
+}
+
 TEST(MatmulKeys, TextRoundTripAndComparisons) {
     MatmulSignature s;
     s.a = TensorLayout(f32, {3, 8, 4});

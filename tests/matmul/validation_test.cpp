@@ -569,6 +569,31 @@ TEST(MatmulProblemInfo, DescribesTheProblem) {
     EXPECT_EQ(with_c.result_layout(), TensorLayout(f32, {8, 6}, {1, 8}));
 }
 
+TEST(MatmulProblemInfo, ResultLayoutIsWhatTheAllocatingCallsReturn) {
+    // D is dense and shares C's unit-stride dimension: a padded row-major C gives a dense row-major
+    // D, a batched column-major C a dense column-major D (batch stride M * N).
+    const TensorLayout a(f32, {3, 8, 4}), b(f32, {4, 6});
+    Matmul padded(a, b, TensorLayout(f32, {3, 8, 6}, {160, 16, 1}));
+    EXPECT_EQ(padded.result_layout(), TensorLayout(f32, {3, 8, 6}));
+    Matmul broadcast_c(a, b, TensorLayout(f32, {8, 6}));
+    EXPECT_EQ(broadcast_c.result_layout(), TensorLayout(f32, {3, 8, 6}));
+    Matmul col(a, b, TensorLayout(f32, {3, 8, 6}, {48, 1, 8}));
+    EXPECT_EQ(col.result_layout(), TensorLayout(f32, {3, 8, 6}, {48, 1, 8}));
+    Matmul col_broadcast(a, b, TensorLayout(f32, {8, 6}, {1, 8}));
+    EXPECT_EQ(col_broadcast.result_layout(), TensorLayout(f32, {3, 8, 6}, {48, 1, 8}));
+
+    // A Tensor is row-major, so the allocating calls refuse a column-major C before any GPU work,
+    // naming c and the d view to pass (they used to allocate a row-major D that C did not fit).
+    const TensorView av = v(0, f32, {3, 8, 4}), bv = v(1, f32, {4, 6});
+    const TensorView c_col = v(3, f32, {3, 8, 6}, {48, 1, 8});
+    const std::initializer_list<std::string> refusal = {"c:", "(48, 1, 8)", "column-major", "row-major Tensor",
+                                                        "d view"};
+    expect_throw_with<InvalidArgument>([&] { (void)col.execute(av, bv, {.beta = 1.0, .c = c_col}); }, refusal);
+    expect_throw_with<InvalidArgument>([&] { (void)matmul(av, bv, {.beta = 1.0, .c = c_col}); }, refusal);
+    expect_throw_with<InvalidArgument>([&] { (void)matmul(av, bv, {.beta = 1.0, .c = v(3, f32, {8, 6}, {1, 8})}); },
+                                       {"c:", "column-major", "d view"});
+}
+
 TEST(MatmulProblemInfo, StringsOfEnumerators) {
     EXPECT_EQ(to_string(Epilog::dgelu_bgrad), "dgelu_bgrad");
     EXPECT_EQ(to_string(ComputeType::f32_fast_tf32), "f32_fast_tf32");

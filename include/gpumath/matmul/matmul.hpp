@@ -37,7 +37,8 @@ class Matmul {
 public:
     /// A product of operands laid out like `a` and `b` (pointers are not needed yet).
     Matmul(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options = {});
-    /// The same with a C operand laid out like `c` (D is then laid out like C).
+    /// The same with a C operand laid out like `c` (D then shares C's unit-stride dimension: see
+    /// result_layout()).
     Matmul(const TensorLayout& a, const TensorLayout& b, const TensorLayout& c, const MatmulOptions& options = {});
     /// Moves the plan; the moved-from Matmul is empty: its methods throw InvalidArgument
     /// ("moved-from Matmul") and its noexcept accessors return 0, an empty layout or defaults.
@@ -48,7 +49,7 @@ public:
     ~Matmul();
 
     /// Asks cuBLASLt's heuristics for up to `preferences.max_algorithms` algorithms for the
-    /// default operands (D dense row-major, or like C; bias per column; aux and bias gradients
+    /// default operands (D as result_layout(); bias per column; aux and bias gradients
     /// allocated; 256-byte aligned pointers) and selects the first. Returns the candidates.
     /// Throws NotSupported when cuBLASLt has no algorithm for the problem.
     const std::vector<AlgorithmInfo>& plan(const PlanPreferences& preferences = {});
@@ -87,7 +88,8 @@ public:
     /// (cached in this object), never one that needs more. Returns the outputs gpumath allocated.
     MatmulOutputs execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args = {},
                           core::StreamRef stream = {});
-    /// The same, allocating D (row-major (..., M, N), of the result type) from the memory resource.
+    /// The same, allocating D (result_layout(), row-major) from the memory resource. InvalidArgument
+    /// when result_layout() is column-major (a column-major c): pass a d view then.
     MatmulResult execute(const TensorView& a, const TensorView& b, const MatmulArgs& args = {},
                          core::StreamRef stream = {});
 
@@ -97,8 +99,9 @@ public:
     [[nodiscard]] std::int64_t k() const noexcept;
     /// Number of products in the batch (1 when unbatched, 0 when moved from).
     [[nodiscard]] std::int64_t batch_count() const noexcept;
-    /// The layout of D this object plans for by default: dense row-major (..., M, N) of the result
-    /// type, or laid out like C.
+    /// The layout of D this object plans for by default, and the D that execute(a, b, args)
+    /// allocates: dense (..., M, N) of the result type, row-major, or column-major when c can only be
+    /// read with a column-major D (cuBLASLt reads C and writes D along one unit-stride dimension).
     [[nodiscard]] const TensorLayout& result_layout() const noexcept;
     /// The compute type in use (`automatic` resolved).
     [[nodiscard]] ComputeType compute_type() const noexcept;
@@ -117,6 +120,7 @@ MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView&
                      const MatmulOptions& options = {}, core::StreamRef stream = {});
 
 /// The same, allocating D (row-major (..., M, N), of `options.result_type` or the default).
+/// InvalidArgument for a c that only a column-major D fits: pass a d view then.
 MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& args = {},
                     const MatmulOptions& options = {}, core::StreamRef stream = {});
 
