@@ -88,6 +88,8 @@ const char* nvrtc_status_name(int s) noexcept {
 }  // namespace
 
 void throw_cuda(cudaError_t status, const char* api, std::string_view context) {
+    // The status is now the exception's; leave no copy behind for cudaGetLastError to report again.
+    (void)cudaGetLastError();
     std::string message = compose(api, cudaGetErrorName(status), int(status), context);
     if (is_no_device(status)) {
         message = fmt::format("no CUDA driver/device: {} ({})", message, cudaGetErrorString(status));

@@ -73,6 +73,42 @@ TEST(Errors, ContextIsBuiltOnlyOnFailure) {
     EXPECT_EQ(calls, 1);
 }
 
+TEST(Errors, NvrtcAndNvJitLinkStatusesGoThroughTheSameCheck) {
+    int context_calls = 0, log_calls = 0;
+    auto context = [&] {
+        ++context_calls;
+        return std::string("compiling 'k'");
+    };
+    auto log = [&] {
+        ++log_calls;
+        return std::string("k.cu(1): error: expected a ;");
+    };
+    detail::check_nvrtc(0, "nvrtcCompileProgram", context, log);
+    detail::check_nvjitlink(0, "nvJitLinkComplete", context, log);
+    EXPECT_EQ(context_calls, 0);
+    EXPECT_EQ(log_calls, 0);
+    try {
+        detail::check_nvrtc(6, "nvrtcCompileProgram", context, log);
+        FAIL() << "no throw";
+    } catch (const CompileError& e) {
+        EXPECT_STREQ(e.what(), "nvrtcCompileProgram: NVRTC_ERROR_COMPILATION (6): compiling 'k'\n"
+                               "k.cu(1): error: expected a ;");
+        EXPECT_EQ(e.status(), 6);
+        EXPECT_EQ(e.api(), "nvrtcCompileProgram");
+        EXPECT_EQ(e.log(), "k.cu(1): error: expected a ;");
+    }
+    try {
+        detail::check_nvjitlink(4, "nvJitLinkComplete", "linking 'app'");
+        FAIL() << "no throw";
+    } catch (const LinkError& e) {
+        EXPECT_STREQ(e.what(), "nvJitLinkComplete: NVJITLINK_ERROR_PTX_COMPILE (4): linking 'app'");
+        EXPECT_EQ(e.status(), 4);
+        EXPECT_EQ(e.log(), "");
+    }
+    EXPECT_EQ(context_calls, 1);
+    EXPECT_EQ(log_calls, 1);
+}
+
 TEST(Errors, ReleaseNoexceptSwallows) {
     bool ran = false;
     detail::release_noexcept([&] {

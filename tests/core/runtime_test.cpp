@@ -119,6 +119,18 @@ TEST(Event, MovedFromEventsAndStreamsThrowBeforeAnyCudaCall) {
     EXPECT_TRUE(b.ready());
 }
 
+TEST(Errors, ARaisedCudaErrorLeavesNoLastErrorBehind) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    auto pool = std::make_shared<core::DeviceMemoryResource>();
+    (void)cudaGetLastError();
+    // An allocation no device can satisfy: cudaErrorMemoryAllocation, which is not sticky.
+    EXPECT_THROW((void)pool->allocate(std::size_t(1) << 60, s), CudaError);
+    // The caller's own error check after gpumath threw must not see the same error again.
+    EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 TEST(Memory, PoolAllocatesAndFreesInStreamOrder) {
     GPUMATH_REQUIRE_GPU();
     core::Stream s;

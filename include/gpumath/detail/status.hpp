@@ -12,6 +12,9 @@
 namespace gpumath::detail {
 
 // Cold paths: build the message (with fmt, in src/) and throw. `context` says what gpumath was doing.
+// throw_cuda also clears the runtime's last-error state (cudaGetLastError), so an error gpumath has
+// reported as an exception is not reported a second time by the caller's next error check; sticky
+// errors (a faulted context) stay, as the runtime keeps returning them.
 [[noreturn]] void throw_cuda(cudaError_t status, const char* api, std::string_view context);
 [[noreturn]] void throw_cu(CUresult status, const char* api, std::string_view context);
 [[noreturn]] void throw_cublas(int status, const char* api, std::string_view context);
@@ -61,6 +64,23 @@ template <class Context = const char*>
 inline void check_cufft(int status, const char* api, Context&& context = "") {
     if (status != 0) [[unlikely]]
         throw_cufft(status, api, context_text(static_cast<Context&&>(context)));
+}
+
+/// Throws CompileError (with `log`) unless `status` (an nvrtcResult) is NVRTC_SUCCESS (0). `log`,
+/// like `context`, may be a callable that is only invoked on failure.
+template <class Context = const char*, class Log = const char*>
+inline void check_nvrtc(int status, const char* api, Context&& context = "", Log&& log = "") {
+    if (status != 0) [[unlikely]]
+        throw_nvrtc(status, api, context_text(static_cast<Context&&>(context)), context_text(static_cast<Log&&>(log)));
+}
+
+/// Throws LinkError (with `log`) unless `status` (an nvJitLinkResult) is NVJITLINK_SUCCESS (0).
+/// `log`, like `context`, may be a callable that is only invoked on failure.
+template <class Context = const char*, class Log = const char*>
+inline void check_nvjitlink(int status, const char* api, Context&& context = "", Log&& log = "") {
+    if (status != 0) [[unlikely]]
+        throw_nvjitlink(status, api, context_text(static_cast<Context&&>(context)),
+                        context_text(static_cast<Log&&>(log)));
 }
 
 /// Calls `f` and swallows any exception: for destructors and other noexcept release paths.

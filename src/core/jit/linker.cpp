@@ -150,21 +150,20 @@ ObjectCode Linker::link(CodeType target) const {
         std::string log = link.h != nullptr ? link_log(link.h) : std::string();
         if (r == NVJITLINK_ERROR_UNRECOGNIZED_OPTION)
             detail::throw_invalid(fmt::format("LinkerOptions: nvJitLink rejected an option while {}: {}", what, log), api);
-        detail::throw_nvjitlink(int(r), "nvJitLinkCreate", what, std::move(log));
+        detail::check_nvjitlink(int(r), "nvJitLinkCreate", what, log);
     }
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
         const ObjectCode& c = inputs_[i];
         const std::span<const std::byte> b = c.bytes();
         const std::string name = fmt::format("{}#{}", c.name(), i);
-        r = nvJitLinkAddData(link.h, input_type(c.type()), b.data(), b.size(), name.c_str());
-        if (r != NVJITLINK_SUCCESS)
-            detail::throw_nvjitlink(int(r), "nvJitLinkAddData",
-                                    fmt::format("{}: adding input {} ('{}', {})", what, i, c.name(), to_string(c.type())),
-                                    link_log(link.h));
+        detail::check_nvjitlink(
+            int(nvJitLinkAddData(link.h, input_type(c.type()), b.data(), b.size(), name.c_str())), "nvJitLinkAddData",
+            [&] { return fmt::format("{}: adding input {} ('{}', {})", what, i, c.name(), to_string(c.type())); },
+            [&] { return link_log(link.h); });
     }
     r = nvJitLinkComplete(link.h);
-    std::string log = link_log(link.h);
-    if (r != NVJITLINK_SUCCESS) detail::throw_nvjitlink(int(r), "nvJitLinkComplete", what, std::move(log));
+    std::string log = link_log(link.h);  // kept with the result too (warnings, -v output)
+    detail::check_nvjitlink(int(r), "nvJitLinkComplete", what, log);
 
     auto data = std::make_shared<detail::ObjectCodeData>();
     data->type = target;

@@ -287,11 +287,6 @@ std::string program_log(nvrtcProgram p) {
     return log;
 }
 
-void check_nvrtc(nvrtcResult r, const char* api, std::string_view context) {
-    if (r != NVRTC_SUCCESS) [[unlikely]]
-        throw_nvrtc(int(r), api, context, {});
-}
-
 }  // namespace
 
 core::ObjectCode nvrtc_compile(const CompileJob& job) {
@@ -320,15 +315,18 @@ core::ObjectCode nvrtc_compile(const CompileJob& job) {
         throw_invalid(fmt::format("ProgramOptions: NVRTC rejected an option while {} (options: {}): {}", what,
                                   fmt::join(job.flags, " "), log),
                       "nvrtcCompileProgram");
-    if (r != NVRTC_SUCCESS) {
-        std::string context = fmt::format("{} (options: {})", what, fmt::join(job.flags, " "));
-        const bool no_toolkit = std::none_of(job.flags.begin(), job.flags.end(), [](const std::string& f) {
-            return f.starts_with("-I") && has_toolkit_headers(f.substr(2));
-        });
-        if (no_toolkit && log.find("cannot open source file") != std::string::npos)
-            context += "; note: no CUDA toolkit headers were found: set ProgramOptions::toolkit_root or CUDA_PATH";
-        throw_nvrtc(int(r), "nvrtcCompileProgram", context, std::move(log));
-    }
+    check_nvrtc(
+        int(r), "nvrtcCompileProgram",
+        [&] {
+            std::string context = fmt::format("{} (options: {})", what, fmt::join(job.flags, " "));
+            const bool no_toolkit = std::none_of(job.flags.begin(), job.flags.end(), [](const std::string& f) {
+                return f.starts_with("-I") && has_toolkit_headers(f.substr(2));
+            });
+            if (no_toolkit && log.find("cannot open source file") != std::string::npos)
+                context += "; note: no CUDA toolkit headers were found: set ProgramOptions::toolkit_root or CUDA_PATH";
+            return context;
+        },
+        log);
 
     auto data = std::make_shared<ObjectCodeData>();
     data->type = job.target;
@@ -354,7 +352,7 @@ core::ObjectCode nvrtc_compile(const CompileJob& job) {
         break;
     case core::CodeType::fatbin: break;
     }
-    if (data->bytes.empty())
+    if (data->bytes.empty())  // not a status NVRTC returns, but the same failure for the caller
         throw_nvrtc(int(NVRTC_ERROR_INTERNAL_ERROR), "nvrtcCompileProgram",
                     fmt::format("{}: NVRTC produced no {}", what, core::to_string(job.target)), data->log);
     for (const std::string& e : job.name_expressions) {
