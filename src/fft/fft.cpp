@@ -112,6 +112,10 @@ struct FftVariant {
     [[nodiscard]] bool fuses() const noexcept { return fused_prolog || fused_epilog || fused_scale; }
 };
 
+// Indices of FFTImpl::owned and FFTImpl::run.
+constexpr std::size_t aligned = 0;
+constexpr std::size_t odd_real = 1;
+
 struct FFTImpl {
     FftProblem p;
     FFTOptions options;
@@ -122,12 +126,11 @@ struct FFTImpl {
     int device = -1;
     std::string arch;
     CallbackMode mode = CallbackMode::automatic;  // resolved: fused or separate with callbacks
-    bool fuse = false;                            // run[] variants are fused ones
-    std::vector<std::unique_ptr<FftVariant>> owned;
-    std::array<std::atomic<FftVariant*>, 2> run{};  // by Direction
-    // r2c/c2r with a real operand at an odd real offset: variants that copy the real side.
-    std::vector<std::unique_ptr<FftVariant>> unaligned_owned;
-    std::array<std::atomic<FftVariant*>, 2> unaligned_run{};
+    bool fuse = false;                            // the aligned variants are fused ones
+    // Variants by operand alignment: `aligned`, or `odd_real` for r2c/c2r whose real operand starts
+    // at an odd real offset (those variants copy the real side); run[] by alignment and Direction.
+    std::array<std::vector<std::unique_ptr<FftVariant>>, 2> owned;
+    std::array<std::array<std::atomic<FftVariant*>, 2>, 2> run{};
     std::shared_ptr<core::MemoryResource> resource;
     std::shared_ptr<StreamWorkspace> workspace;
 
@@ -139,12 +142,14 @@ struct FFTImpl {
     void plan_locked();
     FftVariant* fused_for_locked(Direction d);
     std::unique_ptr<FftVariant> build(bool in_temp, bool out_temp, bool fused, Direction direction);
-    FftVariant* variant_for(Direction d);
-    FftVariant* unaligned_variant_for(Direction d);
+    FftVariant* variant_for(std::size_t alignment, Direction d);
+    FftVariant* odd_real_variant_locked(Direction d);
     core::Kernel pass_kernel(bool input, const FFTCallback* callback);
     void run_variant(FftVariant& v, const void* in, void* out, Direction d, core::StreamRef stream, void* work);
     void execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream);
     void enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream);
+    void enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream, int current);
+    void plan_first_execution(core::StreamRef stream);
     double measure(FftVariant& v, const void* in, void* out, core::StreamRef stream, void* work);
 };
 
@@ -493,26 +498,26 @@ void FFTImpl::plan_locked() {
     if (!callbacks) {
         if (asked != CallbackMode::fused) {
             // Normalization is a separate pass (fused into a generated store only in fused mode).
-            owned.push_back(build(false, false, false, first));
-            run[0] = owned.back().get();
-            run[1] = owned.back().get();
+            owned[aligned].push_back(build(false, false, false, first));
+            run[aligned][0] = owned[aligned].back().get();
+            run[aligned][1] = owned[aligned].back().get();
             return;
         }
         fuse = true;
-        run[std::size_t(first)] = fused_for_locked(first);
+        run[aligned][std::size_t(first)] = fused_for_locked(first);
         return;
     }
 
     if (asked == CallbackMode::separate) {
-        owned.push_back(build(false, false, false, first));
-        run[0] = owned.back().get();
-        run[1] = owned.back().get();
+        owned[aligned].push_back(build(false, false, false, first));
+        run[aligned][0] = owned[aligned].back().get();
+        run[aligned][1] = owned[aligned].back().get();
         mode = CallbackMode::separate;
         return;
     }
     if (asked == CallbackMode::fused) {
         try {
-            run[std::size_t(first)] = fused_for_locked(first);
+            run[aligned][std::size_t(first)] = fused_for_locked(first);
         } catch (const CufftError& e) {
             throw CufftError(fmt::format("{}\ncuFFT refused the plan with fused callbacks; CallbackMode::separate (or "
                                          "automatic) runs the same callbacks in a separate pass",
@@ -553,46 +558,44 @@ void FFTImpl::plan_locked() {
         log(LogLevel::info, "fft: callbacks fused {:.4f} ms, separate {:.4f} ms per transform: using {}", tf, ts,
             tf < ts ? "fused" : "separate");
         if (tf < ts) {
-            run[std::size_t(first)] = fused.get();
-            owned.push_back(std::move(fused));
+            run[aligned][std::size_t(first)] = fused.get();
+            owned[aligned].push_back(std::move(fused));
             mode = CallbackMode::fused;
             fuse = true;
             return;
         }
     }
-    run[0] = separate.get();
-    run[1] = separate.get();
-    owned.push_back(std::move(separate));
+    run[aligned][0] = separate.get();
+    run[aligned][1] = separate.get();
+    owned[aligned].push_back(std::move(separate));
     mode = CallbackMode::separate;
 }
 
 FftVariant* FFTImpl::fused_for_locked(Direction d) {
     // A fused variant bakes one scale into its store; reuse one that fits this direction.
     const double scale = fft_scale(p, d);
-    // Only fused variants are in `owned` when this runs (a separate one serves both directions).
-    for (const auto& v : owned) {
+    // Only fused variants are aligned ones when this runs (a separate one serves both directions).
+    for (const auto& v : owned[aligned]) {
         // Without a baked scale, a variant applies one itself only before its scatter pass (or
         // when it has no epilog to see unscaled values, in the scale pass).
         const bool fits = v->fused_scale ? v->baked_scale == scale : (scale == 1.0 || v->g.out.temp);
         if (fits) return v.get();
     }
-    owned.push_back(build(false, false, true, d));
-    return owned.back().get();
+    owned[aligned].push_back(build(false, false, true, d));
+    return owned[aligned].back().get();
 }
 
-FftVariant* FFTImpl::variant_for(Direction d) {
-    if (FftVariant* v = run[std::size_t(d)].load(std::memory_order_acquire)) return v;
+FftVariant* FFTImpl::variant_for(std::size_t alignment, Direction d) {
+    std::atomic<FftVariant*>& slot = run[alignment][std::size_t(d)];
+    if (FftVariant* v = slot.load(std::memory_order_acquire)) return v;
     std::lock_guard lock(plan_mutex);
-    if (FftVariant* v = run[std::size_t(d)].load(std::memory_order_relaxed)) return v;
-    FftVariant* v = fused_for_locked(d);
-    run[std::size_t(d)].store(v, std::memory_order_release);
+    if (FftVariant* v = slot.load(std::memory_order_relaxed)) return v;
+    FftVariant* v = alignment == aligned ? fused_for_locked(d) : odd_real_variant_locked(d);
+    slot.store(v, std::memory_order_release);
     return v;
 }
 
-FftVariant* FFTImpl::unaligned_variant_for(Direction d) {
-    if (FftVariant* v = unaligned_run[std::size_t(d)].load(std::memory_order_acquire)) return v;
-    std::lock_guard lock(plan_mutex);
-    if (FftVariant* v = unaligned_run[std::size_t(d)].load(std::memory_order_relaxed)) return v;
+FftVariant* FFTImpl::odd_real_variant_locked(Direction d) {
     const bool r2c = p.kind == FFTKind::r2c;
     log(LogLevel::info,
         "fft: the real {} of this {} is not aligned like a complex element, which cuFFT requires; it "
@@ -614,10 +617,8 @@ FftVariant* FFTImpl::unaligned_variant_for(Direction d) {
     } else {
         built = build(r2c, !r2c, fuse, d);
     }
-    unaligned_owned.push_back(std::move(built));
-    FftVariant* v = unaligned_owned.back().get();
-    unaligned_run[std::size_t(d)].store(v, std::memory_order_release);
-    return v;
+    owned[odd_real].push_back(std::move(built));
+    return owned[odd_real].back().get();
 }
 
 void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream) {
@@ -625,31 +626,42 @@ void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, 
     enqueue(in, out, d, stream);
 }
 
+void FFTImpl::plan_first_execution(core::StreamRef stream) {
+    // cuFFT allocates and copies synchronously while planning (and automatic callback mode times
+    // both ways): neither may happen inside a graph capture.
+    reject_capture(stream, api,
+                   "an FFT plans on its first execution, which cannot be captured: call plan() (or execute "
+                   "once) before the capture");
+    std::lock_guard lock(plan_mutex);
+    if (!planned.load(std::memory_order_relaxed)) {
+        plan_locked();
+        planned.store(true, std::memory_order_release);
+    }
+}
+
 void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream) {
     if (p.empty) return;
-    if (!planned.load(std::memory_order_acquire)) [[unlikely]] {
-        // cuFFT allocates and copies synchronously while planning (and automatic callback mode
-        // times both ways): neither may happen inside a graph capture.
-        reject_capture(stream, api,
-                       "an FFT plans on its first execution, which cannot be captured: call plan() (or execute "
-                       "once) before the capture");
-        std::lock_guard lock(plan_mutex);
-        if (!planned.load(std::memory_order_relaxed)) {
-            plan_locked();
-            planned.store(true, std::memory_order_release);
-        }
-    }
-    std::optional<DeviceGuard> guard;
+    if (!planned.load(std::memory_order_acquire)) [[unlikely]]
+        plan_first_execution(stream);
     int current = 0;
     check(cudaGetDevice(&current), "cudaGetDevice");
+    enqueue(in, out, d, stream, current);
+}
+
+void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream, int current) {
+    if (p.empty) return;
+    if (!planned.load(std::memory_order_acquire)) [[unlikely]]
+        plan_first_execution(stream);
+    std::optional<DeviceGuard> guard;
     if (current != device) [[unlikely]]
         guard.emplace(device);
-    FftVariant* v = variant_for(d);
+    FftVariant* v = variant_for(aligned, d);
     if (p.kind != FFTKind::c2c) {
         const bool r2c = p.kind == FFTKind::r2c;
         const auto real = reinterpret_cast<std::uintptr_t>(r2c ? in.data() : out.data());
-        if (real % (2 * fft_element_bytes(p.precision, false)) != 0 && !(r2c ? v->g.in.temp : v->g.out.temp)) [[unlikely]]
-            v = unaligned_variant_for(d);
+        if (real % (2 * fft_element_bytes(p.precision, false)) != 0 && !(r2c ? v->g.in.temp : v->g.out.temp))
+            [[unlikely]]
+            v = variant_for(odd_real, d);
     }
     StreamWorkspace::Lease lease = workspace->acquire(v->bytes, stream);
     run_variant(*v, in.data(), out.data(), d, stream, lease.data);
@@ -680,8 +692,8 @@ FFT FFTAccess::make(const FftProblem& problem, const FFTOptions& options, const 
 }
 
 void FFTAccess::enqueue(FFT& plan, const TensorView& in, const TensorView& out, Direction direction,
-                        core::StreamRef stream) {
-    plan.impl_->enqueue(in, out, direction, stream);
+                        core::StreamRef stream, int device) {
+    plan.impl_->enqueue(in, out, direction, stream, device);
 }
 }  // namespace detail
 
@@ -752,19 +764,21 @@ CallbackMode FFT::callback_mode() const noexcept { return planned() ? impl_->mod
 std::size_t FFT::workspace_size() const noexcept {
     if (!planned()) return 0;
     std::size_t b = 0;
-    for (const auto& v : impl_->owned) b = std::max(b, v->bytes);
+    for (const auto& v : impl_->owned[detail::aligned]) b = std::max(b, v->bytes);
     return b;
 }
 
 bool FFT::copies() const noexcept {
     if (!planned()) return false;
-    const detail::FftVariant* v = impl_->run[0].load() ? impl_->run[0].load() : impl_->run[1].load();
+    const auto& run = impl_->run[detail::aligned];
+    const detail::FftVariant* v = run[0].load() ? run[0].load() : run[1].load();
     return v != nullptr && (v->g.in.temp || v->g.out.temp);
 }
 
 std::int64_t FFT::executions_per_transform() const noexcept {
     if (!planned()) return 0;
-    const detail::FftVariant* v = impl_->run[0].load() ? impl_->run[0].load() : impl_->run[1].load();
+    const auto& run = impl_->run[detail::aligned];
+    const detail::FftVariant* v = run[0].load() ? run[0].load() : run[1].load();
     return v != nullptr ? v->g.executions() : 0;
 }
 

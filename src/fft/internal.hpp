@@ -30,9 +30,9 @@ struct FFTAccess {
     /// A plan of `problem`, made by make_fft_problem from the same options.
     [[nodiscard]] static FFT make(const FftProblem& problem, const FFTOptions& options, const char* api);
     /// `plan.execute(in, out, direction, stream)` without its operand checks: the caller ran
-    /// check_fft_operands against an equal problem.
+    /// check_fft_operands against an equal problem and read the current device (`device`).
     static void enqueue(FFT& plan, const TensorView& in, const TensorView& out, Direction direction,
-                        core::StreamRef stream);
+                        core::StreamRef stream, int device);
 };
 
 /// Compiles `source` for `target` with the callback headers; a CompileError for a user callback

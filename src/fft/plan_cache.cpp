@@ -110,6 +110,13 @@ PlanCache& plan_cache() {
     return *cache;
 }
 
+// The device every CUDA call of one fft() call runs on, read once per call.
+int call_device(const char* api) {
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice", api);
+    return device;
+}
+
 void make_key(FftCacheKey& k, int device, FFTKind kind, const TensorView& in, const TensorView* out,
               const FFTOptions& o) noexcept {
     std::memset(&k, 0, sizeof k);
@@ -134,11 +141,9 @@ void make_key(FftCacheKey& k, int device, FFTKind kind, const TensorView& in, co
     k.callback_mode = static_cast<std::uint8_t>(o.callback_mode);
 }
 
-// The cached plan of a validated problem, on the current device.
+// The cached plan of a validated problem on `device`, the current one.
 std::shared_ptr<FFT> cached_plan(const FftProblem& problem, FFTKind kind, const TensorView& in, const TensorView* out,
-                                 const FFTOptions& options, core::StreamRef stream, const char* api) {
-    int device = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice", api);
+                                 const FFTOptions& options, int device, core::StreamRef stream, const char* api) {
     FftCacheKey key{};
     make_key(key, device, kind, in, out, options);
     return plan_cache().get_or_create(key, [&] {
@@ -158,7 +163,9 @@ void run(FFTKind kind, Direction direction, const TensorView& in, const TensorVi
          core::StreamRef stream, const char* api) {
     const FftProblem problem = make_fft_problem(in.layout(), &out.layout(), options, kind, api);
     check_fft_operands(problem, in, &out, direction, api);
-    FFTAccess::enqueue(*cached_plan(problem, kind, in, &out, options, stream, api), in, out, direction, stream);
+    const int device = call_device(api);
+    FFTAccess::enqueue(*cached_plan(problem, kind, in, &out, options, device, stream, api), in, out, direction, stream,
+                       device);
 }
 
 Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOptions& options, core::StreamRef stream,
@@ -171,9 +178,10 @@ Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOpt
     const FftProblem problem = make_fft_problem(in.layout(), nullptr, options, kind, api);
     check_fft_operands(problem, in, nullptr, direction, api);
     reject_capture(stream, api, "gpumath allocates no results during a capture: pass out (the form with an out view)");
-    const std::shared_ptr<FFT> plan = cached_plan(problem, kind, in, nullptr, options, stream, api);
+    const int device = call_device(api);
+    const std::shared_ptr<FFT> plan = cached_plan(problem, kind, in, nullptr, options, device, stream, api);
     Tensor out = Tensor::empty(problem.out_layout, stream, options.memory_resource);
-    FFTAccess::enqueue(*plan, in, out.view(), direction, stream);
+    FFTAccess::enqueue(*plan, in, out.view(), direction, stream, device);
     return out;
 }
 

@@ -2,6 +2,7 @@
 // CUDA C++ generated for FFTs: callback entries for cuFFT and elementwise passes.
 #include <gpumath/detail/fft_sources.hpp>
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,35 @@ typedef void (*cufftJITCallbackStoreD)(void*, unsigned long long, cufftDoubleRea
 )";
 
 bool is_double_element(DataType t) { return t == DataType::f64 || t == DataType::c64; }
+
+// How generated code names and scales each FFT element type; `pair` for f16/bf16 complex data.
+struct ElementText {
+    DataType element;
+    const char* value;           // the pass kernel's element type
+    const char* pair_value;      // ... for complex data (pairs), where it differs
+    const char* scale;           // body of gm_scale(v, s)
+    const char* pair_scale;      // ... for pairs
+    const char* callback;        // cuFFT's callback value type; null: no callbacks
+    const char* include;         // header the element type needs under NVRTC, or null
+};
+
+constexpr std::array<ElementText, 6> element_texts{{
+    {DataType::f32, "float", nullptr, "return v * s;", nullptr, "cufftReal", nullptr},
+    {DataType::f64, "double", nullptr, "return v * s;", nullptr, "cufftDoubleReal", nullptr},
+    {DataType::c32, "float2", nullptr, "return make_float2(v.x * s, v.y * s);", nullptr, "cufftComplex", nullptr},
+    {DataType::c64, "double2", nullptr, "return make_double2(v.x * s, v.y * s);", nullptr, "cufftDoubleComplex",
+     nullptr},
+    {DataType::f16, "__half", "__half2", "return __float2half_rn(__half2float(v) * s);",
+     "return __floats2half2_rn(__low2float(v) * s, __high2float(v) * s);", nullptr, "cuda_fp16.h"},
+    {DataType::bf16, "__nv_bfloat16", "__nv_bfloat162", "return __float2bfloat16_rn(__bfloat162float(v) * s);",
+     "return __floats2bfloat162_rn(__low2float(v) * s, __high2float(v) * s);", nullptr, "cuda_bf16.h"},
+}};
+
+const ElementText* element_text(DataType element) noexcept {
+    for (const ElementText& t : element_texts)
+        if (t.element == element) return &t;
+    return nullptr;
+}
 
 // `symbol` split at "::" (a leading "::" is dropped).
 std::vector<std::string> split_qualified(const std::string& symbol) {
@@ -98,18 +128,8 @@ const char* fft_callback_entry_name(FFTCallbackKind kind) noexcept {
 }
 
 const char* fft_callback_value_type(DataType element, const char* api) {
-    switch (element) {
-        case DataType::c32:
-            return "cufftComplex";
-        case DataType::c64:
-            return "cufftDoubleComplex";
-        case DataType::f32:
-            return "cufftReal";
-        case DataType::f64:
-            return "cufftDoubleReal";
-        default:
-            break;
-    }
+    const ElementText* text = element_text(element);
+    if (text != nullptr && text->callback != nullptr) return text->callback;
     throw_invalid(fmt::format("element: {} has no cuFFT callbacks; callbacks read or write c32, c64, f32 or f64 "
                               "elements",
                               gpumath::to_string(element)),
@@ -162,35 +182,17 @@ std::string fft_scale_callback_source(DataType element, double scale) {
 
 std::string fft_pass_source(const FftPassSpec& spec) {
     const bool single = !is_double_element(spec.element);
-    const char* value = nullptr;
-    switch (spec.element) {
-        case DataType::f32:
-            value = "float";
-            break;
-        case DataType::f64:
-            value = "double";
-            break;
-        case DataType::c32:
-            value = "float2";
-            break;
-        case DataType::c64:
-            value = "double2";
-            break;
-        case DataType::f16:
-            value = spec.pairs ? "__half2" : "__half";
-            break;
-        case DataType::bf16:
-            value = spec.pairs ? "__nv_bfloat162" : "__nv_bfloat16";
-            break;
-        default:
-            throw_invalid(fmt::format("element: {} is not an FFT element type", gpumath::to_string(spec.element)),
-                          "gpumath::FFT");
-    }
+    const ElementText* text = element_text(spec.element);
+    if (text == nullptr)
+        throw_invalid(fmt::format("element: {} is not an FFT element type", gpumath::to_string(spec.element)),
+                      "gpumath::FFT");
+    const bool pairs = spec.pairs && text->pair_value != nullptr;
+    const char* value = pairs ? text->pair_value : text->value;
+    const char* scale_fn = pairs ? text->pair_scale : text->scale;
     const char* scalar = single ? "float" : "double";
 
     std::string s;
-    if (spec.element == DataType::f16) s += "#include <cuda_fp16.h>\n";
-    if (spec.element == DataType::bf16) s += "#include <cuda_bf16.h>\n";
+    if (text->include != nullptr) s += fmt::format("#include <{}>\n", text->include);
 
     std::string load = "return static_cast<const gm_t*>(base)[o];";
     std::string store = "static_cast<gm_t*>(base)[o] = v;";
@@ -214,30 +216,6 @@ std::string fft_pass_source(const FftPassSpec& spec) {
                                cb.symbol);
         else
             store = fmt::format("{}(base, static_cast<unsigned long long>(o), v, info, nullptr);", cb.symbol);
-    }
-
-    std::string scale_fn;
-    switch (spec.element) {
-        case DataType::f32:
-        case DataType::f64:
-            scale_fn = "return v * s;";
-            break;
-        case DataType::c32:
-            scale_fn = "return make_float2(v.x * s, v.y * s);";
-            break;
-        case DataType::c64:
-            scale_fn = "return make_double2(v.x * s, v.y * s);";
-            break;
-        case DataType::f16:
-            scale_fn = spec.pairs ? "return __floats2half2_rn(__low2float(v) * s, __high2float(v) * s);"
-                                  : "return __float2half_rn(__half2float(v) * s);";
-            break;
-        case DataType::bf16:
-            scale_fn = spec.pairs ? "return __floats2bfloat162_rn(__low2float(v) * s, __high2float(v) * s);"
-                                  : "return __float2bfloat16_rn(__bfloat162float(v) * s);";
-            break;
-        default:
-            break;
     }
 
     s += "#line 1 \"gpumath_fft_pass\"\n";
