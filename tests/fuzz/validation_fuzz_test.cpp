@@ -57,7 +57,7 @@ public:
     /// Mostly valid enumerators, sometimes values past the last one.
     template <class E>
     E enum_value(int count) {
-        return static_cast<E>(!hostile(15) ? below(count) : count + below(250 - count));
+        return static_cast<E>(!hostile(15) ? below(count) : count + below(256 - count));
     }
 
     DataType dtype() { return enum_value<DataType>(data_type_count); }
@@ -85,10 +85,16 @@ public:
             const std::int64_t rows = std::max<std::int64_t>(shape[std::size_t(rank - 2)], 1) + pad;
             strides[std::size_t(rank - 2)] = 1;
             strides[std::size_t(rank - 1)] = rows;
-            std::int64_t s = rows * std::max<std::int64_t>(shape[std::size_t(rank - 1)], 1);
+            // Saturating products: huge extents make strides that overflow what a layout may
+            // address, which TensorLayout must reject (the generator itself must not overflow).
+            auto times = [](std::int64_t x, std::int64_t y) {
+                std::int64_t r = 0;
+                return __builtin_mul_overflow(x, y, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+            };
+            std::int64_t s = times(rows, std::max<std::int64_t>(shape[std::size_t(rank - 1)], 1));
             for (int i = rank - 3; i >= 0; --i) {
                 strides[std::size_t(i)] = chance(20) ? 0 : s;
-                s *= std::max<std::int64_t>(shape[std::size_t(i)], 1);
+                s = times(s, std::max<std::int64_t>(shape[std::size_t(i)], 1));
             }
         } else {
             static constexpr std::array<std::int64_t, 8> odd{0, 1, 2, 3, -1, 1000, std::int64_t(1) << 61, 7};
