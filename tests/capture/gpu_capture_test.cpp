@@ -124,6 +124,8 @@ TEST(CaptureGpu, EveryEntryPointReplaysItsEagerResultBitwise) {
         gpumath::fft(x.view(), z_graph.view(), {}, s);
     });
     EXPECT_GE(g.node_count(), 4u);
+    // The FFT of this length needs a work area: the captured executions took a graph-owned one.
+    EXPECT_GE(detail::capture_area_stats(core::Device::current().ordinal()).areas, 1u);
     // Nothing ran during the capture: the outputs still hold the poison.
     EXPECT_TRUE(std::isnan(d_graph.to_host<float>(stream)[0]));
     g.launch(stream);
@@ -264,4 +266,71 @@ TEST(CaptureGpu, WhatCannotRunInACaptureSaysSoAndLeavesTheCaptureIntact) {
     g.launch(stream);
     EXPECT_LT(test::relative_error(d.to_host<float>(stream), reference_product(h.a, h.b)), 1e-5);
     EXPECT_FALSE(unplanned.planned());
+}
+
+// Plans an FFT builds lazily after plan() (the other direction of a fused plan, the variant for a
+// real operand at an odd element offset) are planning too: refused inside a capture, before any
+// cuFFT call, and the capture stays usable. So is a stateless call whose plan is not cached yet.
+TEST(CaptureGpu, LazyPlansAndCacheMissesAreRefusedInsideACapture) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    core::Stream stream;
+    const auto hx = test::random_vector<c32>(3 * 256, rng);
+    Tensor x = Tensor::from_host(hx, {3, 256}, stream), y = Tensor::empty(DataType::c32, {3, 256}, stream);
+    FFT fused(x.view(), {.callback_mode = CallbackMode::fused});
+    fused.plan();  // plans the forward direction only
+
+    const auto hr = test::random_vector<float>(2 * 513 + 1, rng);
+    Tensor real = Tensor::from_host(hr, {2 * 513 + 1}, stream);
+    Tensor spectrum = Tensor::empty(DataType::c32, {2, 257}, stream);
+    const TensorView aligned(real.data(), DataType::f32, {2, 512});
+    const TensorView odd(static_cast<float*>(real.data()) + 1, {2, 512});
+    gpumath::rfft(aligned, spectrum.view(), {}, stream);  // caches the plan for aligned operands
+    stream.synchronize();
+
+    Tensor d = Tensor::empty(DataType::c32, {5, 96}, stream);
+    const auto hz = test::random_vector<c32>(5 * 96, rng);
+    Tensor z = Tensor::from_host(hz, {5, 96}, stream);
+    stream.synchronize();
+    core::Graph g = core::Graph::capture(stream, [&](core::StreamRef s) {
+        expect_throw_with<InvalidArgument>([&] { fused.execute(y.view(), x.view(), Direction::inverse, s); },
+                                           {"capturing", "plan"});
+        expect_throw_with<InvalidArgument>([&] { gpumath::rfft(odd, spectrum.view(), {}, s); }, {"capturing"});
+        expect_throw_with<InvalidArgument>([&] { gpumath::fft(z.view(), d.view(), {}, s); },
+                                           {"capturing", "once before the capture"});
+        fused.execute(x.view(), y.view(), Direction::forward, s);  // planned: captured
+    });
+    g.launch(stream);
+    const auto got = y.to_host<c32>(stream);
+    // Row 1 of the forward transform, bin 3, against the definition.
+    std::complex<double> want = 0;
+    for (int j = 0; j < 256; ++j)
+        want += std::complex<double>(hx[std::size_t(256 + j)]) * std::polar(1.0, -2.0 * M_PI * double(3 * j) / 256.0);
+    EXPECT_LT(std::abs(std::complex<double>(got[256 + 3]) - want), 1e-3 * std::abs(want) + 1e-3);
+}
+
+// Idle areas are freed by release_workspaces(); areas of live graphs are not, so a graph captured
+// before the release replays correctly after it.
+TEST(CaptureGpu, ReleasingWorkspacesKeepsTheAreasOfLiveGraphs) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    const Data h = make_data(rng);
+    core::Stream stream;
+    Tensor x = Tensor::from_host(h.x, {fft_batch, fft_n}, stream);
+    Tensor y = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
+    Tensor want = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
+    FFT plan(x.view());
+    plan.plan();
+    plan.execute(x.view(), want.view(), Direction::forward, stream);
+    const std::size_t areas_before = detail::capture_area_stats(core::Device::current().ordinal()).areas;
+    core::Graph g = core::Graph::capture(
+        stream, [&](core::StreamRef s) { plan.execute(x.view(), y.view(), Direction::forward, s); });
+    const detail::CaptureAreaStats during = detail::capture_area_stats(core::Device::current().ordinal());
+    // The capture used a graph-owned area (a new one, or an idle one taken back into use).
+    EXPECT_GE(during.areas, std::max<std::size_t>(areas_before, 1));
+    EXPECT_LT(during.idle, during.areas);
+    fft_plan_cache().release_workspaces();
+    fill_poison(stream, y);
+    g.launch(stream);
+    EXPECT_TRUE(bitwise_equal(y.to_host<c32>(stream), want.to_host<c32>(stream)));
 }

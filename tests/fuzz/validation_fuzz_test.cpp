@@ -21,6 +21,7 @@
 
 #include <gpumath/core.hpp>
 #include <gpumath/fft.hpp>
+#include <gpumath/log.hpp>
 #include <gpumath/matmul.hpp>
 
 #include "common/test_util.hpp"
@@ -414,6 +415,26 @@ TEST(ValidationFuzz, LaunchConfigurations) {
         });
     }
     report("launch", seed, n, t);
+    EXPECT_GT(t.passed, 0);
+    EXPECT_GT(t.rejected, 0);
+}
+
+TEST(ValidationFuzz, LogLevels) {
+    const std::uint64_t seed = fuzz_seed() + 5;
+    Fuzzer fz(seed);
+    Tally t;
+    const LogLevel before = log_level();
+    const int n = iterations(4000) / 10;
+    for (int i = 0; i < n; ++i) {
+        // LogLevel is an int enum: negative and large values too.
+        const int v = fz.chance(50) ? fz.below(5) : fz.below(2000) - 1000;
+        classify("log_level", i, t, [&] {
+            set_log_level(static_cast<LogLevel>(v));
+            EXPECT_EQ(static_cast<int>(log_level()), v);
+        });
+    }
+    set_log_level(before);
+    report("set_log_level", seed, n, t);
     EXPECT_GT(t.passed, 0);
     EXPECT_GT(t.rejected, 0);
 }
