@@ -4,56 +4,38 @@
 // after the CUDA runtime has shut down.
 #include "matmul/internal.hpp"
 
-#include <array>
-#include <mutex>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
 #include <gpumath/detail/status.hpp>
 
+#include "detail/device_registry.hpp"
+
 namespace gpumath::detail {
 namespace {
-
-constexpr int max_devices = 64;
 
 struct DeviceContext {
     cublasLtHandle_t handle = nullptr;
     DeviceIdentity identity;
 };
 
-struct Contexts {
-    std::array<std::once_flag, max_devices> once;
-    std::array<DeviceContext, max_devices> context;
-};
-
-Contexts& contexts() {
-    static auto* c = new Contexts();  // never destroyed (see above)
-    return *c;
-}
-
 DeviceContext& context(int device) {
-    if (device < 0 || device >= max_devices)
-        throw_not_supported(fmt::format("device ordinal {} exceeds the {} devices gpumath's matmul supports", device,
-                                        max_devices),
-                            "matmul");
-    Contexts& all = contexts();
-    DeviceContext& ctx = all.context[std::size_t(device)];
-    std::call_once(all.once[std::size_t(device)], [&] {
-        DeviceGuard guard(device);
-        cublasLtHandle_t h = nullptr;
-        check_cublas(int(cublasLtCreate(&h)), "cublasLtCreate",
-                     [&] { return fmt::format("creating the cuBLASLt handle of device {}", device); });
-        core::Device dev(device);
-        const cudaDeviceProp& props = dev.properties();
-        ctx.identity.name = props.name;
-        ctx.identity.cc_major = props.major;
-        ctx.identity.cc_minor = props.minor;
-        ctx.identity.l2_bytes = props.l2CacheSize;
-        ctx.identity.lt_version = cublasLtGetVersion();
-        ctx.handle = h;
+    static auto& contexts = *new DeviceRegistry<DeviceContext>();  // never destroyed (see above)
+    return contexts.get(device, "matmul", [](int d) {
+        DeviceGuard guard(d);
+        auto ctx = std::make_unique<DeviceContext>();
+        const cudaDeviceProp& props = core::Device(d).properties();
+        ctx->identity.name = props.name;
+        ctx->identity.cc_major = props.major;
+        ctx->identity.cc_minor = props.minor;
+        ctx->identity.l2_bytes = props.l2CacheSize;
+        ctx->identity.lt_version = cublasLtGetVersion();
+        check_cublas(int(cublasLtCreate(&ctx->handle)), "cublasLtCreate",
+                     [&] { return fmt::format("creating the cuBLASLt handle of device {}", d); });
+        return ctx.release();
     });
-    return ctx;
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ public:
         sig.c = c;
         sig.from_layouts = true;
         base_ = analyze(sig, options, "Matmul");
-        base_key_ = make_key(base_.signature, options, -1);
+        base_key_ = make_key(base_.signature.call(), options, -1);
     }
 
     const std::vector<AlgorithmInfo>& plan(const PlanPreferences& preferences) {
@@ -58,10 +58,11 @@ public:
     MatmulOutputs execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                           core::StreamRef stream) {
         check_call(a, b, &d, args, "Matmul::execute");
+        const MatmulCall call = call_of(a, b, &d, args);
         MatmulPlan* p = fast_.load(std::memory_order_acquire);
-        if (p != nullptr && matches(*p, a, b, d, args)) return run_plan(*p, a, b, d, args, stream, matmul_current_device());
+        if (p != nullptr && plan_serves(p->call(), call)) return run_plan(*p, a, b, d, args, stream, matmul_current_device());
         int device = -1;  // asked for only after the operands passed validation
-        const std::shared_ptr<MatmulPlan> plan = slow_plan(a, b, d, args, device);
+        const std::shared_ptr<MatmulPlan> plan = slow_plan(call, device);
         if (device < 0) device = matmul_current_device();
         return run_plan(*plan, a, b, d, args, stream, device);
     }
@@ -83,7 +84,7 @@ public:
         if (iterations < 1)
             throw_invalid(fmt::format("iterations: {} given; autotune needs at least 1", iterations), "Matmul::autotune");
         check_call(a, b, &d, args, "Matmul::autotune");
-        const MatmulSignature sig = signature_of(a, b, &d, args);
+        const MatmulSignature sig = MatmulSignature::of(call_of(a, b, &d, args));
         check_operands(sig, "Matmul::autotune");
         MatmulProblem problem = analyze(sig, options_, "Matmul::autotune");
         reject_capture(stream, "Matmul::autotune",
@@ -120,19 +121,6 @@ public:
     [[nodiscard]] const MatmulOptions& options() const noexcept { return options_; }
 
 private:
-    /// True when a call's operands have the plan's layouts and pointers at least as aligned as
-    /// planned: the same test as comparing keys, without building one.
-    static bool matches(const MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
-                        const MatmulArgs& args) noexcept {
-        const MatmulSignature& s = plan.problem().signature;
-        auto same = [](const std::optional<TensorView>& v, const std::optional<TensorLayout>& l) {
-            return v.has_value() == l.has_value() && (!v || *v == *l);
-        };
-        return s.d && a == s.a && b == s.b && d == *s.d && same(args.c, s.c) && same(args.bias, s.bias) &&
-               same(args.aux, s.aux) && same(args.bias_grad, s.bias_grad) && scales_mask(args.scales) == s.scales &&
-               plan.key().aligned_enough(call_alignments(a, b, &d, args));
-    }
-
     static void check_preferences(const PlanPreferences& p, const char* api) {
         if (p.max_algorithms < 1 || p.max_algorithms > 64)
             throw_invalid(fmt::format("max_algorithms: {} given; allowed 1..64", p.max_algorithms), api);
@@ -188,15 +176,14 @@ private:
 
     /// The plan for a call that the primary plan does not match: a variant planned before, or a
     /// new one (the signature is built only then; `device` is set to the current device then).
-    std::shared_ptr<MatmulPlan> slow_plan(const TensorView& a, const TensorView& b, const TensorView& d,
-                                          const MatmulArgs& args, int& device) {
-        const MatmulKey key = make_call_key(a, b, d, args, options_, -1);
+    std::shared_ptr<MatmulPlan> slow_plan(const MatmulCall& call, int& device) {
+        const MatmulKey key = make_key(call, options_, -1);
         std::lock_guard lock(mutex_);
         // A plan with these layouts exists only for operands that passed check_operands.
         if (primary_ && primary_->key().same_layouts(key) && primary_->key().aligned_enough(key.align)) return primary_;
         for (const auto& v : variants_)
             if (v->key().same_layouts(key) && v->key().aligned_enough(key.align)) return v;
-        const MatmulSignature sig = signature_of(a, b, &d, args);
+        const MatmulSignature sig = MatmulSignature::of(call);
         check_operands(sig, "Matmul::execute");
         MatmulProblem problem = analyze(sig, options_, "Matmul::execute");
         device = matmul_current_device();
@@ -287,16 +274,16 @@ MatmulResult Matmul::execute(const TensorView& a, const TensorView& b, const Mat
     return state("Matmul::execute").execute_allocating(a, b, args, stream);
 }
 
-std::int64_t Matmul::m() const noexcept { return state_ ? state_->base().m : 0; }
-std::int64_t Matmul::n() const noexcept { return state_ ? state_->base().n : 0; }
-std::int64_t Matmul::k() const noexcept { return state_ ? state_->base().k : 0; }
-std::int64_t Matmul::batch_count() const noexcept { return state_ ? state_->base().batch : 0; }
+std::int64_t Matmul::m() const noexcept { return state_ ? state_->base().shape.m : 0; }
+std::int64_t Matmul::n() const noexcept { return state_ ? state_->base().shape.n : 0; }
+std::int64_t Matmul::k() const noexcept { return state_ ? state_->base().shape.k : 0; }
+std::int64_t Matmul::batch_count() const noexcept { return state_ ? state_->base().shape.batch : 0; }
 const TensorLayout& Matmul::result_layout() const noexcept {
     static const TensorLayout none;
     const detail::MatmulProblem* p = base_or_null(state_);
-    return p ? p->d : none;
+    return p ? *p->signature.d : none;
 }
-ComputeType Matmul::compute_type() const noexcept { return state_ ? state_->base().compute : ComputeType::automatic; }
+ComputeType Matmul::compute_type() const noexcept { return state_ ? state_->base().types.compute : ComputeType::automatic; }
 const MatmulOptions& Matmul::options() const noexcept {
     static const MatmulOptions none;
     return state_ ? state_->options() : none;

@@ -95,21 +95,22 @@ AlgorithmInfo algorithm_info(const cublasLtMatmulHeuristicResult_t& r) {
 MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int device, int max_algorithms)
     : problem_(std::move(problem)), device_(device), workspace_limit_(options.workspace_limit),
       resource_(options.memory_resource) {
-    key_ = make_key(problem_.signature, options, -1);
+    call_ = problem_.signature.call();
+    key_ = make_key(call_, options, -1);
     const MatmulProblem& P = problem_;
     const DeviceIdentity& id = device_identity(device_);
-    if (P.fp8) {
+    if (P.types.fp8) {
         if (id.cc_major * 10 + id.cc_minor < 89)
             throw_not_supported(fmt::format("a, b: FP8 products need compute capability >= 8.9; device {} ({}) is {}.{}",
                                             device_, id.name, id.cc_major, id.cc_minor),
                                 P.api);
         // Datacenter Blackwell (10.x) takes every layout; Ada, Hopper and GeForce Blackwell need "TN".
-        if (id.cc_major != 10 && !(P.op_a == CUBLAS_OP_T && P.op_b == CUBLAS_OP_N))
+        if (id.cc_major != 10 && !(P.lt.op_a == CUBLAS_OP_T && P.lt.op_b == CUBLAS_OP_N))
             throw_not_supported(
                 fmt::format("a, b: FP8 on compute capability {}.{} needs K contiguous in both inputs (cuBLASLt's TN "
                             "rule): a row-major (unit stride along K) and b column-major (unit stride along K); a has "
                             "strides {}, b has strides {}",
-                            id.cc_major, id.cc_minor, to_string(P.a.strides()), to_string(P.b.strides())),
+                            id.cc_major, id.cc_minor, to_string(P.signature.a.strides()), to_string(P.signature.b.strides())),
                 P.api);
     }
     workspace_ = stream_workspace(device_, resource_);
@@ -136,40 +137,40 @@ void MatmulPlan::release() noexcept {
 
 void MatmulPlan::create_descriptors() {
     const MatmulProblem& P = problem_;
-    check_cublas(int(cublasLtMatmulDescCreate(&desc_, P.lt_compute, P.scale_type)), "cublasLtMatmulDescCreate",
+    check_cublas(int(cublasLtMatmulDescCreate(&desc_, P.lt.compute, P.lt.scale_type)), "cublasLtMatmulDescCreate",
                  "creating the matmul descriptor");
-    set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSA, std::int32_t(P.op_a), "setting TRANSA");
-    set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSB, std::int32_t(P.op_b), "setting TRANSB");
-    if (P.lt_epilog != CUBLASLT_EPILOGUE_DEFAULT)
-        set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, std::uint32_t(P.lt_epilog), "setting the epilogue");
-    const bool batched = P.batch > 1;
-    if (P.bias_vector) {
-        if (P.fp8) set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, std::int32_t(to_cuda(P.bias_type)), "setting the bias type");
-        if (batched) set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, P.bias_batch_stride, "setting the bias batch stride");
-        current_[ptr_bias] = fake_pointer(P.align[slot_bias]);
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSA, std::int32_t(P.lt.op_a), "setting TRANSA");
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSB, std::int32_t(P.lt.op_b), "setting TRANSB");
+    if (P.lt.epilog != CUBLASLT_EPILOGUE_DEFAULT)
+        set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, std::uint32_t(P.lt.epilog), "setting the epilogue");
+    const bool batched = P.shape.batch > 1;
+    if (P.inputs.bias_vector) {
+        if (P.types.fp8) set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, std::int32_t(to_cuda(P.types.bias)), "setting the bias type");
+        if (batched) set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, P.lt.bias_batch_stride, "setting the bias batch stride");
+        current_[ptr_bias] = fake_pointer(P.signature.align[slot_bias]);
         has_pointer_attributes_ = true;
     }
-    if (P.bias_grad) {
+    if (P.inputs.bias_grad) {
         if (batched)
-            set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, P.bias_grad_batch_stride,
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, P.lt.bias_grad_batch_stride,
                      "setting the bias-gradient batch stride");
-        current_[ptr_bias] = fake_pointer(P.align[slot_bias_grad]);
+        current_[ptr_bias] = fake_pointer(P.signature.align[slot_bias_grad]);
         has_pointer_attributes_ = true;
     }
-    if (P.bias_vector || P.bias_grad)
+    if (P.inputs.bias_vector || P.inputs.bias_grad)
         set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, current_[ptr_bias], "setting the bias pointer");
-    if (P.aux_kind != AuxKind::none) {
-        set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, P.aux_ld, "setting the aux leading dimension");
+    if (P.inputs.aux != AuxKind::none) {
+        set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, P.lt.aux_ld, "setting the aux leading dimension");
         if (batched)
-            set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, P.aux_batch_stride, "setting the aux batch stride");
-        current_[ptr_aux] = fake_pointer(P.align[slot_aux]);
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, P.lt.aux_batch_stride, "setting the aux batch stride");
+        current_[ptr_aux] = fake_pointer(P.signature.align[slot_aux]);
         set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, current_[ptr_aux], "setting the aux pointer");
         has_pointer_attributes_ = true;
     }
-    if (P.fp8) {
-        if (P.fast_accumulation) set_desc(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t(1), "setting FAST_ACCUM");
+    if (P.types.fp8) {
+        if (P.types.fast_accumulation) set_desc(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t(1), "setting FAST_ACCUM");
         // Scales are per user operand; with the swap cuBLASLt's A is the user's B.
-        const std::uint8_t lt_a_bit = P.swap ? scale_b : scale_a, lt_b_bit = P.swap ? scale_a : scale_b;
+        const std::uint8_t lt_a_bit = P.lt.swap ? scale_b : scale_a, lt_b_bit = P.lt.swap ? scale_a : scale_b;
         const struct {
             std::uint8_t bit;
             cublasLtMatmulDescAttributes_t attr;
@@ -180,10 +181,10 @@ void MatmulPlan::create_descriptors() {
                       {scale_d, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, ptr_scale_d},
                       {scale_amax_d, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, ptr_amax_d}};
         for (const auto& s : scales) {
-            if ((P.scales & s.bit) == 0) continue;
+            if ((P.signature.scales & s.bit) == 0) continue;
             // The heuristic sees the alignment of the caller's scale pointers (a plan never runs
             // with scale pointers less aligned than it was made for).
-            current_[std::size_t(s.slot)] = fake_pointer(P.align[slot_scales]);
+            current_[std::size_t(s.slot)] = fake_pointer(P.signature.align[slot_scales]);
             set_desc(desc_, s.attr, current_[std::size_t(s.slot)], "setting a scale pointer");
             has_pointer_attributes_ = true;
         }
@@ -193,7 +194,7 @@ void MatmulPlan::create_descriptors() {
         check_cublas(int(cublasLtMatrixLayoutCreate(&l, type, m.rows, m.cols, m.ld)), "cublasLtMatrixLayoutCreate",
                      [&] { return fmt::format("creating a {}x{} layout with ld {}", m.rows, m.cols, m.ld); });
         if (batched) {
-            const auto count = static_cast<std::int32_t>(P.batch);
+            const auto count = static_cast<std::int32_t>(P.shape.batch);
             const cublasStatus_t s1 = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
             const cublasStatus_t s2 = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                                                        &m.batch_stride, sizeof m.batch_stride);
@@ -205,12 +206,12 @@ void MatmulPlan::create_descriptors() {
         }
         return l;
     };
-    la_ = make_layout(P.lt_a, P.lt_a.type);
-    lb_ = make_layout(P.lt_b, P.lt_b.type);
-    ld_ = make_layout(P.lt_d, P.lt_d.type);
-    if (P.has_c) lc_ = make_layout(P.lt_c, P.lt_c.type);
-    else if (P.c_type == P.d_type) lc_ = ld_;
-    else lc_ = make_layout(P.lt_d, to_cuda(P.c_type));
+    la_ = make_layout(P.lt.a, P.lt.a.type);
+    lb_ = make_layout(P.lt.b, P.lt.b.type);
+    ld_ = make_layout(P.lt.d, P.lt.d.type);
+    if (P.lt.has_c) lc_ = make_layout(P.lt.c, P.lt.c.type);
+    else if (P.types.c == P.types.d) lc_ = ld_;
+    else lc_ = make_layout(P.lt.d, to_cuda(P.types.c));
 }
 
 void MatmulPlan::query_heuristics(int max_algorithms) {
@@ -226,12 +227,12 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
                      "cublasLtMatmulPreferenceSetAttribute", "setting a heuristic preference");
     };
     set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t(workspace_limit_));
-    const std::uint16_t c_align = P.has_c ? P.align[P.c_from_bias ? slot_bias : slot_c]
-                                          : (P.c_type == P.d_type ? P.align[slot_d] : std::uint16_t(256));
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, std::uint32_t(P.align[P.swap ? slot_b : slot_a]));
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, std::uint32_t(P.align[P.swap ? slot_a : slot_b]));
+    const std::uint16_t c_align = P.lt.has_c ? P.signature.align[P.inputs.c_from_bias ? slot_bias : slot_c]
+                                          : (P.types.c == P.types.d ? P.signature.align[slot_d] : std::uint16_t(256));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, std::uint32_t(P.signature.align[P.lt.swap ? slot_b : slot_a]));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, std::uint32_t(P.signature.align[P.lt.swap ? slot_a : slot_b]));
     set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, std::uint32_t(c_align));
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, std::uint32_t(P.align[slot_d]));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, std::uint32_t(P.signature.align[slot_d]));
 
     std::vector<cublasLtMatmulHeuristicResult_t> found(static_cast<std::size_t>(max_algorithms));
     int returned = 0;
@@ -244,19 +245,19 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
         if (found[std::size_t(i)].state == CUBLAS_STATUS_SUCCESS) results_.push_back(found[std::size_t(i)]);
     if (results_.empty()) {
         const char* hint = "";
-        if (P.epilog == Epilog::bgrada)
+        if (P.inputs.epilog == Epilog::bgrada)
             hint = " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgrada may need a "
                    "column-major a)";
-        else if (P.epilog == Epilog::bgradb)
+        else if (P.inputs.epilog == Epilog::bgradb)
             hint =
                 " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgradb may need a "
                 "row-major b)";
         throw_not_supported(
             fmt::format("cuBLASLt has no algorithm for this product on device {} ({}), workspace limit {} bytes, "
                         "pointer alignments a {} b {} c {} d {} bias {} aux {} scales {} (bytes){}: {}",
-                        device_, device_identity(device_).name, workspace_limit_, P.align[slot_a], P.align[slot_b],
-                        P.align[slot_c], P.align[slot_d], P.align[slot_bias], P.align[slot_aux],
-                        P.align[slot_scales], hint, P.describe()),
+                        device_, device_identity(device_).name, workspace_limit_, P.signature.align[slot_a], P.signature.align[slot_b],
+                        P.signature.align[slot_c], P.signature.align[slot_d], P.signature.align[slot_bias], P.signature.align[slot_aux],
+                        P.signature.align[slot_scales], hint, P.describe()),
             "cublasLtMatmulAlgoGetHeuristic");
     }
     infos_.reserve(results_.size());
@@ -328,13 +329,13 @@ void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar&
 
     alignas(16) unsigned char alpha_buf[16];
     alignas(16) unsigned char beta_buf[16];
-    encode_scalar(alpha, P.scale_type, alpha_buf);
+    encode_scalar(alpha, P.lt.scale_type, alpha_buf);
     // A full (M, N) bias is C with beta = 1 (the caller's beta is 0: there is no c).
-    encode_scalar(P.c_from_bias ? Scalar(1.0) : beta, P.scale_type, beta_buf);
+    encode_scalar(P.inputs.c_from_bias ? Scalar(1.0) : beta, P.lt.scale_type, beta_buf);
 
-    const void* lt_a = P.swap ? p.b : p.a;
-    const void* lt_b = P.swap ? p.a : p.b;
-    const void* c = P.has_c ? p.c : (P.c_type == P.d_type ? p.d : nullptr);
+    const void* lt_a = P.lt.swap ? p.b : p.a;
+    const void* lt_b = P.lt.swap ? p.a : p.b;
+    const void* c = P.lt.has_c ? p.c : (P.types.c == P.types.d ? p.d : nullptr);
     const cublasLtMatmulHeuristicResult_t& algo = results_[selected_];
     std::size_t ws_bytes = 0;
     StreamWorkspace::Lease lease;  // held until cublasLtMatmul has enqueued the product
@@ -358,12 +359,12 @@ void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar&
     // The descriptor is shared by every thread running this plan; its pointer attributes are
     // written and read by cublasLtMatmul under the lock.
     std::lock_guard lock(mutex_);
-    if (P.bias_vector) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr_bias, p.bias);
-    if (P.bias_grad) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr_bias, p.bias_grad);
-    if (P.aux_kind != AuxKind::none) set_pointer(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ptr_aux, p.aux);
-    if (P.fp8 && P.scales != 0) {
-        const float* sa = P.swap ? p.scales.b : p.scales.a;
-        const float* sb = P.swap ? p.scales.a : p.scales.b;
+    if (P.inputs.bias_vector) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr_bias, p.bias);
+    if (P.inputs.bias_grad) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr_bias, p.bias_grad);
+    if (P.inputs.aux != AuxKind::none) set_pointer(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ptr_aux, p.aux);
+    if (P.types.fp8 && P.signature.scales != 0) {
+        const float* sa = P.lt.swap ? p.scales.b : p.scales.a;
+        const float* sb = P.lt.swap ? p.scales.a : p.scales.b;
         if (sa) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, ptr_scale_a, sa);
         if (sb) set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, ptr_scale_b, sb);
         if (p.scales.c) set_pointer(CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, ptr_scale_c, p.scales.c);
@@ -380,9 +381,9 @@ MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, con
     p.a = a.data();
     p.b = b.data();
     p.d = d.data();
-    if (P.c_from_bias) p.c = args.bias->data();
+    if (P.inputs.c_from_bias) p.c = args.bias->data();
     else if (args.c) p.c = args.c->data();
-    if (P.bias_vector) p.bias = args.bias->data();
+    if (P.inputs.bias_vector) p.bias = args.bias->data();
     auto check_allocated = [&](const void* ptr, int slot) {
         if (alignment_class(ptr) < plan.key().align[std::size_t(slot)])
             throw_not_supported(fmt::format("{}: the memory resource returned a {}-byte aligned block; gpumath plans "
@@ -391,24 +392,24 @@ MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, con
                                             plan.key().align[std::size_t(slot)]),
                                 P.api);
     };
-    if (P.aux_kind != AuxKind::none) {
+    if (P.inputs.aux != AuxKind::none) {
         if (args.aux) {
             p.aux = args.aux->data();
             out.aux_view = *args.aux;
         } else {
             reject_capture(stream, P.api, "gpumath allocates no outputs during a capture: pass MatmulArgs::aux");
-            out.aux = Tensor::empty(P.aux_storage, stream, plan.memory_resource());
+            out.aux = Tensor::empty(P.inputs.aux_storage, stream, plan.memory_resource());
             p.aux = out.aux.data();
             check_allocated(p.aux, slot_aux);
-            out.aux_view = TensorView(p.aux, P.aux_view);
+            out.aux_view = TensorView(p.aux, P.inputs.aux_view);
         }
     }
-    if (P.bias_grad) {
+    if (P.inputs.bias_grad) {
         if (args.bias_grad) {
             p.bias_grad = args.bias_grad->data();
         } else {
             reject_capture(stream, P.api, "gpumath allocates no outputs during a capture: pass MatmulArgs::bias_grad");
-            out.bias_grad = Tensor::empty(P.bias_grad_storage, stream, plan.memory_resource());
+            out.bias_grad = Tensor::empty(P.inputs.bias_grad_storage, stream, plan.memory_resource());
             p.bias_grad = out.bias_grad.data();
             check_allocated(p.bias_grad, slot_bias_grad);
         }

@@ -41,17 +41,18 @@ namespace {
 /// matmul() into `d` on the current device `device`, after the checks of the call.
 MatmulOutputs matmul_on(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                         const MatmulOptions& options, core::StreamRef stream, int device, const char* api) {
-    const detail::MatmulKey key = detail::make_call_key(a, b, d, args, options, device);
+    const detail::MatmulCall call = detail::call_of(a, b, &d, args);
+    const detail::MatmulKey key = detail::make_key(call, options, device);
     bool created = false;
     const std::shared_ptr<detail::MatmulPlan> plan = detail::plan_cache().get_or_create(key, [&] {
         created = true;
-        return std::make_shared<detail::MatmulPlan>(detail::analyze(detail::signature_of(a, b, &d, args), options, api),
-                                                    options, device, 1);
+        return std::make_shared<detail::MatmulPlan>(
+            detail::analyze(detail::MatmulSignature::of(call), options, api), options, device, 1);
     });
     if (log_enabled(LogLevel::debug))
         detail::log(LogLevel::debug, "matmul plan cache {}: M={} N={} K={} epilog {} algorithm {}",
-                    created ? "miss" : "hit", plan->problem().m, plan->problem().n, plan->problem().k,
-                    to_string(plan->problem().epilog), plan->infos()[plan->selected()].id);
+                    created ? "miss" : "hit", plan->problem().shape.m, plan->problem().shape.n, plan->problem().shape.k,
+                    to_string(plan->problem().inputs.epilog), plan->infos()[plan->selected()].id);
     return detail::run_plan(*plan, a, b, d, args, stream, device);
 }
 
@@ -64,7 +65,8 @@ MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView&
     detail::check_call(a, b, &d, args, api);
     int device = 0;
     if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]]
-        (void)detail::device_or_validate(detail::signature_of(a, b, &d, args), options, api);  // throws
+        (void)detail::device_or_validate(detail::MatmulSignature::of(detail::call_of(a, b, &d, args)), options,
+                                         api);  // throws
     return matmul_on(a, b, d, args, options, stream, device, api);
 }
 
@@ -75,7 +77,7 @@ MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& 
     const std::optional<TensorLayout> c = args.c ? std::optional<TensorLayout>(*args.c) : std::nullopt;
     const TensorLayout layout = detail::allocated_result_layout(a, b, c, options, api);
     // Validate before allocating, so bad input is InvalidArgument on any machine.
-    detail::MatmulSignature sig = detail::signature_of(a, b, nullptr, args);
+    detail::MatmulSignature sig = detail::MatmulSignature::of(detail::call_of(a, b, nullptr, args));
     sig.d = layout;
     const int device = detail::device_or_validate(sig, options, api);
     detail::reject_capture(stream, api, "gpumath allocates no results during a capture: pass d (the form with a d view)");

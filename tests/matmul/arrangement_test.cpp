@@ -30,97 +30,97 @@ MatmulProblem analyze_layouts(const TensorLayout& a, const TensorLayout& b, std:
 
 TEST(MatmulArrangement, RowMajorUsesTheSwap) {
     const auto p = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {8, 6}));
-    EXPECT_TRUE(p.swap);
+    EXPECT_TRUE(p.lt.swap);
     // cuBLASLt's A is B^T (6 x 4), stored column-major with ld 6; its B is A^T (4 x 8), ld 4.
-    EXPECT_EQ(p.op_a, CUBLAS_OP_N);
-    EXPECT_EQ(p.op_b, CUBLAS_OP_N);
-    EXPECT_EQ(p.lt_a.rows, 6u);
-    EXPECT_EQ(p.lt_a.cols, 4u);
-    EXPECT_EQ(p.lt_a.ld, 6);
-    EXPECT_EQ(p.lt_b.rows, 4u);
-    EXPECT_EQ(p.lt_b.cols, 8u);
-    EXPECT_EQ(p.lt_b.ld, 4);
-    EXPECT_EQ(p.lt_d.rows, 6u);
-    EXPECT_EQ(p.lt_d.cols, 8u);
-    EXPECT_EQ(p.lt_d.ld, 6);
-    EXPECT_FALSE(p.has_c);
+    EXPECT_EQ(p.lt.op_a, CUBLAS_OP_N);
+    EXPECT_EQ(p.lt.op_b, CUBLAS_OP_N);
+    EXPECT_EQ(p.lt.a.rows, 6u);
+    EXPECT_EQ(p.lt.a.cols, 4u);
+    EXPECT_EQ(p.lt.a.ld, 6);
+    EXPECT_EQ(p.lt.b.rows, 4u);
+    EXPECT_EQ(p.lt.b.cols, 8u);
+    EXPECT_EQ(p.lt.b.ld, 4);
+    EXPECT_EQ(p.lt.d.rows, 6u);
+    EXPECT_EQ(p.lt.d.cols, 8u);
+    EXPECT_EQ(p.lt.d.ld, 6);
+    EXPECT_FALSE(p.lt.has_c);
 }
 
 TEST(MatmulArrangement, ColumnMajorDKeepsTheOrder) {
     const auto p = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}, {1, 4}), TensorLayout(f32, {8, 6}, {1, 8}));
-    EXPECT_FALSE(p.swap);
-    EXPECT_EQ(p.op_a, CUBLAS_OP_T);  // A row-major: stored as A^T (4 x 8)
-    EXPECT_EQ(p.lt_a.rows, 4u);
-    EXPECT_EQ(p.lt_a.cols, 8u);
-    EXPECT_EQ(p.op_b, CUBLAS_OP_N);  // B column-major
-    EXPECT_EQ(p.lt_b.ld, 4);
-    EXPECT_EQ(p.lt_d.rows, 8u);
-    EXPECT_EQ(p.lt_d.ld, 8);
+    EXPECT_FALSE(p.lt.swap);
+    EXPECT_EQ(p.lt.op_a, CUBLAS_OP_T);  // A row-major: stored as A^T (4 x 8)
+    EXPECT_EQ(p.lt.a.rows, 4u);
+    EXPECT_EQ(p.lt.a.cols, 8u);
+    EXPECT_EQ(p.lt.op_b, CUBLAS_OP_N);  // B column-major
+    EXPECT_EQ(p.lt.b.ld, 4);
+    EXPECT_EQ(p.lt.d.rows, 8u);
+    EXPECT_EQ(p.lt.d.ld, 8);
 }
 
 TEST(MatmulArrangement, PaddedLeadingDimensions) {
     // A is a (8, 4) slice of a (8, 10) row-major buffer; D a slice of (8, 16).
     const auto p = analyze_layouts(TensorLayout(f32, {8, 4}, {10, 1}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {8, 6}, {16, 1}));
-    EXPECT_TRUE(p.swap);
-    EXPECT_EQ(p.lt_b.ld, 10);
-    EXPECT_EQ(p.lt_d.ld, 16);
+    EXPECT_TRUE(p.lt.swap);
+    EXPECT_EQ(p.lt.b.ld, 10);
+    EXPECT_EQ(p.lt.d.ld, 16);
 }
 
 TEST(MatmulArrangement, Fp8IsTnInBothArrangements) {
     const TensorLayout a(DataType::e4m3, {32, 64});             // row-major: K contiguous
     const TensorLayout b(DataType::e4m3, {64, 16}, {1, 64});    // column-major: K contiguous
     const auto row = analyze_layouts(a, b, TensorLayout(DataType::bf16, {32, 16}));
-    EXPECT_TRUE(row.swap);
-    EXPECT_EQ(row.op_a, CUBLAS_OP_T);
-    EXPECT_EQ(row.op_b, CUBLAS_OP_N);
+    EXPECT_TRUE(row.lt.swap);
+    EXPECT_EQ(row.lt.op_a, CUBLAS_OP_T);
+    EXPECT_EQ(row.lt.op_b, CUBLAS_OP_N);
     const auto col = analyze_layouts(a, b, TensorLayout(DataType::bf16, {32, 16}, {1, 32}));
-    EXPECT_FALSE(col.swap);
-    EXPECT_EQ(col.op_a, CUBLAS_OP_T);
-    EXPECT_EQ(col.op_b, CUBLAS_OP_N);
-    EXPECT_EQ(row.c_type, DataType::bf16);
-    EXPECT_EQ(row.bias_type, DataType::bf16);
+    EXPECT_FALSE(col.lt.swap);
+    EXPECT_EQ(col.lt.op_a, CUBLAS_OP_T);
+    EXPECT_EQ(col.lt.op_b, CUBLAS_OP_N);
+    EXPECT_EQ(row.types.c, DataType::bf16);
+    EXPECT_EQ(row.types.bias, DataType::bf16);
 }
 
 TEST(MatmulArrangement, Fp8ResultTypes) {
     const TensorLayout a(DataType::e4m3, {32, 64}), b(DataType::e4m3, {64, 16}, {1, 64});
     const auto fp8_out = analyze_layouts(a, b, TensorLayout(DataType::e4m3, {32, 16}));
-    EXPECT_EQ(fp8_out.c_type, DataType::bf16);
-    EXPECT_FALSE(fp8_out.has_c);
+    EXPECT_EQ(fp8_out.types.c, DataType::bf16);
+    EXPECT_FALSE(fp8_out.lt.has_c);
     const auto f32_out = analyze_layouts(a, b, TensorLayout(f32, {32, 16}));
-    EXPECT_EQ(f32_out.bias_type, DataType::bf16);
-    EXPECT_EQ(f32_out.c_type, f32);
+    EXPECT_EQ(f32_out.types.bias, DataType::bf16);
+    EXPECT_EQ(f32_out.types.c, f32);
 }
 
 TEST(MatmulArrangement, BiasFollowsNumpyBroadcasting) {
     const TensorLayout a(f32, {8, 4}), b(f32, {4, 6});
     const MatmulOptions bias{.epilog = Epilog::bias};
     const auto per_col = analyze_layouts(a, b, TensorLayout(f32, {8, 6}), bias, TensorLayout(f32, {6}));
-    EXPECT_TRUE(per_col.swap);
-    EXPECT_TRUE(per_col.bias_vector);
-    EXPECT_EQ(per_col.lt_epilog, CUBLASLT_EPILOGUE_BIAS);
+    EXPECT_TRUE(per_col.lt.swap);
+    EXPECT_TRUE(per_col.inputs.bias_vector);
+    EXPECT_EQ(per_col.lt.epilog, CUBLASLT_EPILOGUE_BIAS);
     const auto per_row = analyze_layouts(a, b, TensorLayout(f32, {8, 6}, {1, 8}), bias, TensorLayout(f32, {8, 1}));
-    EXPECT_FALSE(per_row.swap);
-    EXPECT_TRUE(per_row.bias_vector);
+    EXPECT_FALSE(per_row.lt.swap);
+    EXPECT_TRUE(per_row.inputs.bias_vector);
     // A full bias goes through C with the plain epilog.
     const auto full = analyze_layouts(a, b, TensorLayout(f32, {8, 6}), {.epilog = Epilog::relu_bias}, TensorLayout(f32, {8, 6}));
-    EXPECT_TRUE(full.c_from_bias);
-    EXPECT_TRUE(full.has_c);
-    EXPECT_FALSE(full.bias_vector);
-    EXPECT_EQ(full.effective_epilog, Epilog::relu);
-    EXPECT_EQ(full.lt_epilog, CUBLASLT_EPILOGUE_RELU);
+    EXPECT_TRUE(full.inputs.c_from_bias);
+    EXPECT_TRUE(full.lt.has_c);
+    EXPECT_FALSE(full.inputs.bias_vector);
+    EXPECT_EQ(full.inputs.effective, Epilog::relu);
+    EXPECT_EQ(full.lt.epilog, CUBLASLT_EPILOGUE_RELU);
 }
 
 TEST(MatmulArrangement, BatchedBiasAndBroadcastOperands) {
     const auto p = analyze_layouts(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {3, 8, 6}),
                                    {.epilog = Epilog::bias}, TensorLayout(f32, {3, 1, 6}));
-    EXPECT_EQ(p.batch, 3);
-    EXPECT_EQ(p.lt_a.batch_stride, 0);   // B broadcast over the batch
-    EXPECT_EQ(p.lt_b.batch_stride, 32);  // A
-    EXPECT_EQ(p.lt_d.batch_stride, 48);
-    EXPECT_EQ(p.bias_batch_stride, 6);
+    EXPECT_EQ(p.shape.batch, 3);
+    EXPECT_EQ(p.lt.a.batch_stride, 0);   // B broadcast over the batch
+    EXPECT_EQ(p.lt.b.batch_stride, 32);  // A
+    EXPECT_EQ(p.lt.d.batch_stride, 48);
+    EXPECT_EQ(p.lt.bias_batch_stride, 6);
     const auto shared = analyze_layouts(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {3, 8, 6}),
                                         {.epilog = Epilog::bias}, TensorLayout(f32, {6}));
-    EXPECT_EQ(shared.bias_batch_stride, 0);
+    EXPECT_EQ(shared.lt.bias_batch_stride, 0);
 }
 
 TEST(MatmulArrangement, BiasGradientsFollowTheUsersOperands) {
@@ -129,22 +129,22 @@ TEST(MatmulArrangement, BiasGradientsFollowTheUsersOperands) {
     const TensorLayout a_col(f32, {8, 4}, {1, 8}), a_row(f32, {8, 4}), b_row(f32, {4, 6}), b_col(f32, {4, 6}, {1, 4});
     const TensorLayout d_row(f32, {8, 6}), d_col(f32, {8, 6}, {1, 8});
     const auto ga_row_d = analyze_layouts(a_col, b_row, d_row, {.epilog = Epilog::bgrada});
-    EXPECT_TRUE(ga_row_d.swap);
-    EXPECT_EQ(ga_row_d.lt_epilog, CUBLASLT_EPILOGUE_BGRADB);
-    EXPECT_EQ(ga_row_d.op_b, CUBLAS_OP_T);
-    EXPECT_EQ(ga_row_d.bias_grad_length, 8);
+    EXPECT_TRUE(ga_row_d.lt.swap);
+    EXPECT_EQ(ga_row_d.lt.epilog, CUBLASLT_EPILOGUE_BGRADB);
+    EXPECT_EQ(ga_row_d.lt.op_b, CUBLAS_OP_T);
+    EXPECT_EQ(ga_row_d.inputs.bias_grad_length, 8);
     const auto ga_col_d = analyze_layouts(a_col, b_col, d_col, {.epilog = Epilog::bgrada});
-    EXPECT_FALSE(ga_col_d.swap);
-    EXPECT_EQ(ga_col_d.lt_epilog, CUBLASLT_EPILOGUE_BGRADA);
-    EXPECT_EQ(ga_col_d.op_a, CUBLAS_OP_N);
+    EXPECT_FALSE(ga_col_d.lt.swap);
+    EXPECT_EQ(ga_col_d.lt.epilog, CUBLASLT_EPILOGUE_BGRADA);
+    EXPECT_EQ(ga_col_d.lt.op_a, CUBLAS_OP_N);
     const auto gb_row_d = analyze_layouts(a_row, b_row, d_row, {.epilog = Epilog::bgradb});
-    EXPECT_EQ(gb_row_d.lt_epilog, CUBLASLT_EPILOGUE_BGRADA);
-    EXPECT_EQ(gb_row_d.op_a, CUBLAS_OP_N);
-    EXPECT_EQ(gb_row_d.bias_grad_length, 6);
-    EXPECT_EQ(gb_row_d.bias_grad_storage, TensorLayout(f32, {6}));
+    EXPECT_EQ(gb_row_d.lt.epilog, CUBLASLT_EPILOGUE_BGRADA);
+    EXPECT_EQ(gb_row_d.lt.op_a, CUBLAS_OP_N);
+    EXPECT_EQ(gb_row_d.inputs.bias_grad_length, 6);
+    EXPECT_EQ(gb_row_d.inputs.bias_grad_storage, TensorLayout(f32, {6}));
     const auto gb_col_d = analyze_layouts(a_col, b_row, d_col, {.epilog = Epilog::bgradb});
-    EXPECT_EQ(gb_col_d.lt_epilog, CUBLASLT_EPILOGUE_BGRADB);
-    EXPECT_EQ(gb_col_d.op_b, CUBLAS_OP_T);
+    EXPECT_EQ(gb_col_d.lt.epilog, CUBLASLT_EPILOGUE_BGRADB);
+    EXPECT_EQ(gb_col_d.lt.op_b, CUBLAS_OP_T);
     for (const auto& d : {d_row, d_col}) {
         gpumath::test::expect_throw_with<NotSupported>(
             [&] { (void)analyze_layouts(a_row, b_row, d, {.epilog = Epilog::bgrada}); },
@@ -158,48 +158,48 @@ TEST(MatmulArrangement, BiasGradientsFollowTheUsersOperands) {
 TEST(MatmulArrangement, AuxDefaults) {
     const TensorLayout a(f32, {2, 10, 4}), b(f32, {4, 6});
     const auto gelu = analyze_layouts(a, b, TensorLayout(f32, {2, 10, 6}), {.epilog = Epilog::gelu_aux});
-    EXPECT_EQ(gelu.aux_kind, AuxKind::gelu);
-    EXPECT_EQ(gelu.aux_ld, 8);  // rows of D^T (6) rounded up to 8
-    EXPECT_EQ(gelu.aux_batch_stride, 80);
-    EXPECT_EQ(gelu.aux_storage, TensorLayout(f32, {2, 10, 8}));
-    EXPECT_EQ(gelu.aux_view, TensorLayout(f32, {2, 10, 6}, {80, 8, 1}));
+    EXPECT_EQ(gelu.inputs.aux, AuxKind::gelu);
+    EXPECT_EQ(gelu.lt.aux_ld, 8);  // rows of D^T (6) rounded up to 8
+    EXPECT_EQ(gelu.lt.aux_batch_stride, 80);
+    EXPECT_EQ(gelu.inputs.aux_storage, TensorLayout(f32, {2, 10, 8}));
+    EXPECT_EQ(gelu.inputs.aux_view, TensorLayout(f32, {2, 10, 6}, {80, 8, 1}));
     const auto relu = analyze_layouts(a, b, TensorLayout(f32, {2, 10, 6}), {.epilog = Epilog::relu_aux});
-    EXPECT_EQ(relu.aux_kind, AuxKind::relu_mask);
-    EXPECT_EQ(relu.aux_ld, 128);  // bits: 6 rows -> 1 byte, padded to 16 bytes
-    EXPECT_EQ(relu.aux_batch_stride, 16 * 10 * 8);
-    EXPECT_EQ(relu.aux_storage, TensorLayout(DataType::i8, {2, 10, 16}));
+    EXPECT_EQ(relu.inputs.aux, AuxKind::relu_mask);
+    EXPECT_EQ(relu.lt.aux_ld, 128);  // bits: 6 rows -> 1 byte, padded to 16 bytes
+    EXPECT_EQ(relu.lt.aux_batch_stride, 16 * 10 * 8);
+    EXPECT_EQ(relu.inputs.aux_storage, TensorLayout(DataType::i8, {2, 10, 16}));
     // A backward call planned from layouts expects the forward's aux view.
     const auto dgelu = analyze_layouts(a, b, std::nullopt, {.epilog = Epilog::dgelu});
     ASSERT_TRUE(dgelu.signature.aux.has_value());
-    EXPECT_EQ(*dgelu.signature.aux, gelu.aux_view);
+    EXPECT_EQ(*dgelu.signature.aux, gelu.inputs.aux_view);
 }
 
 TEST(MatmulArrangement, ComputeAndScaleTypes) {
     const auto tf32 = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), std::nullopt,
                                       {.compute_type = ComputeType::f32_fast_tf32});
-    EXPECT_EQ(tf32.lt_compute, CUBLAS_COMPUTE_32F_FAST_TF32);
-    EXPECT_EQ(tf32.scale_type, CUDA_R_32F);
+    EXPECT_EQ(tf32.lt.compute, CUBLAS_COMPUTE_32F_FAST_TF32);
+    EXPECT_EQ(tf32.lt.scale_type, CUDA_R_32F);
     const auto c64 = analyze_layouts(TensorLayout(DataType::c64, {8, 4}), TensorLayout(DataType::c64, {4, 6}), std::nullopt);
-    EXPECT_EQ(c64.lt_compute, CUBLAS_COMPUTE_64F);
-    EXPECT_EQ(c64.scale_type, CUDA_C_64F);
+    EXPECT_EQ(c64.lt.compute, CUBLAS_COMPUTE_64F);
+    EXPECT_EQ(c64.lt.scale_type, CUDA_C_64F);
     const auto i8 = analyze_layouts(TensorLayout(DataType::i8, {8, 4}), TensorLayout(DataType::i8, {4, 8}), std::nullopt);
-    EXPECT_EQ(i8.lt_compute, CUBLAS_COMPUTE_32I);
-    EXPECT_EQ(i8.scale_type, CUDA_R_32I);
-    EXPECT_EQ(i8.d_type, DataType::i32);
+    EXPECT_EQ(i8.lt.compute, CUBLAS_COMPUTE_32I);
+    EXPECT_EQ(i8.lt.scale_type, CUDA_R_32I);
+    EXPECT_EQ(i8.types.d, DataType::i32);
     const auto h = analyze_layouts(TensorLayout(DataType::f16, {8, 4}), TensorLayout(DataType::f16, {4, 6}), std::nullopt,
                                    {.compute_type = ComputeType::f16});
-    EXPECT_EQ(h.lt_compute, CUBLAS_COMPUTE_16F);
-    EXPECT_EQ(h.scale_type, CUDA_R_16F);
+    EXPECT_EQ(h.lt.compute, CUBLAS_COMPUTE_16F);
+    EXPECT_EQ(h.lt.scale_type, CUDA_R_16F);
 }
 
 TEST(MatmulArrangement, VectorsTakeEitherOrientation) {
     // M = 1: D (1, 6) is both row- and column-major; a per-row bias (1, 1)... and (6,) both work.
     const auto p = analyze_layouts(TensorLayout(f32, {1, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {1, 6}),
                                    {.epilog = Epilog::bias}, TensorLayout(f32, {6}));
-    EXPECT_TRUE(p.swap);
+    EXPECT_TRUE(p.lt.swap);
     // N = 1 with a column vector b (4, 1) of any stride.
     const auto q = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 1}, {3, 7}), TensorLayout(f32, {8, 1}));
-    EXPECT_EQ(q.lt_d.rows, 1u);
+    EXPECT_EQ(q.lt.d.rows, 1u);
 }
 
 TEST(MatmulArrangement, AllocatedResultIsTheDefaultResult) {
@@ -214,7 +214,7 @@ TEST(MatmulArrangement, AllocatedResultIsTheDefaultResult) {
     for (const auto& c : cs) {
         const TensorLayout allocated = allocated_result_layout(a, b, c, {}, "test");
         EXPECT_EQ(allocated, TensorLayout(f32, {2, 8, 6}));
-        EXPECT_EQ(analyze_layouts(a, b, std::nullopt, {}, std::nullopt, c).d, allocated);
+        EXPECT_EQ(*analyze_layouts(a, b, std::nullopt, {}, std::nullopt, c).signature.d, allocated);
         Matmul mm = c ? Matmul(a, b, *c) : Matmul(a, b);
         EXPECT_EQ(mm.result_layout(), allocated);
     }
@@ -224,7 +224,7 @@ TEST(MatmulArrangement, AllocatedResultIsTheDefaultResult) {
               TensorLayout(f32, {4, 3, 8, 6}));
     // A column-major C makes D column-major: Matmul plans for it, the allocating calls refuse it.
     const TensorLayout c_col(f32, {2, 8, 6}, {48, 1, 8});
-    EXPECT_EQ(analyze_layouts(a, b, std::nullopt, {}, std::nullopt, c_col).d, c_col);
+    EXPECT_EQ(*analyze_layouts(a, b, std::nullopt, {}, std::nullopt, c_col).signature.d, c_col);
     gpumath::test::expect_throw_with<InvalidArgument>([&] { (void)allocated_result_layout(a, b, c_col, {}, "test"); },
                                                       {"test", "c:", "column-major", "d view"});
     // Invalid operands get analyze's message.
@@ -240,7 +240,7 @@ TEST(MatmulKeys, TextRoundTripAndComparisons) {
     s.d = TensorLayout(f32, {3, 8, 6});
     s.align[slot_b] = 16;
     const MatmulOptions options{.epilog = Epilog::relu};
-    const MatmulKey k = make_key(s, options, -1);
+    const MatmulKey k = make_key(s.call(), options, -1);
     MatmulKey parsed;
     ASSERT_TRUE(parse_key(key_to_text(k), parsed));
     EXPECT_TRUE(parsed == k);
@@ -249,11 +249,11 @@ TEST(MatmulKeys, TextRoundTripAndComparisons) {
 
     MatmulSignature t = s;
     t.d = TensorLayout(f32, {3, 8, 6}, {48, 1, 8});
-    const MatmulKey k2 = make_key(t, options, -1);
+    const MatmulKey k2 = make_key(t.call(), options, -1);
     EXPECT_TRUE(k2.same_problem(k));
     EXPECT_FALSE(k2.same_layouts(k));
-    EXPECT_FALSE(make_key(s, {.epilog = Epilog::gelu}, -1).same_problem(k));
-    EXPECT_FALSE(make_key(s, options, 0) == make_key(s, options, 1));  // device is part of the stateless key
+    EXPECT_FALSE(make_key(s.call(), {.epilog = Epilog::gelu}, -1).same_problem(k));
+    EXPECT_FALSE(make_key(s.call(), options, 0) == make_key(s.call(), options, 1));  // device is part of the stateless key
 
     std::array<std::uint16_t, slot_count> actual{256, 256, 256, 256, 256, 256, 256, 256};
     EXPECT_TRUE(k.aligned_enough(actual));
@@ -261,20 +261,45 @@ TEST(MatmulKeys, TextRoundTripAndComparisons) {
     EXPECT_FALSE(k.aligned_enough(actual));
 }
 
-TEST(MatmulKeys, CallKeysEqualSignatureKeys) {
+TEST(MatmulKeys, OneDescriptionOfACall) {
+    // A call's views, the owning signature copied from them and the plan's test all read one
+    // MatmulCall: keys agree, and a plan serves exactly the calls with its layouts and scales whose
+    // pointers are at least as aligned.
     auto* p = reinterpret_cast<char*>(0x10000000);
     const TensorView a(p, DataType::f32, {3, 8, 4}), b(p + 0x100000 + 16, DataType::f32, {4, 6}, {1, 4});
     const TensorView d(p + 0x200000, DataType::f32, {3, 8, 6});
     MatmulArgs args{.bias = TensorView(p + 0x300000 + 8, DataType::f32, {6}), .scales = {.a = nullptr}};
     const MatmulOptions options{.epilog = Epilog::bias};
+    const MatmulCall call = call_of(a, b, &d, args);
+    const MatmulSignature sig = MatmulSignature::of(call);
     for (int device : {-1, 0, 3}) {
-        const MatmulKey k1 = make_call_key(a, b, d, args, options, device);
-        const MatmulKey k2 = make_key(signature_of(a, b, &d, args), options, device);
+        const MatmulKey k1 = make_key(call, options, device);
+        const MatmulKey k2 = make_key(sig.call(), options, device);
         EXPECT_TRUE(k1 == k2);
         EXPECT_EQ(k1.hash, k2.hash);
         EXPECT_EQ(k1.align[slot_b], 16);
         EXPECT_EQ(k1.align[slot_bias], 8);
+        EXPECT_EQ(k1.align[slot_c], 256);  // absent
     }
+    EXPECT_TRUE(plan_serves(sig.call(), call));
+    // More aligned pointers are served; less aligned ones are not.
+    const TensorView b_more(p + 0x100000, DataType::f32, {4, 6}, {1, 4}), b_less(p + 0x100000 + 4, DataType::f32, {4, 6}, {1, 4});
+    EXPECT_TRUE(plan_serves(sig.call(), call_of(a, b_more, &d, args)));
+    EXPECT_FALSE(plan_serves(sig.call(), call_of(a, b_less, &d, args)));
+    // Another d layout, a missing bias, an extra c, or other scales are other calls.
+    const TensorView d_col(p + 0x200000, DataType::f32, {3, 8, 6}, {48, 1, 8});
+    EXPECT_FALSE(plan_serves(sig.call(), call_of(a, b, &d_col, args)));
+    EXPECT_FALSE(plan_serves(sig.call(), call_of(a, b, &d, {})));
+    MatmulArgs with_c = args;
+    with_c.c = TensorView(p + 0x400000, DataType::f32, {3, 8, 6});
+    EXPECT_FALSE(plan_serves(sig.call(), call_of(a, b, &d, with_c)));
+    MatmulArgs scaled = args;
+    scaled.scales.a = reinterpret_cast<const float*>(p + 0x500000);
+    EXPECT_FALSE(plan_serves(sig.call(), call_of(a, b, &d, scaled)));
+    EXPECT_FALSE(make_key(call_of(a, b, &d, scaled), options, -1) == make_key(call, options, -1));
+    // The key's problem words cover the options and a, b, c only.
+    EXPECT_TRUE(make_key(call_of(a, b, &d_col, args), options, -1).same_problem(make_key(call, options, -1)));
+    EXPECT_FALSE(make_key(call_of(a, b, &d, with_c), options, -1).same_problem(make_key(call, options, -1)));
 }
 
 TEST(MatmulKeys, AlignmentClasses) {

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+// Checks that are not part of a stage's own decision: the options' enums, per-call values
+// (alpha/beta, pointer alignment, overlaps), FP8 scales and operands, and the epilog against the
+// inputs given. Host only: no CUDA calls.
+#include "matmul/checks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace gpumath::detail {
+
+void check_options(const MatmulOptions& options, const char* api) {
+    if (static_cast<int>(options.compute_type) > static_cast<int>(ComputeType::i32))
+        invalid(api, "options.compute_type: {} is not a ComputeType; allowed: automatic, f16, f32, f32_fast_f16, "
+                     "f32_fast_bf16, f32_fast_tf32, f64, i32",
+                static_cast<int>(options.compute_type));
+    if (static_cast<int>(options.epilog) > static_cast<int>(Epilog::bgradb))
+        invalid(api, "options.epilog: {} is not an Epilog; allowed: none, relu, relu_aux, bias, relu_bias, "
+                     "relu_aux_bias, gelu, gelu_aux, gelu_bias, gelu_aux_bias, drelu, drelu_bgrad, dgelu, "
+                     "dgelu_bgrad, bgrada, bgradb",
+                static_cast<int>(options.epilog));
+    if (options.result_type && !is_valid(*options.result_type))
+        invalid(api, "options.result_type: {} is not a DataType; allowed: f16, bf16, f32, f64, c32, c64, e4m3, e5m2, "
+                     "i8, i32 (or empty for the default)",
+                static_cast<int>(*options.result_type));
+}
+
+void check_scales(const MatmulSignature& sig, const ProblemTypes& types, const char* api) {
+    const bool fp8 = types.fp8;
+    const DataType at = types.a, ct = types.c, dt = types.d;
+    if (sig.scales != 0 && !fp8) {
+        const char* which = (sig.scales & scale_a)   ? "scales.a"
+                            : (sig.scales & scale_b) ? "scales.b"
+                            : (sig.scales & scale_c) ? "scales.c"
+                            : (sig.scales & scale_d) ? "scales.d"
+                                                     : "scales.amax_d";
+        invalid(api, "{}: per-tensor scales apply to FP8 inputs only; a is {}", which, to_string(at));
+    }
+    if (fp8 && (sig.scales & scale_c))
+        invalid(api, "scales.c: cuBLASLt takes a C scale only for an FP8 c, and the c of FP8 products is {} here; "
+                     "scale c with beta instead",
+                to_string(ct));
+    if (fp8 && !is_fp8(dt) && (sig.scales & (scale_d | scale_amax_d)))
+        invalid(api, "{}: applies to an FP8 result only; d is {}", (sig.scales & scale_d) ? "scales.d" : "scales.amax_d",
+                to_string(dt));
+    // cuBLASLt's heuristic offers FP8 algorithms for any scale pointer, but cublasLtMatmul refuses
+    // them (CUBLAS_STATUS_NOT_SUPPORTED) for pointers less than 16-byte aligned (H200, CUDA 13.0).
+    if (fp8 && sig.scales != 0 && sig.align[slot_scales] < 16)
+        unsupported(api,
+                    "scales: a scale or amax pointer is only {}-byte aligned; cuBLASLt's FP8 kernels need every scale "
+                    "and amax pointer 16-byte aligned (give each scale its own 16-byte slot)",
+                    sig.align[slot_scales]);
+}
+
+void check_epilog_operands(const MatmulSignature& sig, const ProblemTypes& types, Epilog epilog, std::int64_t k,
+                           const char* api) {
+    const bool fp8 = types.fp8;
+    const DataType at = types.a, dt = types.d;
+    const std::int64_t K = k;
+    if (epilog != Epilog::none && (is_complex(at) || at == DataType::i8))
+        unsupported(api, "epilog: {} is not available for {} products; cuBLASLt's epilogs need real floating-point "
+                         "types (use Epilog::none)",
+                    to_string(epilog), to_string(at));
+    if (fp8 && (epilog_reads_aux(epilog) || epilog_writes_bias_grad(epilog)))
+        unsupported(api, "epilog: {} with FP8 inputs; gpumath runs FP8 products with forward epilogs only (none, relu, "
+                         "gelu, their _bias and _aux forms)",
+                    to_string(epilog));
+    if (is_fp8(dt) && epilog_writes_aux(epilog))
+        unsupported(api, "epilog: {} with an {} result; aux outputs of FP8 products need a bf16, f16 or f32 result",
+                    to_string(epilog), to_string(dt));
+    if (K == 1 && epilog_reads_aux(epilog))
+        unsupported(api, "epilog: {} with K = 1; cuBLASLt's ReLU/GELU gradient epilogs need K > 1", to_string(epilog));
+    if (sig.bias && !epilog_takes_bias(epilog))
+        invalid(api, "bias: given, but epilog {} takes no bias; use a *_bias epilog (bias, relu_bias, gelu_bias, ...)",
+                to_string(epilog));
+    if (sig.aux && !epilog_writes_aux(epilog) && !epilog_reads_aux(epilog))
+        invalid(api, "aux: given, but epilog {} has no aux (only *_aux epilogs write one and d* epilogs read one)",
+                to_string(epilog));
+    if (sig.bias_grad && !epilog_writes_bias_grad(epilog))
+        invalid(api, "bias_grad: given, but epilog {} computes no bias gradient (drelu_bgrad, dgelu_bgrad, bgrada, "
+                     "bgradb do)",
+                to_string(epilog));
+    if (!sig.from_layouts && epilog_takes_bias(epilog) && !sig.bias)
+        invalid(api, "bias: epilog {} needs MatmulArgs::bias: shape (N,) or (1, N) per column, (M, 1) per row, or "
+                     "(M, N)",
+                to_string(epilog));
+    if (!sig.from_layouts && epilog_reads_aux(epilog) && !sig.aux)
+        invalid(api, "aux: epilog {} reads the aux output of a forward {} product; pass it as MatmulArgs::aux",
+                to_string(epilog), epilog_aux_is_relu_mask(epilog) ? "relu_aux" : "gelu_aux");
+}
+
+void check_fp8_operands(const MatmulSignature& sig, const ProblemShape& shape, const char* api) {
+    const std::int64_t M = shape.m, N = shape.n, K = shape.k;
+    if (M % 16 != 0 || N % 16 != 0 || K % 16 != 0)
+        unsupported(api, "a, b: FP8 products need M, N and K to be multiples of 16 (cuBLASLt's rule); M = {}, N = {}, "
+                         "K = {}",
+                    M, N, K);
+    for (int s : {int(slot_a), int(slot_b), int(slot_c), int(slot_d)})
+        if (sig.align[std::size_t(s)] < 16)
+            unsupported(api, "{}: pointer is {}-byte aligned; FP8 products need 16-byte aligned operands",
+                        slot_names[std::size_t(s)], sig.align[std::size_t(s)]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-call checks.
+
+namespace {
+
+struct Range {
+    std::uintptr_t lo = 0, hi = 0;
+};
+Range range_of(const TensorView& v) {
+    const auto p = reinterpret_cast<std::uintptr_t>(v.data());
+    return {p, p + std::uintptr_t(v.span_bytes())};
+}
+bool overlap(const TensorView& x, const TensorView& y) {
+    const Range a = range_of(x), b = range_of(y);
+    return a.lo < b.hi && b.lo < a.hi && a.lo != a.hi && b.lo != b.hi;
+}
+
+void check_scalar(const Scalar& s, const char* name, DataType input, const char* api) {
+    if (input == DataType::i8) {
+        if (s.imag != 0.0 || s.real != std::trunc(s.real) || std::abs(s.real) > 2147483647.0)
+            invalid(api, "{}: ({}, {}) is not a 32-bit integer; i8 products take integer alpha and beta (scale type "
+                         "i32)",
+                    name, s.real, s.imag);
+        return;
+    }
+    if (!is_complex(input) && s.imag != 0.0)
+        invalid(api, "{}: complex value ({}, {}) for a real {} product; pass a real value", name, s.real, s.imag,
+                to_string(input));
+    if (!std::isfinite(s.real) || !std::isfinite(s.imag))
+        invalid(api, "{}: ({}, {}) is not finite", name, s.real, s.imag);
+}
+
+void check_aligned(const TensorView& v, const char* name, const char* api) {
+    const std::size_t elem = size_of(v.dtype());
+    if (reinterpret_cast<std::uintptr_t>(v.data()) % elem != 0) [[unlikely]]
+        invalid(api, "{}: data pointer {} is not aligned to the {}-byte size of a {} element; pass a pointer aligned "
+                     "to its element size (256 bytes is best)",
+                name, v.data(), elem, to_string(v.dtype()));
+}
+
+void check_aligned(const float* p, const char* name, const char* api) {
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(float) != 0) [[unlikely]]
+        invalid(api, "{}: pointer {} is not aligned to 4 bytes (one f32); pass a 16-byte aligned pointer",
+                name, static_cast<const void*>(p));
+}
+
+}  // namespace
+
+void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args,
+                const char* api) {
+    check_aligned(a, "a", api);
+    check_aligned(b, "b", api);
+    if (d != nullptr) check_aligned(*d, "d", api);
+    if (args.c) check_aligned(*args.c, "c", api);
+    if (args.bias) check_aligned(*args.bias, "bias", api);
+    if (args.aux) check_aligned(*args.aux, "aux", api);
+    if (args.bias_grad) check_aligned(*args.bias_grad, "bias_grad", api);
+    check_aligned(args.scales.a, "scales.a", api);
+    check_aligned(args.scales.b, "scales.b", api);
+    check_aligned(args.scales.c, "scales.c", api);
+    check_aligned(args.scales.d, "scales.d", api);
+    check_aligned(args.scales.amax_d, "scales.amax_d", api);
+    check_scalar(args.alpha, "alpha", a.dtype(), api);
+    check_scalar(args.beta, "beta", a.dtype(), api);
+    if (!args.c && args.beta != Scalar(0.0))
+        invalid(api, "beta: ({}, {}) given without c; beta scales c, so pass MatmulArgs::c (or leave beta 0)",
+                args.beta.real, args.beta.imag);
+    if (d == nullptr) return;
+    if (overlap(*d, a)) invalid(api, "d: its memory overlaps a's; an output must not alias an input");
+    if (overlap(*d, b)) invalid(api, "d: its memory overlaps b's; an output must not alias an input");
+    if (args.c && overlap(*d, *args.c) &&
+        !(args.c->data() == d->data() && args.c->shape().size() == d->shape().size() &&
+          std::equal(args.c->strides().begin(), args.c->strides().end(), d->strides().begin()) &&
+          std::equal(args.c->shape().begin(), args.c->shape().end(), d->shape().begin())))
+        invalid(api, "c: its memory overlaps d's without being d; c may be d itself (same pointer, shape and strides) "
+                     "or separate memory");
+    if (args.bias && overlap(*d, *args.bias)) invalid(api, "bias: its memory overlaps d's; pass separate memory");
+    if (args.aux && overlap(*d, *args.aux)) invalid(api, "aux: its memory overlaps d's; pass separate memory");
+    if (args.bias_grad && overlap(*d, *args.bias_grad))
+        invalid(api, "bias_grad: its memory overlaps d's; pass separate memory");
+    if (args.aux && args.bias_grad && overlap(*args.aux, *args.bias_grad))
+        invalid(api, "bias_grad: its memory overlaps aux's; pass separate memory");
+}
+
+}  // namespace gpumath::detail

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to src/matmul: how analysis reports bad input, and the checks that are not part of a
+// stage's own decision (options, per-call values, FP8 scales and operands, epilog operands).
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include <gpumath/detail/status.hpp>
+
+#include "matmul/problem.hpp"
+
+namespace gpumath::detail {
+
+template <class... Args>
+[[noreturn]] void invalid(const char* api, fmt::format_string<Args...> f, Args&&... args) {
+    throw_invalid(fmt::format(f, std::forward<Args>(args)...), api);
+}
+template <class... Args>
+[[noreturn]] void unsupported(const char* api, fmt::format_string<Args...> f, Args&&... args) {
+    throw_not_supported(fmt::format(f, std::forward<Args>(args)...), api);
+}
+
+inline std::string shape_text(const TensorLayout& l) { return to_string(l.shape()); }
+inline std::string strides_text(const TensorLayout& l) { return to_string(l.strides()); }
+
+/// FP8 scales: only for FP8 products, no C scale, d/amax scales only for an FP8 D, 16-byte aligned.
+void check_scales(const MatmulSignature& sig, const ProblemTypes& types, const char* api);
+
+/// The epilog against the types and the inputs given (a bias, aux or bias gradient the epilog
+/// does not take, or a missing one).
+void check_epilog_operands(const MatmulSignature& sig, const ProblemTypes& types, Epilog epilog, std::int64_t k,
+                           const char* api);
+
+/// FP8's dimension and pointer-alignment rules (the layout rule depends on the device: checked when
+/// planning).
+void check_fp8_operands(const MatmulSignature& sig, const ProblemShape& shape, const char* api);
+
+}  // namespace gpumath::detail

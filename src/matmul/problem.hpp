@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to src/matmul: a validated matmul problem, the aggregate of analyze()'s stages. User
+// facts (the call's layouts, shape, types, epilog inputs) are kept apart from cuBLASLt's vocabulary
+// (LtArrangement), as CUTLASS keeps Arguments apart from Params.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include <cublasLt.h>
+
+#include <gpumath/layout.hpp>
+#include <gpumath/matmul/options.hpp>
+
+#include "matmul/call.hpp"
+
+namespace gpumath::detail {
+
+/// Batch dimensions (NumPy-broadcast leading dimensions of a and b).
+struct BatchShape {
+    std::array<std::int64_t, max_rank> dims{};
+    int rank = 0;
+    [[nodiscard]] std::span<const std::int64_t> span() const { return {dims.data(), std::size_t(rank)}; }
+    [[nodiscard]] std::int64_t count() const {
+        std::int64_t n = 1;
+        for (int i = 0; i < rank; ++i) n *= dims[std::size_t(i)];
+        return n;
+    }
+};
+
+/// Shapes: M, N, K and the broadcast batch (shapes.cpp).
+struct ProblemShape {
+    std::int64_t m = 0, n = 0, k = 0;
+    std::int64_t batch = 1;  // number of products
+    BatchShape batch_dims;
+};
+
+/// Types (types.cpp): the dtype of every operand and the compute type, `automatic` resolved.
+struct ProblemTypes {
+    DataType a{}, b{}, c{}, d{}, bias{}, aux{};
+    ComputeType compute = ComputeType::f32;
+    bool fp8 = false;
+    bool fast_accumulation = false;
+};
+
+enum class AuxKind : std::uint8_t { none, relu_mask, gelu };
+
+/// Epilog inputs and outputs (epilog_inputs.cpp): what the bias, aux and bias gradient are.
+struct EpilogInputs {
+    Epilog epilog = Epilog::none;     // as asked
+    Epilog effective = Epilog::none;  // after a full bias moved to C
+    bool c_from_bias = false;         // C is the user's full (M, N) bias
+    bool bias_vector = false;         // the bias goes through the epilog's bias pointer
+    AuxKind aux = AuxKind::none;
+    TensorLayout aux_storage;  // what gpumath allocates when the caller passes no aux
+    TensorLayout aux_view;     // the aux as a view relative to the storage pointer
+    bool bias_grad = false;
+    std::int64_t bias_grad_length = 0;
+    TensorLayout bias_grad_storage;
+};
+
+/// One matrix as cuBLASLt sees it (column-major).
+struct LtMatrix {
+    cudaDataType_t type = CUDA_R_32F;
+    std::uint64_t rows = 0;
+    std::uint64_t cols = 0;
+    std::int64_t ld = 0;
+    std::int64_t batch_stride = 0;
+};
+
+/// The problem in cuBLASLt's vocabulary (arrangement.cpp, with the epilog vectors' strides from
+/// epilog_inputs.cpp): what MatmulPlan writes into descriptors.
+struct LtArrangement {
+    /// cuBLASLt computes D^T = B^T A^T (D row-major) instead of D = A B (D column-major).
+    bool swap = true;
+    LtMatrix a, b, c, d;
+    cublasOperation_t op_a = CUBLAS_OP_N, op_b = CUBLAS_OP_N;
+    bool has_c = false;  // a C operand is read (the user's c or a full bias)
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    cudaDataType_t scale_type = CUDA_R_32F;
+    cublasLtEpilogue_t epilog = CUBLASLT_EPILOGUE_DEFAULT;
+    std::int64_t bias_batch_stride = 0;
+    std::int64_t aux_ld = 0;  // elements (GELU) or bits (ReLU mask)
+    std::int64_t aux_batch_stride = 0;
+    std::int64_t bias_grad_batch_stride = 0;
+};
+
+struct MatmulProblem {
+    const char* api = "";
+    /// The call with every default filled in (d, the planned bias and aux): the plan's key and
+    /// match test derive from it.
+    MatmulSignature signature;
+    ProblemShape shape;
+    ProblemTypes types;
+    EpilogInputs inputs;
+    LtArrangement lt;
+
+    /// "M=.. N=.. K=.. batch=.., a f16 (..) ..., epilog ..., compute ..." for messages and logs.
+    [[nodiscard]] std::string describe() const;
+};
+
+/// Validates `sig` under `options` and decides the arrangement. Throws InvalidArgument or
+/// NotSupported naming the operand; `api` prefixes messages.
+[[nodiscard]] MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, const char* api);
+
+/// Checks of the options alone: every enum within its enumerators (a value cast from an
+/// out-of-range integer is InvalidArgument naming the field). No CUDA calls.
+void check_options(const MatmulOptions& options, const char* api);
+
+/// Checks of one call that depend on values, not layouts: alpha/beta against the scale type, beta
+/// without c, operand pointers aligned to their element size, and overlaps between outputs and
+/// inputs. No CUDA calls.
+void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args, const char* api);
+
+/// The D that the allocating calls return: Matmul::result_layout() of the same operands (dense
+/// row-major, or column-major like a column-major c). Validates enough to compute it; a
+/// column-major one is InvalidArgument naming c, because a Tensor is row-major.
+[[nodiscard]] TensorLayout allocated_result_layout(const TensorLayout& a, const TensorLayout& b,
+                                                   const std::optional<TensorLayout>& c, const MatmulOptions& options,
+                                                   const char* api);
+
+/// Text of a cuBLASLt epilogue for logs.
+[[nodiscard]] const char* lt_epilog_name(cublasLtEpilogue_t e) noexcept;
+
+}  // namespace gpumath::detail
