@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Compiling FFT callbacks to LTO-IR for cuFFT.
+// Compiling FFT callbacks (to LTO-IR for cuFFT, to kernels for separate passes) and attaching fused
+// callbacks to cuFFT handles.
 #include <gpumath/fft/callback.hpp>
+
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -8,7 +12,7 @@
 #include <gpumath/detail/status.hpp>
 #include <gpumath/error.hpp>
 
-#include "fft/internal.hpp"
+#include "fft/callback.hpp"
 
 namespace gpumath {
 namespace {
@@ -81,6 +85,71 @@ core::ObjectCode compile_with_context(const std::string& source, core::CodeType 
                         fft_callback_signature(kind, element, callback->symbol), e.what()),
             e.status(), e.api(), e.log());
     }
+}
+
+namespace {
+
+cufftXtCallbackType callback_type(FFTCallbackKind kind, DataType element) {
+    const bool dbl = element == DataType::f64 || element == DataType::c64;
+    const bool cpx = element == DataType::c32 || element == DataType::c64;
+    if (kind == FFTCallbackKind::load)
+        return cpx ? (dbl ? CUFFT_CB_LD_COMPLEX_DOUBLE : CUFFT_CB_LD_COMPLEX)
+                   : (dbl ? CUFFT_CB_LD_REAL_DOUBLE : CUFFT_CB_LD_REAL);
+    return cpx ? (dbl ? CUFFT_CB_ST_COMPLEX_DOUBLE : CUFFT_CB_ST_COMPLEX)
+               : (dbl ? CUFFT_CB_ST_REAL_DOUBLE : CUFFT_CB_ST_REAL);
+}
+
+}  // namespace
+
+std::vector<CufftCallback> compile_cufft_callbacks(const FftProblem& p, const FFTOptions& options,
+                                                   const FusedCallbacks& fused, const std::string& arch,
+                                                   std::array<void*, 1>& prolog_info,
+                                                   std::array<void*, 1>& epilog_info) {
+    const DataType in_element = fft_element(p.precision, p.in_complex);
+    const DataType out_element = fft_element(p.precision, p.out_complex);
+    std::vector<CufftCallback> callbacks;
+    const bool same_source = p.has_prolog && p.has_epilog && !options.prolog.source.empty() &&
+                             options.prolog.source == options.epilog.source;
+    if (fused.prolog) {
+        prolog_info[0] = options.prolog.user_info;
+        if (!options.prolog.source.empty())
+            callbacks.push_back({FFTCallbackKind::load, in_element,
+                                 compile_fused_callback(options.prolog, FFTCallbackKind::load, in_element, 1.0,
+                                                        same_source ? options.epilog.symbol : std::string(), arch),
+                                 fft_callback_entry_name(FFTCallbackKind::load), &prolog_info});
+        else
+            callbacks.push_back(
+                {FFTCallbackKind::load, in_element, options.prolog.code, options.prolog.symbol, &prolog_info});
+    }
+    if (fused.epilog || fused.scale) {
+        epilog_info[0] = options.epilog.user_info;
+        if (fused.epilog && options.epilog.source.empty()) {
+            callbacks.push_back(
+                {FFTCallbackKind::store, out_element, options.epilog.code, options.epilog.symbol, &epilog_info});
+        } else {
+            core::ObjectCode code;
+            if (fused.epilog)
+                code = compile_fused_callback(options.epilog, FFTCallbackKind::store, out_element, fused.baked_scale,
+                                              same_source ? options.prolog.symbol : std::string(), arch);
+            else
+                code = compile_with_context(fft_scale_callback_source(out_element, fused.baked_scale),
+                                            core::CodeType::ltoir, arch, "fft_scale_store", nullptr,
+                                            FFTCallbackKind::store, out_element);
+            callbacks.push_back({FFTCallbackKind::store, out_element, std::move(code),
+                                 fft_callback_entry_name(FFTCallbackKind::store), &epilog_info});
+        }
+    }
+    return callbacks;
+}
+
+cufftResult attach_cufft_callbacks(cufftHandle handle, std::span<const CufftCallback> callbacks) {
+    for (const CufftCallback& cb : callbacks) {
+        const auto bytes = cb.code.bytes();
+        const cufftResult r = cufftXtSetJITCallback(handle, cb.symbol.c_str(), bytes.data(), bytes.size(),
+                                                    callback_type(cb.kind, cb.element), cb.info->data());
+        if (r != CUFFT_SUCCESS) return r;
+    }
+    return CUFFT_SUCCESS;
 }
 
 }  // namespace detail

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The built-in elementwise pass kernels of FFTs.
+// The elementwise pass kernels of FFTs: the built-in ones (compiled once per process) and launching.
 #include <algorithm>
 #include <array>
 #include <map>
@@ -8,10 +8,13 @@
 #include <vector>
 
 #include <gpumath/core/device.hpp>
+#include <gpumath/core/launch.hpp>
+#include <gpumath/core/program.hpp>
+#include <gpumath/detail/fft_sources.hpp>
 #include <gpumath/detail/status.hpp>
 
-#include "detail/log.hpp"
-#include "fft/internal.hpp"
+#include "fft/callback.hpp"
+#include "fft/pass.hpp"
 
 namespace gpumath::detail {
 

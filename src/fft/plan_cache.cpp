@@ -12,7 +12,7 @@
 #include <gpumath/detail/status.hpp>
 #include <gpumath/fft/fft.hpp>
 
-#include "fft/internal.hpp"
+#include "fft/fft_impl.hpp"
 
 namespace gpumath {
 namespace detail {
