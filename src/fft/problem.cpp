@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: Apache-2.0
+// FFT request validation: the problem a request describes, the operands of one execution, the
+// normalization scale (host-only, no CUDA calls).
+#include <gpumath/detail/fft_geometry.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <gpumath/detail/status.hpp>
+
+namespace gpumath {
+
+void FFTAxes::throw_too_many(std::size_t count) {
+    detail::throw_invalid(fmt::format("axes: {} given, at most 3 transform axes are allowed (and at most {} "
+                                      "values can be held)",
+                                      count, max_rank),
+                          "FFTAxes");
+}
+
+namespace detail {
+namespace {
+
+bool is_half(DataType t) noexcept { return t == DataType::f16 || t == DataType::bf16; }
+bool is_power_of_two(std::int64_t v) noexcept { return v > 0 && (v & (v - 1)) == 0; }
+
+std::string shape_text(const TensorLayout& l) { return gpumath::to_string(l.shape()); }
+
+// Enums arrive from users as any value of their underlying type; `last` is the largest enumerator.
+template <class E>
+void check_enum(E value, E last, const char* field, const char* type, const char* allowed, const char* api) {
+    if (static_cast<unsigned>(value) > static_cast<unsigned>(last)) [[unlikely]]
+        throw_invalid(fmt::format("{}: {} is not {}; allowed: {}", field, static_cast<unsigned>(value), type, allowed),
+                      api);
+}
+
+// "a c32 element", "an f32 element", "an f16 complex element (a real/imaginary pair)".
+std::string element_text(DataType precision, bool complex) {
+    const bool half = is_half(precision);
+    const std::string_view name = gpumath::to_string(fft_element(precision, complex));
+    return fmt::format("{} {}{} element{}", name.starts_with('f') ? "an" : "a", name, complex && half ? " complex" : "",
+                       complex && half ? " (a real/imaginary pair)" : "");
+}
+
+struct ByteRange {
+    std::uintptr_t lo, hi;
+};
+ByteRange byte_range(const TensorView& v) noexcept {
+    const auto lo = reinterpret_cast<std::uintptr_t>(v.data());
+    return {lo, lo + std::uintptr_t(v.span_bytes())};
+}
+
+// The operand as cuFFT sees its elements. Complex data in f16/bf16 carries a trailing dimension
+// of 2 (real, imaginary) with stride 1, dropped here; the other strides must count whole pairs.
+FftOperand logical_operand(const TensorLayout& l, bool complex, const char* role, const char* api) {
+    FftOperand op;
+    if (complex && is_half(l.dtype())) {
+        if (l.rank() < 2 || l.shape(-1) != 2 || l.stride(-1) != 1)
+            throw_invalid(
+                fmt::format("{}: complex {} data needs a trailing dimension of 2 (real, imaginary) with "
+                            "stride 1 and at least one more dimension; got shape {} strides {}",
+                            role, gpumath::to_string(l.dtype()), shape_text(l), gpumath::to_string(l.strides())),
+                api);
+        op.rank = l.rank() - 1;
+        for (int i = 0; i < op.rank; ++i) {
+            const std::int64_t s = l.stride(i);
+            if (s % 2 != 0 && l.shape(i) > 1)
+                throw_invalid(fmt::format("{}: stride {} of dimension {} is odd; complex {} data needs even strides "
+                                          "(whole real/imaginary pairs); strides {}",
+                                          role, s, i, gpumath::to_string(l.dtype()), gpumath::to_string(l.strides())),
+                              api);
+            op.shape[std::size_t(i)] = l.shape(i);
+            op.strides[std::size_t(i)] = s / 2;
+        }
+        return op;
+    }
+    op.rank = l.rank();
+    for (int i = 0; i < op.rank; ++i) {
+        op.shape[std::size_t(i)] = l.shape(i);
+        op.strides[std::size_t(i)] = l.stride(i);
+    }
+    return op;
+}
+
+DataType precision_of(DataType t) noexcept {
+    switch (t) {
+        case DataType::c32:
+            return DataType::f32;
+        case DataType::c64:
+            return DataType::f64;
+        default:
+            return t;
+    }
+}
+
+// Lays out a row-major layout of `logical` extents for `dtype`, appending the pair dimension
+// for half-precision complex data.
+TensorLayout user_layout(DataType dtype, bool complex, const FftOperand& logical) {
+    std::array<std::int64_t, max_rank + 1> shape{};
+    std::size_t r = std::size_t(logical.rank);
+    for (std::size_t i = 0; i < r; ++i) shape[i] = logical.shape[i];
+    if (complex && is_half(dtype)) shape[r++] = 2;
+    return TensorLayout(dtype, std::span<const std::int64_t>(shape.data(), r));
+}
+
+}  // namespace
+
+FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
+                            const char* api) {
+    FftProblem p;
+    const DataType dt = in.dtype();
+
+    check_enum(options.kind, FFTKind::c2r, "options.kind", "an FFTKind", "automatic, c2c, r2c, c2r", api);
+    check_enum(options.normalization, Normalization::none, "options.normalization", "a Normalization",
+               "backward, forward, ortho, none", api);
+    check_enum(options.callback_mode, CallbackMode::separate, "options.callback_mode", "a CallbackMode",
+               "automatic, fused, separate", api);
+
+    // Kind and dtypes.
+    if (forced != FFTKind::automatic && options.kind != FFTKind::automatic && options.kind != forced)
+        throw_invalid(fmt::format("options.kind: {} given, but this function computes {} transforms; leave kind "
+                                  "automatic or use the matching function (fft/ifft c2c, rfft r2c, irfft c2r)",
+                                  to_string(options.kind), to_string(forced)),
+                      api);
+    const bool supported =
+        dt == DataType::f32 || dt == DataType::f64 || dt == DataType::c32 || dt == DataType::c64 || is_half(dt);
+    if (!supported)
+        throw_invalid(fmt::format("input: dtype {} cannot be transformed; FFT inputs are f32, f64, c32, c64, f16 or "
+                                  "bf16",
+                                  gpumath::to_string(dt)),
+                      api);
+    FFTKind kind = forced != FFTKind::automatic ? forced : options.kind;
+    if (kind == FFTKind::automatic) {
+        kind = is_complex(dt) ? FFTKind::c2c : FFTKind::r2c;
+        // An explicit real output of complex input can only be a complex-to-real transform.
+        if (is_complex(dt) && out != nullptr && (out->dtype() == DataType::f32 || out->dtype() == DataType::f64))
+            kind = FFTKind::c2r;
+    }
+    const bool real_in = dt == DataType::f32 || dt == DataType::f64;
+    switch (kind) {
+        case FFTKind::c2c:
+            p.kind = FFTKind::c2c;
+            if (real_in)
+                throw_invalid(fmt::format("input: dtype {} is real; complex-to-complex transforms need complex input "
+                                          "(c32, c64, or f16/bf16 with a trailing dimension of 2); use rfft for real "
+                                          "input",
+                                          gpumath::to_string(dt)),
+                              api);
+            break;
+        case FFTKind::r2c:
+            p.kind = FFTKind::r2c;
+            if (is_complex(dt))
+                throw_invalid(
+                    fmt::format("input: dtype {} is complex; real-to-complex transforms (rfft) need real input "
+                                "(f32, f64, f16, bf16); use fft for complex input",
+                                gpumath::to_string(dt)),
+                    api);
+            break;
+        case FFTKind::c2r:
+            p.kind = FFTKind::c2r;
+            if (real_in)
+                throw_invalid(fmt::format("input: dtype {} is real; complex-to-real transforms (irfft) need complex "
+                                          "input (c32, c64, or f16/bf16 with a trailing dimension of 2)",
+                                          gpumath::to_string(dt)),
+                              api);
+            break;
+        case FFTKind::automatic:
+            break;
+    }
+    p.precision = precision_of(dt);
+    p.in_complex = p.kind != FFTKind::r2c;
+    p.out_complex = p.kind != FFTKind::c2r;
+    const DataType out_dtype = p.out_complex ? fft_element(p.precision, true) : p.precision;
+
+    p.in_layout = in;
+    p.in = logical_operand(in, p.in_complex, "input", api);
+    if (p.in.rank == 0)
+        throw_invalid(
+            fmt::format("input: rank 0 (a scalar, {}); FFTs need at least one dimension", gpumath::to_string(in)), api);
+
+    // Axes.
+    const int rank = p.in.rank;
+    std::array<int, max_rank> axes{};
+    int naxes = options.axes.size();
+    if (naxes == 0) {
+        axes[0] = rank - 1;
+        naxes = 1;
+    } else {
+        if (naxes > 3)
+            throw_invalid(fmt::format("axes: {} given ({}); 1 to 3 transform axes are allowed", naxes,
+                                      fmt::join(options.axes, ", ")),
+                          api);
+        for (int i = 0; i < naxes; ++i) {
+            const int a = options.axes[i];
+            if (a < -rank || a >= rank)
+                throw_invalid(fmt::format("axes: axis {} is out of range for an input of rank {} (shape {}); valid "
+                                          "axes are {}..{}",
+                                          a, rank, gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank))),
+                                          -rank, rank - 1),
+                              api);
+            axes[std::size_t(i)] = a < 0 ? a + rank : a;
+            for (int j = 0; j < i; ++j)
+                if (axes[std::size_t(j)] == axes[std::size_t(i)])
+                    throw_invalid(fmt::format("axes: axis {} is repeated in ({}); each axis may appear once",
+                                              axes[std::size_t(i)], fmt::join(options.axes, ", ")),
+                                  api);
+        }
+    }
+    p.naxes = naxes;
+    for (int i = 0; i < naxes; ++i) p.axes[std::size_t(i)] = axes[std::size_t(i)];
+    const int last = p.axes[std::size_t(naxes - 1)];
+
+    // Options that apply to one kind only.
+    if (options.last_axis_size < 0)
+        throw_invalid(fmt::format("options.last_axis_size: {} is negative; give the c2r output length (>= 1) or 0 "
+                                  "for the default 2 * (m - 1)",
+                                  options.last_axis_size),
+                      api);
+    if (options.last_axis_size != 0 && p.kind != FFTKind::c2r)
+        throw_invalid(fmt::format("options.last_axis_size: {} given for a {} transform; it sets the output length of "
+                                  "complex-to-real transforms (irfft) only",
+                                  options.last_axis_size, to_string(p.kind)),
+                      api);
+    if (options.inplace && p.kind != FFTKind::c2c)
+        throw_invalid(fmt::format("options.inplace: in-place transforms are only supported for c2c; {} transforms "
+                                  "change the element type and need separate input and output",
+                                  to_string(p.kind)),
+                      api);
+
+    // Output extents.
+    FftOperand want = p.in;
+    if (p.kind == FFTKind::r2c) want.shape[std::size_t(last)] = p.in.shape[std::size_t(last)] / 2 + 1;
+    if (p.kind == FFTKind::c2r) {
+        const std::int64_t m = p.in.shape[std::size_t(last)];
+        std::int64_t n = options.last_axis_size;
+        if (n == 0 && out != nullptr) {
+            // The output view fixes the length (its layout is checked in full below).
+            FftOperand o = logical_operand(*out, false, "out", api);
+            if (o.rank == p.in.rank) n = o.shape[std::size_t(last)];
+        }
+        if (n == 0) {
+            n = 2 * (m - 1);
+            if (n == 0)
+                throw_invalid(
+                    fmt::format("input: extent {} along the last transform axis {} gives a default c2r output "
+                                "length of 2 * (m - 1) = 0; pass options.last_axis_size (1 for a "
+                                "single point)",
+                                m, last),
+                    api);
+        }
+        if (m != n / 2 + 1)
+            throw_invalid(fmt::format("options.last_axis_size: an output length of {} along axis {} needs an input "
+                                      "extent of {} / 2 + 1 = {} there, the input has {} (shape {}); valid lengths "
+                                      "for this input are {} and {}",
+                                      n, last, n, n / 2 + 1, m,
+                                      gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank))), 2 * (m - 1),
+                                      2 * m - 1),
+                          api);
+        want.shape[std::size_t(last)] = n;
+    }
+    for (int i = 0; i < naxes; ++i) {
+        const int a = p.axes[std::size_t(i)];
+        const std::int64_t len = p.kind == FFTKind::c2r ? want.shape[std::size_t(a)] : p.in.shape[std::size_t(a)];
+        if (len == 0)
+            throw_invalid(fmt::format("input: extent 0 along transform axis {} (shape {}); a transform needs at least "
+                                      "one point",
+                                      a, gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank)))),
+                          api);
+        p.n[std::size_t(i)] = len;
+        p.n_total *= len;
+    }
+    for (int i = 0; i < rank; ++i)
+        if (p.in.shape[std::size_t(i)] == 0) p.empty = true;
+
+    // Output layout.
+    if (out != nullptr) {
+        if (out->dtype() != out_dtype)
+            throw_invalid(fmt::format("out: dtype {} given, a {} transform of {} input writes {}",
+                                      gpumath::to_string(out->dtype()), to_string(p.kind), gpumath::to_string(dt),
+                                      gpumath::to_string(out_dtype)),
+                          api);
+        const TensorLayout expected = user_layout(out_dtype, p.out_complex, want);
+        bool same_shape = out->rank() == expected.rank();
+        for (int i = 0; same_shape && i < expected.rank(); ++i) same_shape = out->shape(i) == expected.shape(i);
+        if (!same_shape)
+            throw_invalid(
+                fmt::format("out: shape {} given, the {} transform of input shape {} along axes ({}) "
+                            "writes shape {}",
+                            shape_text(*out), to_string(p.kind), shape_text(in),
+                            fmt::join(std::span(p.axes.data(), std::size_t(naxes)), ", "), shape_text(expected)),
+                api);
+        p.out_layout = *out;
+        p.out = logical_operand(*out, p.out_complex, "out", api);
+        for (int i = 0; i < p.out.rank; ++i)
+            if (p.out.shape[std::size_t(i)] > 1 && p.out.strides[std::size_t(i)] == 0)
+                throw_invalid(
+                    fmt::format("out: stride 0 along dimension {} (strides {}) would write several results to "
+                                "one element; outputs cannot broadcast",
+                                i, gpumath::to_string(out->strides())),
+                    api);
+        if (options.inplace && !(*out == in))
+            throw_invalid(fmt::format("out: options.inplace needs the output layout to equal the input layout ({}); "
+                                      "got {}",
+                                      gpumath::to_string(in), gpumath::to_string(*out)),
+                          api);
+    } else if (options.inplace) {
+        p.out_layout = in;
+        p.out = p.in;
+    } else {
+        p.out_layout = user_layout(out_dtype, p.out_complex, want);
+        p.out = logical_operand(p.out_layout, p.out_complex, "out", api);
+    }
+
+    // Half precision: power-of-two lengths, no callbacks; bf16's compute capability is checked
+    // when planning (it needs a device).
+    if (is_half(p.precision)) {
+        for (int i = 0; i < naxes; ++i)
+            if (!is_power_of_two(p.n[std::size_t(i)]))
+                throw_not_supported(fmt::format("input: {} transforms need power-of-two lengths (a cuFFT rule); "
+                                                "length {} along axis {} is not one (shape {}); use f32 for other "
+                                                "lengths",
+                                                gpumath::to_string(p.precision), p.n[std::size_t(i)],
+                                                p.axes[std::size_t(i)], shape_text(in)),
+                                    api);
+        if (!options.prolog.empty() || !options.epilog.empty())
+            throw_not_supported(fmt::format("options.{}: callbacks need f32/c32/f64/c64 data (cuFFT has no "
+                                            "half-precision callbacks); the input is {}",
+                                            options.prolog.empty() ? "epilog" : "prolog", gpumath::to_string(dt)),
+                                api);
+    }
+    for (const FFTCallback* cb : {&options.prolog, &options.epilog}) {
+        const char* name = cb == &options.prolog ? "prolog" : "epilog";
+        if (!cb->empty() && cb->symbol.empty())
+            throw_invalid(fmt::format("options.{}.symbol: empty; name the __device__ function the callback source "
+                                      "defines",
+                                      name),
+                          api);
+        if (cb->empty() && !cb->symbol.empty())
+            throw_invalid(fmt::format("options.{}: symbol \"{}\" given without source or code", name, cb->symbol), api);
+        // cuFFT links callbacks as LTO-IR; PTX or a cubin would only fail when planning.
+        if (!cb->code.empty() && cb->code.type() != core::CodeType::ltoir)
+            throw_invalid(fmt::format("options.{}: ObjectCode of type {} given; an FFT callback must be CUDA C++ "
+                                      "source or LTO-IR (CodeType::ltoir)",
+                                      name, core::to_string(cb->code.type())),
+                          api);
+    }
+
+    p.normalization = options.normalization;
+    p.inplace = options.inplace;
+    p.overwrite_input = options.overwrite_input;
+    p.has_prolog = !options.prolog.empty();
+    p.has_epilog = !options.epilog.empty();
+    return p;
+}
+
+void check_fft_operands(const FftProblem& p, const TensorView& in, const TensorView* out, Direction d,
+                        const char* api) {
+    if (!(in.layout() == p.in_layout)) [[unlikely]]
+        throw_invalid(fmt::format("in: layout {} given, the plan was made for {}", gpumath::to_string(in.layout()),
+                                  gpumath::to_string(p.in_layout)),
+                      api);
+    if (out != nullptr && !(out->layout() == p.out_layout)) [[unlikely]]
+        throw_invalid(fmt::format("out: layout {} given, the plan writes {}", gpumath::to_string(out->layout()),
+                                  gpumath::to_string(p.out_layout)),
+                      api);
+    check_enum(d, Direction::inverse, "direction", "a Direction", "forward, inverse", api);
+    if ((p.kind == FFTKind::r2c && d != Direction::forward) || (p.kind == FFTKind::c2r && d != Direction::inverse))
+        [[unlikely]]
+        throw_invalid(fmt::format("direction: {} given for a {} transform, which runs {} only", to_string(d),
+                                  to_string(p.kind), p.kind == FFTKind::r2c ? "forward" : "inverse"),
+                      api);
+    // Views may start anywhere; cuFFT and the pass kernels need whole elements (a real operand of
+    // r2c/c2r at an odd element offset is fine: execution copies it).
+    auto check_aligned = [&](const TensorView& v, bool complex, const char* role) {
+        const std::size_t bytes = fft_element_bytes(p.precision, complex);
+        if (reinterpret_cast<std::uintptr_t>(v.data()) % bytes != 0) [[unlikely]]
+            throw_invalid(fmt::format("{}: data pointer {} is not aligned to the {}-byte size of {}", role,
+                                      fmt::ptr(v.data()), bytes, element_text(p.precision, complex)),
+                          api);
+    };
+    check_aligned(in, p.in_complex, "in");
+    if (out == nullptr) return;
+    check_aligned(*out, p.out_complex, "out");
+    if (in.data() == out->data() && in.data() != nullptr) [[unlikely]] {
+        if (p.kind != FFTKind::c2c)
+            throw_invalid(fmt::format("out: the same memory as in; in-place transforms are only supported for c2c, "
+                                      "{} needs a separate output",
+                                      to_string(p.kind)),
+                          api);
+        if (!(p.in_layout == p.out_layout))
+            throw_invalid(fmt::format("out: the same memory as in, but the layouts differ (in {}, out {}); an "
+                                      "in-place transform needs equal layouts",
+                                      gpumath::to_string(p.in_layout), gpumath::to_string(p.out_layout)),
+                          api);
+        return;  // in place
+    }
+    const ByteRange a = byte_range(in), b = byte_range(*out);
+    if (a.lo < b.hi && b.lo < a.hi && a.lo != a.hi && b.lo != b.hi) [[unlikely]]
+        throw_invalid(fmt::format("out: its memory overlaps in's (out bytes [{:#x}, {:#x}), in bytes [{:#x}, {:#x})); "
+                                  "an output must not alias an input, except in place: a c2c out that is in itself "
+                                  "(same pointer and layout)",
+                                  b.lo, b.hi, a.lo, a.hi),
+                      api);
+}
+
+double fft_scale(const FftProblem& problem, Direction direction) noexcept {
+    const double n = double(problem.n_total);
+    switch (problem.normalization) {
+        case Normalization::backward:
+            return direction == Direction::inverse ? 1.0 / n : 1.0;
+        case Normalization::forward:
+            return direction == Direction::forward ? 1.0 / n : 1.0;
+        case Normalization::ortho:
+            return 1.0 / std::sqrt(n);
+        case Normalization::none:
+            return 1.0;
+    }
+    return 1.0;
+}
+
+}  // namespace detail
+}  // namespace gpumath
