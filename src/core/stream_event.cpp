@@ -11,16 +11,17 @@ namespace gpumath::core {
 void StreamRef::synchronize() const { detail::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
 namespace {
-void check_event(const Event& event, const char* what, const char* api) {
+// EventRef's methods name themselves after Event, the type callers hold nearly always.
+void check_event(EventRef event, const char* what, const char* api) {
     if (!event)
-        detail::throw_invalid(fmt::format("{}: this Event is empty (moved from); use the Event it was moved to, or "
-                                          "create a new one",
+        detail::throw_invalid(fmt::format("{}: this Event is empty (moved from), or the cudaEvent_t is null; use the "
+                                          "Event it was moved to, or create a new one",
                                           what),
                               api);
 }
 }  // namespace
 
-void StreamRef::wait(const Event& event) const {
+void StreamRef::wait(EventRef event) const {
     check_event(event, "event", "StreamRef::wait");
     detail::check(cudaStreamWaitEvent(stream_, event.handle(), 0), "cudaStreamWaitEvent");
 }
@@ -32,7 +33,7 @@ void StreamRef::wait(StreamRef other) const {
     wait(e);
 }
 
-void StreamRef::record(const Event& event) const {
+void StreamRef::record(EventRef event) const {
     check_event(event, "event", "StreamRef::record");
     event.record(*this);
 }
@@ -74,7 +75,7 @@ void Stream::synchronize() const {
     StreamRef::synchronize();
 }
 
-void Stream::wait(const Event& event) const {
+void Stream::wait(EventRef event) const {
     check_owned("Stream::wait");
     StreamRef::wait(event);
 }
@@ -84,7 +85,7 @@ void Stream::wait(StreamRef other) const {
     StreamRef::wait(other);
 }
 
-void Stream::record(const Event& event) const {
+void Stream::record(EventRef event) const {
     check_owned("Stream::record");
     StreamRef::record(event);
 }
@@ -117,7 +118,7 @@ Stream::~Stream() {
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
-Event::Event(const EventOptions& options) : timing_(options.timing) {
+Event::Event(const EventOptions& options) : EventRef(cudaEvent_t{}), timing_(options.timing) {
     unsigned flags = options.timing ? cudaEventDefault : cudaEventDisableTiming;
     if (options.blocking) flags |= cudaEventBlockingSync;
     detail::check(cudaEventCreateWithFlags(&event_, flags), "cudaEventCreateWithFlags", "creating an event");
@@ -137,17 +138,17 @@ Event::~Event() {
     if (event_ != nullptr) (void)cudaEventDestroy(event_);
 }
 
-void Event::record(StreamRef stream) const {
+void EventRef::record(StreamRef stream) const {
     check_event(*this, "this", "Event::record");
     detail::check(cudaEventRecord(event_, stream.handle()), "cudaEventRecord");
 }
 
-void Event::synchronize() const {
+void EventRef::synchronize() const {
     check_event(*this, "this", "Event::synchronize");
     detail::check(cudaEventSynchronize(event_), "cudaEventSynchronize");
 }
 
-bool Event::ready() const {
+bool EventRef::ready() const {
     check_event(*this, "this", "Event::ready");
     const cudaError_t s = cudaEventQuery(event_);
     if (s == cudaErrorNotReady) return false;

@@ -90,6 +90,27 @@ TEST(Event, TimingAndQueries) {
                                              {"end", "timing"});
 }
 
+TEST(EventRef, AStreamWaitsOnAForeignEventThatStaysAlive) {
+    GPUMATH_REQUIRE_GPU();
+    cudaEvent_t raw = nullptr;
+    ASSERT_EQ(cudaEventCreateWithFlags(&raw, cudaEventDisableTiming), cudaSuccess);
+    core::Stream producer, consumer;
+    std::vector<int> host(1 << 20, 7);
+    core::Buffer a = core::Buffer::from_host(host, producer);
+    core::Buffer b(a.size_bytes(), producer);
+    {
+        const core::EventRef ref(raw);  // adopted, not owned
+        producer.record(ref);
+        consumer.wait(ref);  // the copy below must see the upload finished on `producer`
+        b.copy_from(a, consumer);
+        ref.synchronize();
+        EXPECT_TRUE(ref.ready());
+    }
+    EXPECT_EQ(cudaEventQuery(raw), cudaSuccess);  // still alive: the EventRef did not destroy it
+    EXPECT_EQ(b.to_host<int>(consumer), host);
+    EXPECT_EQ(cudaEventDestroy(raw), cudaSuccess);
+}
+
 TEST(Event, MovedFromEventsAndStreamsThrowBeforeAnyCudaCall) {
     GPUMATH_REQUIRE_GPU();
     core::Stream s;

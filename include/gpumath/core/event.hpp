@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <concepts>
+#include <cstddef>
+
 #include <cuda_runtime_api.h>
 
 #include <gpumath/core/stream.hpp>
@@ -15,30 +18,58 @@ struct EventOptions {
     bool blocking = false;
 };
 
-/// An owning, move-only CUDA event. A moved-from Event is empty: `record`, `synchronize`,
-/// `ready`, `elapsed_ms` and the StreamRef calls that take it throw InvalidArgument; `handle()` is null.
-class Event {
+/// A non-owning reference to a CUDA event: wraps any `cudaEvent_t` (gpumath's `Event`, or one
+/// made by PyTorch, CuPy or your own code) without taking ownership, so a stream can wait on it.
+/// Cheap to copy; the event must outlive the uses made of it. Never made from `0` or `nullptr`;
+/// a null handle (an empty `Event` converted to EventRef) makes every method throw InvalidArgument
+/// before any CUDA call.
+class EventRef {
+public:
+    /// Adopts `event` without owning it.
+    constexpr EventRef(cudaEvent_t event) noexcept : event_(event) {}  // NOLINT: implicit by design
+    /// Not from an integer.
+    template <std::integral T>
+    EventRef(T) = delete;
+    /// Not from `nullptr`.
+    EventRef(std::nullptr_t) = delete;
+
+    /// Records the event on `stream` (default stream when omitted). InvalidArgument when empty;
+    /// CudaError.
+    void record(StreamRef stream = {}) const;
+    /// Blocks until the work captured by the last record has finished. InvalidArgument when empty.
+    void synchronize() const;
+    /// True when the work captured by the last record has finished (non-blocking). InvalidArgument
+    /// when empty.
+    [[nodiscard]] bool ready() const;
+    /// The native handle (not owned).
+    [[nodiscard]] constexpr cudaEvent_t handle() const noexcept { return event_; }
+    /// False for a null handle (an empty Event).
+    [[nodiscard]] constexpr explicit operator bool() const noexcept { return event_ != nullptr; }
+
+    friend constexpr bool operator==(EventRef a, EventRef b) noexcept { return a.event_ == b.event_; }
+
+protected:
+    cudaEvent_t event_;
+};
+
+/// An owning, move-only CUDA event, destroyed (without blocking) with the Event. Converts to
+/// EventRef wherever gpumath takes an event. A moved-from Event is empty: `record`, `synchronize`,
+/// `ready`, `elapsed_ms` and the StreamRef calls that take it throw InvalidArgument; `handle()` is
+/// null.
+class Event : public EventRef {
 public:
     /// Creates an event on the current device. Throws CudaError (also when no driver/device).
     explicit Event(const EventOptions& options = {});
-    Event(Event&& other) noexcept : event_(other.event_), timing_(other.timing_) { other.event_ = nullptr; }
+    /// Moves the event; `other` becomes empty.
+    Event(Event&& other) noexcept : EventRef(other.event_), timing_(other.timing_) { other.event_ = nullptr; }
+    /// Destroys this event's own event and takes `other`'s; `other` becomes empty.
     Event& operator=(Event&& other) noexcept;
     Event(const Event&) = delete;
     Event& operator=(const Event&) = delete;
     ~Event();
 
-    /// Records the event on `stream` (default stream when omitted). InvalidArgument when empty.
-    void record(StreamRef stream = {}) const;
-    /// Blocks until the work captured by the last record has finished.
-    void synchronize() const;
-    /// True when the work captured by the last record has finished (non-blocking).
-    [[nodiscard]] bool ready() const;
-    /// False when the Event is empty (moved from).
-    [[nodiscard]] explicit operator bool() const noexcept { return event_ != nullptr; }
     /// True when the event records timestamps.
     [[nodiscard]] bool timing() const noexcept { return timing_; }
-    /// The native handle (owned by this Event).
-    [[nodiscard]] cudaEvent_t handle() const noexcept { return event_; }
 
     /// Milliseconds between two recorded events (`end` after `start`). Both need
     /// `EventOptions::timing` and neither may be empty; otherwise InvalidArgument. Throws CudaError
@@ -46,7 +77,6 @@ public:
     [[nodiscard]] static float elapsed_ms(const Event& start, const Event& end);
 
 private:
-    cudaEvent_t event_ = nullptr;
     bool timing_ = false;
 };
 

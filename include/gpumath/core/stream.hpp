@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <concepts>
+#include <cstddef>
+
 #include <cuda_runtime_api.h>
 
 namespace gpumath::core {
 
+class EventRef;
 class Event;
 
 /// Options for creating a Stream.
@@ -17,25 +21,34 @@ struct StreamOptions {
 };
 
 /// A non-owning reference to a CUDA stream: wraps any `cudaStream_t` (gpumath's own, PyTorch's,
-/// CuPy's) without taking ownership. A default-constructed StreamRef is the CUDA default stream.
-/// Cheap to copy; the referenced stream must outlive the uses made of it.
+/// CuPy's) without taking ownership. A default-constructed StreamRef is the CUDA default stream;
+/// it cannot be made from `0` or `nullptr` (`f(0)` does not compile), so the default stream is
+/// always asked for by name: `StreamRef{}` or `{}`. Cheap to copy; the referenced stream must
+/// outlive the uses made of it.
 class StreamRef {
 public:
     /// The CUDA default stream (handle 0).
     constexpr StreamRef() noexcept = default;
     /// Adopts `stream` without owning it.
     constexpr StreamRef(cudaStream_t stream) noexcept : stream_(stream) {}  // NOLINT: implicit by design
+    /// Not from an integer: `StreamRef(0)` would silently mean the default stream.
+    template <std::integral T>
+    StreamRef(T) = delete;
+    /// Not from `nullptr`: write `StreamRef{}` for the default stream.
+    StreamRef(std::nullptr_t) = delete;
 
     /// The native handle.
     [[nodiscard]] constexpr cudaStream_t handle() const noexcept { return stream_; }
     /// Blocks until all work enqueued on the stream has finished. Throws CudaError.
     void synchronize() const;
-    /// Makes future work on this stream wait for `event` (does not block the host). Throws CudaError.
-    void wait(const Event& event) const;
+    /// Makes future work on this stream wait for the work `event` last captured (does not block
+    /// the host). `event` may be gpumath's `Event` or any adopted `cudaEvent_t`. InvalidArgument
+    /// for an empty event; CudaError.
+    void wait(EventRef event) const;
     /// Makes future work on this stream wait for all work enqueued so far on `other`.
     void wait(StreamRef other) const;
-    /// Records `event` on this stream. Throws CudaError.
-    void record(const Event& event) const;
+    /// Records `event` on this stream. InvalidArgument for an empty event; CudaError.
+    void record(EventRef event) const;
     /// Creates an event (timing disabled), records it on this stream and returns it.
     [[nodiscard]] Event record() const;
     /// True when all enqueued work has finished (non-blocking query). Throws CudaError on failure.
@@ -72,9 +85,9 @@ public:
     /// As StreamRef's methods, on this stream. InvalidArgument when the Stream is empty (moved
     /// from or released); CudaError as StreamRef's.
     void synchronize() const;
-    void wait(const Event& event) const;
+    void wait(EventRef event) const;
     void wait(StreamRef other) const;
-    void record(const Event& event) const;
+    void record(EventRef event) const;
     [[nodiscard]] Event record() const;
     [[nodiscard]] bool ready() const;
     [[nodiscard]] int priority() const;
