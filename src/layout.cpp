@@ -87,10 +87,11 @@ void TensorView::throw_dtype_mismatch(DataType requested) const {
 }
 
 Tensor Tensor::empty(const TensorLayout& layout, core::StreamRef stream,
-                     std::shared_ptr<core::MemoryResource> resource) {
+                     std::shared_ptr<core::MemoryResource> resource, std::size_t alignment) {
     TensorLayout dense(layout.dtype(), layout.shape());
     Tensor t;
-    t.buffer_ = core::Buffer(std::size_t(dense.size()) * size_of(dense.dtype()), stream, std::move(resource));
+    t.buffer_ =
+        core::Buffer(std::size_t(dense.size()) * size_of(dense.dtype()), stream, std::move(resource), alignment);
     t.view_ = TensorView(t.buffer_.data(), dense);
     return t;
 }

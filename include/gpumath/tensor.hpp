@@ -34,20 +34,24 @@ public:
     ~Tensor() = default;
 
     /// Allocates an uninitialised row-major tensor ordered on `stream` from `resource` (default:
-    /// the current device's pool).
+    /// the current device's pool), its data aligned to `alignment` bytes (a power of two, see
+    /// `core::MemoryResource::allocate`).
     [[nodiscard]] static Tensor empty(DataType dtype, std::initializer_list<std::int64_t> shape,
                                       core::StreamRef stream = {},
-                                      std::shared_ptr<core::MemoryResource> resource = nullptr) {
-        return empty(TensorLayout(dtype, shape), stream, std::move(resource));
+                                      std::shared_ptr<core::MemoryResource> resource = nullptr,
+                                      std::size_t alignment = core::MemoryResource::default_alignment) {
+        return empty(TensorLayout(dtype, shape), stream, std::move(resource), alignment);
     }
     [[nodiscard]] static Tensor empty(DataType dtype, std::span<const std::int64_t> shape,
                                       core::StreamRef stream = {},
-                                      std::shared_ptr<core::MemoryResource> resource = nullptr) {
-        return empty(TensorLayout(dtype, shape), stream, std::move(resource));
+                                      std::shared_ptr<core::MemoryResource> resource = nullptr,
+                                      std::size_t alignment = core::MemoryResource::default_alignment) {
+        return empty(TensorLayout(dtype, shape), stream, std::move(resource), alignment);
     }
     /// Allocates a tensor of `layout`'s dtype and shape (row-major, whatever `layout`'s strides).
     [[nodiscard]] static Tensor empty(const TensorLayout& layout, core::StreamRef stream = {},
-                                      std::shared_ptr<core::MemoryResource> resource = nullptr);
+                                      std::shared_ptr<core::MemoryResource> resource = nullptr,
+                                      std::size_t alignment = core::MemoryResource::default_alignment);
 
     /// Copies host data into a new tensor of `shape` ordered on `stream`; `data.size()` must equal
     /// the shape's element count (InvalidArgument). The host data may be reused on return.

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gpumath/core/device.hpp>
 
-#include <array>
 #include <memory>
 #include <mutex>
 
@@ -9,9 +8,16 @@
 
 #include <gpumath/detail/status.hpp>
 
-namespace gpumath::core {
-}  // namespace gpumath::core
+#include "detail/device_registry.hpp"
+
 namespace gpumath::detail {
+
+void check_device_ordinal(int device, const char* api) {
+    if (device < 0 || device >= max_devices) [[unlikely]]
+        throw_not_supported(
+            fmt::format("device ordinal {} is outside 0..{}, the devices gpumath supports", device, max_devices - 1),
+            api);
+}
 
 int current_device() {
     int d = 0;
@@ -38,14 +44,8 @@ namespace gpumath::core {
 namespace {
 
 // Properties are immutable for the life of the process; read each device's once.
-struct PropertyCache {
-    static constexpr int capacity = 64;
-    std::array<std::once_flag, capacity> once;
-    std::array<cudaDeviceProp, capacity> props{};
-};
-
-PropertyCache& property_cache() {
-    static PropertyCache cache;
+detail::DeviceRegistry<cudaDeviceProp>& property_cache() {
+    static auto& cache = *new detail::DeviceRegistry<cudaDeviceProp>();
     return cache;
 }
 
@@ -76,15 +76,11 @@ Device::Device(int ordinal) : ordinal_(ordinal) {
 }
 
 const cudaDeviceProp& Device::properties() const {
-    PropertyCache& cache = property_cache();
-    if (ordinal_ >= PropertyCache::capacity)
-        gpumath::detail::throw_not_supported(fmt::format("device ordinal {} exceeds {}", ordinal_, PropertyCache::capacity),
-                                             "Device::properties");
-    std::call_once(cache.once[std::size_t(ordinal_)], [&] {
-        gpumath::detail::check(cudaGetDeviceProperties(&cache.props[std::size_t(ordinal_)], ordinal_),
-                               "cudaGetDeviceProperties");
+    return property_cache().get(ordinal_, "Device::properties", [](int d) {
+        auto props = std::make_unique<cudaDeviceProp>();
+        gpumath::detail::check(cudaGetDeviceProperties(props.get(), d), "cudaGetDeviceProperties");
+        return props.release();
     });
-    return cache.props[std::size_t(ordinal_)];
 }
 
 std::string Device::name() const { return properties().name; }
@@ -120,7 +116,9 @@ Event Device::create_event(const EventOptions& options) const {
     return Event(options);
 }
 
-Buffer Device::allocate(std::size_t bytes, StreamRef stream) const { return Buffer(bytes, stream, memory_resource()); }
+Buffer Device::allocate(std::size_t bytes, StreamRef stream, std::size_t alignment) const {
+    return Buffer(bytes, stream, memory_resource(), alignment);
+}
 
 std::shared_ptr<MemoryResource> Device::memory_resource() const {
     return DeviceMemoryResource::default_resource(ordinal_);

@@ -1,15 +1,89 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gpumath/core/memory.hpp>
 
-#include <array>
+#include <cstdint>
 #include <mutex>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
 #include <gpumath/detail/status.hpp>
 
+#include "detail/device_registry.hpp"
+
 namespace gpumath::core {
+
+void MemoryResource::throw_bad_alignment(std::size_t alignment) {
+    gpumath::detail::throw_invalid(fmt::format("alignment: {} is not a power of two", alignment),
+                                   "MemoryResource::allocate");
+}
+
+void MemoryResource::reject_misaligned(void* ptr, std::size_t bytes, StreamRef stream, std::size_t alignment) {
+    const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+    deallocate(ptr, bytes, stream, alignment);
+    gpumath::detail::throw_not_supported(
+        fmt::format("alignment: {} bytes were requested, the memory resource returned a block aligned to {} bytes; "
+                    "it does not honour alignments this large",
+                    alignment, address & (~address + 1)),
+        "MemoryResource::allocate");
+}
+
+namespace {
+
+// CUDA's allocators (pools, cudaMallocHost, cudaMallocManaged) return 256-byte aligned blocks. A
+// larger alignment is served by allocating `alignment - 256` bytes more and handing out the aligned
+// address inside; the block's start is remembered here, keyed by the address handed out, so that
+// it can be freed. Only such requests touch this table (never destroyed: frees may come at exit).
+struct OverAlignedBlocks {
+    std::mutex mutex;
+    std::unordered_map<void*, void*> base;
+};
+
+OverAlignedBlocks& over_aligned_blocks() {
+    static auto& blocks = *new OverAlignedBlocks();
+    return blocks;
+}
+
+// `raw(bytes)` allocates, `release(base)` frees a block `raw` returned.
+template <class Raw, class Release>
+void* allocate_aligned(std::size_t bytes, std::size_t alignment, Raw&& raw, Release&& release) {
+    constexpr std::size_t natural = MemoryResource::default_alignment;
+    if (alignment <= natural) [[likely]]
+        return raw(bytes);
+    const std::size_t extra = alignment - natural;
+    if (bytes > SIZE_MAX - extra)
+        gpumath::detail::throw_invalid(fmt::format("bytes: {} bytes aligned to {} exceed the address space", bytes,
+                                                   alignment),
+                                       "MemoryResource::allocate");
+    void* base = raw(bytes + extra);
+    auto* aligned = reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(base) + alignment - 1) &
+                                            ~std::uintptr_t(alignment - 1));
+    try {
+        OverAlignedBlocks& blocks = over_aligned_blocks();
+        std::lock_guard lock(blocks.mutex);
+        blocks.base.emplace(aligned, base);
+    } catch (...) {
+        release(base);
+        throw;
+    }
+    return aligned;
+}
+
+// The block to free for `ptr`, handed out by allocate_aligned with `alignment`.
+void* block_of(void* ptr, std::size_t alignment) noexcept {
+    if (alignment <= MemoryResource::default_alignment) [[likely]]
+        return ptr;
+    OverAlignedBlocks& blocks = over_aligned_blocks();
+    std::lock_guard lock(blocks.mutex);
+    const auto it = blocks.base.find(ptr);
+    if (it == blocks.base.end()) return ptr;  // not ours: a caller error; free what was given
+    void* base = it->second;
+    blocks.base.erase(it);
+    return base;
+}
+
+}  // namespace
 
 DeviceMemoryResource::DeviceMemoryResource(int device, const DeviceMemoryResourceOptions& options) {
     device_ = device < 0 ? gpumath::detail::current_device() : Device(device).ordinal();
@@ -33,26 +107,28 @@ DeviceMemoryResource::~DeviceMemoryResource() {
 }
 
 const std::shared_ptr<DeviceMemoryResource>& DeviceMemoryResource::default_resource(int device) {
-    constexpr int capacity = 64;
-    static std::array<std::once_flag, capacity> once;
-    static std::array<std::shared_ptr<DeviceMemoryResource>, capacity> pools;
+    // Never destroyed: workspaces and buffers freed at exit may still return memory to the pools.
+    static auto& pools = *new gpumath::detail::DeviceRegistry<std::shared_ptr<DeviceMemoryResource>>();
     const int d = device < 0 ? gpumath::detail::current_device() : Device(device).ordinal();
-    if (d >= capacity)
-        gpumath::detail::throw_not_supported(fmt::format("device ordinal {} exceeds {}", d, capacity),
-                                             "DeviceMemoryResource::default_resource");
-    std::call_once(once[std::size_t(d)], [&] { pools[std::size_t(d)] = std::make_shared<DeviceMemoryResource>(d); });
-    return pools[std::size_t(d)];
+    return pools.get(d, "DeviceMemoryResource::default_resource",
+                     [](int o) { return new std::shared_ptr<DeviceMemoryResource>(std::make_shared<DeviceMemoryResource>(o)); });
 }
 
-void* DeviceMemoryResource::do_allocate(std::size_t bytes, StreamRef stream) {
-    void* p = nullptr;
-    gpumath::detail::check(cudaMallocFromPoolAsync(&p, bytes, pool_, stream.handle()), "cudaMallocFromPoolAsync",
-                           [&] { return fmt::format("allocating {} bytes on device {}", bytes, device_); });
-    return p;
+void* DeviceMemoryResource::do_allocate(std::size_t bytes, StreamRef stream, std::size_t alignment) {
+    return allocate_aligned(
+        bytes, alignment,
+        [&](std::size_t n) {
+            void* p = nullptr;
+            gpumath::detail::check(cudaMallocFromPoolAsync(&p, n, pool_, stream.handle()), "cudaMallocFromPoolAsync",
+                                   [&] { return fmt::format("allocating {} bytes on device {}", n, device_); });
+            return p;
+        },
+        [&](void* p) { (void)cudaFreeAsync(p, stream.handle()); });
 }
 
-void DeviceMemoryResource::do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef stream) noexcept {
-    (void)cudaFreeAsync(ptr, stream.handle());
+void DeviceMemoryResource::do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef stream,
+                                         std::size_t alignment) noexcept {
+    (void)cudaFreeAsync(block_of(ptr, alignment), stream.handle());
 }
 
 void DeviceMemoryResource::trim(std::size_t keep_bytes) {
@@ -77,17 +153,23 @@ const std::shared_ptr<PinnedMemoryResource>& PinnedMemoryResource::default_resou
     return instance;
 }
 
-void* PinnedMemoryResource::do_allocate(std::size_t bytes, StreamRef /*stream*/) {
-    void* p = nullptr;
-    gpumath::detail::check(cudaMallocHost(&p, bytes), "cudaMallocHost",
-                           [&] { return fmt::format("allocating {} bytes of pinned host memory", bytes); });
-    return p;
+void* PinnedMemoryResource::do_allocate(std::size_t bytes, StreamRef /*stream*/, std::size_t alignment) {
+    return allocate_aligned(
+        bytes, alignment,
+        [](std::size_t n) {
+            void* p = nullptr;
+            gpumath::detail::check(cudaMallocHost(&p, n), "cudaMallocHost",
+                                   [&] { return fmt::format("allocating {} bytes of pinned host memory", n); });
+            return p;
+        },
+        [](void* p) { (void)cudaFreeHost(p); });
 }
 
-void PinnedMemoryResource::do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef stream) noexcept {
+void PinnedMemoryResource::do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef stream,
+                                         std::size_t alignment) noexcept {
     // Work on `stream` may still read the memory; cudaFreeHost alone does not wait for it.
     (void)cudaStreamSynchronize(stream.handle());
-    (void)cudaFreeHost(ptr);
+    (void)cudaFreeHost(block_of(ptr, alignment));
 }
 
 const std::shared_ptr<ManagedMemoryResource>& ManagedMemoryResource::default_resource() {
@@ -95,16 +177,22 @@ const std::shared_ptr<ManagedMemoryResource>& ManagedMemoryResource::default_res
     return instance;
 }
 
-void* ManagedMemoryResource::do_allocate(std::size_t bytes, StreamRef /*stream*/) {
-    void* p = nullptr;
-    gpumath::detail::check(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal), "cudaMallocManaged",
-                           [&] { return fmt::format("allocating {} bytes of managed memory", bytes); });
-    return p;
+void* ManagedMemoryResource::do_allocate(std::size_t bytes, StreamRef /*stream*/, std::size_t alignment) {
+    return allocate_aligned(
+        bytes, alignment,
+        [](std::size_t n) {
+            void* p = nullptr;
+            gpumath::detail::check(cudaMallocManaged(&p, n, cudaMemAttachGlobal), "cudaMallocManaged",
+                                   [&] { return fmt::format("allocating {} bytes of managed memory", n); });
+            return p;
+        },
+        [](void* p) { (void)cudaFree(p); });
 }
 
-void ManagedMemoryResource::do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef stream) noexcept {
+void ManagedMemoryResource::do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef stream,
+                                          std::size_t alignment) noexcept {
     (void)cudaStreamSynchronize(stream.handle());
-    (void)cudaFree(ptr);
+    (void)cudaFree(block_of(ptr, alignment));
 }
 
 }  // namespace gpumath::core
@@ -126,10 +214,11 @@ void check_copy_sizes(std::size_t dst_bytes, std::size_t src_bytes, const char* 
 }  // namespace gpumath::detail
 namespace gpumath::core {
 
-Buffer::Buffer(std::size_t bytes, StreamRef stream, std::shared_ptr<MemoryResource> resource)
-    : stream_(stream), resource_(std::move(resource)) {
+Buffer::Buffer(std::size_t bytes, StreamRef stream, std::shared_ptr<MemoryResource> resource, std::size_t alignment)
+    : alignment_(alignment), stream_(stream), resource_(std::move(resource)) {
+    MemoryResource::check_alignment(alignment);  // before the default pool needs a device
     if (!resource_) resource_ = DeviceMemoryResource::default_resource();
-    data_ = resource_->allocate(bytes, stream);
+    data_ = resource_->allocate(bytes, stream, alignment);
     bytes_ = bytes;
 }
 

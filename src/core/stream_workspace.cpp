@@ -2,7 +2,6 @@
 // Per-stream scratch areas shared by the math modules, and the areas captured graphs own.
 #include <gpumath/detail/stream_workspace.hpp>
 
-#include <array>
 #include <map>
 #include <utility>
 #include <vector>
@@ -12,19 +11,13 @@
 #include <gpumath/core/device.hpp>
 #include <gpumath/detail/status.hpp>
 
+#include "detail/device_registry.hpp"
 #include "detail/log.hpp"
 
 namespace gpumath::detail {
 namespace {
 
-constexpr int max_devices = 64;
-
-void check_device(int device) {
-    if (device < 0 || device >= max_devices)
-        throw_not_supported(fmt::format("device ordinal {} exceeds the {} devices gpumath supports", device,
-                                        max_devices),
-                            "gpumath workspace");
-}
+constexpr const char* k_api = "gpumath workspace";
 
 // ---------------------------------------------------------------------------------------------
 // Areas of captured work. A capture must not free or grow the capturing stream's area (a graph
@@ -155,31 +148,27 @@ private:
 
 // Per device, never destroyed: graphs (and so CUDA's release callbacks) may outlive everything.
 struct DeviceWorkspaces {
-    std::once_flag once;
-    StreamWorkspace* default_workspace = nullptr;
-    CaptureAreas* capture_areas = nullptr;
+    StreamWorkspace default_workspace;
+    CaptureAreas capture_areas;
 };
 
-std::array<DeviceWorkspaces, max_devices>& device_workspaces() {
-    static auto* d = new std::array<DeviceWorkspaces, max_devices>();
-    return *d;
+DeviceRegistry<DeviceWorkspaces>& device_workspaces() {
+    static auto& d = *new DeviceRegistry<DeviceWorkspaces>();
+    return d;
 }
 
 DeviceWorkspaces& workspaces_of(int device) {
-    check_device(device);
-    DeviceWorkspaces& d = device_workspaces()[std::size_t(device)];
-    std::call_once(d.once, [&] {
-        d.capture_areas = new CaptureAreas(device);
-        d.default_workspace = new StreamWorkspace(device, core::DeviceMemoryResource::default_resource(device));
+    return device_workspaces().get(device, k_api, [](int d) {
+        return new DeviceWorkspaces{StreamWorkspace(d, core::DeviceMemoryResource::default_resource(d)),
+                                    CaptureAreas(d)};
     });
-    return d;
 }
 
 }  // namespace
 
 StreamWorkspace::StreamWorkspace(int device, std::shared_ptr<core::MemoryResource> resource)
     : device_(device), resource_(std::move(resource)) {
-    check_device(device);
+    check_device_ordinal(device, k_api);
 }
 
 StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamRef stream) {
@@ -194,7 +183,7 @@ StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamR
         if (status != cudaStreamCaptureStatusActive)
             throw_cuda(cudaErrorStreamCaptureInvalidated, "gpumath workspace",
                        "the stream's capture was invalidated by an earlier error; end the capture and start again");
-        return {{}, workspaces_of(device_).capture_areas->acquire(bytes, h, capture, graph)};
+        return {{}, workspaces_of(device_).capture_areas.acquire(bytes, h, capture, graph)};
     }
     Entry* entry = nullptr;
     {
@@ -225,7 +214,7 @@ void StreamWorkspace::release() {
 
 std::shared_ptr<StreamWorkspace> stream_workspace(int device, const std::shared_ptr<core::MemoryResource>& resource) {
     if (!resource) return {std::shared_ptr<StreamWorkspace>(), &default_stream_workspace(device)};  // not owned
-    check_device(device);
+    check_device_ordinal(device, k_api);
     static std::mutex mutex;
     static auto* shared = new std::map<std::pair<int, core::MemoryResource*>, std::weak_ptr<StreamWorkspace>>();
     std::lock_guard lock(mutex);
@@ -239,17 +228,14 @@ std::shared_ptr<StreamWorkspace> stream_workspace(int device, const std::shared_
     return w;
 }
 
-StreamWorkspace& default_stream_workspace(int device) { return *workspaces_of(device).default_workspace; }
+StreamWorkspace& default_stream_workspace(int device) { return workspaces_of(device).default_workspace; }
 
 void release_default_stream_workspaces() {
-    auto& all = device_workspaces();
-    for (int i = 0; i < max_devices; ++i) {
-        DeviceWorkspaces& d = all[std::size_t(i)];
-        if (d.default_workspace == nullptr) continue;
-        core::Device(i).synchronize();
-        d.default_workspace->release();
-        d.capture_areas->release_idle();
-    }
+    device_workspaces().for_each([](int device, DeviceWorkspaces& d) {
+        core::Device(device).synchronize();
+        d.default_workspace.release();
+        d.capture_areas.release_idle();
+    });
 }
 
 bool is_capturing(core::StreamRef stream, const char* api) {
@@ -267,6 +253,6 @@ void reject_capture(core::StreamRef stream, const char* api, std::string_view wh
         throw_invalid(fmt::format("stream: it is capturing a CUDA graph; {}", what), api);
 }
 
-CaptureAreaStats capture_area_stats(int device) { return workspaces_of(device).capture_areas->stats(); }
+CaptureAreaStats capture_area_stats(int device) { return workspaces_of(device).capture_areas.stats(); }
 
 }  // namespace gpumath::detail

@@ -26,11 +26,11 @@ public:
     int live = 0;
 
 protected:
-    void* do_allocate(std::size_t bytes, core::StreamRef) override {
+    void* do_allocate(std::size_t bytes, core::StreamRef, std::size_t alignment) override {
         ++live;
-        return std::malloc(bytes);  // NOLINT(cppcoreguidelines-no-malloc)
+        return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
     }
-    void do_deallocate(void* ptr, std::size_t, core::StreamRef) noexcept override {
+    void do_deallocate(void* ptr, std::size_t, core::StreamRef, std::size_t) noexcept override {
         --live;
         std::free(ptr);  // NOLINT(cppcoreguidelines-no-malloc)
     }

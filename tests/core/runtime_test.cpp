@@ -7,6 +7,7 @@
 #include <cstring>
 #include <latch>
 #include <numeric>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -150,6 +151,40 @@ TEST(Errors, ARaisedCudaErrorLeavesNoLastErrorBehind) {
     // The caller's own error check after gpumath threw must not see the same error again.
     EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
     EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(Memory, EveryResourceHonoursLargerAlignmentsAndFreesTheWholeBlock) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    auto pool = std::make_shared<core::DeviceMemoryResource>();
+    const std::uint64_t used0 = pool->used_bytes();
+    std::vector<std::pair<void*, std::size_t>> blocks;
+    for (std::size_t a : {std::size_t(256), std::size_t(512), std::size_t(4096), std::size_t(1) << 16}) {
+        for (int i = 0; i < 4; ++i) {
+            void* p = pool->allocate(1000, s, a);
+            EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % a, 0u) << a;
+            blocks.emplace_back(p, a);
+        }
+    }
+    for (auto [p, a] : blocks) pool->deallocate(p, 1000, s, a);
+    s.synchronize();
+    EXPECT_EQ(pool->used_bytes(), used0);  // the over-allocated blocks were freed from their start
+    // A Buffer keeps its alignment for the free, and its data round-trips.
+    std::vector<int> host(4096);
+    std::iota(host.begin(), host.end(), 0);
+    for (const std::shared_ptr<core::MemoryResource>& r :
+         {std::shared_ptr<core::MemoryResource>(pool), std::shared_ptr<core::MemoryResource>(core::PinnedMemoryResource::default_resource()),
+          std::shared_ptr<core::MemoryResource>(core::ManagedMemoryResource::default_resource())}) {
+        core::Buffer b(host.size() * sizeof(int), s, r, 8192);
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 8192, 0u);
+        b.copy_from(std::span<const int>(host), s);
+        EXPECT_EQ(b.to_host<int>(s), host);
+    }
+    s.synchronize();
+    EXPECT_EQ(pool->used_bytes(), used0);
+    core::Buffer d = core::Device::current().allocate(64, s, 1024);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d.data()) % 1024, 0u);
+    EXPECT_THROW((void)pool->allocate(64, s, 96), InvalidArgument);
 }
 
 TEST(Memory, PoolAllocatesAndFreesInStreamOrder) {

@@ -20,8 +20,10 @@ public:
     [[nodiscard]] bool host_accessible() const noexcept override { return true; }
 
 protected:
-    void* do_allocate(std::size_t bytes, gpumath::core::StreamRef) override { return std::malloc(bytes); }
-    void do_deallocate(void* p, std::size_t, gpumath::core::StreamRef) noexcept override { std::free(p); }
+    void* do_allocate(std::size_t bytes, gpumath::core::StreamRef, std::size_t alignment) override {
+        return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+    }
+    void do_deallocate(void* p, std::size_t, gpumath::core::StreamRef, std::size_t) noexcept override { std::free(p); }
 };
 
 }  // namespace

@@ -54,8 +54,10 @@ public:
     [[nodiscard]] Stream create_stream(const StreamOptions& options = {}) const;
     /// Creates an event on this device.
     [[nodiscard]] Event create_event(const EventOptions& options = {}) const;
-    /// Allocates `bytes` from this device's default pool, ordered on `stream`.
-    [[nodiscard]] Buffer allocate(std::size_t bytes, StreamRef stream = {}) const;
+    /// Allocates `bytes` aligned to `alignment` (a power of two) from this device's default pool,
+    /// ordered on `stream`.
+    [[nodiscard]] Buffer allocate(std::size_t bytes, StreamRef stream = {},
+                                  std::size_t alignment = MemoryResource::default_alignment) const;
     /// This device's default memory resource (a stream-ordered pool).
     [[nodiscard]] std::shared_ptr<MemoryResource> memory_resource() const;
 

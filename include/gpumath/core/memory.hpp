@@ -17,29 +17,59 @@ namespace gpumath::core {
 /// Stream-ordered allocator interface. gpumath allocates results and workspaces through one;
 /// callers can pass their own.
 ///
-/// `allocate` returns memory usable by work enqueued on `stream` after the call; `deallocate`
-/// frees it once the work enqueued on `stream` before the call has finished. Zero-byte requests
-/// return nullptr. Implementations must be thread-safe.
+/// `allocate` returns memory usable by work enqueued on `stream` after the call, aligned to
+/// `alignment` bytes; `deallocate` frees it once the work enqueued on `stream` before the call has
+/// finished. Zero-byte requests return nullptr. Implementations must be thread-safe.
+///
+/// The alignment is part of the contract for every resource, gpumath's and the caller's: it must
+/// be a power of two (InvalidArgument otherwise, before the resource is asked), and a block the
+/// resource returns less aligned is given back and reported as NotSupported, so a pointer from
+/// `allocate` is always as aligned as requested.
 class MemoryResource {
 public:
+    /// The alignment of every allocation unless asked otherwise: 256 bytes, what CUDA's allocators
+    /// guarantee and more than any cuBLASLt or cuFFT operand needs.
+    static constexpr std::size_t default_alignment = 256;
+
     virtual ~MemoryResource() = default;
 
-    /// Allocates `bytes` ordered on `stream`. Throws CudaError on failure.
-    [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {}) {
-        return bytes == 0 ? nullptr : do_allocate(bytes, stream);
+    /// Allocates `bytes` aligned to `alignment` (a power of two) ordered on `stream`.
+    /// InvalidArgument for an alignment that is not a power of two; NotSupported when the resource
+    /// returned a less aligned block; CudaError when the allocation fails.
+    [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {}, std::size_t alignment = default_alignment) {
+        check_alignment(alignment);
+        if (bytes == 0) return nullptr;
+        void* p = do_allocate(bytes, stream, alignment);
+        if ((reinterpret_cast<std::uintptr_t>(p) & (alignment - 1)) != 0) [[unlikely]]
+            reject_misaligned(p, bytes, stream, alignment);
+        return p;
     }
-    /// Frees `ptr` (from `allocate` with the same `bytes`) ordered on `stream`. Never throws.
-    void deallocate(void* ptr, std::size_t bytes, StreamRef stream = {}) noexcept {
-        if (ptr != nullptr) do_deallocate(ptr, bytes, stream);
+    /// Frees `ptr` (from `allocate` with the same `bytes` and `alignment`) ordered on `stream`.
+    /// Never throws.
+    void deallocate(void* ptr, std::size_t bytes, StreamRef stream = {},
+                    std::size_t alignment = default_alignment) noexcept {
+        if (ptr != nullptr) do_deallocate(ptr, bytes, stream, alignment);
     }
     /// True when kernels can access the memory.
     [[nodiscard]] virtual bool device_accessible() const noexcept = 0;
     /// True when the host can access the memory.
     [[nodiscard]] virtual bool host_accessible() const noexcept = 0;
 
+    /// InvalidArgument unless `alignment` is a power of two.
+    static void check_alignment(std::size_t alignment) {
+        if (alignment == 0 || (alignment & (alignment - 1)) != 0) [[unlikely]]
+            throw_bad_alignment(alignment);
+    }
+
 protected:
-    virtual void* do_allocate(std::size_t bytes, StreamRef stream) = 0;
-    virtual void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept = 0;
+    /// Allocates `bytes` (> 0) aligned to `alignment` (a power of two) ordered on `stream`.
+    virtual void* do_allocate(std::size_t bytes, StreamRef stream, std::size_t alignment) = 0;
+    /// Frees a block from `do_allocate` with the same `bytes` and `alignment`. Must not throw.
+    virtual void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream, std::size_t alignment) noexcept = 0;
+
+private:
+    [[noreturn]] static void throw_bad_alignment(std::size_t alignment);
+    [[noreturn]] void reject_misaligned(void* ptr, std::size_t bytes, StreamRef stream, std::size_t alignment);
 };
 
 /// Options for a DeviceMemoryResource.
@@ -50,7 +80,8 @@ struct DeviceMemoryResourceOptions {
 };
 
 /// Stream-ordered pool of device memory (cudaMemPool) on one device. The default resource
-/// everywhere gpumath allocates.
+/// everywhere gpumath allocates. Blocks are 256-byte aligned; a larger alignment is served by
+/// allocating `alignment - 256` bytes more and handing out the aligned address inside the block.
 class DeviceMemoryResource final : public MemoryResource {
 public:
     /// Creates a pool on device `device` (-1: the current device). Throws CudaError.
@@ -77,8 +108,8 @@ public:
     [[nodiscard]] std::uint64_t used_bytes() const;
 
 protected:
-    void* do_allocate(std::size_t bytes, StreamRef stream) override;
-    void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept override;
+    void* do_allocate(std::size_t bytes, StreamRef stream, std::size_t alignment) override;
+    void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream, std::size_t alignment) noexcept override;
 
 private:
     cudaMemPool_t pool_ = nullptr;
@@ -86,8 +117,8 @@ private:
 };
 
 /// Page-locked host memory (cudaMallocHost): host- and device-accessible, fast to copy.
-/// Allocation and release are synchronous; release waits for work using the memory to finish
-/// as cudaFreeHost does.
+/// Allocation and release are synchronous; release waits for work on the stream given to
+/// `deallocate` before freeing. Alignments above 256 bytes are served as DeviceMemoryResource's.
 class PinnedMemoryResource final : public MemoryResource {
 public:
     /// A process-wide instance.
@@ -96,11 +127,12 @@ public:
     [[nodiscard]] bool host_accessible() const noexcept override { return true; }
 
 protected:
-    void* do_allocate(std::size_t bytes, StreamRef stream) override;
-    void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept override;
+    void* do_allocate(std::size_t bytes, StreamRef stream, std::size_t alignment) override;
+    void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream, std::size_t alignment) noexcept override;
 };
 
 /// Managed (unified) memory (cudaMallocManaged): host- and device-accessible, migrated on demand.
+/// Alignments above 256 bytes are served as DeviceMemoryResource's.
 class ManagedMemoryResource final : public MemoryResource {
 public:
     /// A process-wide instance.
@@ -109,8 +141,8 @@ public:
     [[nodiscard]] bool host_accessible() const noexcept override { return true; }
 
 protected:
-    void* do_allocate(std::size_t bytes, StreamRef stream) override;
-    void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept override;
+    void* do_allocate(std::size_t bytes, StreamRef stream, std::size_t alignment) override;
+    void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream, std::size_t alignment) noexcept override;
 };
 
 }  // namespace gpumath::core
@@ -131,8 +163,10 @@ class Buffer {
 public:
     /// An empty buffer (no memory).
     Buffer() noexcept = default;
-    /// Allocates `bytes` from `resource` (default: the current device's pool) ordered on `stream`.
-    explicit Buffer(std::size_t bytes, StreamRef stream = {}, std::shared_ptr<MemoryResource> resource = nullptr);
+    /// Allocates `bytes` aligned to `alignment` (a power of two; InvalidArgument otherwise) from
+    /// `resource` (default: the current device's pool) ordered on `stream`.
+    explicit Buffer(std::size_t bytes, StreamRef stream = {}, std::shared_ptr<MemoryResource> resource = nullptr,
+                    std::size_t alignment = MemoryResource::default_alignment);
 
     /// Copies `data` from the host into a new device buffer ordered on `stream`. The host data may be
     /// reused as soon as this returns.
@@ -151,7 +185,11 @@ public:
     }
 
     Buffer(Buffer&& other) noexcept
-        : data_(other.data_), bytes_(other.bytes_), stream_(other.stream_), resource_(std::move(other.resource_)) {
+        : data_(other.data_),
+          bytes_(other.bytes_),
+          alignment_(other.alignment_),
+          stream_(other.stream_),
+          resource_(std::move(other.resource_)) {
         other.data_ = nullptr;
         other.bytes_ = 0;
     }
@@ -160,6 +198,7 @@ public:
             reset();
             data_ = other.data_;
             bytes_ = other.bytes_;
+            alignment_ = other.alignment_;
             stream_ = other.stream_;
             resource_ = std::move(other.resource_);
             other.data_ = nullptr;
@@ -175,7 +214,7 @@ public:
     void reset() noexcept { reset(stream_); }
     /// Frees the memory ordered on `stream`; the buffer becomes empty.
     void reset(StreamRef stream) noexcept {
-        if (resource_ && data_ != nullptr) resource_->deallocate(data_, bytes_, stream);
+        if (resource_ && data_ != nullptr) resource_->deallocate(data_, bytes_, stream, alignment_);
         data_ = nullptr;
         bytes_ = 0;
     }
@@ -183,6 +222,8 @@ public:
     [[nodiscard]] void* data() const noexcept { return data_; }
     [[nodiscard]] std::size_t size_bytes() const noexcept { return bytes_; }
     [[nodiscard]] bool empty() const noexcept { return bytes_ == 0; }
+    /// The alignment the memory was allocated with (`data()` is a multiple of it).
+    [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
     /// The stream the memory will be freed on.
     [[nodiscard]] StreamRef stream() const noexcept { return stream_; }
     /// Changes the stream the memory will be freed on.
@@ -247,6 +288,7 @@ private:
 
     void* data_ = nullptr;
     std::size_t bytes_ = 0;
+    std::size_t alignment_ = MemoryResource::default_alignment;
     StreamRef stream_{};
     std::shared_ptr<MemoryResource> resource_;
 };
