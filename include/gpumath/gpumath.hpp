@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gpumath/core.hpp>
+#include <gpumath/cuda_types.hpp>
 #include <gpumath/error.hpp>
 #include <gpumath/fft.hpp>
 #include <gpumath/layout.hpp>

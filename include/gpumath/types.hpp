@@ -7,11 +7,18 @@
 #include <string_view>
 #include <type_traits>
 
-#include <cuComplex.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
 #include <library_types.h>
+
+// CUDA's element types, declared the way the CUDA headers declare them ahead of their definitions
+// (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h; float2 and double2, which cuComplex and cuDoubleComplex
+// name, from vector_types.h), so that `data_type_of` knows them without this header pulling in
+// those headers (some 60,000 preprocessed lines). <gpumath/cuda_types.hpp> includes the definitions.
+struct __half;          // NOLINT(bugprone-reserved-identifier): CUDA's name
+struct __nv_bfloat16;   // NOLINT(bugprone-reserved-identifier)
+struct __nv_fp8_e4m3;   // NOLINT(bugprone-reserved-identifier)
+struct __nv_fp8_e5m2;   // NOLINT(bugprone-reserved-identifier)
+struct float2;
+struct double2;
 
 namespace gpumath {
 
@@ -82,45 +89,68 @@ inline constexpr int data_type_count = 10;
     return CUDA_R_32F;
 }
 
+/// The DataType of the element type `T`: a customization point. gpumath specializes it for float,
+/// double, __half, __nv_bfloat16, std::complex<float/double>, cuComplex/cuDoubleComplex (float2 and
+/// double2), __nv_fp8_e4m3/_e5m2, int8_t and int32_t; specialize it (deriving from
+/// `std::integral_constant<DataType, ...>`) for a type of your own with the same bytes to pass it
+/// to TensorView and Tensor. The primary template has no `value`.
+template <class T>
+struct DataTypeTraits {};
+
+/// float is f32.
+template <>
+struct DataTypeTraits<float> : std::integral_constant<DataType, DataType::f32> {};
+/// double is f64.
+template <>
+struct DataTypeTraits<double> : std::integral_constant<DataType, DataType::f64> {};
+/// __half (cuda_fp16.h) is f16.
+template <>
+struct DataTypeTraits<__half> : std::integral_constant<DataType, DataType::f16> {};
+/// __nv_bfloat16 (cuda_bf16.h) is bf16.
+template <>
+struct DataTypeTraits<__nv_bfloat16> : std::integral_constant<DataType, DataType::bf16> {};
+/// std::complex<float> is c32.
+template <>
+struct DataTypeTraits<std::complex<float>> : std::integral_constant<DataType, DataType::c32> {};
+/// float2 (cuComplex, cuFloatComplex) is c32.
+template <>
+struct DataTypeTraits<float2> : std::integral_constant<DataType, DataType::c32> {};
+/// std::complex<double> is c64.
+template <>
+struct DataTypeTraits<std::complex<double>> : std::integral_constant<DataType, DataType::c64> {};
+/// double2 (cuDoubleComplex) is c64.
+template <>
+struct DataTypeTraits<double2> : std::integral_constant<DataType, DataType::c64> {};
+/// __nv_fp8_e4m3 (cuda_fp8.h) is e4m3.
+template <>
+struct DataTypeTraits<__nv_fp8_e4m3> : std::integral_constant<DataType, DataType::e4m3> {};
+/// __nv_fp8_e5m2 (cuda_fp8.h) is e5m2.
+template <>
+struct DataTypeTraits<__nv_fp8_e5m2> : std::integral_constant<DataType, DataType::e5m2> {};
+/// int8_t is i8.
+template <>
+struct DataTypeTraits<std::int8_t> : std::integral_constant<DataType, DataType::i8> {};
+/// int32_t is i32.
+template <>
+struct DataTypeTraits<std::int32_t> : std::integral_constant<DataType, DataType::i32> {};
+
+/// True when `data_type_of<T>()` is defined (`DataTypeTraits` of T without cv has a `value`).
+template <class T>
+inline constexpr bool is_element_type_v = requires { DataTypeTraits<std::remove_cv_t<T>>::value; };
+
 namespace detail {
 template <class T>
 inline constexpr bool always_false = false;
 }  // namespace detail
 
-/// The DataType of a C++ element type. Maps float, double, __half, __nv_bfloat16,
-/// std::complex<float/double>, cuComplex/cuDoubleComplex, __nv_fp8_e4m3/_e5m2, int8_t, int32_t;
-/// any other type fails to compile.
+/// The DataType of a C++ element type (cv-qualifiers ignored), from `DataTypeTraits`. Maps float,
+/// double, __half, __nv_bfloat16, std::complex<float/double>, cuComplex/cuDoubleComplex,
+/// __nv_fp8_e4m3/_e5m2, int8_t, int32_t; any other type fails to compile. The CUDA types need not
+/// be complete: this header declares them.
 template <class T>
 [[nodiscard]] constexpr DataType data_type_of() noexcept {
-    using U = std::remove_cv_t<T>;
-    if constexpr (std::is_same_v<U, float>) return DataType::f32;
-    else if constexpr (std::is_same_v<U, double>) return DataType::f64;
-    else if constexpr (std::is_same_v<U, __half>) return DataType::f16;
-    else if constexpr (std::is_same_v<U, __nv_bfloat16>) return DataType::bf16;
-    else if constexpr (std::is_same_v<U, std::complex<float>> || std::is_same_v<U, cuComplex>) return DataType::c32;
-    else if constexpr (std::is_same_v<U, std::complex<double>> || std::is_same_v<U, cuDoubleComplex>)
-        return DataType::c64;
-    else if constexpr (std::is_same_v<U, __nv_fp8_e4m3>) return DataType::e4m3;
-    else if constexpr (std::is_same_v<U, __nv_fp8_e5m2>) return DataType::e5m2;
-    else if constexpr (std::is_same_v<U, std::int8_t>) return DataType::i8;
-    else if constexpr (std::is_same_v<U, std::int32_t>) return DataType::i32;
+    if constexpr (is_element_type_v<T>) return DataTypeTraits<std::remove_cv_t<T>>::value;
     else static_assert(detail::always_false<T>, "gpumath::data_type_of: no DataType for this element type");
 }
-
-/// True when `data_type_of<T>()` is defined.
-template <class T>
-inline constexpr bool is_element_type_v =
-    std::is_arithmetic_v<std::remove_cv_t<T>> ? (std::is_same_v<std::remove_cv_t<T>, float> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, double> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, std::int8_t> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, std::int32_t>)
-                                              : (std::is_same_v<std::remove_cv_t<T>, __half> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, __nv_bfloat16> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, std::complex<float>> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, std::complex<double>> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, cuComplex> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, cuDoubleComplex> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, __nv_fp8_e4m3> ||
-                                                 std::is_same_v<std::remove_cv_t<T>, __nv_fp8_e5m2>);
 
 }  // namespace gpumath

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <gpumath/cuda_types.hpp>
 #include <gpumath/layout.hpp>
 #include <gpumath/tensor.hpp>
 #include <gpumath/types.hpp>
