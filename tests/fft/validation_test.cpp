@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // FFT argument validation: every bad request throws the right typed exception, naming the operand,
 // before any GPU work (these tests run on machines without a GPU).
+#include <gpumath/core/program.hpp>
 #include <gpumath/fft.hpp>
 
 #include <complex>

@@ -128,7 +128,7 @@ TEST(Linker, CodeTypesOutsideTheEnumAreRejectedBeforeNvJitLink) {
     // An ObjectCode built from its data directly bypasses from_bytes' check: add() catches it.
     auto data = std::make_shared<detail::ObjectCodeData>(*callee_lto().shared_data());
     data->type = bad_type;
-    const ObjectCode forged(std::move(data));
+    const ObjectCode forged = detail::ObjectCodeAccess::make(std::move(data));
     test::expect_throw_with<InvalidArgument>([&] { Linker().add(forged); },
                                              {"Linker::add", "code.type(): 9 is not a CodeType"});
     test::expect_throw_with<InvalidArgument>([&] { core::Module m(forged); },

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include <gpumath/core/program.hpp>
+#include <gpumath/core/object_code.hpp>
 #include <gpumath/fft/options.hpp>
 #include <gpumath/types.hpp>
 

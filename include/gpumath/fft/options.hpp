@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include <gpumath/core/memory.hpp>
-#include <gpumath/core/program.hpp>
+#include <gpumath/core/object_code.hpp>
 #include <gpumath/layout.hpp>
 
 namespace gpumath {

@@ -9,7 +9,7 @@
 // A reader accepts an entry only when every field checks out (magic, version, exact file size,
 // checksum, the key stored inside, bounds of every string); anything else counts as a rejected
 // entry and is overwritten by the next successful compile.
-#include <gpumath/core/program.hpp>
+#include <gpumath/core/compile_cache.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -299,6 +299,19 @@ struct CompileCache::Impl {
     }
 };
 
+}  // namespace gpumath::core
+
+namespace gpumath::detail {
+
+// Reaches the cache's state from cached_compile (CompileCache's friend).
+struct CompileCacheAccess {
+    static core::CompileCache::Impl& impl(core::CompileCache& cache) noexcept { return *cache.impl_; }
+};
+
+}  // namespace gpumath::detail
+
+namespace gpumath::core {
+
 CompileCache::CompileCache() : impl_(std::make_unique<Impl>()) {}
 CompileCache::~CompileCache() = default;
 
@@ -357,7 +370,7 @@ void CompileCache::set_disk_limit(std::uintmax_t bytes) {
 namespace gpumath::detail {
 
 core::ObjectCode cached_compile(const Digest& key, const std::function<core::ObjectCode()>& compile) {
-    core::CompileCache::Impl& c = core::compile_cache().impl();
+    auto& c = CompileCacheAccess::impl(core::compile_cache());
     // The memory map is single-flight: threads missing the same key wait for one disk read or
     // NVRTC run, and all of them get a failed compile's exception.
     bool created = false;
@@ -376,7 +389,7 @@ core::ObjectCode cached_compile(const Digest& key, const std::function<core::Obj
         return result.shared_data();
     });
     if (!created) ++c.memory_hits;
-    return core::ObjectCode(std::move(data));
+    return ObjectCodeAccess::make(std::move(data));
 }
 
 }  // namespace gpumath::detail

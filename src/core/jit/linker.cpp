@@ -190,7 +190,7 @@ ObjectCode Linker::link(CodeType target) const {
             if (std::none_of(data->lowered_names.begin(), data->lowered_names.end(),
                              [&](const auto& e) { return e.first == entry.first; }))
                 data->lowered_names.push_back(entry);
-    return ObjectCode(std::move(data));
+    return detail::ObjectCodeAccess::make(std::move(data));
 }
 
 }  // namespace gpumath::core

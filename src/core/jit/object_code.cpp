@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ObjectCode: construction from memory and files, saving, lowered names, kernel names.
-#include <gpumath/core/program.hpp>
+#include <gpumath/core/object_code.hpp>
 
 #include <cstring>
 #include <fstream>
@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/jit/jit.hpp"
+#include <gpumath/core/module.hpp>
 #include <gpumath/detail/status.hpp>
 #include <gpumath/error.hpp>
 
@@ -97,6 +98,10 @@ std::string cubin_arch(std::string_view elf) {
     const unsigned sm = abi_version >= 8 ? (flags >> 8) & 0xffu : flags & 0xffu;
     if (sm < 10) return {};
     return fmt::format("sm_{}", sm);
+}
+
+core::ObjectCode ObjectCodeAccess::make(std::shared_ptr<const ObjectCodeData> data) noexcept {
+    return core::ObjectCode(std::move(data));
 }
 
 }  // namespace gpumath::detail

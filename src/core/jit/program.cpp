@@ -361,7 +361,7 @@ core::ObjectCode nvrtc_compile(const CompileJob& job) {
                     fmt::format("{}: looking up name expression \"{}\"", what, e));
         data->lowered_names.emplace_back(e, lowered != nullptr ? lowered : "");
     }
-    return core::ObjectCode(std::move(data));
+    return ObjectCodeAccess::make(std::move(data));
 }
 
 namespace {

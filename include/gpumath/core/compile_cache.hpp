@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// The process-wide compile cache behind Program::compile: CompileCache, its statistics and the
+// directory it keeps entries in.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+namespace gpumath::detail {
+struct CompileCacheAccess;
+}  // namespace gpumath::detail
+
+namespace gpumath::core {
+
+/// Counters of the compile cache.
+struct CompileCacheStats {
+    std::uint64_t memory_hits = 0;   ///< compiles answered from memory
+    std::uint64_t disk_hits = 0;     ///< compiles answered from the disk cache
+    std::uint64_t misses = 0;        ///< compiles that ran NVRTC
+    std::uint64_t evictions = 0;     ///< entries dropped from memory to respect the capacity
+    std::uint64_t disk_writes = 0;   ///< entries written to disk
+    std::uint64_t disk_rejected = 0; ///< disk entries ignored (corrupt, foreign, not a regular file), then rewritten
+    std::size_t size = 0;            ///< entries in memory now
+    std::size_t capacity = 0;        ///< memory capacity in entries
+};
+
+/// The process-wide compile cache behind `Program::compile`: an in-memory LRU map, and a directory
+/// of entries on disk shared between processes. Keys are SHA-256 digests of everything that changes
+/// the output: source, in-memory header names and contents, the contents of files the source
+/// includes from `include_dirs`, all options, architecture, target kind, NVRTC version, toolkit
+/// include directories and name expressions. An entry stores the code with its lowered names.
+/// Disk entries are written atomically (temporary file + rename); an entry that fails its header
+/// or checksum checks, or is not a regular file (only regular files are opened, never through a
+/// link, and a FIFO is not waited on), is ignored and rewritten. Thread-safe; concurrent compiles
+/// of the same key run NVRTC once, and a failed compile's exception reaches every waiting thread.
+///
+/// The directory comes from GPUMATH_CACHE_DIR ("off" disables the disk cache), else
+/// $XDG_CACHE_HOME/gpumath, else ~/.cache/gpumath; entries live in its "jit" subdirectory.
+class CompileCache {
+public:
+    /// Counters since the process started or `reset_stats`.
+    [[nodiscard]] CompileCacheStats stats() const;
+    /// Zeroes the counters.
+    void reset_stats();
+    /// Drops all in-memory entries (disk entries stay).
+    void clear();
+    /// Sets the in-memory capacity in entries (default 256), evicting as needed; 0 keeps nothing.
+    void set_capacity(std::size_t entries);
+    /// The in-memory capacity in entries.
+    [[nodiscard]] std::size_t capacity() const;
+    /// The directory disk entries are written to; empty when the disk cache is off.
+    [[nodiscard]] std::filesystem::path directory() const;
+    /// Uses `directory` for disk entries (created on first write); an empty path turns the disk cache off.
+    void set_directory(std::filesystem::path directory);
+    /// Upper bound on the disk cache's total size in bytes (default 1 GiB); the least recently
+    /// used entries are deleted when a write goes over it.
+    void set_disk_limit(std::uintmax_t bytes);
+
+    CompileCache(const CompileCache&) = delete;
+    CompileCache& operator=(const CompileCache&) = delete;
+    ~CompileCache();
+
+private:
+    struct Impl;
+    friend struct detail::CompileCacheAccess;
+    friend CompileCache& compile_cache();
+    CompileCache();
+    std::unique_ptr<Impl> impl_;
+};
+
+/// The process-wide compile cache.
+[[nodiscard]] CompileCache& compile_cache();
+
+}  // namespace gpumath::core
+
+namespace gpumath::detail {
+/// The JIT cache directory the environment asks for: `gpumath_cache_dir` (GPUMATH_CACHE_DIR; "off",
+/// "0", "none" or "false" disable: empty result), else `xdg_cache_home`/gpumath/jit, else
+/// `home`/.cache/gpumath/jit; empty when none is set. Null or empty arguments count as unset.
+[[nodiscard]] std::filesystem::path jit_cache_directory(const char* gpumath_cache_dir, const char* xdg_cache_home,
+                                                        const char* home);
+}  // namespace gpumath::detail

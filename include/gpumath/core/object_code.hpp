@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device code as bytes: CodeType and ObjectCode (compiled by Program, linked by Linker, loaded
+// into a Module). Light: no CUDA header; include <gpumath/core/module.hpp> to call `load()`.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gpumath::core {
+
+/// The kinds of device code gpumath compiles, links and loads.
+enum class CodeType {
+    ptx,    ///< PTX text (virtual ISA; compiled for the GPU when loaded or linked)
+    cubin,  ///< a CUDA binary for one real architecture (sm_NN)
+    ltoir,  ///< LTO-IR: link-time-optimizable intermediate code; must be linked before loading
+    fatbin  ///< a fat binary (several cubins/PTX); loadable and linkable, not produced by NVRTC
+};
+
+/// "ptx", "cubin", "ltoir" or "fatbin".
+[[nodiscard]] std::string_view to_string(CodeType type) noexcept;
+
+class Module;
+class ObjectCode;
+
+}  // namespace gpumath::core
+
+namespace gpumath::detail {
+
+struct ObjectCodeAccess;
+
+/// The immutable contents of an ObjectCode, shared between copies.
+struct ObjectCodeData {
+    core::CodeType type = core::CodeType::cubin;
+    std::string arch{};
+    std::string name;
+    std::string bytes;
+    std::string log;
+    std::vector<std::pair<std::string, std::string>> lowered_names{};  // expression -> mangled name
+};
+}  // namespace gpumath::detail
+
+namespace gpumath::core {
+
+/// Compiled or linked device code of one CodeType: the bytes, the architecture, the compiler's log
+/// and the lowered names of registered name expressions. An immutable value: copies share the
+/// bytes. Load it with `load()` (not LTO-IR: link that first).
+class ObjectCode {
+public:
+    /// An empty object (no code).
+    ObjectCode() = default;
+
+    /// Wraps code given in memory (copied). `arch` ("sm_90", "compute_90") is read from a cubin's
+    /// ELF header when left empty; `lowered_names` maps name expressions to mangled names so that
+    /// `Module::kernel("scale<float>")` works for code compiled elsewhere. InvalidArgument when
+    /// `bytes` is empty or `type` is not a CodeType.
+    [[nodiscard]] static ObjectCode from_bytes(std::span<const std::byte> bytes, CodeType type, std::string arch = {},
+                                               std::vector<std::pair<std::string, std::string>> lowered_names = {});
+    /// Same, from a string (PTX text, or binary data held in a std::string).
+    [[nodiscard]] static ObjectCode from_bytes(std::string_view bytes, CodeType type, std::string arch = {},
+                                               std::vector<std::pair<std::string, std::string>> lowered_names = {});
+    /// Reads a file. The type comes from `type` or else the extension (.ptx, .cubin, .ltoir/.lto,
+    /// .fatbin/.fatbin.bin); InvalidArgument when neither says, when `type` is not a CodeType, or
+    /// when the file is missing, empty or not a regular file (a FIFO is refused, not waited on).
+    [[nodiscard]] static ObjectCode from_file(const std::filesystem::path& path,
+                                              std::optional<CodeType> type = std::nullopt, std::string arch = {});
+    /// Writes the bytes to `path` (as nvcc would write the same kind of file). Throws Error on I/O failure.
+    void save(const std::filesystem::path& path) const;
+
+    /// True for a default-constructed object.
+    [[nodiscard]] bool empty() const noexcept { return !data_; }
+    /// The kind of code. InvalidArgument on an empty object, as every accessor below.
+    [[nodiscard]] CodeType type() const { return data().type; }
+    /// The architecture the code is for ("sm_90", "compute_90"), empty when unknown (e.g. fatbin).
+    [[nodiscard]] const std::string& arch() const { return data().arch; }
+    /// The program or link name it came from.
+    [[nodiscard]] const std::string& name() const { return data().name; }
+    /// The code. PTX includes its terminating NUL as NVRTC returns it.
+    [[nodiscard]] std::span<const std::byte> bytes() const {
+        const std::string& b = data().bytes;
+        return std::as_bytes(std::span<const char>(b.data(), b.size()));
+    }
+    /// The code as text (meaningful for PTX).
+    [[nodiscard]] std::string_view text() const { return data().bytes; }
+    /// Compiler or linker log (warnings), possibly empty.
+    [[nodiscard]] const std::string& log() const { return data().log; }
+    /// The mangled name of a registered name expression. InvalidArgument listing the registered
+    /// expressions when `expression` was not registered.
+    [[nodiscard]] const std::string& lowered_name(std::string_view expression) const;
+    /// All registered name expressions with their mangled names.
+    [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& lowered_names() const {
+        return data().lowered_names;
+    }
+    /// Names of the kernels (entry points) found in PTX or cubin code; empty for LTO-IR and fatbin.
+    [[nodiscard]] std::vector<std::string> kernel_names() const;
+    /// Loads the code into a Module (context-independent). InvalidArgument for LTO-IR; CudaError
+    /// "no CUDA driver/device" without a GPU.
+    [[nodiscard]] Module load() const;
+
+    /// The shared contents (null when empty). Copies of one object return the same pointer, so it
+    /// identifies the code (the FFT plan cache keys callbacks by it).
+    [[nodiscard]] const std::shared_ptr<const detail::ObjectCodeData>& shared_data() const noexcept { return data_; }
+
+private:
+    friend struct detail::ObjectCodeAccess;
+    explicit ObjectCode(std::shared_ptr<const detail::ObjectCodeData> data) noexcept : data_(std::move(data)) {}
+    [[nodiscard]] const detail::ObjectCodeData& data() const {
+        if (!data_) throw_empty();
+        return *data_;
+    }
+    [[noreturn]] static void throw_empty();
+    std::shared_ptr<const detail::ObjectCodeData> data_;
+};
+
+}  // namespace gpumath::core
+
+namespace gpumath::detail {
+
+/// Builds an ObjectCode around existing contents; for Program, Linker and the compile cache (and
+/// tests that forge code), not for users.
+struct ObjectCodeAccess {
+    /// An ObjectCode sharing `data`.
+    [[nodiscard]] static core::ObjectCode make(std::shared_ptr<const ObjectCodeData> data) noexcept;
+};
+
+}  // namespace gpumath::detail
