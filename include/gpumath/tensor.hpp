@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include <gpumath/core/kernel_argument.hpp>
 #include <gpumath/core/memory.hpp>
 #include <gpumath/core/stream.hpp>
 #include <gpumath/layout.hpp>
@@ -112,3 +113,16 @@ private:
 };
 
 }  // namespace gpumath
+
+namespace gpumath::core {
+
+/// A Tensor passes to `launch` as its device pointer.
+template <>
+struct KernelArgument<Tensor> {
+    /// A pointer.
+    using type = void*;
+    /// `t.data()`.
+    static void* get(const Tensor& t) noexcept { return t.data(); }
+};
+
+}  // namespace gpumath::core

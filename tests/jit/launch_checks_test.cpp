@@ -7,6 +7,7 @@
 #include <string>
 
 #include <gpumath/core.hpp>
+#include <gpumath/tensor.hpp>
 
 #include "common/test_util.hpp"
 

@@ -10,12 +10,10 @@
 #include <tuple>
 #include <type_traits>
 
-#include <gpumath/core/memory.hpp>
+#include <gpumath/core/kernel_argument.hpp>
 #include <gpumath/core/module.hpp>
 #include <gpumath/core/stream.hpp>
 #include <gpumath/detail/jit_type_name.hpp>
-#include <gpumath/layout.hpp>
-#include <gpumath/tensor.hpp>
 
 namespace gpumath::core {
 
@@ -60,38 +58,6 @@ struct LaunchConfig {
 
 namespace gpumath::detail {
 
-/// How a C++ argument is passed to a kernel: trivially copyable values as themselves; Buffer,
-/// TensorView and Tensor as their device pointer; nullptr as a null pointer.
-template <class T>
-struct KernelArg {
-    static_assert(std::is_trivially_copyable_v<T>,
-                  "gpumath::core::launch: kernel arguments must be trivially copyable (or a Buffer, "
-                  "TensorView or Tensor, passed as its device pointer)");
-    static_assert(!std::is_array_v<T>, "gpumath::core::launch: pass a pointer, not an array");
-    using type = T;
-    static constexpr const T& get(const T& v) noexcept { return v; }
-};
-template <>
-struct KernelArg<std::nullptr_t> {
-    using type = void*;  // a null pointer with a defined object representation
-    static void* get(std::nullptr_t) noexcept { return nullptr; }
-};
-template <>
-struct KernelArg<core::Buffer> {
-    using type = void*;
-    static void* get(const core::Buffer& b) noexcept { return b.data(); }
-};
-template <>
-struct KernelArg<TensorView> {
-    using type = void*;
-    static void* get(const TensorView& v) noexcept { return v.data(); }
-};
-template <>
-struct KernelArg<Tensor> {
-    using type = void*;
-    static void* get(const Tensor& t) noexcept { return t.data(); }
-};
-
 /// Size and C++ spelling of one argument as passed.
 struct ArgInfo {
     std::size_t size;
@@ -100,7 +66,7 @@ struct ArgInfo {
 
 template <class... Args>
 inline constexpr ArgInfo arg_infos[sizeof...(Args) + 1] = {
-    {sizeof(typename KernelArg<Args>::type), type_name<Args>()}..., {0, {}}};
+    {sizeof(typename core::KernelArgument<Args>::type), type_name<Args>()}..., {0, {}}};
 
 [[noreturn]] void throw_arg_count(const KernelState& k, std::size_t given, const ArgInfo* infos);
 [[noreturn]] void throw_arg_size(const KernelState& k, std::size_t index, const ArgInfo& given);
@@ -148,7 +114,8 @@ namespace gpumath::core {
 /// the kernel's limit, a grid not divisible by the cluster, a cooperative grid that cannot be
 /// resident; NotSupported: clusters before compute capability 9.0). Arguments are trivially
 /// copyable values matching the kernel's parameter types; a Buffer, TensorView or Tensor is passed
-/// as its device pointer. Allocates nothing; throws CudaError when the driver refuses the launch.
+/// as its device pointer, other types as their `KernelArgument` specialization says. Allocates
+/// nothing; throws CudaError when the driver refuses the launch.
 template <class... Args>
 void launch(StreamRef stream, const LaunchConfig& config, const Kernel& kernel, const Args&... args) {
     const detail::KernelState& k = kernel.state();
@@ -157,7 +124,7 @@ void launch(StreamRef stream, const LaunchConfig& config, const Kernel& kernel, 
     if constexpr (sizeof...(Args) == 0) {
         detail::launch_kernel(stream, config, k, nullptr);
     } else {
-        std::tuple<typename detail::KernelArg<Args>::type...> values{detail::KernelArg<Args>::get(args)...};
+        std::tuple<typename KernelArgument<Args>::type...> values{KernelArgument<Args>::get(args)...};
         std::apply(
             [&](auto&... v) {
                 void* pointers[] = {const_cast<void*>(static_cast<const void*>(&v))...};
