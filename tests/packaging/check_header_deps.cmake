@@ -27,8 +27,8 @@ foreach(dir IN LISTS INCLUDE_DIRS)
 endforeach()
 
 function(dependencies header out)
-  execute_process(COMMAND "${CMAKE_COMMAND}" -E echo "#include <${header}>" OUTPUT_FILE "${CMAKE_CURRENT_BINARY_DIR}/hdr.cpp")
-  execute_process(COMMAND "${CXX}" ${flags} "${CMAKE_CURRENT_BINARY_DIR}/hdr.cpp" OUTPUT_VARIABLE deps
+  # An empty translation unit that includes `header` first (-include), so nothing is written.
+  execute_process(COMMAND "${CXX}" ${flags} -include "${header}" /dev/null OUTPUT_VARIABLE deps
                   ERROR_VARIABLE err RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${CXX} -M on <${header}> failed: ${err}")
