@@ -57,19 +57,26 @@ public:
             if (area != nullptr) area->idle = false;
         }
         if (area == nullptr) area = allocate(bytes);
+        {
+            // Recorded before the graph can release it, so on_release finds what it must undo.
+            std::lock_guard lock(mutex_);
+            area->capture = capture;
+            area->stream = stream;
+            active_[key] = area;
+        }
         // The graph owns one reference; the area is idle again when CUDA drops it.
         cudaUserObject_t object = nullptr;
-        check(cudaUserObjectCreate(&object, area, &CaptureAreas::on_release, 1, cudaUserObjectNoDestructorSync),
-              "cudaUserObjectCreate", "tying a workspace area to the graph being captured");
+        if (const cudaError_t s =
+                cudaUserObjectCreate(&object, area, &CaptureAreas::on_release, 1, cudaUserObjectNoDestructorSync);
+            s != cudaSuccess) {
+            on_release(area);  // nothing owns it: idle again
+            check(s, "cudaUserObjectCreate", "tying a workspace area to the graph being captured");
+        }
         if (const cudaError_t s = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
             s != cudaSuccess) {
-            (void)cudaUserObjectRelease(object, 1);  // makes the area idle again
+            (void)cudaUserObjectRelease(object, 1);  // CUDA calls on_release: idle again
             check(s, "cudaGraphRetainUserObject", "tying a workspace area to the graph being captured");
         }
-        std::lock_guard lock(mutex_);
-        area->capture = capture;
-        area->stream = stream;
-        active_[key] = area;
         return area->data;
     }
 

@@ -128,9 +128,15 @@ FftVariant* FFTImpl::fused_for_locked(Direction d) {
     return owned[aligned].back().get();
 }
 
-FftVariant* FFTImpl::variant_for(std::size_t alignment, Direction d) {
+FftVariant* FFTImpl::variant_for(std::size_t alignment, Direction d, core::StreamRef stream) {
     std::atomic<FftVariant*>& slot = run[alignment][std::size_t(d)];
     if (FftVariant* v = slot.load(std::memory_order_acquire)) return v;
+    // A variant built on first use (the other direction of a fused plan, operands at an odd real
+    // offset) is a cuFFT plan too: never made inside a graph capture.
+    reject_capture(stream, api,
+                   "this execution needs a cuFFT plan that is made on first use (the other direction of a fused "
+                   "plan, or a real operand at an odd offset), which cannot be captured: run the same execution "
+                   "once before the capture");
     std::lock_guard lock(plan_mutex);
     if (FftVariant* v = slot.load(std::memory_order_relaxed)) return v;
     FftVariant* v = alignment == aligned ? fused_for_locked(d) : odd_real_variant_locked(d);
@@ -198,13 +204,13 @@ void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, 
     std::optional<DeviceGuard> guard;
     if (current != device) [[unlikely]]
         guard.emplace(device);
-    FftVariant* v = variant_for(aligned, d);
+    FftVariant* v = variant_for(aligned, d, stream);
     if (p.kind != FFTKind::c2c) {
         const bool r2c = p.kind == FFTKind::r2c;
         const auto real = reinterpret_cast<std::uintptr_t>(r2c ? in.data() : out.data());
         if (real % (2 * fft_element_bytes(p.precision, false)) != 0 && !(r2c ? v->g.in.temp : v->g.out.temp))
             [[unlikely]]
-            v = variant_for(odd_real, d);
+            v = variant_for(odd_real, d, stream);
     }
     StreamWorkspace::Lease lease = workspace->acquire(v->bytes, stream);
     run_variant(*v, in.data(), out.data(), d, stream, lease.data);

@@ -105,7 +105,7 @@ struct FFTImpl {
     void plan_locked();
     void plan_first_execution(core::StreamRef stream);
     FftVariant* fused_for_locked(Direction d);
-    FftVariant* variant_for(std::size_t alignment, Direction d);
+    FftVariant* variant_for(std::size_t alignment, Direction d, core::StreamRef stream);
     FftVariant* odd_real_variant_locked(Direction d);
     void execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream);
     void enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream);

@@ -146,15 +146,20 @@ std::shared_ptr<FFT> cached_plan(const FftProblem& problem, FFTKind kind, const 
                                  const FFTOptions& options, int device, core::StreamRef stream, const char* api) {
     FftCacheKey key{};
     make_key(key, device, kind, in, out, options);
-    return plan_cache().get_or_create(key, [&] {
-        // Planning allocates and copies synchronously (cuFFT), which a graph capture forbids.
-        reject_capture(stream, api,
-                       "this transform is not in the plan cache yet and planning cannot be captured: run the same "
-                       "call once before the capture");
-        auto plan = std::make_shared<FFT>(FFTAccess::make(problem, options, api));
-        plan->plan();
-        return plan;
-    });
+    return plan_cache().get_or_create(
+        key,
+        [&] {
+            auto plan = std::make_shared<FFT>(FFTAccess::make(problem, options, api));
+            plan->plan();
+            return plan;
+        },
+        [&] {
+            // Planning allocates and copies synchronously (cuFFT), which a graph capture forbids.
+            // Checked only by a caller about to plan, and its refusal reaches that caller alone.
+            reject_capture(stream, api,
+                           "this transform is not in the plan cache yet and planning cannot be captured: run the "
+                           "same call once before the capture");
+        });
 }
 
 // Both forms validate everything that needs no device (layouts, options, operands) before the

@@ -58,6 +58,12 @@ public:
     MatmulOutputs execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                           core::StreamRef stream) {
         check_call(a, b, &d, args, "Matmul::execute");
+        return execute_checked(a, b, d, args, stream);
+    }
+
+    /// execute() after check_call.
+    MatmulOutputs execute_checked(const TensorView& a, const TensorView& b, const TensorView& d,
+                                  const MatmulArgs& args, core::StreamRef stream) {
         const MatmulCall call = call_of(a, b, &d, args);
         MatmulPlan* p = fast_.load(std::memory_order_acquire);
         if (p != nullptr && plan_serves(p->call(), call)) return run_plan(*p, a, b, d, args, stream, matmul_current_device());
@@ -69,13 +75,18 @@ public:
 
     MatmulResult execute_allocating(const TensorView& a, const TensorView& b, const MatmulArgs& args,
                                     core::StreamRef stream) {
-        const TensorLayout layout = allocated_result_layout(a_, b_, c_, options_, "Matmul::execute");
-        check_call(a, b, nullptr, args, "Matmul::execute");
-        reject_capture(stream, "Matmul::execute",
-                       "gpumath allocates no results during a capture: pass d (the form with a d view)");
+        constexpr const char* api = "Matmul::execute";
+        const TensorLayout layout = allocated_result_layout(a_, b_, c_, options_, api);
+        check_call(a, b, nullptr, args, api);
+        // The whole call is validated before D is allocated (bias, aux and the rest included).
+        MatmulSignature sig = MatmulSignature::of(call_of(a, b, nullptr, args));
+        sig.d = layout;
+        check_operands(sig, api);
+        (void)analyze(sig, options_, api);
+        reject_capture(stream, api, "gpumath allocates no results during a capture: pass d (the form with a d view)");
         MatmulResult r;
         r.d = Tensor::empty(layout, stream, options_.memory_resource);
-        static_cast<MatmulOutputs&>(r) = execute(a, b, r.d.view(), args, stream);
+        static_cast<MatmulOutputs&>(r) = execute_checked(a, b, r.d.view(), args, stream);
         return r;
     }
 

@@ -76,10 +76,12 @@ MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& 
     detail::check_call(a, b, nullptr, args, api);
     const std::optional<TensorLayout> c = args.c ? std::optional<TensorLayout>(*args.c) : std::nullopt;
     const TensorLayout layout = detail::allocated_result_layout(a, b, c, options, api);
-    // Validate before allocating, so bad input is InvalidArgument on any machine.
+    // The whole call is validated before D is allocated, so bad input is InvalidArgument on any
+    // machine and nothing is allocated for it.
     detail::MatmulSignature sig = detail::MatmulSignature::of(detail::call_of(a, b, nullptr, args));
     sig.d = layout;
-    const int device = detail::device_or_validate(sig, options, api);
+    (void)detail::analyze(sig, options, api);
+    const int device = detail::matmul_current_device();
     detail::reject_capture(stream, api, "gpumath allocates no results during a capture: pass d (the form with a d view)");
     MatmulResult r;
     r.d = Tensor::empty(layout, stream, options.memory_resource);

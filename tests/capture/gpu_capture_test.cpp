@@ -257,6 +257,11 @@ TEST(CaptureGpu, WhatCannotRunInACaptureSaysSoAndLeavesTheCaptureIntact) {
         expect_throw_with<InvalidArgument>([&] { (void)mm.execute(a.view(), b.view(), {}, s); },
                                            {"capturing", "pass d"});
         expect_throw_with<InvalidArgument>([&] { (void)matmul(a.view(), b.view(), {}, {}, s); }, {"capturing", "pass d"});
+        // Bad input is reported as such first, before the capture is even looked at.
+        expect_throw_with<InvalidArgument>([&] { (void)matmul(a.view(), b.view(), {}, {.epilog = Epilog::bias}, s); },
+                                           {"bias"});
+        expect_throw_with<InvalidArgument>(
+            [&] { (void)mm.execute(a.view(), b.view(), {.bias = a.view()}, s); }, {"bias"});
         expect_throw_with<InvalidArgument>([&] { unplanned.execute(x.view(), y.view(), Direction::forward, s); },
                                            {"capturing", "plan"});
         expect_throw_with<InvalidArgument>([&] { (void)gpumath::fft(x.view(), {}, s); }, {"capturing"});
