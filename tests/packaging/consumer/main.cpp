@@ -1,8 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
+// Uses what its target offers, on a machine with or without a GPU: the whole library, or one module
+// through its umbrella header (GPUMATH_CONSUMER_CORE / _MATMUL / _FFT).
 #include <cstdio>
 #include <cstring>
 
+#if defined(GPUMATH_CONSUMER_CORE)
+#include <gpumath/core.hpp>
+#elif defined(GPUMATH_CONSUMER_MATMUL)
+#include <gpumath/matmul.hpp>
+#elif defined(GPUMATH_CONSUMER_FFT)
+#include <gpumath/fft.hpp>
+#else
 #include <gpumath/gpumath.hpp>
+#endif
+#include <gpumath/core/device.hpp>
+#include <gpumath/version.hpp>
 
 int main() {
     if (std::strcmp(gpumath::version_string, EXPECTED_VERSION) != 0) {
@@ -20,6 +32,22 @@ int main() {
         return 1;
     } catch (const gpumath::InvalidArgument&) {
     }
+#if defined(GPUMATH_CONSUMER_MATMUL) || !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_FFT))
+    // A plan is validated without a GPU.
+    const gpumath::Matmul mm(gpumath::TensorLayout(gpumath::DataType::f32, {8, 4}),
+                             gpumath::TensorLayout(gpumath::DataType::f32, {4, 6}));
+    if (mm.m() != 8 || mm.n() != 6 || mm.k() != 4) {
+        std::printf("unexpected matmul problem\n");
+        return 1;
+    }
+#endif
+#if defined(GPUMATH_CONSUMER_FFT) || !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_MATMUL))
+    const gpumath::FFT fft(gpumath::TensorLayout(gpumath::DataType::c32, {4, 64}));
+    if (fft.kind() != gpumath::FFTKind::c2c || fft.output_layout().shape(1) != 64) {
+        std::printf("unexpected FFT plan\n");
+        return 1;
+    }
+#endif
     std::printf("gpumath %s consumer: %d CUDA device(s)\n", gpumath::version_string, gpumath::core::Device::count());
     return 0;
 }
