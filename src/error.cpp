@@ -17,6 +17,24 @@ std::string compose(std::string_view api, std::string_view name, int code, std::
     return fmt::format("{}: {} ({}): {}", api, name, code, context);
 }
 
+// cuBLAS's names, from its header's enumerators: the core library reports cuBLASLt statuses
+// without linking cuBLASLt (only gpumath::matmul does).
+const char* cublas_status_name(int s) noexcept {
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+    }
+}
+
 const char* cufft_status_name(int s) noexcept {
     switch (s) {
     case 0: return "CUFFT_SUCCESS";
@@ -111,8 +129,7 @@ void throw_cu(CUresult status, const char* api, std::string_view context) {
 }
 
 void throw_cublas(int status, const char* api, std::string_view context) {
-    const char* name = cublasLtGetStatusName(static_cast<cublasStatus_t>(status));
-    throw CublasError(compose(api, name != nullptr ? name : "CUBLAS_STATUS_UNKNOWN", status, context), status, api);
+    throw CublasError(compose(api, cublas_status_name(status), status, context), status, api);
 }
 
 void throw_cufft(int status, const char* api, std::string_view context) {
@@ -139,6 +156,13 @@ void throw_invalid(std::string message, const char* api) {
 void throw_not_supported(std::string message, const char* api) {
     if (api != nullptr && *api != '\0') message = fmt::format("{}: {}", api, message);
     throw NotSupported(std::move(message), api != nullptr ? api : "");
+}
+
+void throw_moved_from(const char* type, const char* api) {
+    throw_invalid(fmt::format("this {0} was moved from (moved-from {0}); use the {0} it was moved to, or assign a new "
+                              "{0} to this one before use",
+                              type),
+                  api);
 }
 
 }  // namespace gpumath::detail

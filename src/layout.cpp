@@ -9,16 +9,14 @@
 
 #include <gpumath/detail/status.hpp>
 
+#include "detail/enum_check.hpp"
+
 namespace gpumath {
 namespace detail {
 
 void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) {
     constexpr const char* api = "TensorLayout";
-    if (!is_valid(dtype))
-        throw_invalid(fmt::format("dtype: {} is not a DataType; allowed: f16, bf16, f32, f64, c32, c64, e4m3, e5m2, "
-                                  "i8, i32",
-                                  static_cast<int>(dtype)),
-                      api);
+    check_enum(dtype, data_type_count, "a DataType", "dtype", api);
     if (shape.size() > std::size_t(max_rank))
         throw_invalid(fmt::format("shape: rank {} given, at most {} allowed", shape.size(), max_rank), api);
     if (!strides.empty() && strides.size() != shape.size())

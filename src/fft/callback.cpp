@@ -12,15 +12,14 @@
 #include <gpumath/detail/status.hpp>
 #include <gpumath/error.hpp>
 
+#include "detail/enum_check.hpp"
 #include "fft/callback.hpp"
 
 namespace gpumath {
 namespace {
 
 void check_kind(FFTCallbackKind kind, const char* api) {
-    if (kind != FFTCallbackKind::load && kind != FFTCallbackKind::store) [[unlikely]]
-        detail::throw_invalid(
-            fmt::format("kind: {} is not an FFTCallbackKind; allowed: load, store", static_cast<unsigned>(kind)), api);
+    detail::check_enum(kind, int(FFTCallbackKind::store) + 1, "an FFTCallbackKind", "kind", api);
 }
 
 }  // namespace

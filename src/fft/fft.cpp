@@ -252,7 +252,7 @@ FFT& FFT::operator=(FFT&&) noexcept = default;
 
 detail::FFTImpl& FFT::impl(const char* api) const {
     if (!impl_) [[unlikely]]
-        detail::throw_invalid("this FFT was moved from; assign a constructed FFT to it before use", api);
+        detail::throw_moved_from("FFT", api);
     return *impl_;
 }
 

@@ -4,6 +4,8 @@
 // inputs given. Host only: no CUDA calls.
 #include "matmul/checks.hpp"
 
+#include "detail/enum_check.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -11,19 +13,10 @@
 namespace gpumath::detail {
 
 void check_options(const MatmulOptions& options, const char* api) {
-    if (static_cast<int>(options.compute_type) > static_cast<int>(ComputeType::i32))
-        invalid(api, "options.compute_type: {} is not a ComputeType; allowed: automatic, f16, f32, f32_fast_f16, "
-                     "f32_fast_bf16, f32_fast_tf32, f64, i32",
-                static_cast<int>(options.compute_type));
-    if (static_cast<int>(options.epilog) > static_cast<int>(Epilog::bgradb))
-        invalid(api, "options.epilog: {} is not an Epilog; allowed: none, relu, relu_aux, bias, relu_bias, "
-                     "relu_aux_bias, gelu, gelu_aux, gelu_bias, gelu_aux_bias, drelu, drelu_bgrad, dgelu, "
-                     "dgelu_bgrad, bgrada, bgradb",
-                static_cast<int>(options.epilog));
-    if (options.result_type && !is_valid(*options.result_type))
-        invalid(api, "options.result_type: {} is not a DataType; allowed: f16, bf16, f32, f64, c32, c64, e4m3, e5m2, "
-                     "i8, i32 (or empty for the default)",
-                static_cast<int>(*options.result_type));
+    check_enum(options.compute_type, int(ComputeType::i32) + 1, "a ComputeType", "options.compute_type", api);
+    check_enum(options.epilog, int(Epilog::bgradb) + 1, "an Epilog", "options.epilog", api);
+    if (options.result_type)
+        check_enum(*options.result_type, data_type_count, "a DataType", "options.result_type", api);
 }
 
 void check_scales(const MatmulSignature& sig, const ProblemTypes& types, const char* api) {

@@ -243,12 +243,6 @@ Matmul::~Matmul() = default;
 
 namespace {
 
-[[noreturn]] void throw_moved_from(const char* api) {
-    detail::throw_invalid("this Matmul was moved from (moved-from Matmul); build a new Matmul or use the object it "
-                          "was moved to",
-                          api);
-}
-
 const detail::MatmulProblem* base_or_null(const std::unique_ptr<detail::MatmulState>& s) noexcept {
     return s ? &s->base() : nullptr;
 }
@@ -257,7 +251,7 @@ const detail::MatmulProblem* base_or_null(const std::unique_ptr<detail::MatmulSt
 
 detail::MatmulState& Matmul::state(const char* api) const {
     if (!state_) [[unlikely]]
-        throw_moved_from(api);
+        detail::throw_moved_from("Matmul", api);
     return *state_;
 }
 

@@ -124,7 +124,7 @@ TEST(Linker, BadRequests) {
 TEST(Linker, CodeTypesOutsideTheEnumAreRejectedBeforeNvJitLink) {
     const auto bad_type = static_cast<CodeType>(9);
     test::expect_throw_with<InvalidArgument>([] { (void)Linker().add(caller_lto()).link(static_cast<CodeType>(9)); },
-                                             {"Linker::link", "target: 9 is not a CodeType (ptx, cubin, ltoir, fatbin)"});
+                                             {"Linker::link", "target: 9 is not a CodeType; allowed: ptx, cubin, ltoir, fatbin"});
     // An ObjectCode built from its data directly bypasses from_bytes' check: add() catches it.
     auto data = std::make_shared<detail::ObjectCodeData>(*callee_lto().shared_data());
     data->type = bad_type;

@@ -314,7 +314,7 @@ TEST(Program, CodeTypesOutsideTheEnumAreRejectedWhereTheyEnter) {
     // Before: NVRTC was run and its rejection of the missing output blamed an option.
     test::expect_throw_with<InvalidArgument>(
         [&] { (void)Program("", {.arch = "sm_90"}).compile(bad_type); },
-        {"Program::compile", "target: 9 is not a CodeType (ptx, cubin, ltoir, fatbin)"});
+        {"Program::compile", "target: 9 is not a CodeType; allowed: ptx, cubin, ltoir, fatbin"});
     test::expect_throw_with<InvalidArgument>(
         [&] { (void)Program("", {.arch = "sm_90"}).compile(static_cast<CodeType>(-1)); }, {"target: -1 is not a CodeType"});
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <gpumath/core/object_code.hpp>
 #include <gpumath/fft/options.hpp>
@@ -14,6 +15,11 @@ namespace gpumath {
 /// Whether a callback loads (a prolog: runs on every input element) or stores (an epilog: runs on
 /// every output element).
 enum class FFTCallbackKind : std::uint8_t { load, store };
+
+/// "load" or "store".
+[[nodiscard]] constexpr std::string_view to_string(FFTCallbackKind kind) noexcept {
+    return kind == FFTCallbackKind::load ? "load" : kind == FFTCallbackKind::store ? "store" : "unknown";
+}
 
 /// The C++ declaration a callback of `kind` over elements of `element` (f32 -> cufftReal,
 /// f64 -> cufftDoubleReal, c32 -> cufftComplex, c64 -> cufftDoubleComplex) must match, with

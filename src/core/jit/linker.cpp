@@ -52,15 +52,10 @@ nvJitLinkInputType input_type(CodeType t) {
 
 }  // namespace
 
-namespace {
-[[noreturn]] void throw_moved_from(const char* api) {
-    detail::throw_invalid("this Linker was moved from; use the Linker it was moved to, or construct a new one", api);
-}
-}  // namespace
 
 Linker& Linker::add(const ObjectCode& code) {
     constexpr const char* api = "Linker::add";
-    if (moved_from_) throw_moved_from(api);
+    if (moved_from_) detail::throw_moved_from("Linker", api);
     if (code.empty()) detail::throw_invalid("code: empty ObjectCode", api);
     // An ObjectCode built from its data directly is not checked elsewhere; nvJitLink must not see it.
     detail::check_code_type(code.type(), "code.type()", api);
@@ -70,7 +65,7 @@ Linker& Linker::add(const ObjectCode& code) {
 
 ObjectCode Linker::link(CodeType target) const {
     constexpr const char* api = "Linker::link";
-    if (moved_from_) throw_moved_from(api);
+    if (moved_from_) detail::throw_moved_from("Linker", api);
     detail::check_code_type(target, "target", api);
     const LinkerOptions& o = options_;
     if (inputs_.empty()) detail::throw_invalid("no inputs: add ObjectCode with Linker::add before linking", api);
@@ -172,19 +167,18 @@ ObjectCode Linker::link(CodeType target) const {
     data->log = std::move(log);
     std::size_t size = 0;
     if (target == CodeType::cubin) {
-        r = nvJitLinkGetLinkedCubinSize(link.h, &size);
-        if (r == NVJITLINK_SUCCESS) {
-            data->bytes.resize(size);
-            r = nvJitLinkGetLinkedCubin(link.h, data->bytes.data());
-        }
+        detail::check_nvjitlink(int(nvJitLinkGetLinkedCubinSize(link.h, &size)), "nvJitLinkGetLinkedCubinSize", what,
+                                data->log);
+        data->bytes.resize(size);
+        detail::check_nvjitlink(int(nvJitLinkGetLinkedCubin(link.h, data->bytes.data())), "nvJitLinkGetLinkedCubin",
+                                what, data->log);
     } else {
-        r = nvJitLinkGetLinkedPtxSize(link.h, &size);
-        if (r == NVJITLINK_SUCCESS) {
-            data->bytes.resize(size);
-            r = nvJitLinkGetLinkedPtx(link.h, data->bytes.data());
-        }
+        detail::check_nvjitlink(int(nvJitLinkGetLinkedPtxSize(link.h, &size)), "nvJitLinkGetLinkedPtxSize", what,
+                                data->log);
+        data->bytes.resize(size);
+        detail::check_nvjitlink(int(nvJitLinkGetLinkedPtx(link.h, data->bytes.data())), "nvJitLinkGetLinkedPtx", what,
+                                data->log);
     }
-    if (r != NVJITLINK_SUCCESS) detail::throw_nvjitlink(int(r), "nvJitLinkGetLinked", what, data->log);
     for (const ObjectCode& c : inputs_)
         for (const auto& entry : c.lowered_names())
             if (std::none_of(data->lowered_names.begin(), data->lowered_names.end(),

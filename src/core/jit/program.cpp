@@ -21,6 +21,7 @@
 #include <nvrtc.h>
 
 #include "core/jit/jit.hpp"
+#include "detail/enum_check.hpp"
 #include "detail/log.hpp"
 #include <gpumath/core/device.hpp>
 #include <gpumath/detail/status.hpp>
@@ -485,15 +486,7 @@ std::optional<std::string> read_file(const fs::path& path) {
 }
 
 void check_code_type(core::CodeType type, const char* field, const char* api) {
-    switch (type) {
-    case core::CodeType::ptx:
-    case core::CodeType::cubin:
-    case core::CodeType::ltoir:
-    case core::CodeType::fatbin: return;
-    }
-    throw_invalid(fmt::format("{}: {} is not a CodeType (ptx, cubin, ltoir, fatbin)", field,
-                                      static_cast<std::underlying_type_t<core::CodeType>>(type)),
-                          api);
+    check_enum(type, int(core::CodeType::fatbin) + 1, "a CodeType", field, api);
 }
 
 }  // namespace gpumath::detail
@@ -517,14 +510,9 @@ Program::Program(std::string source, ProgramOptions options) : source_(std::move
     toolkit_dirs_ = detail::find_toolkit_include_dirs(options_.toolkit_root);
 }
 
-namespace {
-[[noreturn]] void throw_moved_from(const char* api) {
-    detail::throw_invalid("this Program was moved from; use the Program it was moved to, or construct a new one", api);
-}
-}  // namespace
 
 Program& Program::add_name_expression(std::string expression) {
-    if (moved_from_) throw_moved_from("Program::add_name_expression");
+    if (moved_from_) detail::throw_moved_from("Program", "Program::add_name_expression");
     if (expression.empty()) detail::throw_invalid("name expression: must not be empty", "Program::add_name_expression");
     if (std::find(name_expressions_.begin(), name_expressions_.end(), expression) == name_expressions_.end())
         name_expressions_.push_back(std::move(expression));
@@ -532,7 +520,7 @@ Program& Program::add_name_expression(std::string expression) {
 }
 
 ObjectCode Program::compile(CodeType target) const {
-    if (moved_from_) throw_moved_from("Program::compile");
+    if (moved_from_) detail::throw_moved_from("Program", "Program::compile");
     detail::check_code_type(target, "target", "Program::compile");
     const detail::Arch arch = *detail::parse_arch(options_.arch);
     detail::CompileJob job;
