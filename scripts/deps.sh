@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure what gpumath builds with is installed: a C++20 compiler, CMake >= 3.24, fmt and
+# Makes sure what gpumath builds with is installed: a C++20 compiler, CMake >= 3.24, fmt, xxHash and
 # GoogleTest from Debian's packages, and the CUDA Toolkit (13.x; cudart, cuBLASLt, cuFFT, NVRTC,
 # nvJitLink). Installs missing Debian packages with apt-get when run as root; otherwise prints the
 # exact command to run. The CUDA Toolkit is looked for in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
@@ -11,6 +11,7 @@ command -v make >/dev/null 2>&1 || missing+=(make)
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 [ -f /usr/include/fmt/format.h ] || missing+=(libfmt-dev)
+[ -f /usr/include/xxhash.h ] || missing+=(libxxhash-dev)
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then

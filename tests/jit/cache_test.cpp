@@ -70,13 +70,12 @@ protected:
 
 }  // namespace
 
-TEST(Sha256, KnownVectors) {
-    EXPECT_EQ(detail::to_hex(detail::sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    EXPECT_EQ(detail::to_hex(detail::sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    EXPECT_EQ(detail::to_hex(detail::sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
-              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-    // A million 'a's fed in uneven pieces crosses block boundaries at every offset.
-    detail::Sha256 h;
+TEST(KeyHash, KnownVectors) {
+    // XXH3-128 reference values (xxHash 0.8, canonical big-endian form).
+    EXPECT_EQ(detail::to_hex(detail::key_hash("")), "99aa06d3014798d86001c324468d497f");
+    EXPECT_EQ(detail::to_hex(detail::key_hash("abc")), "06b05ab6733a618578af5f94892f3950");
+    // A million 'a's fed in uneven pieces hash as one piece.
+    detail::KeyHasher h;
     const std::string chunk(997, 'a');
     std::size_t fed = 0;
     while (fed + chunk.size() <= 1000000) {
@@ -84,9 +83,10 @@ TEST(Sha256, KnownVectors) {
         fed += chunk.size();
     }
     h.update(std::string(1000000 - fed, 'a'));
-    EXPECT_EQ(detail::to_hex(h.finish()), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    EXPECT_EQ(detail::to_hex(h.finish()), "a545df8e384a9579b1fd6fae5285c4eb");
+    EXPECT_EQ(detail::checksum64("abc", 3), 0x78af5f94892f3950ULL);
     // Fields are length-prefixed.
-    detail::Sha256 a, b;
+    detail::KeyHasher a, b;
     a.field("ab");
     a.field("c");
     b.field("a");

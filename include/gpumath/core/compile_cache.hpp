@@ -27,7 +27,7 @@ struct CompileCacheStats {
 };
 
 /// The process-wide compile cache behind `Program::compile`: an in-memory LRU map, and a directory
-/// of entries on disk shared between processes. Keys are SHA-256 digests of everything that changes
+/// of entries on disk shared between processes. Keys are XXH3-128 digests of everything that changes
 /// the output: source, in-memory header names and contents, the contents of files the source
 /// includes from `include_dirs`, all options, architecture, target kind, NVRTC version, toolkit
 /// include directories and name expressions. An entry stores the code with its lowered names.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private: hashing for the JIT compile cache (keys and entry checksums). Not included by users directly.
+// Private: hashing for the JIT compile cache (keys and entry checksums), on xxHash's XXH3 (Debian's
+// libxxhash-dev, used header-only). Not included by users directly.
 #pragma once
 
 #include <array>
@@ -11,42 +12,39 @@
 
 namespace gpumath::detail {
 
-/// A SHA-256 digest.
-using Digest = std::array<std::uint8_t, 32>;
+/// A 128-bit key digest (XXH3-128).
+using Digest = std::array<std::uint8_t, 16>;
 
-/// Incremental SHA-256 (FIPS 180-4). Used for compile-cache keys, where a collision would hand back
-/// the wrong code, so a strong hash is worth its few microseconds.
-class Sha256 {
+/// Builds a compile-cache key from length-prefixed fields and hashes them with XXH3-128 when
+/// finished. 128 bits make an accidental collision (which would hand back the wrong code)
+/// vanishingly unlikely for any number of cache entries a machine holds; the key is not a defence
+/// against someone who can write the cache directory (they could write any code there anyway).
+class KeyHasher {
 public:
-    Sha256() noexcept;
     /// Feeds `n` bytes.
-    void update(const void* data, std::size_t n) noexcept;
-    void update(std::string_view s) noexcept { update(s.data(), s.size()); }
+    void update(const void* data, std::size_t n) { bytes_.append(static_cast<const char*>(data), n); }
+    void update(std::string_view s) { bytes_.append(s); }
     /// Feeds a length-prefixed field, so that ("ab", "c") and ("a", "bc") hash differently.
-    void field(std::string_view s) noexcept {
+    void field(std::string_view s) {
         const std::uint64_t n = s.size();
         update(&n, sizeof n);
         update(s);
     }
-    void field(std::uint64_t v) noexcept { update(&v, sizeof v); }
-    /// Finishes and returns the digest; the object must not be used afterwards.
-    [[nodiscard]] Digest finish() noexcept;
+    void field(std::uint64_t v) { update(&v, sizeof v); }
+    /// The digest of everything fed so far.
+    [[nodiscard]] Digest finish() const noexcept;
 
 private:
-    void block(const std::uint8_t* p) noexcept;
-    std::array<std::uint32_t, 8> state_;
-    std::array<std::uint8_t, 64> buffer_{};
-    std::uint64_t length_ = 0;  // bytes fed so far
-    std::size_t used_ = 0;      // bytes waiting in buffer_
+    std::string bytes_;
 };
 
-/// SHA-256 of `s` in one call.
-[[nodiscard]] Digest sha256(std::string_view s) noexcept;
+/// XXH3-128 of `s` in one call.
+[[nodiscard]] Digest key_hash(std::string_view s) noexcept;
 
-/// Lower-case hexadecimal text of a digest (64 characters).
+/// Lower-case hexadecimal text of a digest (32 characters).
 [[nodiscard]] std::string to_hex(const Digest& d);
 
-/// A fast 64-bit checksum (not cryptographic) for detecting torn or corrupt cache files.
+/// XXH3-64 of `n` bytes: detects torn or corrupt cache files, and identifies callback sources.
 [[nodiscard]] std::uint64_t checksum64(const void* data, std::size_t n) noexcept;
 
 /// Hash functor for Digest keys in unordered containers (the digest is already uniform).

@@ -3,7 +3,7 @@
 //
 // Disk entry layout (little-endian, as written by this machine):
 //   header  : magic "GPUMJIT\0" | u32 format version | u32 zero | u64 payload size | u64 payload checksum
-//   payload : 32-byte key digest | u32 code type | str arch | str name | str log |
+//   payload : 16-byte key digest (XXH3-128) | u32 code type | str arch | str name | str log |
 //             u32 count, count x (str expression, str lowered name) | str code
 //   str     : u64 size | bytes
 // A reader accepts an entry only when every field checks out (magic, version, exact file size,
@@ -50,7 +50,7 @@ fs::path jit_cache_directory(const char* gpumath_cache_dir, const char* xdg_cach
 namespace {
 
 constexpr char k_magic[8] = {'G', 'P', 'U', 'M', 'J', 'I', 'T', '\0'};
-constexpr std::uint32_t k_format_version = 1;
+constexpr std::uint32_t k_format_version = 2;  // 2: XXH3-128 keys and XXH3-64 checksums
 constexpr std::size_t k_header_size = 8 + 4 + 4 + 8 + 8;
 
 void put_u32(std::string& out, std::uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }

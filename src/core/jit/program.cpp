@@ -395,7 +395,7 @@ std::vector<std::pair<std::string, bool>> include_directives(std::string_view te
 // version in the key). Conditional includes are followed regardless of their condition, so the
 // key may depend on more files than the compile reads, never on fewer (except for includes
 // spelled through macros).
-void hash_included_files(Sha256& h, const core::ProgramOptions& o, std::string_view text, const fs::path& dir,
+void hash_included_files(KeyHasher& h, const core::ProgramOptions& o, std::string_view text, const fs::path& dir,
                          std::set<std::string>& seen) {
     for (const auto& [name, quoted] : include_directives(text)) {
         if (seen.size() > 4096) return;
@@ -424,8 +424,8 @@ void hash_included_files(Sha256& h, const core::ProgramOptions& o, std::string_v
 
 Digest compile_key(const CompileJob& job) {
     const core::ProgramOptions& o = *job.options;
-    Sha256 h;
-    h.field("gpumath jit compile key v1");
+    KeyHasher h;
+    h.field("gpumath jit compile key v2");
     h.field(std::uint64_t(nvrtc_version()));
     h.field(std::uint64_t(job.target));
     h.field(o.name);
