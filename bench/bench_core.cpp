@@ -4,7 +4,7 @@
 #include <vector>
 
 #include <gpumath/core.hpp>
-#include <gpumath/detail/stream_workspace.hpp>
+#include "core/stream_workspace.hpp"
 
 #include "harness.hpp"
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include <gpumath/core.hpp>
-#include <gpumath/detail/driver_api.hpp>
+#include "core/driver_api.hpp"
 
 #include "harness.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Builds exception messages; runs only on failure.
-#include <gpumath/detail/driver_api.hpp>
-#include <gpumath/detail/status.hpp>
+#include "core/driver_api.hpp"
+#include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
 #include <string>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
+// TensorLayout and TensorView: validation of layouts and the texts of their errors.
 #include <gpumath/layout.hpp>
-#include <gpumath/tensor.hpp>
 
 #include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 #include "detail/enum_check.hpp"
 
@@ -82,30 +82,6 @@ void TensorView::throw_dtype_mismatch(DataType requested) const {
     detail::throw_invalid(fmt::format("data_as: the view holds {} elements, {} was requested", to_string(dtype()),
                                       to_string(requested)),
                           "TensorView::data_as");
-}
-
-Tensor Tensor::empty(const TensorLayout& layout, core::StreamRef stream,
-                     std::shared_ptr<core::MemoryResource> resource, std::size_t alignment) {
-    TensorLayout dense(layout.dtype(), layout.shape());
-    Tensor t;
-    t.buffer_ =
-        core::Buffer(std::size_t(dense.size()) * size_of(dense.dtype()), stream, std::move(resource), alignment);
-    t.view_ = TensorView(t.buffer_.data(), dense);
-    return t;
-}
-
-void Tensor::check_count(const TensorLayout& layout, std::size_t count) {
-    if (std::int64_t(count) != layout.size())
-        detail::throw_invalid(fmt::format("data: {} host elements given for shape {}, which holds {}", count,
-                                          to_string(layout.shape()), layout.size()),
-                              "Tensor::from_host");
-}
-
-void Tensor::check_type(DataType requested) const {
-    if (requested != dtype())
-        detail::throw_invalid(fmt::format("T: the tensor holds {} elements, to_host was asked for {}",
-                                          to_string(dtype()), to_string(requested)),
-                              "Tensor::to_host");
 }
 
 }  // namespace gpumath

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 #include "detail/device_registry.hpp"
 

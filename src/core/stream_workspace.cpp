@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Per-stream scratch areas shared by the math modules, and the areas captured graphs own.
-#include <gpumath/detail/stream_workspace.hpp>
+#include "core/stream_workspace.hpp"
 
 #include <map>
 #include <utility>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 #include "detail/device_registry.hpp"
 #include "detail/log.hpp"

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 namespace gpumath::detail {
 

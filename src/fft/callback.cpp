@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include <gpumath/detail/fft_sources.hpp>
-#include <gpumath/detail/status.hpp>
+#include "fft/sources.hpp"
+#include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
 #include "detail/enum_check.hpp"

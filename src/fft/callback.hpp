@@ -11,7 +11,7 @@
 #include <cufftXt.h>
 
 #include <gpumath/core/program.hpp>
-#include <gpumath/detail/fft_geometry.hpp>
+#include "fft/geometry.hpp"
 #include <gpumath/fft/callback.hpp>
 #include <gpumath/fft/options.hpp>
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
 #include "detail/log.hpp"

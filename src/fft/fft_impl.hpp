@@ -16,8 +16,8 @@
 #include <gpumath/core/memory.hpp>
 #include <gpumath/core/module.hpp>
 #include <gpumath/core/stream.hpp>
-#include <gpumath/detail/fft_geometry.hpp>
-#include <gpumath/detail/stream_workspace.hpp>
+#include "fft/geometry.hpp"
+#include "core/stream_workspace.hpp"
 #include <gpumath/fft/fft.hpp>
 #include <gpumath/fft/options.hpp>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The mapping of an FFT problem onto cuFFT's advanced layout, host loops and elementwise passes
 // (host-only, no CUDA calls).
-#include <gpumath/detail/fft_geometry.hpp>
+#include "fft/geometry.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -10,8 +10,8 @@
 #include <gpumath/core/device.hpp>
 #include <gpumath/core/launch.hpp>
 #include <gpumath/core/program.hpp>
-#include <gpumath/detail/fft_sources.hpp>
-#include <gpumath/detail/status.hpp>
+#include "fft/sources.hpp"
+#include "detail/status.hpp"
 
 #include "fft/callback.hpp"
 #include "fft/pass.hpp"

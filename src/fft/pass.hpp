@@ -6,7 +6,7 @@
 
 #include <gpumath/core/module.hpp>
 #include <gpumath/core/stream.hpp>
-#include <gpumath/detail/fft_geometry.hpp>
+#include "fft/geometry.hpp"
 
 namespace gpumath::detail {
 

@@ -9,7 +9,7 @@
 
 #include <cufftXt.h>
 
-#include <gpumath/detail/fft_geometry.hpp>
+#include "fft/geometry.hpp"
 
 #include "fft/callback.hpp"
 

@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include <gpumath/detail/jit_hash.hpp>
-#include <gpumath/detail/lru_cache.hpp>
-#include <gpumath/detail/status.hpp>
+#include "core/hash.hpp"
+#include "detail/lru_cache.hpp"
+#include "detail/status.hpp"
 #include <gpumath/fft/fft.hpp>
 
 #include "fft/fft_impl.hpp"

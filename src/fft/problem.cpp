@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // FFT request validation: the problem a request describes, the operands of one execution, the
 // normalization scale (host-only, no CUDA calls).
-#include <gpumath/detail/fft_geometry.hpp>
+#include "fft/geometry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 #include "detail/enum_check.hpp"
 

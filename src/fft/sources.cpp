@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA C++ generated for FFTs: callback entries for cuFFT and elementwise passes.
-#include <gpumath/detail/fft_sources.hpp>
+#include "fft/sources.hpp"
 
 #include <array>
 #include <string>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 namespace gpumath::detail {
 namespace {

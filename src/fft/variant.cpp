@@ -10,8 +10,8 @@
 
 #include <gpumath/core/event.hpp>
 #include <gpumath/core/linker.hpp>
-#include <gpumath/detail/fft_sources.hpp>
-#include <gpumath/detail/status.hpp>
+#include "fft/sources.hpp"
+#include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
 #include "detail/log.hpp"

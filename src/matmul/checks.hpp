@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 #include "matmul/problem.hpp"
 

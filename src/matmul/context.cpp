@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 #include "detail/device_registry.hpp"
 

@@ -19,7 +19,7 @@
 
 #include <gpumath/core/memory.hpp>
 #include <gpumath/core/stream.hpp>
-#include <gpumath/detail/stream_workspace.hpp>
+#include "core/stream_workspace.hpp"
 #include <gpumath/layout.hpp>
 #include <gpumath/matmul/matmul.hpp>
 #include <gpumath/matmul/options.hpp>

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "detail/log.hpp"
-#include <gpumath/detail/status.hpp>
-#include <gpumath/detail/stream_workspace.hpp>
+#include "detail/status.hpp"
+#include "core/stream_workspace.hpp"
 
 namespace gpumath {
 namespace detail {

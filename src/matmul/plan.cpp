@@ -12,7 +12,7 @@
 
 #include "detail/log.hpp"
 #include <gpumath/core/device.hpp>
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 #include <gpumath/tensor.hpp>
 
 namespace gpumath::detail {

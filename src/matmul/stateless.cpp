@@ -3,9 +3,9 @@
 // dtypes, pointer alignment classes and options.
 #include "matmul/internal.hpp"
 
-#include <gpumath/detail/lru_cache.hpp>
-#include <gpumath/detail/status.hpp>
-#include <gpumath/detail/stream_workspace.hpp>
+#include "detail/lru_cache.hpp"
+#include "detail/status.hpp"
+#include "core/stream_workspace.hpp"
 #include <gpumath/matmul/plan_cache.hpp>
 
 #include "detail/log.hpp"

@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 
 #include "detail/log.hpp"
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
 namespace gpumath::detail {

@@ -16,7 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include <gpumath/core.hpp>
-#include <gpumath/detail/stream_workspace.hpp>
+#include "core/stream_workspace.hpp"
 #include <gpumath/fft.hpp>
 #include <gpumath/matmul.hpp>
 

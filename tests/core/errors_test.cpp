@@ -6,7 +6,7 @@
 #include <cublasLt.h>
 #include <cufft.h>
 
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 #include <gpumath/error.hpp>
 #include <gpumath/log.hpp>
 

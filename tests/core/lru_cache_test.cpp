@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include <gpumath/detail/lru_cache.hpp>
+#include "detail/lru_cache.hpp"
 
 using gpumath::detail::CacheStats;
 using Cache = gpumath::detail::LruCache<int, std::string>;

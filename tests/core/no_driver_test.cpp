@@ -6,7 +6,7 @@
 #include <string>
 
 #include <gpumath/core.hpp>
-#include <gpumath/detail/driver_api.hpp>
+#include "core/driver_api.hpp"
 #include <gpumath/tensor.hpp>
 
 #include "common/test_util.hpp"

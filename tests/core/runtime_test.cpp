@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <gpumath/core.hpp>
-#include <gpumath/detail/stream_workspace.hpp>
+#include "core/stream_workspace.hpp"
 #include <gpumath/tensor.hpp>
 
 #include "common/test_util.hpp"

@@ -9,7 +9,7 @@
 
 #include <gpumath/core/memory.hpp>
 #include <gpumath/error.hpp>
-#include <gpumath/detail/stream_workspace.hpp>
+#include "core/stream_workspace.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // cuFFT addresses memory (embed/stride/dist, batch, gpumath's host loops) must visit exactly the
 // logical elements, each transform line along the requested axes, input and output batches
 // paired. Random layouts (permuted, padded, broadcast, strided outputs) and the named cases.
-#include <gpumath/detail/fft_geometry.hpp>
+#include "fft/geometry.hpp"
 
 #include <algorithm>
 #include <map>

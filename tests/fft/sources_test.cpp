@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA C++ gpumath generates for FFTs compiles with NVRTC (no GPU needed), and the callback
 // entry handed to cuFFT has C++ linkage whatever the user wrote.
-#include <gpumath/detail/fft_sources.hpp>
+#include "fft/sources.hpp"
 
 #include <string>
 

@@ -20,11 +20,11 @@
 #include <fmt/ranges.h>
 #include <nvrtc.h>
 
-#include "core/jit/jit.hpp"
+#include "core/jit.hpp"
 #include "detail/enum_check.hpp"
 #include "detail/log.hpp"
 #include <gpumath/core/device.hpp>
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 namespace fs = std::filesystem;
 

@@ -8,8 +8,8 @@
 #include <fmt/ranges.h>
 #include <nvJitLink.h>
 
-#include "core/jit/jit.hpp"
-#include <gpumath/detail/status.hpp>
+#include "core/jit.hpp"
+#include "detail/status.hpp"
 
 namespace gpumath::core {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The compile cache's hashes, on xxHash's XXH3 (inlined from Debian's libxxhash-dev header, so
 // the library needs no libxxhash at run time).
-#include <gpumath/detail/jit_hash.hpp>
+#include "core/hash.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -9,12 +9,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "core/jit/jit.hpp"
+#include "core/jit.hpp"
 #include <gpumath/core/device.hpp>
 #include <gpumath/core/launch.hpp>
 #include <gpumath/core/program.hpp>
-#include <gpumath/detail/driver_api.hpp>
-#include <gpumath/detail/status.hpp>
+#include "core/driver_api.hpp"
+#include "detail/status.hpp"
 
 namespace gpumath::detail {
 

@@ -1,28 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
+// StreamRef and Stream: stream-ordered work, waits and records.
 #include <gpumath/core/event.hpp>
 #include <gpumath/core/stream.hpp>
 
 #include <fmt/format.h>
 
-#include <gpumath/detail/status.hpp>
+#include "core/event_check.hpp"
+#include "detail/status.hpp"
 
 namespace gpumath::core {
 
 void StreamRef::synchronize() const { detail::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
-namespace {
-// EventRef's methods name themselves after Event, the type callers hold nearly always.
-void check_event(EventRef event, const char* what, const char* api) {
-    if (!event)
-        detail::throw_invalid(fmt::format("{}: this Event is empty (moved from), or the cudaEvent_t is null; use the "
-                                          "Event it was moved to, or create a new one",
-                                          what),
-                              api);
-}
-}  // namespace
 
 void StreamRef::wait(EventRef event) const {
-    check_event(event, "event", "StreamRef::wait");
+    detail::check_event(event, "event", "StreamRef::wait");
     detail::check(cudaStreamWaitEvent(stream_, event.handle(), 0), "cudaStreamWaitEvent");
 }
 
@@ -34,7 +26,7 @@ void StreamRef::wait(StreamRef other) const {
 }
 
 void StreamRef::record(EventRef event) const {
-    check_event(event, "event", "StreamRef::record");
+    detail::check_event(event, "event", "StreamRef::record");
     event.record(*this);
 }
 
@@ -116,56 +108,6 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 
 Stream::~Stream() {
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
-}
-
-Event::Event(const EventOptions& options) : EventRef(cudaEvent_t{}), timing_(options.timing) {
-    unsigned flags = options.timing ? cudaEventDefault : cudaEventDisableTiming;
-    if (options.blocking) flags |= cudaEventBlockingSync;
-    detail::check(cudaEventCreateWithFlags(&event_, flags), "cudaEventCreateWithFlags", "creating an event");
-}
-
-Event& Event::operator=(Event&& other) noexcept {
-    if (this != &other) {
-        if (event_ != nullptr) (void)cudaEventDestroy(event_);
-        event_ = other.event_;
-        timing_ = other.timing_;
-        other.event_ = nullptr;
-    }
-    return *this;
-}
-
-Event::~Event() {
-    if (event_ != nullptr) (void)cudaEventDestroy(event_);
-}
-
-void EventRef::record(StreamRef stream) const {
-    check_event(*this, "this", "Event::record");
-    detail::check(cudaEventRecord(event_, stream.handle()), "cudaEventRecord");
-}
-
-void EventRef::synchronize() const {
-    check_event(*this, "this", "Event::synchronize");
-    detail::check(cudaEventSynchronize(event_), "cudaEventSynchronize");
-}
-
-bool EventRef::ready() const {
-    check_event(*this, "this", "Event::ready");
-    const cudaError_t s = cudaEventQuery(event_);
-    if (s == cudaErrorNotReady) return false;
-    detail::check(s, "cudaEventQuery");
-    return true;
-}
-
-float Event::elapsed_ms(const Event& start, const Event& end) {
-    check_event(start, "start", "Event::elapsed_ms");
-    check_event(end, "end", "Event::elapsed_ms");
-    if (!start.timing_ || !end.timing_)
-        detail::throw_invalid(std::string(!start.timing_ ? "start" : "end") +
-                                  " was created without timing; create both events with EventOptions{.timing = true}",
-                              "Event::elapsed_ms");
-    float ms = 0;
-    detail::check(cudaEventElapsedTime(&ms, start.event_, end.event_), "cudaEventElapsedTime");
-    return ms;
 }
 
 }  // namespace gpumath::core

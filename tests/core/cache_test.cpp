@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include <gpumath/core.hpp>
-#include <gpumath/detail/jit_hash.hpp>
+#include "core/hash.hpp"
 
 #include "common/test_util.hpp"
 #include "jit_test_util.hpp"

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Resolves driver entry points through the runtime, so nothing links libcuda.
-#include <gpumath/detail/driver_api.hpp>
+#include "core/driver_api.hpp"
 
 #include <mutex>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 namespace gpumath::detail {
 namespace {

@@ -16,7 +16,7 @@
 #include <gpumath/core/launch.hpp>
 #include <gpumath/core/module.hpp>
 #include <gpumath/core/program.hpp>
-#include <gpumath/detail/jit_hash.hpp>
+#include "core/hash.hpp"
 
 namespace gpumath::detail {
 

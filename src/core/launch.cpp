@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "core/jit/jit.hpp"
-#include <gpumath/detail/driver_api.hpp>
-#include <gpumath/detail/status.hpp>
+#include "core/jit.hpp"
+#include "core/driver_api.hpp"
+#include "detail/status.hpp"
 
 namespace gpumath::detail {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 
 namespace gpumath::core {
 

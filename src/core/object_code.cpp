@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "core/jit/jit.hpp"
+#include "core/jit.hpp"
 #include <gpumath/core/module.hpp>
-#include <gpumath/detail/status.hpp>
+#include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
 namespace fs = std::filesystem;

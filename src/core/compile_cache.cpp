@@ -26,9 +26,9 @@
 
 #include <fmt/format.h>
 
-#include "core/jit/jit.hpp"
+#include "core/jit.hpp"
 #include "detail/log.hpp"
-#include <gpumath/detail/lru_cache.hpp>
+#include "detail/lru_cache.hpp"
 
 namespace fs = std::filesystem;
 
