@@ -36,13 +36,25 @@ int main(int argc, char** argv) {
     };
     std::vector<CopyCase> cases;
     cases.push_back({"copy D2D (read+write)", 2.0,
-                     [&](int i) { bench::cuda_check(cudaMemcpyAsync((i & 1 ? d3 : d1).data(), (i & 1 ? d2 : d0).data(), bytes, cudaMemcpyDeviceToDevice, s), "memcpy"); },
+                     [&](int i) {
+                         bench::cuda_check(cudaMemcpyAsync((i & 1 ? d3 : d1).data(), (i & 1 ? d2 : d0).data(), bytes,
+                                                           cudaMemcpyDeviceToDevice, s),
+                                           "memcpy");
+                     },
                      [&](int i) { (i & 1 ? d3 : d1).copy_from(i & 1 ? d2 : d0, stream); }});
     cases.push_back({"copy H2D pinned", 1.0,
-                     [&](int i) { bench::cuda_check(cudaMemcpyAsync((i & 1 ? d3 : d1).data(), (i & 1 ? h1 : h0).data(), bytes, cudaMemcpyHostToDevice, s), "memcpy"); },
+                     [&](int i) {
+                         bench::cuda_check(cudaMemcpyAsync((i & 1 ? d3 : d1).data(), (i & 1 ? h1 : h0).data(), bytes,
+                                                           cudaMemcpyHostToDevice, s),
+                                           "memcpy");
+                     },
                      [&](int i) { (i & 1 ? d3 : d1).copy_from(i & 1 ? h1 : h0, stream); }});
     cases.push_back({"copy D2H pinned", 1.0,
-                     [&](int i) { bench::cuda_check(cudaMemcpyAsync((i & 1 ? h1 : h0).data(), (i & 1 ? d3 : d1).data(), bytes, cudaMemcpyDeviceToHost, s), "memcpy"); },
+                     [&](int i) {
+                         bench::cuda_check(cudaMemcpyAsync((i & 1 ? h1 : h0).data(), (i & 1 ? d3 : d1).data(), bytes,
+                                                           cudaMemcpyDeviceToHost, s),
+                                           "memcpy");
+                     },
                      [&](int i) { (i & 1 ? h1 : h0).copy_from(i & 1 ? d3 : d1, stream); }});
     for (auto& c : cases) {
         const std::string group = std::string(c.name) + " " + std::to_string(bytes >> 20) + " MiB";
@@ -87,7 +99,8 @@ int main(int argc, char** argv) {
             bench::cuda_check(cudaStreamGetCaptureInfo(s, &status, &id, &graph), "cudaStreamGetCaptureInfo");
         });
         const double acquire = bench::host_us(s, [&](int) {
-            const auto lease = detail::default_stream_workspace(core::Device::current().ordinal()).acquire(std::size_t(1) << 20, stream);
+            const auto lease = detail::default_stream_workspace(core::Device::current().ordinal())
+                                   .acquire(std::size_t(1) << 20, stream);
             (void)lease;
         });
         report.add({group, "cudaStreamGetCaptureInfo", "us/call", query, 0, ""});

@@ -296,8 +296,7 @@ int main(int argc, char** argv) {
         const double best_raw =
             fused_ok ? std::min({fused_ms, unfused_ms, unfused2_ms}) : std::min(unfused_ms, unfused2_ms);
         report.add({c.name, "raw 3 kernels", "ms", std::min(unfused_ms, unfused2_ms), 0, ""});
-        if (fused_ok)
-            report.add({c.name, "raw LTO callbacks", "ms", fused_ms, 0, ""});
+        if (fused_ok) report.add({c.name, "raw LTO callbacks", "ms", fused_ms, 0, ""});
         else
             report.add({c.name, "raw LTO callbacks", "ms", 0, 0,
                         "cuFFT refused the plan: status " + std::to_string(int(planned))});

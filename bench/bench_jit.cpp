@@ -197,8 +197,8 @@ int main(int argc, char** argv) {
         std::vector<double> disk_total, disk_compile;
         const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
         for (int i = 0; i < (quick ? 3 : 9); ++i) {
-            const std::string cmd = "'" + self + "' --child-disk-hit '" + (cache_dir / "jit").string() + "' " + arch +
-                                    " '" + token + "'";
+            const std::string cmd =
+                "'" + self + "' --child-disk-hit '" + (cache_dir / "jit").string() + "' " + arch + " '" + token + "'";
             FILE* pipe = ::popen(cmd.c_str(), "r");
             double total = 0, compile = 0;
             const bool ok = pipe != nullptr && std::fscanf(pipe, "%lf %lf", &total, &compile) == 2;

@@ -38,18 +38,21 @@ core::Buffer random_device(DataType t, std::size_t count, std::uint64_t seed, cu
         const float v = float(double(x >> 11) * 0x1.0p-53 - 0.5);
         unsigned char* p = host.data() + i * size_of(t);
         switch (t) {
-        case DataType::bf16: {
-            const __nv_bfloat16 h = __float2bfloat16(v);
-            std::memcpy(p, &h, 2);
-            break;
-        }
-        case DataType::f32: std::memcpy(p, &v, 4); break;
-        case DataType::e4m3: {
-            const __nv_fp8_e4m3 h(v);
-            std::memcpy(p, &h, 1);
-            break;
-        }
-        default: std::memset(p, 0, size_of(t));
+            case DataType::bf16: {
+                const __nv_bfloat16 h = __float2bfloat16(v);
+                std::memcpy(p, &h, 2);
+                break;
+            }
+            case DataType::f32:
+                std::memcpy(p, &v, 4);
+                break;
+            case DataType::e4m3: {
+                const __nv_fp8_e4m3 h(v);
+                std::memcpy(p, &h, 1);
+                break;
+            }
+            default:
+                std::memset(p, 0, size_of(t));
         }
     }
     core::Buffer b(host.size(), s);
@@ -214,8 +217,8 @@ int calls_per_sample(cudaStream_t s, const std::function<void(int)>& fn) {
 
 /// Median ms per call of raw, and gpumath's from the median ratio of interleaved sample pairs (see
 /// bench::paired_gpu_ms).
-std::pair<double, double> compare(cudaStream_t s, const std::function<void(int)>& raw, const std::function<void(int)>& ours,
-                                  const Timing& t) {
+std::pair<double, double> compare(cudaStream_t s, const std::function<void(int)>& raw,
+                                  const std::function<void(int)>& ours, const Timing& t) {
     bench::burn(s, raw, t.burn_seconds);
     const int per = calls_per_sample(s, raw);
     const bench::PairedMs m = bench::paired_gpu_ms(s, raw, ours, t.warmup, t.samples * t.rounds, per);
@@ -230,35 +233,40 @@ int main(int argc, char** argv) {
     bench::require_gpu("bench_matmul");
     bench::Reporter report("bench_matmul", argc, argv);
     bench::print_environment("bench_matmul");
-    std::printf("cuBLASLt %zu; inputs uniform in (-0.5, 0.5); raw = cublasLtMatmul with the heuristic's first "
-                "algorithm and kept descriptors, same buffers\n",
-                cublasLtGetVersion());
+    std::printf(
+        "cuBLASLt %zu; inputs uniform in (-0.5, 0.5); raw = cublasLtMatmul with the heuristic's first "
+        "algorithm and kept descriptors, same buffers\n",
+        cublasLtGetVersion());
     core::Stream stream;
     const cudaStream_t s = stream.handle();
     const bool quick = report.quick();
     const Timing timing = quick ? Timing{2, 7, 4, 0.2} : Timing{5, 21, 6, 2.0};
 
     // ---- bf16 M = N = K, row-major: gpumath computes D^T = B^T A^T, as raw does here.
-    const std::vector<std::int64_t> sizes = quick ? std::vector<std::int64_t>{2048, 1024} : std::vector<std::int64_t>{8192, 4096, 1024};
+    const std::vector<std::int64_t> sizes =
+        quick ? std::vector<std::int64_t>{2048, 1024} : std::vector<std::int64_t>{8192, 4096, 1024};
     for (std::int64_t n : sizes) {
         const std::string group = "bf16 " + cube(n);
         if (!report.selected(group)) continue;
         const auto count = std::size_t(n * n);
         core::Buffer a = random_device(DataType::bf16, count, 1, s), b = random_device(DataType::bf16, count, 2, s);
         core::Buffer d(count * 2, stream);
-        const TensorView av(a.data(), DataType::bf16, {n, n}), bv(b.data(), DataType::bf16, {n, n}), dv(d.data(), DataType::bf16, {n, n});
+        const TensorView av(a.data(), DataType::bf16, {n, n}), bv(b.data(), DataType::bf16, {n, n}),
+            dv(d.data(), DataType::bf16, {n, n});
         RawLt raw({.m = std::uint64_t(n), .n = std::uint64_t(n), .k = std::uint64_t(n)});
         Matmul mm(av, bv);
         mm.plan();
         const double flops = 2.0 * double(n) * double(n) * double(n);
-        auto [raw_ms, ours_ms] = compare(s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
-                                         [&](int) { mm.execute(av, bv, dv, {}, stream); }, timing);
+        auto [raw_ms, ours_ms] = compare(
+            s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); }, [&](int) { mm.execute(av, bv, dv, {}, stream); },
+            timing);
         report.add({group, "raw cuBLASLt", "TFLOP/s", tflops(flops, raw_ms), 0, raw.algorithm()});
         report.add({group, "Matmul.execute", "TFLOP/s", tflops(flops, ours_ms), raw_ms / ours_ms,
                     config_text(mm.algorithm()) + " tile " + mm.algorithm().tile});
         mm.autotune(av, bv, dv, {}, stream, quick ? 3 : 10);
-        auto [raw2_ms, tuned_ms] = compare(s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
-                                           [&](int) { mm.execute(av, bv, dv, {}, stream); }, timing);
+        auto [raw2_ms, tuned_ms] = compare(
+            s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); }, [&](int) { mm.execute(av, bv, dv, {}, stream); },
+            timing);
         report.add({group, "Matmul after autotune", "TFLOP/s", tflops(flops, tuned_ms), raw2_ms / tuned_ms,
                     config_text(mm.algorithm()) + " tile " + mm.algorithm().tile});
     }
@@ -271,15 +279,20 @@ int main(int argc, char** argv) {
         core::Buffer a = random_device(DataType::bf16, count, 3, s), b = random_device(DataType::bf16, count, 4, s);
         core::Buffer bias = random_device(DataType::bf16, std::size_t(n), 5, s);
         core::Buffer d(count * 2, stream);
-        const TensorView av(a.data(), DataType::bf16, {n, n}), bv(b.data(), DataType::bf16, {n, n}), dv(d.data(), DataType::bf16, {n, n});
+        const TensorView av(a.data(), DataType::bf16, {n, n}), bv(b.data(), DataType::bf16, {n, n}),
+            dv(d.data(), DataType::bf16, {n, n});
         const TensorView biasv(bias.data(), DataType::bf16, {n});
-        RawLt raw({.m = std::uint64_t(n), .n = std::uint64_t(n), .k = std::uint64_t(n), .epilogue = CUBLASLT_EPILOGUE_GELU_BIAS});
+        RawLt raw({.m = std::uint64_t(n),
+                   .n = std::uint64_t(n),
+                   .k = std::uint64_t(n),
+                   .epilogue = CUBLASLT_EPILOGUE_GELU_BIAS});
         raw.set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.data());
         Matmul mm(av, bv, {.epilog = Epilog::gelu_bias});
         mm.plan();
         const double flops = 2.0 * double(n) * double(n) * double(n);
-        auto [raw_ms, ours_ms] = compare(s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
-                                         [&](int) { mm.execute(av, bv, dv, {.bias = biasv}, stream); }, timing);
+        auto [raw_ms, ours_ms] = compare(
+            s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
+            [&](int) { mm.execute(av, bv, dv, {.bias = biasv}, stream); }, timing);
         report.add({group, "raw cuBLASLt GELU_BIAS", "TFLOP/s", tflops(flops, raw_ms), 0, raw.algorithm()});
         report.add({group, "Matmul.execute", "TFLOP/s", tflops(flops, ours_ms), raw_ms / ours_ms,
                     config_text(mm.algorithm())});
@@ -302,8 +315,9 @@ int main(int argc, char** argv) {
             Matmul mm(xv, wt);
             mm.plan();
             const Timing t = quick ? Timing{3, 11, 4, 0.2} : Timing{10, 51, 6, 2.0};
-            auto [raw_ms, ours_ms] = compare(s, [&](int) { raw.run(w.data(), x.data(), y.data(), s); },
-                                             [&](int) { mm.execute(xv, wt, yv, {}, stream); }, t);
+            auto [raw_ms, ours_ms] = compare(
+                s, [&](int) { raw.run(w.data(), x.data(), y.data(), s); },
+                [&](int) { mm.execute(xv, wt, yv, {}, stream); }, t);
             const double flops = 2.0 * double(m) * double(n) * double(k);
             report.add({group, "raw cuBLASLt", "ms", raw_ms, 0,
                         std::to_string(tflops(flops, raw_ms)) + " TFLOP/s; " + raw.algorithm()});
@@ -330,13 +344,19 @@ int main(int argc, char** argv) {
             core::Buffer scale_b = core::Buffer::from_host(std::span<const float>(one), stream);
             const TensorView av(a.data(), DataType::e4m3, {n, n}), bv(b.data(), DataType::e4m3, {n, n}, {1, n});
             const TensorView dv(d.data(), DataType::bf16, {n, n});
-            RawLt raw({.ab = CUDA_R_8F_E4M3, .m = std::uint64_t(n), .n = std::uint64_t(n), .k = std::uint64_t(n),
-                       .op_a = CUBLAS_OP_T, .scale_a = scale_b.data_as<float>(), .scale_b = scale_a.data_as<float>()});
+            RawLt raw({.ab = CUDA_R_8F_E4M3,
+                       .m = std::uint64_t(n),
+                       .n = std::uint64_t(n),
+                       .k = std::uint64_t(n),
+                       .op_a = CUBLAS_OP_T,
+                       .scale_a = scale_b.data_as<float>(),
+                       .scale_b = scale_a.data_as<float>()});
             const MatmulScales sc{.a = scale_a.data_as<float>(), .b = scale_b.data_as<float>()};
             Matmul mm(av, bv);
             (void)mm.execute(av, bv, dv, {.scales = sc}, stream);  // plans for these scale pointers
-            auto [raw_ms, ours_ms] = compare(s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
-                                             [&](int) { mm.execute(av, bv, dv, {.scales = sc}, stream); }, timing);
+            auto [raw_ms, ours_ms] = compare(
+                s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
+                [&](int) { mm.execute(av, bv, dv, {.scales = sc}, stream); }, timing);
             const double flops = 2.0 * double(n) * double(n) * double(n);
             report.add({group, "raw cuBLASLt", "TFLOP/s", tflops(flops, raw_ms), 0, raw.algorithm()});
             report.add({group, "Matmul.execute", "TFLOP/s", tflops(flops, ours_ms), raw_ms / ours_ms,

@@ -104,8 +104,7 @@ public:
     }
     void release() noexcept {
         std::uint64_t seen = gates_released().load(std::memory_order_relaxed);
-        while (seen < number_ && !gates_released().compare_exchange_weak(seen, number_, std::memory_order_release)) {
-        }
+        while (seen < number_ && !gates_released().compare_exchange_weak(seen, number_, std::memory_order_release)) {}
     }
     ~StreamGate() { release(); }
     StreamGate(const StreamGate&) = delete;
@@ -228,7 +227,7 @@ struct Row {
     std::string variant;  // e.g. "gpumath", "raw"
     std::string metric;   // e.g. "GB/s", "us/call", "ms", "TFLOP/s"
     double value = 0;
-    double ratio = 0;     // gpumath / raw (or raw / gpumath for times, so >1 means gpumath is better), 0 = n/a
+    double ratio = 0;  // gpumath / raw (or raw / gpumath for times, so >1 means gpumath is better), 0 = n/a
     std::string note;
 };
 
@@ -247,7 +246,8 @@ public:
     /// True when no filter was given or `name` contains one of them.
     [[nodiscard]] bool selected(const std::string& name) const {
         if (filters_.empty()) return true;
-        return std::any_of(filters_.begin(), filters_.end(), [&](const std::string& f) { return name.find(f) != std::string::npos; });
+        return std::any_of(filters_.begin(), filters_.end(),
+                           [&](const std::string& f) { return name.find(f) != std::string::npos; });
     }
     void add(Row r) {
         std::printf("  %-44s %-18s %12.4g %-8s", r.group.c_str(), r.variant.c_str(), r.value, r.metric.c_str());
@@ -264,7 +264,9 @@ public:
         std::fprintf(f, "{\"program\": \"%s\", \"rows\": [\n", program_.c_str());
         for (std::size_t i = 0; i < rows_.size(); ++i) {
             const Row& r = rows_[i];
-            std::fprintf(f, "  {\"group\": \"%s\", \"variant\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"ratio\": %.6g, \"note\": \"%s\"}%s\n",
+            std::fprintf(f,
+                         "  {\"group\": \"%s\", \"variant\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"ratio\": "
+                         "%.6g, \"note\": \"%s\"}%s\n",
                          r.group.c_str(), r.variant.c_str(), r.metric.c_str(), r.value, r.ratio, r.note.c_str(),
                          i + 1 < rows_.size() ? "," : "");
         }

@@ -32,7 +32,8 @@ std::vector<float> random_values(std::size_t n, std::mt19937& rng) {
 
 /// Largest |got - want| / max|want| over the matrix, with `want` computed in double.
 double check(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& bias,
-             const std::vector<float>& d, std::int64_t m, std::int64_t k, std::int64_t n, bool per_row, bool d_col_major) {
+             const std::vector<float>& d, std::int64_t m, std::int64_t k, std::int64_t n, bool per_row,
+             bool d_col_major) {
     double worst = 0, scale = 0;
     std::vector<double> row(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < m; ++i) {

@@ -29,9 +29,10 @@ int main() try {
     const core::ObjectCode code = program.compile(core::CodeType::cubin);
 
     if (!have_gpu) {
-        std::printf("compiled add_one to a %zu-byte cubin for %s with NVRTC; launching it needs a GPU, and this "
-                    "machine has no CUDA device\n",
-                    code.bytes().size(), code.arch().c_str());
+        std::printf(
+            "compiled add_one to a %zu-byte cubin for %s with NVRTC; launching it needs a GPU, and this "
+            "machine has no CUDA device\n",
+            code.bytes().size(), code.arch().c_str());
         return 77;
     }
 

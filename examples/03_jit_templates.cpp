@@ -55,9 +55,10 @@ int main() try {
         std::printf("%-14s -> %s\n", expression.c_str(), mangled.c_str());
 
     if (!have_gpu) {
-        std::printf("compiled both instantiations for %s; launching them needs a GPU, and this machine has no CUDA "
-                    "device\n",
-                    code.arch().c_str());
+        std::printf(
+            "compiled both instantiations for %s; launching them needs a GPU, and this machine has no CUDA "
+            "device\n",
+            code.arch().c_str());
         return 77;
     }
     const core::Module module = code.load();

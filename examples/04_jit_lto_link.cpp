@@ -29,10 +29,10 @@ extern "C" __global__ void map(float* x, int n) {
 int main() try {
     const bool have_gpu = core::Device::count() > 0;
     const std::string arch = have_gpu ? core::Device::current().arch() : "sm_90";
-    const core::ObjectCode library = core::Program(transform_source, {.name = "transform", .arch = arch})
-                                         .compile(core::CodeType::ltoir);
-    const core::ObjectCode kernel = core::Program(kernel_source, {.name = "map", .arch = arch})
-                                        .compile(core::CodeType::ltoir);
+    const core::ObjectCode library =
+        core::Program(transform_source, {.name = "transform", .arch = arch}).compile(core::CodeType::ltoir);
+    const core::ObjectCode kernel =
+        core::Program(kernel_source, {.name = "map", .arch = arch}).compile(core::CodeType::ltoir);
     const core::ObjectCode linked = core::Linker({.name = "map+transform"}).add(kernel).add(library).link();
     std::printf("LTO-IR %zu + %zu bytes -> %zu-byte cubin for %s (kernels:", kernel.bytes().size(),
                 library.bytes().size(), linked.bytes().size(), linked.arch().c_str());
@@ -40,8 +40,9 @@ int main() try {
     std::printf(")\n");
 
     if (!have_gpu) {
-        std::printf("linking worked without a GPU; launching the kernel needs one, and this machine has no CUDA "
-                    "device\n");
+        std::printf(
+            "linking worked without a GPU; launching the kernel needs one, and this machine has no CUDA "
+            "device\n");
         return 77;
     }
     const core::Module module = linked.load();

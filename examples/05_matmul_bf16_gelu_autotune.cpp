@@ -65,8 +65,9 @@ int main() try {
         std::printf("autotuned %zu candidates (median of 10 runs each, L2 flushed):\n", ranked.size());
         const double flops = 2.0 * double(tokens) * double(in) * double(out);
         for (const auto& a : ranked)
-            std::printf("  algorithm %3d tile %-8s stages %-7s split-K %d: %.4f ms (%.0f TFLOP/s)\n", a.id, a.tile.c_str(),
-                        a.stages.c_str(), a.split_k, a.time_ms, a.time_ms > 0 ? flops / (a.time_ms * 1e9) : 0.0);
+            std::printf("  algorithm %3d tile %-8s stages %-7s split-K %d: %.4f ms (%.0f TFLOP/s)\n", a.id,
+                        a.tile.c_str(), a.stages.c_str(), a.split_k, a.time_ms,
+                        a.time_ms > 0 ? flops / (a.time_ms * 1e9) : 0.0);
         layer.save_tuning(tuning);
         std::printf("saved to %s\n", tuning.c_str());
     }

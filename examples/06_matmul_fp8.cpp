@@ -27,15 +27,16 @@ namespace core = gpumath::core;
 
 int main() try {
     constexpr std::int64_t m = 512, k = 1024, n = 256;
-    const TensorLayout a_layout(DataType::e4m3, {m, k});               // row-major: K contiguous
-    const TensorLayout b_layout(DataType::e4m3, {k, n}, {1, k});       // column-major: K contiguous
+    const TensorLayout a_layout(DataType::e4m3, {m, k});          // row-major: K contiguous
+    const TensorLayout b_layout(DataType::e4m3, {k, n}, {1, k});  // column-major: K contiguous
     gpumath::Matmul mm(a_layout, b_layout, {.result_type = DataType::bf16});
     std::printf("FP8 e4m3: A (%lld, %lld) row-major, B (%lld, %lld) column-major -> D bf16\n",
                 static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(k),
                 static_cast<long long>(n));
     if (core::Device::count() == 0) {
-        std::printf("validated the problem; running it needs a GPU of compute capability >= 8.9, and this machine "
-                    "has no CUDA device\n");
+        std::printf(
+            "validated the problem; running it needs a GPU of compute capability >= 8.9, and this machine "
+            "has no CUDA device\n");
         return 77;
     }
     const auto cc = core::Device::current().compute_capability();

@@ -21,85 +21,149 @@ std::string compose(std::string_view api, std::string_view name, int code, std::
 // without linking cuBLASLt (only gpumath::matmul does).
 const char* cublas_status_name(int s) noexcept {
     switch (s) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
-    default: return "CUBLAS_STATUS_UNKNOWN";
+        case CUBLAS_STATUS_SUCCESS:
+            return "CUBLAS_STATUS_SUCCESS";
+        case CUBLAS_STATUS_NOT_INITIALIZED:
+            return "CUBLAS_STATUS_NOT_INITIALIZED";
+        case CUBLAS_STATUS_ALLOC_FAILED:
+            return "CUBLAS_STATUS_ALLOC_FAILED";
+        case CUBLAS_STATUS_INVALID_VALUE:
+            return "CUBLAS_STATUS_INVALID_VALUE";
+        case CUBLAS_STATUS_ARCH_MISMATCH:
+            return "CUBLAS_STATUS_ARCH_MISMATCH";
+        case CUBLAS_STATUS_MAPPING_ERROR:
+            return "CUBLAS_STATUS_MAPPING_ERROR";
+        case CUBLAS_STATUS_EXECUTION_FAILED:
+            return "CUBLAS_STATUS_EXECUTION_FAILED";
+        case CUBLAS_STATUS_INTERNAL_ERROR:
+            return "CUBLAS_STATUS_INTERNAL_ERROR";
+        case CUBLAS_STATUS_NOT_SUPPORTED:
+            return "CUBLAS_STATUS_NOT_SUPPORTED";
+        case CUBLAS_STATUS_LICENSE_ERROR:
+            return "CUBLAS_STATUS_LICENSE_ERROR";
+        default:
+            return "CUBLAS_STATUS_UNKNOWN";
     }
 }
 
 const char* cufft_status_name(int s) noexcept {
     switch (s) {
-    case 0: return "CUFFT_SUCCESS";
-    case 1: return "CUFFT_INVALID_PLAN";
-    case 2: return "CUFFT_ALLOC_FAILED";
-    case 3: return "CUFFT_INVALID_TYPE";
-    case 4: return "CUFFT_INVALID_VALUE";
-    case 5: return "CUFFT_INTERNAL_ERROR";
-    case 6: return "CUFFT_EXEC_FAILED";
-    case 7: return "CUFFT_SETUP_FAILED";
-    case 8: return "CUFFT_INVALID_SIZE";
-    case 9: return "CUFFT_UNALIGNED_DATA";
-    case 11: return "CUFFT_INVALID_DEVICE";
-    case 13: return "CUFFT_NO_WORKSPACE";
-    case 14: return "CUFFT_NOT_IMPLEMENTED";
-    case 16: return "CUFFT_NOT_SUPPORTED";
-    case 17: return "CUFFT_MISSING_DEPENDENCY";
-    case 18: return "CUFFT_NVRTC_FAILURE";
-    case 19: return "CUFFT_NVJITLINK_FAILURE";
-    case 20: return "CUFFT_NVSHMEM_FAILURE";
-    default: return "CUFFT_UNKNOWN_ERROR";
+        case 0:
+            return "CUFFT_SUCCESS";
+        case 1:
+            return "CUFFT_INVALID_PLAN";
+        case 2:
+            return "CUFFT_ALLOC_FAILED";
+        case 3:
+            return "CUFFT_INVALID_TYPE";
+        case 4:
+            return "CUFFT_INVALID_VALUE";
+        case 5:
+            return "CUFFT_INTERNAL_ERROR";
+        case 6:
+            return "CUFFT_EXEC_FAILED";
+        case 7:
+            return "CUFFT_SETUP_FAILED";
+        case 8:
+            return "CUFFT_INVALID_SIZE";
+        case 9:
+            return "CUFFT_UNALIGNED_DATA";
+        case 11:
+            return "CUFFT_INVALID_DEVICE";
+        case 13:
+            return "CUFFT_NO_WORKSPACE";
+        case 14:
+            return "CUFFT_NOT_IMPLEMENTED";
+        case 16:
+            return "CUFFT_NOT_SUPPORTED";
+        case 17:
+            return "CUFFT_MISSING_DEPENDENCY";
+        case 18:
+            return "CUFFT_NVRTC_FAILURE";
+        case 19:
+            return "CUFFT_NVJITLINK_FAILURE";
+        case 20:
+            return "CUFFT_NVSHMEM_FAILURE";
+        default:
+            return "CUFFT_UNKNOWN_ERROR";
     }
 }
 
 const char* nvjitlink_status_name(int s) noexcept {
     switch (s) {
-    case 0: return "NVJITLINK_SUCCESS";
-    case 1: return "NVJITLINK_ERROR_UNRECOGNIZED_OPTION";
-    case 2: return "NVJITLINK_ERROR_MISSING_ARCH";
-    case 3: return "NVJITLINK_ERROR_INVALID_INPUT";
-    case 4: return "NVJITLINK_ERROR_PTX_COMPILE";
-    case 5: return "NVJITLINK_ERROR_NVVM_COMPILE";
-    case 6: return "NVJITLINK_ERROR_INTERNAL";
-    case 7: return "NVJITLINK_ERROR_THREADPOOL";
-    case 8: return "NVJITLINK_ERROR_UNRECOGNIZED_INPUT";
-    case 9: return "NVJITLINK_ERROR_FINALIZE";
-    case 10: return "NVJITLINK_ERROR_NULL_INPUT";
-    case 11: return "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS";
-    case 12: return "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE";
-    case 13: return "NVJITLINK_ERROR_ARCH_MISMATCH";
-    case 14: return "NVJITLINK_ERROR_OUTDATED_LIBRARY";
-    case 15: return "NVJITLINK_ERROR_MISSING_FATBIN";
-    case 16: return "NVJITLINK_ERROR_UNRECOGNIZED_ARCH";
-    case 17: return "NVJITLINK_ERROR_UNSUPPORTED_ARCH";
-    case 18: return "NVJITLINK_ERROR_LTO_NOT_ENABLED";
-    default: return "NVJITLINK_ERROR_UNKNOWN";
+        case 0:
+            return "NVJITLINK_SUCCESS";
+        case 1:
+            return "NVJITLINK_ERROR_UNRECOGNIZED_OPTION";
+        case 2:
+            return "NVJITLINK_ERROR_MISSING_ARCH";
+        case 3:
+            return "NVJITLINK_ERROR_INVALID_INPUT";
+        case 4:
+            return "NVJITLINK_ERROR_PTX_COMPILE";
+        case 5:
+            return "NVJITLINK_ERROR_NVVM_COMPILE";
+        case 6:
+            return "NVJITLINK_ERROR_INTERNAL";
+        case 7:
+            return "NVJITLINK_ERROR_THREADPOOL";
+        case 8:
+            return "NVJITLINK_ERROR_UNRECOGNIZED_INPUT";
+        case 9:
+            return "NVJITLINK_ERROR_FINALIZE";
+        case 10:
+            return "NVJITLINK_ERROR_NULL_INPUT";
+        case 11:
+            return "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS";
+        case 12:
+            return "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE";
+        case 13:
+            return "NVJITLINK_ERROR_ARCH_MISMATCH";
+        case 14:
+            return "NVJITLINK_ERROR_OUTDATED_LIBRARY";
+        case 15:
+            return "NVJITLINK_ERROR_MISSING_FATBIN";
+        case 16:
+            return "NVJITLINK_ERROR_UNRECOGNIZED_ARCH";
+        case 17:
+            return "NVJITLINK_ERROR_UNSUPPORTED_ARCH";
+        case 18:
+            return "NVJITLINK_ERROR_LTO_NOT_ENABLED";
+        default:
+            return "NVJITLINK_ERROR_UNKNOWN";
     }
 }
 
 const char* nvrtc_status_name(int s) noexcept {
     switch (s) {
-    case 0: return "NVRTC_SUCCESS";
-    case 1: return "NVRTC_ERROR_OUT_OF_MEMORY";
-    case 2: return "NVRTC_ERROR_PROGRAM_CREATION_FAILURE";
-    case 3: return "NVRTC_ERROR_INVALID_INPUT";
-    case 4: return "NVRTC_ERROR_INVALID_PROGRAM";
-    case 5: return "NVRTC_ERROR_INVALID_OPTION";
-    case 6: return "NVRTC_ERROR_COMPILATION";
-    case 7: return "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE";
-    case 8: return "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION";
-    case 9: return "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION";
-    case 10: return "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID";
-    case 11: return "NVRTC_ERROR_INTERNAL_ERROR";
-    case 12: return "NVRTC_ERROR_TIME_FILE_WRITE_FAILED";
-    default: return "NVRTC_ERROR_UNKNOWN";
+        case 0:
+            return "NVRTC_SUCCESS";
+        case 1:
+            return "NVRTC_ERROR_OUT_OF_MEMORY";
+        case 2:
+            return "NVRTC_ERROR_PROGRAM_CREATION_FAILURE";
+        case 3:
+            return "NVRTC_ERROR_INVALID_INPUT";
+        case 4:
+            return "NVRTC_ERROR_INVALID_PROGRAM";
+        case 5:
+            return "NVRTC_ERROR_INVALID_OPTION";
+        case 6:
+            return "NVRTC_ERROR_COMPILATION";
+        case 7:
+            return "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE";
+        case 8:
+            return "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION";
+        case 9:
+            return "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION";
+        case 10:
+            return "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID";
+        case 11:
+            return "NVRTC_ERROR_INTERNAL_ERROR";
+        case 12:
+            return "NVRTC_ERROR_TIME_FILE_WRITE_FAILED";
+        default:
+            return "NVRTC_ERROR_UNKNOWN";
     }
 }
 

@@ -39,8 +39,8 @@ void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::s
     }
     const auto elem = std::int64_t(size_of(dtype));
     if (!empty && count > limit / elem)
-        throw_invalid(fmt::format("shape: {} of {} needs more bytes than fit in int64", to_string(shape), to_string(dtype)),
-                      api);
+        throw_invalid(
+            fmt::format("shape: {} of {} needs more bytes than fit in int64", to_string(shape), to_string(dtype)), api);
     if (strides.empty()) return;
     std::int64_t last = 0;
     for (std::size_t i = 0; i < strides.size(); ++i) {
@@ -79,9 +79,9 @@ void TensorView::throw_null_data() const {
 }
 
 void TensorView::throw_dtype_mismatch(DataType requested) const {
-    detail::throw_invalid(fmt::format("data_as: the view holds {} elements, {} was requested", to_string(dtype()),
-                                      to_string(requested)),
-                          "TensorView::data_as");
+    detail::throw_invalid(
+        fmt::format("data_as: the view holds {} elements, {} was requested", to_string(dtype()), to_string(requested)),
+        "TensorView::data_as");
 }
 
 }  // namespace gpumath

@@ -22,7 +22,8 @@ LogLevel level_from_environment() noexcept {
     try {
         return parse_log_level(text);
     } catch (...) {
-        std::fprintf(stderr, "gpumath [warn] GPUMATH_LOG_LEVEL=%s is not one of off, error, warn, info, debug; using warn\n",
+        std::fprintf(stderr,
+                     "gpumath [warn] GPUMATH_LOG_LEVEL=%s is not one of off, error, warn, info, debug; using warn\n",
                      text);
         return LogLevel::warn;
     }
@@ -35,11 +36,16 @@ std::atomic<int>& level_storage() noexcept {
 
 constexpr const char* level_name(LogLevel level) noexcept {
     switch (level) {
-    case LogLevel::error: return "error";
-    case LogLevel::warn: return "warn";
-    case LogLevel::info: return "info";
-    case LogLevel::debug: return "debug";
-    case LogLevel::off: break;
+        case LogLevel::error:
+            return "error";
+        case LogLevel::warn:
+            return "warn";
+        case LogLevel::info:
+            return "info";
+        case LogLevel::debug:
+            return "debug";
+        case LogLevel::off:
+            break;
     }
     return "off";
 }
@@ -52,8 +58,9 @@ void set_log_level(LogLevel level) {
     const int value = static_cast<int>(level);
     if (value < static_cast<int>(LogLevel::off) || value > static_cast<int>(LogLevel::debug))
         throw InvalidArgument(
-            fmt::format("set_log_level: level: {} is not a LogLevel (off = 0, error = 1, warn = 2, info = 3, debug = 4)",
-                        value),
+            fmt::format(
+                "set_log_level: level: {} is not a LogLevel (off = 0, error = 1, warn = 2, info = 3, debug = 4)",
+                value),
             "set_log_level");
     level_storage().store(value, std::memory_order_relaxed);
 }
@@ -66,8 +73,9 @@ LogLevel parse_log_level(std::string_view text) {
     if (lower == "warn" || lower == "warning" || lower == "2") return LogLevel::warn;
     if (lower == "info" || lower == "3") return LogLevel::info;
     if (lower == "debug" || lower == "4") return LogLevel::debug;
-    throw InvalidArgument(fmt::format("log level: got '{}', expected one of off, error, warn, info, debug (or 0..4)", text),
-                          "parse_log_level");
+    throw InvalidArgument(
+        fmt::format("log level: got '{}', expected one of off, error, warn, info, debug (or 0..4)", text),
+        "parse_log_level");
 }
 
 void log(LogLevel level, std::string_view message) noexcept {

@@ -8,8 +8,8 @@
 
 namespace gpumath {
 
-Tensor Tensor::empty(const TensorLayout& layout, core::StreamRef stream,
-                     std::shared_ptr<core::MemoryResource> resource, std::size_t alignment) {
+Tensor Tensor::empty(const TensorLayout& layout, core::StreamRef stream, std::shared_ptr<core::MemoryResource> resource,
+                     std::size_t alignment) {
     TensorLayout dense(layout.dtype(), layout.shape());
     Tensor t;
     t.buffer_ =

@@ -41,12 +41,16 @@ public:
 
     [[nodiscard]] constexpr DataType dtype() const noexcept { return dtype_; }
     [[nodiscard]] constexpr int rank() const noexcept { return rank_; }
-    [[nodiscard]] constexpr std::span<const std::int64_t> shape() const noexcept { return {shape_.data(), std::size_t(rank_)}; }
+    [[nodiscard]] constexpr std::span<const std::int64_t> shape() const noexcept {
+        return {shape_.data(), std::size_t(rank_)};
+    }
     [[nodiscard]] constexpr std::span<const std::int64_t> strides() const noexcept {
         return {strides_.data(), std::size_t(rank_)};
     }
     /// Extent of dimension `i`; negative `i` counts from the end. Unchecked.
-    [[nodiscard]] constexpr std::int64_t shape(int i) const noexcept { return shape_[std::size_t(i < 0 ? i + rank_ : i)]; }
+    [[nodiscard]] constexpr std::int64_t shape(int i) const noexcept {
+        return shape_[std::size_t(i < 0 ? i + rank_ : i)];
+    }
     /// Stride of dimension `i` in elements; negative `i` counts from the end. Unchecked.
     [[nodiscard]] constexpr std::int64_t stride(int i) const noexcept {
         return strides_[std::size_t(i < 0 ? i + rank_ : i)];
@@ -85,7 +89,8 @@ public:
     friend constexpr bool operator==(const TensorLayout& a, const TensorLayout& b) noexcept {
         if (a.dtype_ != b.dtype_ || a.rank_ != b.rank_) return false;
         for (int i = 0; i < a.rank_; ++i)
-            if (a.shape_[std::size_t(i)] != b.shape_[std::size_t(i)] || a.strides_[std::size_t(i)] != b.strides_[std::size_t(i)])
+            if (a.shape_[std::size_t(i)] != b.shape_[std::size_t(i)] ||
+                a.strides_[std::size_t(i)] != b.strides_[std::size_t(i)])
                 return false;
         return true;
     }
@@ -123,6 +128,8 @@ class TensorView : public TensorLayout {
 public:
     constexpr TensorView() noexcept = default;
 
+    // clang-format 14 would join the requires-clause to the declaration.
+    // clang-format off
     /// Typed pointer: the dtype is `data_type_of<T>()`.
     template <class T>
         requires is_element_type_v<T>
@@ -130,12 +137,16 @@ public:
         : TensorLayout(data_type_of<T>(), shape, strides), data_(const_cast<std::remove_cv_t<T>*>(data)) {
         check_data();
     }
+    // clang-format on
+    // clang-format 14 would join the requires-clause to the declaration.
+    // clang-format off
     template <class T>
         requires is_element_type_v<T>
     TensorView(T* data, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides = {})
         : TensorLayout(data_type_of<T>(), shape, strides), data_(const_cast<std::remove_cv_t<T>*>(data)) {
         check_data();
     }
+    // clang-format on
     /// Untyped pointer with an explicit dtype.
     TensorView(const void* data, DataType dtype, std::initializer_list<std::int64_t> shape,
                std::initializer_list<std::int64_t> strides = {})

@@ -21,7 +21,9 @@ class Tensor {
 public:
     /// A tensor with no memory: f32 of shape (0,), so `size() == 0` and `has_data()` is false.
     Tensor() noexcept : view_(empty_view()) {}
-    Tensor(Tensor&& other) noexcept : buffer_(std::move(other.buffer_)), view_(other.view_) { other.view_ = empty_view(); }
+    Tensor(Tensor&& other) noexcept : buffer_(std::move(other.buffer_)), view_(other.view_) {
+        other.view_ = empty_view();
+    }
     Tensor& operator=(Tensor&& other) noexcept {
         if (this != &other) {
             buffer_ = std::move(other.buffer_);
@@ -43,8 +45,7 @@ public:
                                       std::size_t alignment = core::MemoryResource::default_alignment) {
         return empty(TensorLayout(dtype, shape), stream, std::move(resource), alignment);
     }
-    [[nodiscard]] static Tensor empty(DataType dtype, std::span<const std::int64_t> shape,
-                                      core::StreamRef stream = {},
+    [[nodiscard]] static Tensor empty(DataType dtype, std::span<const std::int64_t> shape, core::StreamRef stream = {},
                                       std::shared_ptr<core::MemoryResource> resource = nullptr,
                                       std::size_t alignment = core::MemoryResource::default_alignment) {
         return empty(TensorLayout(dtype, shape), stream, std::move(resource), alignment);

@@ -13,10 +13,10 @@
 // (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h; float2 and double2, which cuComplex and cuDoubleComplex
 // name, from vector_types.h), so that `data_type_of` knows them without this header pulling in
 // those headers (some 60,000 preprocessed lines). <gpumath/cuda_types.hpp> includes the definitions.
-struct __half;          // NOLINT(bugprone-reserved-identifier): CUDA's name
-struct __nv_bfloat16;   // NOLINT(bugprone-reserved-identifier)
-struct __nv_fp8_e4m3;   // NOLINT(bugprone-reserved-identifier)
-struct __nv_fp8_e5m2;   // NOLINT(bugprone-reserved-identifier)
+struct __half;         // NOLINT(bugprone-reserved-identifier): CUDA's name
+struct __nv_bfloat16;  // NOLINT(bugprone-reserved-identifier)
+struct __nv_fp8_e4m3;  // NOLINT(bugprone-reserved-identifier)
+struct __nv_fp8_e5m2;  // NOLINT(bugprone-reserved-identifier)
 struct float2;
 struct double2;
 
@@ -34,16 +34,21 @@ inline constexpr int data_type_count = 10;
 /// Size of one element in bytes (0 for a value that is not an enumerator).
 [[nodiscard]] constexpr std::size_t size_of(DataType t) noexcept {
     switch (t) {
-    case DataType::f16:
-    case DataType::bf16: return 2;
-    case DataType::f32:
-    case DataType::i32: return 4;
-    case DataType::f64:
-    case DataType::c32: return 8;
-    case DataType::c64: return 16;
-    case DataType::e4m3:
-    case DataType::e5m2:
-    case DataType::i8: return 1;
+        case DataType::f16:
+        case DataType::bf16:
+            return 2;
+        case DataType::f32:
+        case DataType::i32:
+            return 4;
+        case DataType::f64:
+        case DataType::c32:
+            return 8;
+        case DataType::c64:
+            return 16;
+        case DataType::e4m3:
+        case DataType::e5m2:
+        case DataType::i8:
+            return 1;
     }
     return 0;
 }
@@ -51,16 +56,26 @@ inline constexpr int data_type_count = 10;
 /// The enumerator's name ("f16", "c32", ...).
 [[nodiscard]] constexpr std::string_view to_string(DataType t) noexcept {
     switch (t) {
-    case DataType::f16: return "f16";
-    case DataType::bf16: return "bf16";
-    case DataType::f32: return "f32";
-    case DataType::f64: return "f64";
-    case DataType::c32: return "c32";
-    case DataType::c64: return "c64";
-    case DataType::e4m3: return "e4m3";
-    case DataType::e5m2: return "e5m2";
-    case DataType::i8: return "i8";
-    case DataType::i32: return "i32";
+        case DataType::f16:
+            return "f16";
+        case DataType::bf16:
+            return "bf16";
+        case DataType::f32:
+            return "f32";
+        case DataType::f64:
+            return "f64";
+        case DataType::c32:
+            return "c32";
+        case DataType::c64:
+            return "c64";
+        case DataType::e4m3:
+            return "e4m3";
+        case DataType::e5m2:
+            return "e5m2";
+        case DataType::i8:
+            return "i8";
+        case DataType::i32:
+            return "i32";
     }
     return "unknown";
 }
@@ -75,16 +90,26 @@ inline constexpr int data_type_count = 10;
 /// The matching `cudaDataType_t` used by cuBLASLt and cufftXt.
 [[nodiscard]] constexpr cudaDataType_t to_cuda(DataType t) noexcept {
     switch (t) {
-    case DataType::f16: return CUDA_R_16F;
-    case DataType::bf16: return CUDA_R_16BF;
-    case DataType::f32: return CUDA_R_32F;
-    case DataType::f64: return CUDA_R_64F;
-    case DataType::c32: return CUDA_C_32F;
-    case DataType::c64: return CUDA_C_64F;
-    case DataType::e4m3: return CUDA_R_8F_E4M3;
-    case DataType::e5m2: return CUDA_R_8F_E5M2;
-    case DataType::i8: return CUDA_R_8I;
-    case DataType::i32: return CUDA_R_32I;
+        case DataType::f16:
+            return CUDA_R_16F;
+        case DataType::bf16:
+            return CUDA_R_16BF;
+        case DataType::f32:
+            return CUDA_R_32F;
+        case DataType::f64:
+            return CUDA_R_64F;
+        case DataType::c32:
+            return CUDA_C_32F;
+        case DataType::c64:
+            return CUDA_C_64F;
+        case DataType::e4m3:
+            return CUDA_R_8F_E4M3;
+        case DataType::e5m2:
+            return CUDA_R_8F_E5M2;
+        case DataType::i8:
+            return CUDA_R_8I;
+        case DataType::i32:
+            return CUDA_R_32I;
     }
     return CUDA_R_32F;
 }
@@ -136,7 +161,9 @@ struct DataTypeTraits<std::int32_t> : std::integral_constant<DataType, DataType:
 
 /// True when `data_type_of<T>()` is defined (`DataTypeTraits` of T without cv has a `value`).
 template <class T>
-inline constexpr bool is_element_type_v = requires { DataTypeTraits<std::remove_cv_t<T>>::value; };
+inline constexpr bool is_element_type_v = requires {
+    DataTypeTraits<std::remove_cv_t<T>>::value;
+};
 
 namespace detail {
 template <class T>

@@ -136,7 +136,8 @@ std::shared_ptr<ObjectCodeData> decode_entry(std::string_view file, const Digest
         return nullptr;
     }
     if (size != file.size() - k_header_size) {
-        why = fmt::format("payload is {} bytes, header says {} (truncated or extended)", file.size() - k_header_size, size);
+        why = fmt::format("payload is {} bytes, header says {} (truncated or extended)", file.size() - k_header_size,
+                          size);
         return nullptr;
     }
     const std::string_view payload = file.substr(k_header_size);
@@ -206,20 +207,22 @@ struct CompileCache::Impl {
         std::string file;
         std::string why;
         switch (detail::read_regular_file(path, file, /*follow_symlinks=*/false)) {
-        case detail::FileStatus::ok: break;
-        case detail::FileStatus::missing: return nullptr;
-        case detail::FileStatus::not_regular:
-            // A FIFO here would block a plain open() forever; a link could point anywhere.
-            ++disk_rejected;
-            detail::log(LogLevel::warn,
-                        "compile cache: ignoring {}: not a regular file (a FIFO, socket, device, directory or "
-                        "symbolic link); compiling instead",
-                        path.string());
-            return nullptr;
-        case detail::FileStatus::unreadable:
-            ++disk_rejected;
-            detail::log(LogLevel::info, "compile cache: ignoring {}: cannot read it", path.string());
-            return nullptr;
+            case detail::FileStatus::ok:
+                break;
+            case detail::FileStatus::missing:
+                return nullptr;
+            case detail::FileStatus::not_regular:
+                // A FIFO here would block a plain open() forever; a link could point anywhere.
+                ++disk_rejected;
+                detail::log(LogLevel::warn,
+                            "compile cache: ignoring {}: not a regular file (a FIFO, socket, device, directory or "
+                            "symbolic link); compiling instead",
+                            path.string());
+                return nullptr;
+            case detail::FileStatus::unreadable:
+                ++disk_rejected;
+                detail::log(LogLevel::info, "compile cache: ignoring {}: cannot read it", path.string());
+                return nullptr;
         }
         std::shared_ptr<detail::ObjectCodeData> data = detail::decode_entry(file, key, why);
         if (!data) {
@@ -237,9 +240,9 @@ struct CompileCache::Impl {
         const std::string entry = detail::encode_entry(key, data);
         const fs::path path = entry_path(d, key);
         static std::atomic<std::uint64_t> counter{0};
-        const fs::path tmp = d / fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(), ::getpid(),
-                                             std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff,
-                                             counter.fetch_add(1));
+        const fs::path tmp =
+            d / fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(), ::getpid(),
+                            std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff, counter.fetch_add(1));
         std::error_code ec;
         fs::create_directories(d, ec);
         bool ok = !ec;

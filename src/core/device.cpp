@@ -72,7 +72,8 @@ Device::Device(int ordinal) : ordinal_(ordinal) {
     const int n = device_count_or_throw();
     if (ordinal < 0 || ordinal >= n)
         gpumath::detail::throw_invalid(
-            fmt::format("ordinal: device {} requested, this machine has {} (valid: 0..{})", ordinal, n, n - 1), "Device");
+            fmt::format("ordinal: device {} requested, this machine has {} (valid: 0..{})", ordinal, n, n - 1),
+            "Device");
 }
 
 const cudaDeviceProp& Device::properties() const {

@@ -28,15 +28,14 @@ const Loaded& loaded() noexcept {
             (void)cudaGetLastError();
             return l;
         }
-#define GPUMATH_DRIVER_RESOLVE(name, version)                                                          \
-    {                                                                                                  \
-        void* fn = nullptr;                                                                            \
-        cudaDriverEntryPointQueryResult q{};                                                          \
+#define GPUMATH_DRIVER_RESOLVE(name, version)                                                              \
+    {                                                                                                      \
+        void* fn = nullptr;                                                                                \
+        cudaDriverEntryPointQueryResult q{};                                                               \
         if (cudaGetDriverEntryPointByVersion(#name, &fn, version, cudaEnableDefault, &q) == cudaSuccess && \
-            q == cudaDriverEntryPointSuccess)                                                          \
-            l.api.name = reinterpret_cast<decltype(l.api.name)>(fn);                                   \
-        else                                                                                           \
-            (void)cudaGetLastError();                                                                  \
+            q == cudaDriverEntryPointSuccess)                                                              \
+            l.api.name = reinterpret_cast<decltype(l.api.name)>(fn);                                       \
+        else (void)cudaGetLastError();                                                                     \
     }
         GPUMATH_DRIVER_FUNCTIONS(GPUMATH_DRIVER_RESOLVE)
 #undef GPUMATH_DRIVER_RESOLVE

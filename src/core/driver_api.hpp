@@ -8,32 +8,32 @@ namespace gpumath::detail {
 
 // X(name, cuda version the symbol is requested at). Add an entry to make a driver function
 // available as `driver().name`.
-#define GPUMATH_DRIVER_FUNCTIONS(X)              \
-    X(cuGetErrorName, 6000)                      \
-    X(cuGetErrorString, 6000)                    \
-    X(cuDriverGetVersion, 2020)                  \
-    X(cuDeviceGet, 2000)                         \
-    X(cuCtxGetCurrent, 4000)                     \
-    X(cuCtxGetDevice, 2000)                      \
-    X(cuDevicePrimaryCtxRetain, 7000)            \
-    X(cuModuleLoadData, 2000)                    \
-    X(cuModuleUnload, 2000)                      \
-    X(cuLibraryLoadData, 12000)                  \
-    X(cuLibraryUnload, 12000)                    \
-    X(cuLibraryGetKernel, 12000)                 \
-    X(cuLibraryGetKernelCount, 12040)            \
-    X(cuLibraryEnumerateKernels, 12040)          \
-    X(cuKernelGetName, 12030)                    \
-    X(cuKernelGetAttribute, 12000)               \
-    X(cuKernelSetAttribute, 12000)               \
-    X(cuKernelGetFunction, 12000)                \
-    X(cuKernelGetParamInfo, 12040)               \
-    X(cuFuncGetAttribute, 2020)                  \
-    X(cuFuncSetAttribute, 9000)                  \
-    X(cuFuncGetParamInfo, 12040)                 \
+#define GPUMATH_DRIVER_FUNCTIONS(X)                      \
+    X(cuGetErrorName, 6000)                              \
+    X(cuGetErrorString, 6000)                            \
+    X(cuDriverGetVersion, 2020)                          \
+    X(cuDeviceGet, 2000)                                 \
+    X(cuCtxGetCurrent, 4000)                             \
+    X(cuCtxGetDevice, 2000)                              \
+    X(cuDevicePrimaryCtxRetain, 7000)                    \
+    X(cuModuleLoadData, 2000)                            \
+    X(cuModuleUnload, 2000)                              \
+    X(cuLibraryLoadData, 12000)                          \
+    X(cuLibraryUnload, 12000)                            \
+    X(cuLibraryGetKernel, 12000)                         \
+    X(cuLibraryGetKernelCount, 12040)                    \
+    X(cuLibraryEnumerateKernels, 12040)                  \
+    X(cuKernelGetName, 12030)                            \
+    X(cuKernelGetAttribute, 12000)                       \
+    X(cuKernelSetAttribute, 12000)                       \
+    X(cuKernelGetFunction, 12000)                        \
+    X(cuKernelGetParamInfo, 12040)                       \
+    X(cuFuncGetAttribute, 2020)                          \
+    X(cuFuncSetAttribute, 9000)                          \
+    X(cuFuncGetParamInfo, 12040)                         \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
-    X(cuOccupancyMaxActiveClusters, 11070)       \
-    X(cuLaunchKernel, 4000)                      \
+    X(cuOccupancyMaxActiveClusters, 11070)               \
+    X(cuLaunchKernel, 4000)                              \
     X(cuLaunchKernelEx, 11060)
 
 /// Typed pointers to the driver functions above; null where the driver lacks one.

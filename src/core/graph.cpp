@@ -14,9 +14,10 @@ constexpr const char* k_empty = "this Graph is empty (default-constructed or mov
 void check_capturable(StreamRef stream, const char* api) {
     const cudaStream_t s = stream.handle();
     if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread)
-        detail::throw_invalid("stream: the default stream cannot be captured; capture a gpumath::core::Stream "
-                              "(or another stream you created)",
-                              api);
+        detail::throw_invalid(
+            "stream: the default stream cannot be captured; capture a gpumath::core::Stream "
+            "(or another stream you created)",
+            api);
 }
 }  // namespace
 

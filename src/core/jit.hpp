@@ -24,9 +24,9 @@ namespace gpumath::detail {
 struct Arch {
     bool virtual_arch = false;  // compute_NN
     int number = 0;
-    char suffix = 0;  // 0, 'a' or 'f'
-    [[nodiscard]] std::string real() const;     // sm_NN[s]
-    [[nodiscard]] std::string virt() const;     // compute_NN[s]
+    char suffix = 0;                         // 0, 'a' or 'f'
+    [[nodiscard]] std::string real() const;  // sm_NN[s]
+    [[nodiscard]] std::string virt() const;  // compute_NN[s]
     [[nodiscard]] std::string text() const { return virtual_arch ? virt() : real(); }
 };
 

@@ -54,8 +54,9 @@ void check_config_slow(const KernelState& k, const core::LaunchConfig& c) {
     if (b.x < 1 || b.y < 1 || b.z < 1)
         throw_invalid(fmt::format("LaunchConfig::block: {} has a dimension below 1", dims(b)), k_api);
     if (b.x > 1024 || b.y > 1024 || b.z > 64)
-        throw_invalid(fmt::format("LaunchConfig::block: {} exceeds CUDA's per-dimension limits (1024, 1024, 64)", dims(b)),
-                      k_api);
+        throw_invalid(
+            fmt::format("LaunchConfig::block: {} exceeds CUDA's per-dimension limits (1024, 1024, 64)", dims(b)),
+            k_api);
     if (b.volume() > 1024)
         throw_invalid(fmt::format("LaunchConfig::block: {} is {} threads per block; CUDA allows at most 1024", dims(b),
                                   b.volume()),
@@ -84,16 +85,19 @@ void check_config_slow(const KernelState& k, const core::LaunchConfig& c) {
         if (c.shared_memory > max) {
             const std::string hint =
                 c.shared_memory > k.shared_memory_optin && k.shared_memory_optin > 0
-                    ? fmt::format("device {} allows at most {} bytes per block (static shared memory included), so "
-                                  "this cannot fit",
-                                  k.device, k.shared_memory_optin)
-                    : fmt::format("call Kernel::set_max_dynamic_shared_memory({}) first (device {} allows up to {} "
-                                  "bytes per block, static shared memory included)",
-                                  c.shared_memory, k.device, k.shared_memory_optin);
-            throw_invalid(fmt::format("LaunchConfig::shared_memory: {} bytes of dynamic shared memory exceed kernel {}'s "
-                                      "current limit of {} bytes; {}",
-                                      c.shared_memory, kernel_label(k), max, hint),
-                          k_api);
+                    ? fmt::format(
+                          "device {} allows at most {} bytes per block (static shared memory included), so "
+                          "this cannot fit",
+                          k.device, k.shared_memory_optin)
+                    : fmt::format(
+                          "call Kernel::set_max_dynamic_shared_memory({}) first (device {} allows up to {} "
+                          "bytes per block, static shared memory included)",
+                          c.shared_memory, k.device, k.shared_memory_optin);
+            throw_invalid(
+                fmt::format("LaunchConfig::shared_memory: {} bytes of dynamic shared memory exceed kernel {}'s "
+                            "current limit of {} bytes; {}",
+                            c.shared_memory, kernel_label(k), max, hint),
+                k_api);
         }
     }
     if (c.cluster) {
@@ -115,12 +119,13 @@ void check_config_slow(const KernelState& k, const core::LaunchConfig& c) {
         const int per_sm = max_active_blocks(k, int(b.volume()), c.shared_memory);
         const std::int64_t resident = std::int64_t(per_sm) * k.multiprocessor_count;
         if (g.volume() > resident)
-            throw_invalid(fmt::format("LaunchConfig::cooperative: a grid of {} blocks cannot be resident at once; kernel "
-                                      "{} fits {} blocks of {} threads ({} bytes dynamic shared memory) per "
-                                      "multiprocessor x {} multiprocessors = {}",
-                                      g.volume(), kernel_label(k), per_sm, b.volume(), c.shared_memory,
-                                      k.multiprocessor_count, resident),
-                          k_api);
+            throw_invalid(
+                fmt::format("LaunchConfig::cooperative: a grid of {} blocks cannot be resident at once; kernel "
+                            "{} fits {} blocks of {} threads ({} bytes dynamic shared memory) per "
+                            "multiprocessor x {} multiprocessors = {}",
+                            g.volume(), kernel_label(k), per_sm, b.volume(), c.shared_memory, k.multiprocessor_count,
+                            resident),
+                k_api);
     }
 }
 

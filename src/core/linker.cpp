@@ -42,16 +42,19 @@ std::string link_log(nvJitLinkHandle h) {
 
 nvJitLinkInputType input_type(CodeType t) {
     switch (t) {
-    case CodeType::ptx: return NVJITLINK_INPUT_PTX;
-    case CodeType::cubin: return NVJITLINK_INPUT_CUBIN;
-    case CodeType::ltoir: return NVJITLINK_INPUT_LTOIR;
-    case CodeType::fatbin: return NVJITLINK_INPUT_FATBIN;
+        case CodeType::ptx:
+            return NVJITLINK_INPUT_PTX;
+        case CodeType::cubin:
+            return NVJITLINK_INPUT_CUBIN;
+        case CodeType::ltoir:
+            return NVJITLINK_INPUT_LTOIR;
+        case CodeType::fatbin:
+            return NVJITLINK_INPUT_FATBIN;
     }
     return NVJITLINK_INPUT_ANY;
 }
 
 }  // namespace
-
 
 Linker& Linker::add(const ObjectCode& code) {
     constexpr const char* api = "Linker::add";
@@ -70,23 +73,28 @@ ObjectCode Linker::link(CodeType target) const {
     const LinkerOptions& o = options_;
     if (inputs_.empty()) detail::throw_invalid("no inputs: add ObjectCode with Linker::add before linking", api);
     if (target != CodeType::cubin && target != CodeType::ptx)
-        detail::throw_invalid(fmt::format("target: {} is not a link result; use cubin (or ptx with LTO-IR inputs)",
-                                          to_string(target)),
-                              api);
+        detail::throw_invalid(
+            fmt::format("target: {} is not a link result; use cubin (or ptx with LTO-IR inputs)", to_string(target)),
+            api);
     if (o.optimization_level != 0 && o.optimization_level != 3)
         detail::throw_invalid(fmt::format("LinkerOptions::optimization_level: {} is not supported; nvJitLink accepts 0 "
                                           "or 3",
                                           o.optimization_level),
                               api);
     if (o.max_registers < 0 || o.max_registers > 255)
-        detail::throw_invalid(fmt::format("LinkerOptions::max_registers: {} is out of range; use 0 (no limit) or 1..255",
-                                          o.max_registers),
-                              api);
+        detail::throw_invalid(
+            fmt::format("LinkerOptions::max_registers: {} is out of range; use 0 (no limit) or 1..255",
+                        o.max_registers),
+            api);
     for (std::size_t i = 0; i < o.extra.size(); ++i)
         if (o.extra[i].empty() || o.extra[i][0] != '-')
-            detail::throw_invalid(fmt::format("LinkerOptions::extra[{}]: \"{}\" is not a flag (flags start with '-')", i, o.extra[i]), api);
-    const bool lto = std::any_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; });
-    if (target == CodeType::ptx && !std::all_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; }))
+            detail::throw_invalid(
+                fmt::format("LinkerOptions::extra[{}]: \"{}\" is not a flag (flags start with '-')", i, o.extra[i]),
+                api);
+    const bool lto =
+        std::any_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; });
+    if (target == CodeType::ptx &&
+        !std::all_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; }))
         detail::throw_invalid("target: nvJitLink produces PTX only from LTO-IR inputs; link to cubin instead", api);
 
     // The target architecture: given, or the first input's, or the current device's.
@@ -101,10 +109,11 @@ ObjectCode Linker::link(CodeType target) const {
     detail::Arch arch = detail::validate_arch(arch_text, "LinkerOptions::arch", api);
     if (arch.virtual_arch) {
         if (!o.arch.empty())
-            detail::throw_invalid(fmt::format("LinkerOptions::arch: \"{}\" is virtual; linking needs a real architecture "
-                                              "such as \"{}\"",
-                                              o.arch, arch.real()),
-                                  api);
+            detail::throw_invalid(
+                fmt::format("LinkerOptions::arch: \"{}\" is virtual; linking needs a real architecture "
+                            "such as \"{}\"",
+                            o.arch, arch.real()),
+                api);
         arch.virtual_arch = false;
     }
 
@@ -144,7 +153,8 @@ ObjectCode Linker::link(CodeType target) const {
     if (r != NVJITLINK_SUCCESS) {
         std::string log = link.h != nullptr ? link_log(link.h) : std::string();
         if (r == NVJITLINK_ERROR_UNRECOGNIZED_OPTION)
-            detail::throw_invalid(fmt::format("LinkerOptions: nvJitLink rejected an option while {}: {}", what, log), api);
+            detail::throw_invalid(fmt::format("LinkerOptions: nvJitLink rejected an option while {}: {}", what, log),
+                                  api);
         detail::check_nvjitlink(int(r), "nvJitLinkCreate", what, log);
     }
     for (std::size_t i = 0; i < inputs_.size(); ++i) {

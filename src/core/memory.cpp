@@ -53,9 +53,9 @@ void* allocate_aligned(std::size_t bytes, std::size_t alignment, Raw&& raw, Rele
         return raw(bytes);
     const std::size_t extra = alignment - natural;
     if (bytes > SIZE_MAX - extra)
-        gpumath::detail::throw_invalid(fmt::format("bytes: {} bytes aligned to {} exceed the address space", bytes,
-                                                   alignment),
-                                       "MemoryResource::allocate");
+        gpumath::detail::throw_invalid(
+            fmt::format("bytes: {} bytes aligned to {} exceed the address space", bytes, alignment),
+            "MemoryResource::allocate");
     void* base = raw(bytes + extra);
     auto* aligned = reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(base) + alignment - 1) &
                                             ~std::uintptr_t(alignment - 1));
@@ -110,8 +110,9 @@ const std::shared_ptr<DeviceMemoryResource>& DeviceMemoryResource::default_resou
     // Never destroyed: workspaces and buffers freed at exit may still return memory to the pools.
     static auto& pools = *new gpumath::detail::DeviceRegistry<std::shared_ptr<DeviceMemoryResource>>();
     const int d = device < 0 ? gpumath::detail::current_device() : Device(device).ordinal();
-    return pools.get(d, "DeviceMemoryResource::default_resource",
-                     [](int o) { return new std::shared_ptr<DeviceMemoryResource>(std::make_shared<DeviceMemoryResource>(o)); });
+    return pools.get(d, "DeviceMemoryResource::default_resource", [](int o) {
+        return new std::shared_ptr<DeviceMemoryResource>(std::make_shared<DeviceMemoryResource>(o));
+    });
 }
 
 void* DeviceMemoryResource::do_allocate(std::size_t bytes, StreamRef stream, std::size_t alignment) {
@@ -144,7 +145,8 @@ std::uint64_t DeviceMemoryResource::reserved_bytes() const {
 
 std::uint64_t DeviceMemoryResource::used_bytes() const {
     std::uint64_t v = 0;
-    gpumath::detail::check(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &v), "cudaMemPoolGetAttribute");
+    gpumath::detail::check(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &v),
+                           "cudaMemPoolGetAttribute");
     return v;
 }
 

@@ -123,7 +123,7 @@ Module::Module(const ObjectCode& code) {
     lib->lowered_names = code.lowered_names();
     if (d.cuLibraryGetKernelCount == nullptr || d.cuLibraryEnumerateKernels == nullptr || d.cuKernelGetName == nullptr)
         lib->code_kernel_names = code.kernel_names();  // the driver cannot list them (see enumerate_kernels)
-    std::string image;  // PTX must be NUL-terminated for the driver
+    std::string image;                                 // PTX must be NUL-terminated for the driver
     const void* data = code.bytes().data();
     if (code.type() == CodeType::ptx && (code.bytes().empty() || code.text().back() != '\0')) {
         image.assign(code.text());
@@ -146,8 +146,9 @@ Module::Module(const ObjectCode& code) {
 }
 
 namespace {
-constexpr const char* k_empty_module = "this Module is empty (default-constructed or moved from); load code with "
-                                       "Module(code) or ObjectCode::load";
+constexpr const char* k_empty_module =
+    "this Module is empty (default-constructed or moved from); load code with "
+    "Module(code) or ObjectCode::load";
 }  // namespace
 
 CUlibrary Module::handle() const noexcept { return library_ ? library_->library : nullptr; }
@@ -230,7 +231,8 @@ Kernel Module::kernel(std::string_view name, int device) const {
 }
 
 void Kernel::throw_empty() {
-    detail::throw_invalid("this Kernel is empty (default-constructed or moved from); get one from Module::kernel", "Kernel");
+    detail::throw_invalid("this Kernel is empty (default-constructed or moved from); get one from Module::kernel",
+                          "Kernel");
 }
 
 KernelAttributes Kernel::attributes() const {
@@ -270,7 +272,7 @@ int Kernel::max_active_clusters(const LaunchConfig& config) const {
     detail::check_config(k, config);
     const detail::DriverApi& d = detail::driver();
     detail::require_driver_function(reinterpret_cast<const void*>(d.cuOccupancyMaxActiveClusters),
-                                     "cuOccupancyMaxActiveClusters");
+                                    "cuOccupancyMaxActiveClusters");
     detail::DeviceGuard guard(k.device);
     detail::ensure_context();
     LaunchConfig cluster_only = config;  // the occupancy of clusters, whatever else the launch asks
@@ -290,12 +292,12 @@ void Kernel::set_max_dynamic_shared_memory(std::size_t bytes) const {
         std::size_t(detail::kernel_attribute(k, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory"));
     const std::size_t optin = k.shared_memory_optin;
     if (bytes + static_bytes > optin)
-        detail::throw_invalid(fmt::format("bytes: {} bytes of dynamic shared memory plus kernel '{}''s {} bytes of static "
-                                          "shared memory exceed device {}'s limit of {} bytes per block; at most {} "
-                                          "bytes of dynamic shared memory are possible",
-                                          bytes, k.name, static_bytes, k.device, optin,
-                                          optin > static_bytes ? optin - static_bytes : 0),
-                              api);
+        detail::throw_invalid(
+            fmt::format("bytes: {} bytes of dynamic shared memory plus kernel '{}''s {} bytes of static "
+                        "shared memory exceed device {}'s limit of {} bytes per block; at most {} "
+                        "bytes of dynamic shared memory are possible",
+                        bytes, k.name, static_bytes, k.device, optin, optin > static_bytes ? optin - static_bytes : 0),
+            api);
     const detail::DriverApi& d = detail::driver();
     detail::check(d.cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes), k.kernel,
                                          detail::cu_device(k.device)),

@@ -43,8 +43,12 @@ bool read_at(std::string_view data, std::uint64_t offset, T& out) {
 }
 
 bool is_elf64(std::string_view elf) {
-    return elf.size() >= 64 && std::memcmp(elf.data(), "\x7f" "ELF", 4) == 0 && elf[4] == 2 /* 64-bit */ &&
-           elf[5] == 1 /* little-endian */;
+    return elf.size() >= 64 &&
+           std::memcmp(elf.data(),
+                       "\x7f"
+                       "ELF",
+                       4) == 0 &&
+           elf[4] == 2 /* 64-bit */ && elf[5] == 1 /* little-endian */;
 }
 
 }  // namespace
@@ -164,16 +168,18 @@ ObjectCode ObjectCode::from_file(const fs::path& path, std::optional<CodeType> t
     }
     std::string bytes;
     switch (detail::read_regular_file(path, bytes, /*follow_symlinks=*/true)) {
-    case detail::FileStatus::ok: break;
-    case detail::FileStatus::missing:
-        detail::throw_invalid(fmt::format("path: \"{}\" does not exist", path.string()), api);
-    case detail::FileStatus::not_regular:
-        detail::throw_invalid(fmt::format("path: \"{}\" is not a regular file (a directory, FIFO, socket or device); "
-                                          "give a file of device code",
-                                          path.string()),
-                              api);
-    case detail::FileStatus::unreadable:
-        detail::throw_invalid(fmt::format("path: cannot read \"{}\"", path.string()), api);
+        case detail::FileStatus::ok:
+            break;
+        case detail::FileStatus::missing:
+            detail::throw_invalid(fmt::format("path: \"{}\" does not exist", path.string()), api);
+        case detail::FileStatus::not_regular:
+            detail::throw_invalid(
+                fmt::format("path: \"{}\" is not a regular file (a directory, FIFO, socket or device); "
+                            "give a file of device code",
+                            path.string()),
+                api);
+        case detail::FileStatus::unreadable:
+            detail::throw_invalid(fmt::format("path: cannot read \"{}\"", path.string()), api);
     }
     if (bytes.empty()) detail::throw_invalid(fmt::format("path: \"{}\" is empty", path.string()), api);
     return ObjectCode(code_data(bytes, *type, std::move(arch), {}, path.filename().string(), api));
@@ -202,9 +208,12 @@ const std::string& ObjectCode::lowered_name(std::string_view expression) const {
 std::vector<std::string> ObjectCode::kernel_names() const {
     const detail::ObjectCodeData& d = data();
     switch (d.type) {
-    case CodeType::ptx: return detail::ptx_entry_names(d.bytes);
-    case CodeType::cubin: return detail::cubin_entry_names(d.bytes);
-    default: return {};
+        case CodeType::ptx:
+            return detail::ptx_entry_names(d.bytes);
+        case CodeType::cubin:
+            return detail::cubin_entry_names(d.bytes);
+        default:
+            return {};
     }
 }
 

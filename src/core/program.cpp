@@ -114,8 +114,8 @@ Arch validate_arch(std::string_view text, const char* field, const char* api) {
                                   v / 1000, (v % 1000) / 10, supported_list()),
                       api);
     if (a->suffix == 'a' && a->number < 90)
-        throw_invalid(fmt::format("{}: \"{}\": the 'a' (architecture-specific) suffix exists from sm_90 on", field, text),
-                      api);
+        throw_invalid(
+            fmt::format("{}: \"{}\": the 'a' (architecture-specific) suffix exists from sm_90 on", field, text), api);
     if (a->suffix == 'f' && a->number < 100)
         throw_invalid(fmt::format("{}: \"{}\": the 'f' (family) suffix exists from sm_100 on", field, text), api);
     return *a;
@@ -135,7 +135,8 @@ namespace {
 
 bool is_identifier(std::string_view s) {
     if (s.empty() || (std::isalpha(static_cast<unsigned char>(s[0])) == 0 && s[0] != '_')) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; });
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; });
 }
 
 bool has_toolkit_headers(const fs::path& include) {
@@ -248,11 +249,13 @@ void validate_options(const core::ProgramOptions& o) {
                           api);
         const auto starts = [&](std::string_view p) { return f.starts_with(p); };
         if (starts("-arch") || starts("--gpu-architecture"))
-            throw_invalid(fmt::format("ProgramOptions::extra[{}]: \"{}\": set ProgramOptions::arch instead", i, f), api);
+            throw_invalid(fmt::format("ProgramOptions::extra[{}]: \"{}\": set ProgramOptions::arch instead", i, f),
+                          api);
         if (starts("-std") || starts("--std"))
             throw_invalid(fmt::format("ProgramOptions::extra[{}]: \"{}\": set ProgramOptions::std instead", i, f), api);
         if (f == "-dlto" || f == "--dlink-time-opt")
-            throw_invalid(fmt::format("ProgramOptions::extra[{}]: \"{}\": compile(CodeType::ltoir) instead", i, f), api);
+            throw_invalid(fmt::format("ProgramOptions::extra[{}]: \"{}\": compile(CodeType::ltoir) instead", i, f),
+                          api);
     }
 }
 
@@ -292,7 +295,8 @@ std::string program_log(nvrtcProgram p) {
 
 core::ObjectCode nvrtc_compile(const CompileJob& job) {
     const core::ProgramOptions& o = *job.options;
-    const std::string what = fmt::format("compiling program '{}' to {} for {}", o.name, core::to_string(job.target), job.arch);
+    const std::string what =
+        fmt::format("compiling program '{}' to {} for {}", o.name, core::to_string(job.target), job.arch);
 
     std::vector<const char*> header_texts, header_names;
     for (const auto& [name, text] : o.headers) {
@@ -336,22 +340,23 @@ core::ObjectCode nvrtc_compile(const CompileJob& job) {
     data->log = std::move(log);
     std::size_t size = 0;
     switch (job.target) {
-    case core::CodeType::ptx:
-        check_nvrtc(nvrtcGetPTXSize(prog.p, &size), "nvrtcGetPTXSize", what);
-        data->bytes.resize(size);
-        check_nvrtc(nvrtcGetPTX(prog.p, data->bytes.data()), "nvrtcGetPTX", what);
-        break;
-    case core::CodeType::cubin:
-        check_nvrtc(nvrtcGetCUBINSize(prog.p, &size), "nvrtcGetCUBINSize", what);
-        data->bytes.resize(size);
-        check_nvrtc(nvrtcGetCUBIN(prog.p, data->bytes.data()), "nvrtcGetCUBIN", what);
-        break;
-    case core::CodeType::ltoir:
-        check_nvrtc(nvrtcGetLTOIRSize(prog.p, &size), "nvrtcGetLTOIRSize", what);
-        data->bytes.resize(size);
-        check_nvrtc(nvrtcGetLTOIR(prog.p, data->bytes.data()), "nvrtcGetLTOIR", what);
-        break;
-    case core::CodeType::fatbin: break;
+        case core::CodeType::ptx:
+            check_nvrtc(nvrtcGetPTXSize(prog.p, &size), "nvrtcGetPTXSize", what);
+            data->bytes.resize(size);
+            check_nvrtc(nvrtcGetPTX(prog.p, data->bytes.data()), "nvrtcGetPTX", what);
+            break;
+        case core::CodeType::cubin:
+            check_nvrtc(nvrtcGetCUBINSize(prog.p, &size), "nvrtcGetCUBINSize", what);
+            data->bytes.resize(size);
+            check_nvrtc(nvrtcGetCUBIN(prog.p, data->bytes.data()), "nvrtcGetCUBIN", what);
+            break;
+        case core::CodeType::ltoir:
+            check_nvrtc(nvrtcGetLTOIRSize(prog.p, &size), "nvrtcGetLTOIRSize", what);
+            data->bytes.resize(size);
+            check_nvrtc(nvrtcGetLTOIR(prog.p, data->bytes.data()), "nvrtcGetLTOIR", what);
+            break;
+        case core::CodeType::fatbin:
+            break;
     }
     if (data->bytes.empty())  // not a status NVRTC returns, but the same failure for the caller
         throw_nvrtc(int(NVRTC_ERROR_INTERNAL_ERROR), "nvrtcCompileProgram",
@@ -495,21 +500,25 @@ namespace gpumath::core {
 
 std::string_view to_string(CodeType type) noexcept {
     switch (type) {
-    case CodeType::ptx: return "ptx";
-    case CodeType::cubin: return "cubin";
-    case CodeType::ltoir: return "ltoir";
-    case CodeType::fatbin: return "fatbin";
+        case CodeType::ptx:
+            return "ptx";
+        case CodeType::cubin:
+            return "cubin";
+        case CodeType::ltoir:
+            return "ltoir";
+        case CodeType::fatbin:
+            return "fatbin";
     }
     return "unknown";
 }
 
-Program::Program(std::string source, ProgramOptions options) : source_(std::move(source)), options_(std::move(options)) {
+Program::Program(std::string source, ProgramOptions options)
+    : source_(std::move(source)), options_(std::move(options)) {
     detail::validate_options(options_);
     if (options_.arch.empty()) options_.arch = detail::current_device_arch("ProgramOptions::arch", "Program");
     (void)detail::validate_arch(options_.arch, "ProgramOptions::arch", "Program");
     toolkit_dirs_ = detail::find_toolkit_include_dirs(options_.toolkit_root);
 }
-
 
 Program& Program::add_name_expression(std::string expression) {
     if (moved_from_) detail::throw_moved_from("Program", "Program::add_name_expression");
@@ -529,22 +538,25 @@ ObjectCode Program::compile(CodeType target) const {
     job.name_expressions = name_expressions_;
     job.target = target;
     switch (target) {
-    case CodeType::ptx:
-        // A virtual architecture makes NVRTC stop at PTX instead of also running ptxas.
-        job.arch = arch.virt();
-        break;
-    case CodeType::cubin:
-        if (arch.virtual_arch)
-            detail::throw_invalid(fmt::format("target: a cubin needs a real architecture, but ProgramOptions::arch is "
-                                              "\"{}\" (virtual); use \"{}\", or compile to CodeType::ptx",
-                                              options_.arch, arch.real()),
+        case CodeType::ptx:
+            // A virtual architecture makes NVRTC stop at PTX instead of also running ptxas.
+            job.arch = arch.virt();
+            break;
+        case CodeType::cubin:
+            if (arch.virtual_arch)
+                detail::throw_invalid(
+                    fmt::format("target: a cubin needs a real architecture, but ProgramOptions::arch is "
+                                "\"{}\" (virtual); use \"{}\", or compile to CodeType::ptx",
+                                options_.arch, arch.real()),
+                    "Program::compile");
+            job.arch = arch.real();
+            break;
+        case CodeType::ltoir:
+            job.arch = arch.text();
+            break;
+        case CodeType::fatbin:
+            detail::throw_invalid("target: NVRTC cannot produce a fatbin; compile to ptx, cubin or ltoir",
                                   "Program::compile");
-        job.arch = arch.real();
-        break;
-    case CodeType::ltoir: job.arch = arch.text(); break;
-    case CodeType::fatbin:
-        detail::throw_invalid("target: NVRTC cannot produce a fatbin; compile to ptx, cubin or ltoir",
-                              "Program::compile");
     }
     job.flags.push_back("-arch=" + job.arch);
     for (std::string& f : detail::common_flags(options_, toolkit_dirs_)) job.flags.push_back(std::move(f));

@@ -12,7 +12,6 @@ namespace gpumath::core {
 
 void StreamRef::synchronize() const { detail::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
-
 void StreamRef::wait(EventRef event) const {
     detail::check_event(event, "event", "StreamRef::wait");
     detail::check(cudaStreamWaitEvent(stream_, event.handle(), 0), "cudaStreamWaitEvent");
@@ -50,16 +49,17 @@ int StreamRef::priority() const {
 }
 
 Stream::Stream(const StreamOptions& options) {
-    detail::check(cudaStreamCreateWithPriority(&stream_, options.non_blocking ? cudaStreamNonBlocking : cudaStreamDefault,
-                                               options.priority),
+    detail::check(cudaStreamCreateWithPriority(
+                      &stream_, options.non_blocking ? cudaStreamNonBlocking : cudaStreamDefault, options.priority),
                   "cudaStreamCreateWithPriority", "creating a stream");
 }
 
 void Stream::check_owned(const char* api) const {
     if (stream_ == nullptr)
-        detail::throw_invalid("this Stream is empty (moved from or released); use the Stream it was moved to, or "
-                              "create a new one",
-                              api);
+        detail::throw_invalid(
+            "this Stream is empty (moved from or released); use the Stream it was moved to, or "
+            "create a new one",
+            api);
 }
 
 void Stream::synchronize() const {

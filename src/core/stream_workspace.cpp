@@ -50,8 +50,7 @@ public:
         {
             std::lock_guard lock(mutex_);
             // Calls on one capturing stream are ordered in the graph: they share its area.
-            if (auto it = active_.find(key); it != active_.end() && it->second->bytes >= bytes)
-                return it->second->data;
+            if (auto it = active_.find(key); it != active_.end() && it->second->bytes >= bytes) return it->second->data;
             for (const auto& a : areas_)
                 if (a->idle && a->bytes >= bytes && (area == nullptr || a->bytes < area->bytes)) area = a.get();
             if (area != nullptr) area->idle = false;

@@ -303,9 +303,7 @@ const FFTOptions& default_options() noexcept {
 
 const TensorLayout& FFT::input_layout() const noexcept { return impl_ ? impl_->p.in_layout : empty_layout(); }
 const TensorLayout& FFT::output_layout() const noexcept { return impl_ ? impl_->p.out_layout : empty_layout(); }
-FFTKind FFT::kind() const noexcept {
-    return impl_ ? impl_->p.kind : FFTKind::automatic;
-}
+FFTKind FFT::kind() const noexcept { return impl_ ? impl_->p.kind : FFTKind::automatic; }
 const FFTOptions& FFT::options() const noexcept { return impl_ ? impl_->options : default_options(); }
 // planned() is false for a moved-from FFT, so the accessors below never reach a null impl_.
 CallbackMode FFT::callback_mode() const noexcept { return planned() ? impl_->mode : CallbackMode::automatic; }

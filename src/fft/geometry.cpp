@@ -23,12 +23,9 @@ bool nest(const FftOperand& op, const std::array<std::int64_t, max_rank>& stride
         const std::int64_t e = op.shape[d];
         const std::int64_t s = strides[d];
         if (k == rank - 1) {
-            if (e == 1)
-                eff[std::size_t(k)] = 1;
-            else if (s <= 0)
-                return false;
-            else
-                eff[std::size_t(k)] = s;
+            if (e == 1) eff[std::size_t(k)] = 1;
+            else if (s <= 0) return false;
+            else eff[std::size_t(k)] = s;
             continue;
         }
         const auto next = static_cast<std::size_t>(k) + 1;
@@ -104,14 +101,10 @@ Attempt attempt(const FftProblem& p, const std::array<int, 3>& dims, bool in_tem
         }
         side.temp_elements = s;
     };
-    if (in_temp)
-        temp_strides(p.in, g.in);
-    else
-        g.in.strides = p.in.strides;
-    if (out_temp)
-        temp_strides(p.out, g.out);
-    else
-        g.out.strides = p.out.strides;
+    if (in_temp) temp_strides(p.in, g.in);
+    else g.in.strides = p.in.strides;
+    if (out_temp) temp_strides(p.out, g.out);
+    else g.out.strides = p.out.strides;
 
     a.in_ok = nest(p.in, g.in.strides, dims, g.rank, g.in);
     a.out_ok = nest(p.out, g.out.strides, dims, g.rank, g.out);
@@ -208,10 +201,8 @@ FftGeometry make_fft_geometry(const FftProblem& p, bool in_temp, bool out_temp, 
     // complex element; host-loop executions at an odd real offset would be. Copy the real side
     // (and, if its contiguous temp still loops at odd offsets, both).
     if (p.kind != FFTKind::c2c && !real_loops_aligned(p, a.g)) {
-        if (p.kind == FFTKind::r2c)
-            in_temp = true;
-        else
-            out_temp = true;
+        if (p.kind == FFTKind::r2c) in_temp = true;
+        else out_temp = true;
         a = attempt(p, dims, in_temp, out_temp);
         if (!real_loops_aligned(p, a.g)) a = attempt(p, dims, in_temp = true, out_temp = true);
     }

@@ -145,8 +145,7 @@ CufftPlanResult make_cufft_plan(const FftProblem& p, const FftGeometry& g, std::
         if (r.status == CUFFT_SUCCESS) {
             r.cufft_owns_work = ladder[i].auto_allocation;
             if (i > 0)
-                log(LogLevel::info, "fft: fused callbacks planned through {} after {}", route_text(ladder[i]),
-                    r.tried);
+                log(LogLevel::info, "fft: fused callbacks planned through {} after {}", route_text(ladder[i]), r.tried);
             break;
         }
         r.tried += fmt::format("{}{}: {} refused with status {}", r.tried.empty() ? "" : "; ", route_text(ladder[i]),

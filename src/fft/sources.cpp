@@ -53,12 +53,12 @@ bool is_double_element(DataType t) { return t == DataType::f64 || t == DataType:
 // How generated code names and scales each FFT element type; `pair` for f16/bf16 complex data.
 struct ElementText {
     DataType element;
-    const char* value;           // the pass kernel's element type
-    const char* pair_value;      // ... for complex data (pairs), where it differs
-    const char* scale;           // body of gm_scale(v, s)
-    const char* pair_scale;      // ... for pairs
-    const char* callback;        // cuFFT's callback value type; null: no callbacks
-    const char* include;         // header the element type needs under NVRTC, or null
+    const char* value;       // the pass kernel's element type
+    const char* pair_value;  // ... for complex data (pairs), where it differs
+    const char* scale;       // body of gm_scale(v, s)
+    const char* pair_scale;  // ... for pairs
+    const char* callback;    // cuFFT's callback value type; null: no callbacks
+    const char* include;     // header the element type needs under NVRTC, or null
 };
 
 constexpr std::array<ElementText, 6> element_texts{{
@@ -214,8 +214,7 @@ std::string fft_pass_source(const FftPassSpec& spec) {
         if (spec.kind == FFTCallbackKind::load)
             load = fmt::format("return {}(const_cast<void*>(base), static_cast<unsigned long long>(o), info, nullptr);",
                                cb.symbol);
-        else
-            store = fmt::format("{}(base, static_cast<unsigned long long>(o), v, info, nullptr);", cb.symbol);
+        else store = fmt::format("{}(base, static_cast<unsigned long long>(o), v, info, nullptr);", cb.symbol);
     }
 
     s += "#line 1 \"gpumath_fft_pass\"\n";

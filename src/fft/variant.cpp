@@ -148,8 +148,7 @@ void FFTImpl::make_passes(FftVariant& v) {
         const bool user = p.has_epilog && !v.fused.epilog;
         v.scatter = pass_kernel(false, user ? &options.epilog : nullptr);
         v.owns_callback_kernels = v.owns_callback_kernels || user;
-    } else if (!v.fused.scale &&
-               (fft_scale(p, Direction::forward) != 1.0 || fft_scale(p, Direction::inverse) != 1.0)) {
+    } else if (!v.fused.scale && (fft_scale(p, Direction::forward) != 1.0 || fft_scale(p, Direction::inverse) != 1.0)) {
         v.scale_pass = make_fft_pass(p.out, p.out.strides, p.out.strides);
         v.scale = pass_kernel(false, nullptr);
     }
@@ -213,8 +212,7 @@ void FFTImpl::run_variant(FftVariant& v, const void* in, void* out, Direction d,
     }
     if (g.out.temp)
         launch_pass(v.scatter, stream, exec_out, out, v.scatter_pass, scale, single, options.epilog.user_info);
-    else if (scale != 1.0 && !scale_first)
-        launch_pass(v.scale, stream, out, out, v.scale_pass, scale, single, nullptr);
+    else if (scale != 1.0 && !scale_first) launch_pass(v.scale, stream, out, out, v.scale_pass, scale, single, nullptr);
 }
 
 double FFTImpl::measure(FftVariant& v, const void* in, void* out, core::StreamRef stream, void* work) {

@@ -50,7 +50,7 @@ Needs orientation_needs(const MatmulSignature& sig, const BiasInput& bias, Epilo
     }
     if (sig.bias_grad && (epilog == Epilog::drelu_bgrad || epilog == Epilog::dgelu_bgrad) && M != N) {
         const TensorLayout& g = *sig.bias_grad;
-        const std::int64_t len = g.rank() == 0                                               ? 0
+        const std::int64_t len = g.rank() == 0                                            ? 0
                                  : (g.rank() >= 2 && g.shape(-1) == 1 && g.shape(-2) > 1) ? g.shape(-2)
                                                                                           : g.shape(-1);
         if (len == N) need.swap = need.swap ? need.swap : "bias_grad";
@@ -77,20 +77,23 @@ bool choose_swap(const MatmulSignature& sig, const BiasInput& bias, const Tensor
     const auto d_col = col_major(M, N, dm.rs, dm.cs);
     const auto d_row = col_major(N, M, dm.cs, dm.rs);
     if (!d_col && !d_row)
-        unsupported(api, "d: strides {} give no unit stride among the last two dimensions (with a leading dimension "
-                         ">= the matrix); cuBLASLt writes row- or column-major matrices only",
+        unsupported(api,
+                    "d: strides {} give no unit stride among the last two dimensions (with a leading dimension "
+                    ">= the matrix); cuBLASLt writes row- or column-major matrices only",
                     strides_text(d));
     const Needs need = orientation_needs(sig, bias, P.inputs.epilog, M, N);
     if (need.swap && need.noswap)
-        invalid(api, "{}: needs a row-major arrangement of d while {} needs a column-major one; cuBLASLt runs epilog "
-                     "vectors along one dimension of d",
+        invalid(api,
+                "{}: needs a row-major arrangement of d while {} needs a column-major one; cuBLASLt runs epilog "
+                "vectors along one dimension of d",
                 need.swap, need.noswap);
     if (need.swap) {
         if (!d_row) {
             if (std::string_view(need.swap) == "bias")
-                invalid(api, "bias: shape {} adds one value per column of d, and cuBLASLt adds its epilog bias along d's "
-                             "unit-stride dimension; d has strides {} (column-major), so pass a row-major d or a bias "
-                             "of shape (M, 1) = ({}, 1) for one value per row",
+                invalid(api,
+                        "bias: shape {} adds one value per column of d, and cuBLASLt adds its epilog bias along d's "
+                        "unit-stride dimension; d has strides {} (column-major), so pass a row-major d or a bias "
+                        "of shape (M, 1) = ({}, 1) for one value per row",
                         shape_text(bias.layout), strides_text(d), M);
             invalid(api, "{}: its layout follows a row-major d, but d has strides {} (column-major)", need.swap,
                     strides_text(d));
@@ -100,10 +103,11 @@ bool choose_swap(const MatmulSignature& sig, const BiasInput& bias, const Tensor
     if (need.noswap) {
         if (!d_col) {
             if (std::string_view(need.noswap) == "bias")
-                invalid(api, "bias: shape {} adds one value per row of d, and cuBLASLt adds its epilog bias along d's "
-                             "unit-stride dimension; d has strides {} (row-major), so pass a column-major d (the "
-                             "allocating calls return row-major d) or a bias of shape (N,) = ({},) for one value per "
-                             "column",
+                invalid(api,
+                        "bias: shape {} adds one value per row of d, and cuBLASLt adds its epilog bias along d's "
+                        "unit-stride dimension; d has strides {} (row-major), so pass a column-major d (the "
+                        "allocating calls return row-major d) or a bias of shape (N,) = ({},) for one value per "
+                        "column",
                         shape_text(bias.layout), strides_text(d), N);
             invalid(api, "{}: its layout follows a column-major d, but d has strides {} (row-major)", need.noswap,
                     strides_text(d));
@@ -120,12 +124,14 @@ void arrange_operands(const MatmulSignature& sig, const TensorLayout& d, MatmulP
     const TensorLayout& b = sig.b;
     const Matrix am = matrix_of(a), bm = matrix_of(b);
     if (!arrange(am, false, false))
-        unsupported(api, "a: strides {} give no unit stride among the last two dimensions (with a leading dimension >= "
-                         "the matrix); cuBLASLt reads row- or column-major matrices only: make a contiguous",
+        unsupported(api,
+                    "a: strides {} give no unit stride among the last two dimensions (with a leading dimension >= "
+                    "the matrix); cuBLASLt reads row- or column-major matrices only: make a contiguous",
                     strides_text(a));
     if (!arrange(bm, false, false))
-        unsupported(api, "b: strides {} give no unit stride among the last two dimensions (with a leading dimension >= "
-                         "the matrix); cuBLASLt reads row- or column-major matrices only: make b contiguous",
+        unsupported(api,
+                    "b: strides {} give no unit stride among the last two dimensions (with a leading dimension >= "
+                    "the matrix); cuBLASLt reads row- or column-major matrices only: make b contiguous",
                     strides_text(b));
     const bool swap = P.lt.swap;
     const Epilog epilog = P.inputs.epilog;
@@ -167,8 +173,9 @@ void arrange_c(const MatmulSignature& sig, const BiasInput& bias, const TensorLa
     const TensorLayout* c = sig.c ? &*sig.c : nullptr;
     if (bias.present && bias.shape.full) {
         if (sig.c)
-            invalid(api, "bias: shape {} is a full (M, N) bias, which gpumath adds through c, but c is given too; add "
-                         "the bias to c instead",
+            invalid(api,
+                    "bias: shape {} is a full (M, N) bias, which gpumath adds through c, but c is given too; add "
+                    "the bias to c instead",
                     shape_text(bias.layout));
         c = &bias.layout;
         P.inputs.c_from_bias = true;
@@ -180,8 +187,9 @@ void arrange_c(const MatmulSignature& sig, const BiasInput& bias, const TensorLa
         const auto c_lt = lt.swap ? col_major(N, M, cm.cs, cm.rs) : col_major(M, N, cm.rs, cm.cs);
         const char* cname = P.inputs.c_from_bias ? "bias" : "c";
         if (!c_lt)
-            invalid(api, "{}: strides {} do not make it {}-major like d (strides {}); {} and d must share their "
-                         "unit-stride dimension",
+            invalid(api,
+                    "{}: strides {} do not make it {}-major like d (strides {}); {} and d must share their "
+                    "unit-stride dimension",
                     cname, strides_text(*c), lt.swap ? "row" : "column", strides_text(d), cname);
         lt.c = *c_lt;
         lt.c.batch_stride = batch_stride_of(*c, P.shape.batch_dims, 2, cname, api);
@@ -194,23 +202,39 @@ void arrange_c(const MatmulSignature& sig, const BiasInput& bias, const TensorLa
 
 cublasLtEpilogue_t lt_epilog_of(Epilog e, bool swap) {
     switch (e) {
-    case Epilog::none: return CUBLASLT_EPILOGUE_DEFAULT;
-    case Epilog::relu: return CUBLASLT_EPILOGUE_RELU;
-    case Epilog::relu_aux: return CUBLASLT_EPILOGUE_RELU_AUX;
-    case Epilog::bias: return CUBLASLT_EPILOGUE_BIAS;
-    case Epilog::relu_bias: return CUBLASLT_EPILOGUE_RELU_BIAS;
-    case Epilog::relu_aux_bias: return CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
-    case Epilog::gelu: return CUBLASLT_EPILOGUE_GELU;
-    case Epilog::gelu_aux: return CUBLASLT_EPILOGUE_GELU_AUX;
-    case Epilog::gelu_bias: return CUBLASLT_EPILOGUE_GELU_BIAS;
-    case Epilog::gelu_aux_bias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    case Epilog::drelu: return CUBLASLT_EPILOGUE_DRELU;
-    case Epilog::drelu_bgrad: return CUBLASLT_EPILOGUE_DRELU_BGRAD;
-    case Epilog::dgelu: return CUBLASLT_EPILOGUE_DGELU;
-    case Epilog::dgelu_bgrad: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
-    // The user's A is cuBLASLt's A without the swap and cuBLASLt's B with it.
-    case Epilog::bgrada: return swap ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_BGRADA;
-    case Epilog::bgradb: return swap ? CUBLASLT_EPILOGUE_BGRADA : CUBLASLT_EPILOGUE_BGRADB;
+        case Epilog::none:
+            return CUBLASLT_EPILOGUE_DEFAULT;
+        case Epilog::relu:
+            return CUBLASLT_EPILOGUE_RELU;
+        case Epilog::relu_aux:
+            return CUBLASLT_EPILOGUE_RELU_AUX;
+        case Epilog::bias:
+            return CUBLASLT_EPILOGUE_BIAS;
+        case Epilog::relu_bias:
+            return CUBLASLT_EPILOGUE_RELU_BIAS;
+        case Epilog::relu_aux_bias:
+            return CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+        case Epilog::gelu:
+            return CUBLASLT_EPILOGUE_GELU;
+        case Epilog::gelu_aux:
+            return CUBLASLT_EPILOGUE_GELU_AUX;
+        case Epilog::gelu_bias:
+            return CUBLASLT_EPILOGUE_GELU_BIAS;
+        case Epilog::gelu_aux_bias:
+            return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+        case Epilog::drelu:
+            return CUBLASLT_EPILOGUE_DRELU;
+        case Epilog::drelu_bgrad:
+            return CUBLASLT_EPILOGUE_DRELU_BGRAD;
+        case Epilog::dgelu:
+            return CUBLASLT_EPILOGUE_DGELU;
+        case Epilog::dgelu_bgrad:
+            return CUBLASLT_EPILOGUE_DGELU_BGRAD;
+        // The user's A is cuBLASLt's A without the swap and cuBLASLt's B with it.
+        case Epilog::bgrada:
+            return swap ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_BGRADA;
+        case Epilog::bgradb:
+            return swap ? CUBLASLT_EPILOGUE_BGRADA : CUBLASLT_EPILOGUE_BGRADB;
     }
     return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -239,41 +263,61 @@ void lt_epilog_stage(MatmulProblem& P) {
     // that means the user's a column-major for bgrada and the user's b row-major for bgradb.
     const Matrix am = matrix_of(a), bm = matrix_of(b);
     if (epilog == Epilog::bgrada && !col_major(M, K, am.rs, am.cs))
-        unsupported(api, "a: strides {} given; bgrada needs a column-major a (unit stride along M = {}, e.g. strides "
-                         "(1, {})), because cuBLASLt's bias-gradient kernels reduce a over K along its unit-stride "
-                         "dimension: pass a as a column-major view (the transpose of a row-major (K, M) buffer)",
+        unsupported(api,
+                    "a: strides {} given; bgrada needs a column-major a (unit stride along M = {}, e.g. strides "
+                    "(1, {})), because cuBLASLt's bias-gradient kernels reduce a over K along its unit-stride "
+                    "dimension: pass a as a column-major view (the transpose of a row-major (K, M) buffer)",
                     strides_text(a), M, M);
     if (epilog == Epilog::bgradb && !col_major(N, K, bm.cs, bm.rs))
-        unsupported(api, "b: strides {} given; bgradb needs a row-major b (unit stride along N = {}, e.g. strides "
-                         "({}, 1)), because cuBLASLt's bias-gradient kernels reduce b over K along its unit-stride "
-                         "dimension: pass b row-major",
+        unsupported(api,
+                    "b: strides {} given; bgradb needs a row-major b (unit stride along N = {}, e.g. strides "
+                    "({}, 1)), because cuBLASLt's bias-gradient kernels reduce b over K along its unit-stride "
+                    "dimension: pass b row-major",
                     strides_text(b), N, N);
     if ((P.lt.epilog == CUBLASLT_EPILOGUE_BGRADA && P.lt.op_a != CUBLAS_OP_N) ||
         (P.lt.epilog == CUBLASLT_EPILOGUE_BGRADB && P.lt.op_b != CUBLAS_OP_T))
-        unsupported(api, "epilog: {} with a {} and b {}: cuBLASLt's bias-gradient epilogs need the reduced operand with "
-                         "unit stride along the gradient",
+        unsupported(api,
+                    "epilog: {} with a {} and b {}: cuBLASLt's bias-gradient epilogs need the reduced operand with "
+                    "unit stride along the gradient",
                     to_string(epilog), to_string(a), to_string(b));
 }
 
 const char* lt_epilog_name(cublasLtEpilogue_t e) noexcept {
     switch (e) {
-    case CUBLASLT_EPILOGUE_DEFAULT: return "DEFAULT";
-    case CUBLASLT_EPILOGUE_RELU: return "RELU";
-    case CUBLASLT_EPILOGUE_RELU_AUX: return "RELU_AUX";
-    case CUBLASLT_EPILOGUE_BIAS: return "BIAS";
-    case CUBLASLT_EPILOGUE_RELU_BIAS: return "RELU_BIAS";
-    case CUBLASLT_EPILOGUE_RELU_AUX_BIAS: return "RELU_AUX_BIAS";
-    case CUBLASLT_EPILOGUE_DRELU: return "DRELU";
-    case CUBLASLT_EPILOGUE_DRELU_BGRAD: return "DRELU_BGRAD";
-    case CUBLASLT_EPILOGUE_GELU: return "GELU";
-    case CUBLASLT_EPILOGUE_GELU_AUX: return "GELU_AUX";
-    case CUBLASLT_EPILOGUE_GELU_BIAS: return "GELU_BIAS";
-    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return "GELU_AUX_BIAS";
-    case CUBLASLT_EPILOGUE_DGELU: return "DGELU";
-    case CUBLASLT_EPILOGUE_DGELU_BGRAD: return "DGELU_BGRAD";
-    case CUBLASLT_EPILOGUE_BGRADA: return "BGRADA";
-    case CUBLASLT_EPILOGUE_BGRADB: return "BGRADB";
-    default: return "?";
+        case CUBLASLT_EPILOGUE_DEFAULT:
+            return "DEFAULT";
+        case CUBLASLT_EPILOGUE_RELU:
+            return "RELU";
+        case CUBLASLT_EPILOGUE_RELU_AUX:
+            return "RELU_AUX";
+        case CUBLASLT_EPILOGUE_BIAS:
+            return "BIAS";
+        case CUBLASLT_EPILOGUE_RELU_BIAS:
+            return "RELU_BIAS";
+        case CUBLASLT_EPILOGUE_RELU_AUX_BIAS:
+            return "RELU_AUX_BIAS";
+        case CUBLASLT_EPILOGUE_DRELU:
+            return "DRELU";
+        case CUBLASLT_EPILOGUE_DRELU_BGRAD:
+            return "DRELU_BGRAD";
+        case CUBLASLT_EPILOGUE_GELU:
+            return "GELU";
+        case CUBLASLT_EPILOGUE_GELU_AUX:
+            return "GELU_AUX";
+        case CUBLASLT_EPILOGUE_GELU_BIAS:
+            return "GELU_BIAS";
+        case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+            return "GELU_AUX_BIAS";
+        case CUBLASLT_EPILOGUE_DGELU:
+            return "DGELU";
+        case CUBLASLT_EPILOGUE_DGELU_BGRAD:
+            return "DGELU_BGRAD";
+        case CUBLASLT_EPILOGUE_BGRADA:
+            return "BGRADA";
+        case CUBLASLT_EPILOGUE_BGRADB:
+            return "BGRADB";
+        default:
+            return "?";
     }
 }
 

@@ -23,7 +23,7 @@ namespace gpumath::detail {
 enum Slot : int { slot_a, slot_b, slot_c, slot_d, slot_bias, slot_aux, slot_bias_grad, slot_scales, slot_count };
 inline constexpr int layout_slot_count = slot_scales;
 
-inline constexpr std::array<const char*, slot_count> slot_names = {"a",   "b",         "c",     "d",
+inline constexpr std::array<const char*, slot_count> slot_names = {"a",    "b",   "c",         "d",
                                                                    "bias", "aux", "bias_grad", "scales"};
 
 using Alignments = std::array<std::uint16_t, slot_count>;

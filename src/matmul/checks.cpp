@@ -31,12 +31,13 @@ void check_scales(const MatmulSignature& sig, const ProblemTypes& types, const c
         invalid(api, "{}: per-tensor scales apply to FP8 inputs only; a is {}", which, to_string(at));
     }
     if (fp8 && (sig.scales & scale_c))
-        invalid(api, "scales.c: cuBLASLt takes a C scale only for an FP8 c, and the c of FP8 products is {} here; "
-                     "scale c with beta instead",
+        invalid(api,
+                "scales.c: cuBLASLt takes a C scale only for an FP8 c, and the c of FP8 products is {} here; "
+                "scale c with beta instead",
                 to_string(ct));
     if (fp8 && !is_fp8(dt) && (sig.scales & (scale_d | scale_amax_d)))
-        invalid(api, "{}: applies to an FP8 result only; d is {}", (sig.scales & scale_d) ? "scales.d" : "scales.amax_d",
-                to_string(dt));
+        invalid(api, "{}: applies to an FP8 result only; d is {}",
+                (sig.scales & scale_d) ? "scales.d" : "scales.amax_d", to_string(dt));
     // cuBLASLt's heuristic offers FP8 algorithms for any scale pointer, but cublasLtMatmul refuses
     // them (CUBLAS_STATUS_NOT_SUPPORTED) for pointers less than 16-byte aligned (H200, CUDA 13.0).
     if (fp8 && sig.scales != 0 && sig.align[slot_scales] < 16)
@@ -52,12 +53,14 @@ void check_epilog_operands(const MatmulSignature& sig, const ProblemTypes& types
     const DataType at = types.a, dt = types.d;
     const std::int64_t K = k;
     if (epilog != Epilog::none && (is_complex(at) || at == DataType::i8))
-        unsupported(api, "epilog: {} is not available for {} products; cuBLASLt's epilogs need real floating-point "
-                         "types (use Epilog::none)",
+        unsupported(api,
+                    "epilog: {} is not available for {} products; cuBLASLt's epilogs need real floating-point "
+                    "types (use Epilog::none)",
                     to_string(epilog), to_string(at));
     if (fp8 && (epilog_reads_aux(epilog) || epilog_writes_bias_grad(epilog)))
-        unsupported(api, "epilog: {} with FP8 inputs; gpumath runs FP8 products with forward epilogs only (none, relu, "
-                         "gelu, their _bias and _aux forms)",
+        unsupported(api,
+                    "epilog: {} with FP8 inputs; gpumath runs FP8 products with forward epilogs only (none, relu, "
+                    "gelu, their _bias and _aux forms)",
                     to_string(epilog));
     if (is_fp8(dt) && epilog_writes_aux(epilog))
         unsupported(api, "epilog: {} with an {} result; aux outputs of FP8 products need a bf16, f16 or f32 result",
@@ -71,12 +74,14 @@ void check_epilog_operands(const MatmulSignature& sig, const ProblemTypes& types
         invalid(api, "aux: given, but epilog {} has no aux (only *_aux epilogs write one and d* epilogs read one)",
                 to_string(epilog));
     if (sig.bias_grad && !epilog_writes_bias_grad(epilog))
-        invalid(api, "bias_grad: given, but epilog {} computes no bias gradient (drelu_bgrad, dgelu_bgrad, bgrada, "
-                     "bgradb do)",
+        invalid(api,
+                "bias_grad: given, but epilog {} computes no bias gradient (drelu_bgrad, dgelu_bgrad, bgrada, "
+                "bgradb do)",
                 to_string(epilog));
     if (!sig.from_layouts && epilog_takes_bias(epilog) && !sig.bias)
-        invalid(api, "bias: epilog {} needs MatmulArgs::bias: shape (N,) or (1, N) per column, (M, 1) per row, or "
-                     "(M, N)",
+        invalid(api,
+                "bias: epilog {} needs MatmulArgs::bias: shape (N,) or (1, N) per column, (M, 1) per row, or "
+                "(M, N)",
                 to_string(epilog));
     if (!sig.from_layouts && epilog_reads_aux(epilog) && !sig.aux)
         invalid(api, "aux: epilog {} reads the aux output of a forward {} product; pass it as MatmulArgs::aux",
@@ -86,8 +91,9 @@ void check_epilog_operands(const MatmulSignature& sig, const ProblemTypes& types
 void check_fp8_operands(const MatmulSignature& sig, const ProblemShape& shape, const char* api) {
     const std::int64_t M = shape.m, N = shape.n, K = shape.k;
     if (M % 16 != 0 || N % 16 != 0 || K % 16 != 0)
-        unsupported(api, "a, b: FP8 products need M, N and K to be multiples of 16 (cuBLASLt's rule); M = {}, N = {}, "
-                         "K = {}",
+        unsupported(api,
+                    "a, b: FP8 products need M, N and K to be multiples of 16 (cuBLASLt's rule); M = {}, N = {}, "
+                    "K = {}",
                     M, N, K);
     for (int s : {int(slot_a), int(slot_b), int(slot_c), int(slot_d)})
         if (sig.align[std::size_t(s)] < 16)
@@ -115,8 +121,9 @@ bool overlap(const TensorView& x, const TensorView& y) {
 void check_scalar(const Scalar& s, const char* name, DataType input, const char* api) {
     if (input == DataType::i8) {
         if (s.imag != 0.0 || s.real != std::trunc(s.real) || std::abs(s.real) > 2147483647.0)
-            invalid(api, "{}: ({}, {}) is not a 32-bit integer; i8 products take integer alpha and beta (scale type "
-                         "i32)",
+            invalid(api,
+                    "{}: ({}, {}) is not a 32-bit integer; i8 products take integer alpha and beta (scale type "
+                    "i32)",
                     name, s.real, s.imag);
         return;
     }
@@ -130,15 +137,16 @@ void check_scalar(const Scalar& s, const char* name, DataType input, const char*
 void check_aligned(const TensorView& v, const char* name, const char* api) {
     const std::size_t elem = size_of(v.dtype());
     if (reinterpret_cast<std::uintptr_t>(v.data()) % elem != 0) [[unlikely]]
-        invalid(api, "{}: data pointer {} is not aligned to the {}-byte size of a {} element; pass a pointer aligned "
-                     "to its element size (256 bytes is best)",
+        invalid(api,
+                "{}: data pointer {} is not aligned to the {}-byte size of a {} element; pass a pointer aligned "
+                "to its element size (256 bytes is best)",
                 name, v.data(), elem, to_string(v.dtype()));
 }
 
 void check_aligned(const float* p, const char* name, const char* api) {
     if (reinterpret_cast<std::uintptr_t>(p) % alignof(float) != 0) [[unlikely]]
-        invalid(api, "{}: pointer {} is not aligned to 4 bytes (one f32); pass a 16-byte aligned pointer",
-                name, static_cast<const void*>(p));
+        invalid(api, "{}: pointer {} is not aligned to 4 bytes (one f32); pass a 16-byte aligned pointer", name,
+                static_cast<const void*>(p));
 }
 
 }  // namespace
@@ -169,8 +177,9 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
         !(args.c->data() == d->data() && args.c->shape().size() == d->shape().size() &&
           std::equal(args.c->strides().begin(), args.c->strides().end(), d->strides().begin()) &&
           std::equal(args.c->shape().begin(), args.c->shape().end(), d->shape().begin())))
-        invalid(api, "c: its memory overlaps d's without being d; c may be d itself (same pointer, shape and strides) "
-                     "or separate memory");
+        invalid(api,
+                "c: its memory overlaps d's without being d; c may be d itself (same pointer, shape and strides) "
+                "or separate memory");
     if (args.bias && overlap(*d, *args.bias)) invalid(api, "bias: its memory overlaps d's; pass separate memory");
     if (args.aux && overlap(*d, *args.aux)) invalid(api, "aux: its memory overlaps d's; pass separate memory");
     if (args.bias_grad && overlap(*d, *args.bias_grad))

@@ -28,12 +28,18 @@ BiasShape bias_shape_of(const TensorLayout& l, std::int64_t m, std::int64_t n) {
 
 Epilog strip_bias(Epilog e) {
     switch (e) {
-    case Epilog::bias: return Epilog::none;
-    case Epilog::relu_bias: return Epilog::relu;
-    case Epilog::relu_aux_bias: return Epilog::relu_aux;
-    case Epilog::gelu_bias: return Epilog::gelu;
-    case Epilog::gelu_aux_bias: return Epilog::gelu_aux;
-    default: return e;
+        case Epilog::bias:
+            return Epilog::none;
+        case Epilog::relu_bias:
+            return Epilog::relu;
+        case Epilog::relu_aux_bias:
+            return Epilog::relu_aux;
+        case Epilog::gelu_bias:
+            return Epilog::gelu;
+        case Epilog::gelu_aux_bias:
+            return Epilog::gelu_aux;
+        default:
+            return e;
     }
 }
 
@@ -58,16 +64,17 @@ void gelu_aux_given(const TensorLayout& x, const TensorLayout& d, MatmulProblem&
     const std::int64_t r = std::int64_t(P.lt.d.rows), cdim = std::int64_t(P.lt.d.cols);
     const bool swap = P.lt.swap;
     if (x.dtype() != P.types.aux)
-        invalid(api, "aux: dtype {} given; the GELU aux of a {} result is {}", to_string(x.dtype()), to_string(P.types.d),
-                to_string(P.types.aux));
+        invalid(api, "aux: dtype {} given; the GELU aux of a {} result is {}", to_string(x.dtype()),
+                to_string(P.types.d), to_string(P.types.aux));
     bool same = x.rank() == d.rank();
     for (int i = 0; same && i < d.rank(); ++i) same = x.shape(i) == d.shape(i);
     if (!same) invalid(api, "aux: shape {} given; the GELU aux has d's shape {}", shape_text(x), shape_text(d));
     const Matrix xm = matrix_of(x);
     const auto x_lt = swap ? col_major(N, M, xm.cs, xm.rs) : col_major(M, N, xm.rs, xm.cs);
     if (!x_lt || x_lt->ld % 8 != 0 || x_lt->ld < r)
-        invalid(api, "aux: strides {} given; the GELU aux must be {}-major like d, with a leading dimension "
-                     "that is a multiple of 8 and >= {} (e.g. strides {})",
+        invalid(api,
+                "aux: strides {} given; the GELU aux must be {}-major like d, with a leading dimension "
+                "that is a multiple of 8 and >= {} (e.g. strides {})",
                 strides_text(x), swap ? "row" : "column", r, strides_text(P.inputs.aux_view));
     P.lt.aux_ld = x_lt->ld;
     P.lt.aux_batch_stride = batch_stride_of(x, P.shape.batch_dims, 2, "aux", api);
@@ -84,14 +91,16 @@ void relu_mask_given(const TensorLayout& x, MatmulProblem& P) {
     const std::int64_t min_bytes = (r + 7) / 8;
     const bool rank_ok = x.rank() == full.rank + 2 && x.shape(-2) == cdim && x.shape(-1) >= min_bytes;
     if (x.dtype() != DataType::i8 || !rank_ok || !batch_broadcasts(x, full, 2))
-        invalid(api, "aux: {} given; the ReLU bit mask of this product is i8 bytes of shape (..., {}, >= {}) "
-                     "(one column of {} bits per row of the {}), e.g. {}",
+        invalid(api,
+                "aux: {} given; the ReLU bit mask of this product is i8 bytes of shape (..., {}, >= {}) "
+                "(one column of {} bits per row of the {}), e.g. {}",
                 to_string(x), cdim, min_bytes, r, P.lt.swap ? "row-major d" : "column-major d's transpose",
                 to_string(P.inputs.aux_storage));
     const std::int64_t ldb = x.stride(-2);
     if ((x.shape(-1) > 1 && x.stride(-1) != 1) || ldb % 16 != 0 || ldb < x.shape(-1))
-        invalid(api, "aux: strides {} given; the ReLU bit mask needs unit stride along its last dimension "
-                     "and a row stride that is a multiple of 16 bytes",
+        invalid(api,
+                "aux: strides {} given; the ReLU bit mask needs unit stride along its last dimension "
+                "and a row stride that is a multiple of 16 bytes",
                 strides_text(x));
     P.lt.aux_ld = ldb * 8;
     const std::int64_t bs = batch_stride_of(x, full, 2, "aux", api);
@@ -160,8 +169,9 @@ void bias_grad_output(const MatmulSignature& sig, MatmulProblem& P) {
         vec_stride = g.stride(-1);
     }
     if (vec_rank == 0 || !batch_broadcasts(g, full, vec_rank))
-        invalid(api, "bias_grad: shape {} given; epilog {} with this d writes a gradient of length {} per "
-                     "product: shape {}",
+        invalid(api,
+                "bias_grad: shape {} given; epilog {} with this d writes a gradient of length {} per "
+                "product: shape {}",
                 shape_text(g), to_string(epilog), len, shape_text(in.bias_grad_storage));
     if (len > 1 && vec_stride != 1)
         invalid(api, "bias_grad: stride {} along its length; the bias gradient must be packed (stride 1)", vec_stride);
@@ -193,8 +203,9 @@ BiasInput bias_stage(const MatmulSignature& sig, const TensorLayout& d, const Pr
         invalid(api, "bias: rank 0; a bias has shape (N,), (1, N), (M, 1) or (M, N) (M = {}, N = {})", M, N);
     bias.shape = bias_shape_of(l, M, N);
     if (!bias.shape.per_col && !bias.shape.per_row && !bias.shape.full)
-        invalid(api, "bias: shape {} does not broadcast against d (..., {}, {}) as a per-column (N,) or (1, N), "
-                     "per-row (M, 1) or full (M, N) bias",
+        invalid(api,
+                "bias: shape {} does not broadcast against d (..., {}, {}) as a per-column (N,) or (1, N), "
+                "per-row (M, 1) or full (M, N) bias",
                 shape_text(l), M, N);
     // A full bias is C, so it has C's type.
     const DataType want = bias.shape.full ? types.c : types.bias;

@@ -10,9 +10,9 @@ namespace gpumath::detail {
 
 /// How a bias of some shape broadcasts against D.
 struct BiasShape {
-    bool per_col = false;  // (N,) / (1, N): one value per column of D
-    bool per_row = false;  // (M, 1): one value per row
-    bool full = false;     // (M, N)
+    bool per_col = false;                       // (N,) / (1, N): one value per column of D
+    bool per_row = false;                       // (M, 1): one value per row
+    bool full = false;                          // (M, N)
     std::int64_t p = 1, q = 1, ps = 0, qs = 0;  // trailing extents and strides (rank 1 padded to (1, N))
 };
 

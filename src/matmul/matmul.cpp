@@ -62,11 +62,12 @@ public:
     }
 
     /// execute() after check_call.
-    MatmulOutputs execute_checked(const TensorView& a, const TensorView& b, const TensorView& d,
-                                  const MatmulArgs& args, core::StreamRef stream) {
+    MatmulOutputs execute_checked(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                                  core::StreamRef stream) {
         const MatmulCall call = call_of(a, b, &d, args);
         MatmulPlan* p = fast_.load(std::memory_order_acquire);
-        if (p != nullptr && plan_serves(p->call(), call)) return run_plan(*p, a, b, d, args, stream, matmul_current_device());
+        if (p != nullptr && plan_serves(p->call(), call))
+            return run_plan(*p, a, b, d, args, stream, matmul_current_device());
         int device = -1;  // asked for only after the operands passed validation
         const std::shared_ptr<MatmulPlan> plan = slow_plan(call, device);
         if (device < 0) device = matmul_current_device();
@@ -93,13 +94,15 @@ public:
     const std::vector<AlgorithmInfo>& autotune(const TensorView& a, const TensorView& b, const TensorView& d,
                                                const MatmulArgs& args, core::StreamRef stream, int iterations) {
         if (iterations < 1)
-            throw_invalid(fmt::format("iterations: {} given; autotune needs at least 1", iterations), "Matmul::autotune");
+            throw_invalid(fmt::format("iterations: {} given; autotune needs at least 1", iterations),
+                          "Matmul::autotune");
         check_call(a, b, &d, args, "Matmul::autotune");
         const MatmulSignature sig = MatmulSignature::of(call_of(a, b, &d, args));
         check_operands(sig, "Matmul::autotune");
         MatmulProblem problem = analyze(sig, options_, "Matmul::autotune");
-        reject_capture(stream, "Matmul::autotune",
-                       "autotune times candidates and synchronizes: autotune before the capture, then capture execute()");
+        reject_capture(
+            stream, "Matmul::autotune",
+            "autotune times candidates and synchronizes: autotune before the capture, then capture execute()");
         std::lock_guard lock(mutex_);
         const int device = matmul_current_device();
         auto plan = std::make_shared<MatmulPlan>(std::move(problem), options_, device, preferences_.max_algorithms);
@@ -109,7 +112,8 @@ public:
     }
 
     void save_tuning(const std::string& path) const {
-        if (!primary_) throw_invalid("not planned yet; nothing to save (call autotune() or plan() first)", "Matmul::save_tuning");
+        if (!primary_)
+            throw_invalid("not planned yet; nothing to save (call autotune() or plan() first)", "Matmul::save_tuning");
         save_tuning_entry(path, *primary_);
     }
 
@@ -149,10 +153,10 @@ private:
                                       to_string(sig.b), to_string(b_)),
                           api);
         if (sig.c.has_value() != c_.has_value())
-            throw_invalid(c_ ? fmt::format("c: this Matmul was built with a c layout ({}); pass MatmulArgs::c",
-                                           to_string(*c_))
-                             : std::string("c: this Matmul was built without c; build it with a c layout to pass one"),
-                          api);
+            throw_invalid(
+                c_ ? fmt::format("c: this Matmul was built with a c layout ({}); pass MatmulArgs::c", to_string(*c_))
+                   : std::string("c: this Matmul was built without c; build it with a c layout to pass one"),
+                api);
         if (c_ && !(*sig.c == *c_))
             throw_invalid(fmt::format("c: layout {} differs from the layout this Matmul was built for ({})",
                                       to_string(*sig.c), to_string(*c_)),
@@ -288,7 +292,9 @@ const TensorLayout& Matmul::result_layout() const noexcept {
     const detail::MatmulProblem* p = base_or_null(state_);
     return p ? *p->signature.d : none;
 }
-ComputeType Matmul::compute_type() const noexcept { return state_ ? state_->base().types.compute : ComputeType::automatic; }
+ComputeType Matmul::compute_type() const noexcept {
+    return state_ ? state_->base().types.compute : ComputeType::automatic;
+}
 const MatmulOptions& Matmul::options() const noexcept {
     static const MatmulOptions none;
     return state_ ? state_->options() : none;

@@ -23,45 +23,45 @@ enum PointerSlot : int { ptr_bias, ptr_aux, ptr_scale_a, ptr_scale_b, ptr_scale_
 
 /// A stand-in pointer with a given alignment, for heuristics that read pointer values only to
 /// infer alignment (cuBLASLt's documented behaviour for bias and aux pointers).
-const void* fake_pointer(std::uint16_t alignment) {
-    return reinterpret_cast<const void*>(std::uintptr_t(alignment));
-}
+const void* fake_pointer(std::uint16_t alignment) { return reinterpret_cast<const void*>(std::uintptr_t(alignment)); }
 
 void encode_scalar(const Scalar& s, cudaDataType_t type, unsigned char* out) {
     switch (type) {
-    case CUDA_R_16F: {
-        const __half h = __float2half(static_cast<float>(s.real));
-        std::memcpy(out, &h, sizeof h);
-        break;
-    }
-    case CUDA_R_64F: std::memcpy(out, &s.real, sizeof(double)); break;
-    case CUDA_C_32F: {
-        const float v[2] = {static_cast<float>(s.real), static_cast<float>(s.imag)};
-        std::memcpy(out, v, sizeof v);
-        break;
-    }
-    case CUDA_C_64F: {
-        const double v[2] = {s.real, s.imag};
-        std::memcpy(out, v, sizeof v);
-        break;
-    }
-    case CUDA_R_32I: {
-        const auto v = static_cast<std::int32_t>(s.real);
-        std::memcpy(out, &v, sizeof v);
-        break;
-    }
-    default: {
-        const auto v = static_cast<float>(s.real);
-        std::memcpy(out, &v, sizeof v);
-        break;
-    }
+        case CUDA_R_16F: {
+            const __half h = __float2half(static_cast<float>(s.real));
+            std::memcpy(out, &h, sizeof h);
+            break;
+        }
+        case CUDA_R_64F:
+            std::memcpy(out, &s.real, sizeof(double));
+            break;
+        case CUDA_C_32F: {
+            const float v[2] = {static_cast<float>(s.real), static_cast<float>(s.imag)};
+            std::memcpy(out, v, sizeof v);
+            break;
+        }
+        case CUDA_C_64F: {
+            const double v[2] = {s.real, s.imag};
+            std::memcpy(out, v, sizeof v);
+            break;
+        }
+        case CUDA_R_32I: {
+            const auto v = static_cast<std::int32_t>(s.real);
+            std::memcpy(out, &v, sizeof v);
+            break;
+        }
+        default: {
+            const auto v = static_cast<float>(s.real);
+            std::memcpy(out, &v, sizeof v);
+            break;
+        }
     }
 }
 
 template <class T>
 void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value, const char* what) {
-    check_cublas(int(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value)), "cublasLtMatmulDescSetAttribute",
-                 what);
+    check_cublas(int(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value)),
+                 "cublasLtMatmulDescSetAttribute", what);
 }
 
 template <class T>
@@ -93,7 +93,9 @@ AlgorithmInfo algorithm_info(const cublasLtMatmulHeuristicResult_t& r) {
 }
 
 MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int device, int max_algorithms)
-    : problem_(std::move(problem)), device_(device), workspace_limit_(options.workspace_limit),
+    : problem_(std::move(problem)),
+      device_(device),
+      workspace_limit_(options.workspace_limit),
       resource_(options.memory_resource) {
     call_ = problem_.signature.call();
     key_ = make_key(call_, options, -1);
@@ -101,16 +103,18 @@ MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int 
     const DeviceIdentity& id = device_identity(device_);
     if (P.types.fp8) {
         if (id.cc_major * 10 + id.cc_minor < 89)
-            throw_not_supported(fmt::format("a, b: FP8 products need compute capability >= 8.9; device {} ({}) is {}.{}",
-                                            device_, id.name, id.cc_major, id.cc_minor),
-                                P.api);
+            throw_not_supported(
+                fmt::format("a, b: FP8 products need compute capability >= 8.9; device {} ({}) is {}.{}", device_,
+                            id.name, id.cc_major, id.cc_minor),
+                P.api);
         // Datacenter Blackwell (10.x) takes every layout; Ada, Hopper and GeForce Blackwell need "TN".
         if (id.cc_major != 10 && !(P.lt.op_a == CUBLAS_OP_T && P.lt.op_b == CUBLAS_OP_N))
             throw_not_supported(
                 fmt::format("a, b: FP8 on compute capability {}.{} needs K contiguous in both inputs (cuBLASLt's TN "
                             "rule): a row-major (unit stride along K) and b column-major (unit stride along K); a has "
                             "strides {}, b has strides {}",
-                            id.cc_major, id.cc_minor, to_string(P.signature.a.strides()), to_string(P.signature.b.strides())),
+                            id.cc_major, id.cc_minor, to_string(P.signature.a.strides()),
+                            to_string(P.signature.b.strides())),
                 P.api);
     }
     workspace_ = stream_workspace(device_, resource_);
@@ -145,8 +149,12 @@ void MatmulPlan::create_descriptors() {
         set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, std::uint32_t(P.lt.epilog), "setting the epilogue");
     const bool batched = P.shape.batch > 1;
     if (P.inputs.bias_vector) {
-        if (P.types.fp8) set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, std::int32_t(to_cuda(P.types.bias)), "setting the bias type");
-        if (batched) set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, P.lt.bias_batch_stride, "setting the bias batch stride");
+        if (P.types.fp8)
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, std::int32_t(to_cuda(P.types.bias)),
+                     "setting the bias type");
+        if (batched)
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, P.lt.bias_batch_stride,
+                     "setting the bias batch stride");
         current_[ptr_bias] = fake_pointer(P.signature.align[slot_bias]);
         has_pointer_attributes_ = true;
     }
@@ -162,13 +170,15 @@ void MatmulPlan::create_descriptors() {
     if (P.inputs.aux != AuxKind::none) {
         set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, P.lt.aux_ld, "setting the aux leading dimension");
         if (batched)
-            set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, P.lt.aux_batch_stride, "setting the aux batch stride");
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, P.lt.aux_batch_stride,
+                     "setting the aux batch stride");
         current_[ptr_aux] = fake_pointer(P.signature.align[slot_aux]);
         set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, current_[ptr_aux], "setting the aux pointer");
         has_pointer_attributes_ = true;
     }
     if (P.types.fp8) {
-        if (P.types.fast_accumulation) set_desc(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t(1), "setting FAST_ACCUM");
+        if (P.types.fast_accumulation)
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t(1), "setting FAST_ACCUM");
         // Scales are per user operand; with the swap cuBLASLt's A is the user's B.
         const std::uint8_t lt_a_bit = P.lt.swap ? scale_b : scale_a, lt_b_bit = P.lt.swap ? scale_a : scale_b;
         const struct {
@@ -195,7 +205,8 @@ void MatmulPlan::create_descriptors() {
                      [&] { return fmt::format("creating a {}x{} layout with ld {}", m.rows, m.cols, m.ld); });
         if (batched) {
             const auto count = static_cast<std::int32_t>(P.shape.batch);
-            const cublasStatus_t s1 = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+            const cublasStatus_t s1 =
+                cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
             const cublasStatus_t s2 = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                                                        &m.batch_stride, sizeof m.batch_stride);
             if (s1 != CUBLAS_STATUS_SUCCESS || s2 != CUBLAS_STATUS_SUCCESS) {
@@ -227,8 +238,9 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
                      "cublasLtMatmulPreferenceSetAttribute", "setting a heuristic preference");
     };
     set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t(workspace_limit_));
-    const std::uint16_t c_align = P.lt.has_c ? P.signature.align[P.inputs.c_from_bias ? slot_bias : slot_c]
-                                          : (P.types.c == P.types.d ? P.signature.align[slot_d] : std::uint16_t(256));
+    const std::uint16_t c_align = P.lt.has_c
+                                      ? P.signature.align[P.inputs.c_from_bias ? slot_bias : slot_c]
+                                      : (P.types.c == P.types.d ? P.signature.align[slot_d] : std::uint16_t(256));
     set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, std::uint32_t(P.signature.align[P.lt.swap ? slot_b : slot_a]));
     set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, std::uint32_t(P.signature.align[P.lt.swap ? slot_a : slot_b]));
     set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, std::uint32_t(c_align));
@@ -246,8 +258,9 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
     if (results_.empty()) {
         const char* hint = "";
         if (P.inputs.epilog == Epilog::bgrada)
-            hint = " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgrada may need a "
-                   "column-major a)";
+            hint =
+                " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgrada may need a "
+                "column-major a)";
         else if (P.inputs.epilog == Epilog::bgradb)
             hint =
                 " (cuBLASLt reduces for bias gradients along the unit-stride dimension: bgradb may need a "
@@ -255,9 +268,10 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
         throw_not_supported(
             fmt::format("cuBLASLt has no algorithm for this product on device {} ({}), workspace limit {} bytes, "
                         "pointer alignments a {} b {} c {} d {} bias {} aux {} scales {} (bytes){}: {}",
-                        device_, device_identity(device_).name, workspace_limit_, P.signature.align[slot_a], P.signature.align[slot_b],
-                        P.signature.align[slot_c], P.signature.align[slot_d], P.signature.align[slot_bias], P.signature.align[slot_aux],
-                        P.signature.align[slot_scales], hint, P.describe()),
+                        device_, device_identity(device_).name, workspace_limit_, P.signature.align[slot_a],
+                        P.signature.align[slot_b], P.signature.align[slot_c], P.signature.align[slot_d],
+                        P.signature.align[slot_bias], P.signature.align[slot_aux], P.signature.align[slot_scales], hint,
+                        P.describe()),
             "cublasLtMatmulAlgoGetHeuristic");
     }
     infos_.reserve(results_.size());
@@ -265,7 +279,8 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
     selected_ = 0;
     if (log_enabled(LogLevel::debug)) {
         const AlgorithmInfo& a = infos_.front();
-        detail::log(LogLevel::debug,
+        detail::log(
+            LogLevel::debug,
             "matmul plan: algorithm {} tile {} stages {} split-k {} cluster {} workspace {} B ({} candidates) for {}",
             a.id, a.tile, a.stages, a.split_k, a.cluster_shape, a.workspace_bytes, infos_.size(), P.describe());
     }
@@ -273,8 +288,8 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
 
 void MatmulPlan::select(std::size_t index) {
     if (index >= results_.size())
-        throw_invalid(fmt::format("index: {} given; the plan has {} candidate algorithms (0..{})", index, results_.size(),
-                                  results_.size() - 1),
+        throw_invalid(fmt::format("index: {} given; the plan has {} candidate algorithms (0..{})", index,
+                                  results_.size(), results_.size() - 1),
                       "Matmul::select_algorithm");
     selected_ = index;
 }
@@ -316,8 +331,8 @@ bool MatmulPlan::adopt(const cublasLtMatmulAlgo_t& algo) {
 
 void MatmulPlan::set_pointer(cublasLtMatmulDescAttributes_t attr, int slot, const void* value) {
     if (current_[std::size_t(slot)] == value) return;
-    check_cublas(int(cublasLtMatmulDescSetAttribute(desc_, attr, &value, sizeof value)), "cublasLtMatmulDescSetAttribute",
-                 "setting an epilog or scale pointer");
+    check_cublas(int(cublasLtMatmulDescSetAttribute(desc_, attr, &value, sizeof value)),
+                 "cublasLtMatmulDescSetAttribute", "setting an epilog or scale pointer");
     current_[std::size_t(slot)] = value;
 }
 
@@ -386,11 +401,11 @@ MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, con
     if (P.inputs.bias_vector) p.bias = args.bias->data();
     auto check_allocated = [&](const void* ptr, int slot) {
         if (alignment_class(ptr) < plan.key().align[std::size_t(slot)])
-            throw_not_supported(fmt::format("{}: the memory resource returned a {}-byte aligned block; gpumath plans "
-                                            "its outputs for {} bytes",
-                                            slot_names[std::size_t(slot)], alignment_class(ptr),
-                                            plan.key().align[std::size_t(slot)]),
-                                P.api);
+            throw_not_supported(
+                fmt::format("{}: the memory resource returned a {}-byte aligned block; gpumath plans "
+                            "its outputs for {} bytes",
+                            slot_names[std::size_t(slot)], alignment_class(ptr), plan.key().align[std::size_t(slot)]),
+                P.api);
     };
     if (P.inputs.aux != AuxKind::none) {
         if (args.aux) {

@@ -74,9 +74,10 @@ TensorLayout allocated_result_layout(const TensorLayout& a, const TensorLayout& 
         d = *analyze(sig, options, api).signature.d;  // throws the precise error
     }
     if (!(d == TensorLayout(d.dtype(), d.shape())))
-        invalid(api, "c: strides {} make d column-major (cuBLASLt reads c and writes d along one unit-stride "
-                     "dimension), and the allocating calls return a row-major Tensor; pass a d view laid out as {} "
-                     "(Matmul::result_layout())",
+        invalid(api,
+                "c: strides {} make d column-major (cuBLASLt reads c and writes d along one unit-stride "
+                "dimension), and the allocating calls return a row-major Tensor; pass a d view laid out as {} "
+                "(Matmul::result_layout())",
                 strides_text(*c), to_string(d));
     return d;
 }

@@ -80,8 +80,9 @@ std::int64_t batch_stride_of(const TensorLayout& l, const BatchShape& full, int 
                              const char* api) {
     const auto s = single_batch_stride(l, full, matrix_rank);
     if (!s)
-        unsupported(api, "{}: batch strides of {} over batch shape {} cannot be expressed as one strided batch "
-                         "(cuBLASLt's BATCH_COUNT + STRIDED_BATCH_OFFSET); make {}'s batch dimensions contiguous",
+        unsupported(api,
+                    "{}: batch strides of {} over batch shape {} cannot be expressed as one strided batch "
+                    "(cuBLASLt's BATCH_COUNT + STRIDED_BATCH_OFFSET); make {}'s batch dimensions contiguous",
                     name, to_string(l), to_string(full.span()), name);
     return *s;
 }
@@ -109,7 +110,8 @@ TensorLayout strided(DataType t, const BatchShape& batch, std::int64_t rows, std
     strides[r++] = rs;
     shape[r] = cols;
     strides[r++] = cs;
-    return TensorLayout(t, std::span<const std::int64_t>(shape.data(), r), std::span<const std::int64_t>(strides.data(), r));
+    return TensorLayout(t, std::span<const std::int64_t>(shape.data(), r),
+                        std::span<const std::int64_t>(strides.data(), r));
 }
 
 std::optional<BatchShape> broadcast_batch(const TensorLayout& a, const TensorLayout& b, BatchClash* clash) {
@@ -132,7 +134,8 @@ TensorLayout default_result_layout(DataType t, const BatchShape& batch, std::int
                                    const TensorLayout* c) {
     if (c != nullptr && c->rank() >= 2 && c->shape(-2) == m && c->shape(-1) == n) {
         const Matrix cm = matrix_of(*c);
-        if (!col_major(n, m, cm.cs, cm.rs) && col_major(m, n, cm.rs, cm.cs)) return strided(t, batch, m, n, 1, m, m * n);
+        if (!col_major(n, m, cm.cs, cm.rs) && col_major(m, n, cm.rs, cm.cs))
+            return strided(t, batch, m, n, 1, m, m * n);
     }
     return dense(t, batch, m, n);
 }
@@ -147,8 +150,8 @@ ProblemShape shape_stage(const TensorLayout& a, const TensorLayout& b, const cha
     s.k = a.shape(-1);
     s.n = b.shape(-1);
     if (b.shape(-2) != s.k)
-        invalid(api, "b: shape {} does not match a {}: a has K = {} columns, b has {} rows", shape_text(b), shape_text(a),
-                s.k, b.shape(-2));
+        invalid(api, "b: shape {} does not match a {}: a has K = {} columns, b has {} rows", shape_text(b),
+                shape_text(a), s.k, b.shape(-2));
     if (a.size() == 0) invalid(api, "a: shape {} is empty; gpumath does not run empty products", shape_text(a));
     if (b.size() == 0) invalid(api, "b: shape {} is empty; gpumath does not run empty products", shape_text(b));
     BatchClash clash;
@@ -173,10 +176,11 @@ TensorLayout result_stage(const MatmulSignature& sig, const ProblemShape& shape,
         bool same = d.rank() == full.rank + 2 && d.shape(-2) == M && d.shape(-1) == N;
         for (int i = 0; same && i < full.rank; ++i) same = d.shape(i) == full.dims[std::size_t(i)];
         if (!same)
-            invalid(api, "d: shape {} given; the product of a {} and b {} has shape {}", shape_text(d), shape_text(sig.a),
-                    shape_text(sig.b), shape_text(dense(types.d, full, M, N)));
+            invalid(api, "d: shape {} given; the product of a {} and b {} has shape {}", shape_text(d),
+                    shape_text(sig.a), shape_text(sig.b), shape_text(dense(types.d, full, M, N)));
         if (has_broadcast_stride(d))
-            invalid(api, "d: strides {} repeat elements (a stride of 0); an output must not broadcast", strides_text(d));
+            invalid(api, "d: strides {} repeat elements (a stride of 0); an output must not broadcast",
+                    strides_text(d));
     } else {
         d = default_result_layout(types.d, full, M, N, sig.c ? &*sig.c : nullptr);
     }

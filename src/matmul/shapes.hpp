@@ -63,7 +63,7 @@ struct BatchClash {
 [[nodiscard]] ProblemShape shape_stage(const TensorLayout& a, const TensorLayout& b, const char* api);
 
 /// Stage: D (the given one checked, or the default) and the user's c against it. Returns D.
-[[nodiscard]] TensorLayout result_stage(const MatmulSignature& sig, const ProblemShape& shape, const ProblemTypes& types,
-                                        const char* api);
+[[nodiscard]] TensorLayout result_stage(const MatmulSignature& sig, const ProblemShape& shape,
+                                        const ProblemTypes& types, const char* api);
 
 }  // namespace gpumath::detail

@@ -46,8 +46,8 @@ MatmulOutputs matmul_on(const TensorView& a, const TensorView& b, const TensorVi
     bool created = false;
     const std::shared_ptr<detail::MatmulPlan> plan = detail::plan_cache().get_or_create(key, [&] {
         created = true;
-        return std::make_shared<detail::MatmulPlan>(
-            detail::analyze(detail::MatmulSignature::of(call), options, api), options, device, 1);
+        return std::make_shared<detail::MatmulPlan>(detail::analyze(detail::MatmulSignature::of(call), options, api),
+                                                    options, device, 1);
     });
     if (log_enabled(LogLevel::debug))
         detail::log(LogLevel::debug, "matmul plan cache {}: M={} N={} K={} epilog {} algorithm {}",
@@ -82,7 +82,8 @@ MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& 
     sig.d = layout;
     (void)detail::analyze(sig, options, api);
     const int device = detail::matmul_current_device();
-    detail::reject_capture(stream, api, "gpumath allocates no results during a capture: pass d (the form with a d view)");
+    detail::reject_capture(stream, api,
+                           "gpumath allocates no results during a capture: pass d (the form with a d view)");
     MatmulResult r;
     r.d = Tensor::empty(layout, stream, options.memory_resource);
     static_cast<MatmulOutputs&>(r) = matmul_on(a, b, r.d.view(), args, options, stream, device, api);

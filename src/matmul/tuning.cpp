@@ -165,13 +165,13 @@ void autotune_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, c
         order.insert(order.begin(), std::size_t(0));
     }
     plan.reorder(order);
-    for (std::size_t i = 0; i < n; ++i)
-        plan.set_time(i, std::isfinite(times[order[i]]) ? times[order[i]] : -1.0);
+    for (std::size_t i = 0; i < n; ++i) plan.set_time(i, std::isfinite(times[order[i]]) ? times[order[i]] : -1.0);
     if (log_enabled(LogLevel::debug)) {
         for (std::size_t i = 0; i < n; ++i) {
             const AlgorithmInfo& info = plan.infos()[i];
-            detail::log(LogLevel::debug, "matmul autotune: #{} algorithm {} tile {} stages {} split-k {} workspace {} B: {:.4f} ms{}",
-                        i, info.id, info.tile, info.stages, info.split_k, info.workspace_bytes, info.time_ms,
+            detail::log(LogLevel::debug,
+                        "matmul autotune: #{} algorithm {} tile {} stages {} split-k {} workspace {} B: {:.4f} ms{}", i,
+                        info.id, info.tile, info.stages, info.split_k, info.workspace_bytes, info.time_ms,
                         info.time_ms < 0 ? " (failed)" : "");
         }
     }
@@ -223,7 +223,8 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
         if (!out) throw Error(fmt::format("Matmul::save_tuning: cannot write {}", tmp), errno, "Matmul::save_tuning");
         out << file_header << '\n';
         for (const auto& l : lines) out << l << '\n';
-        if (!out.flush()) throw Error(fmt::format("Matmul::save_tuning: writing {} failed", tmp), errno, "Matmul::save_tuning");
+        if (!out.flush())
+            throw Error(fmt::format("Matmul::save_tuning: writing {} failed", tmp), errno, "Matmul::save_tuning");
     }
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
@@ -257,8 +258,9 @@ std::vector<TuningEntry> read_tuning_entries(const std::string& path, const char
         }
         entries.push_back(e);
     }
-    detail::log(LogLevel::debug, "matmul tuning file {}: {} entries for this GPU and cuBLASLt {}, {} stale, {} malformed",
-                path, entries.size(), version, stale, malformed);
+    detail::log(LogLevel::debug,
+                "matmul tuning file {}: {} entries for this GPU and cuBLASLt {}, {} stale, {} malformed", path,
+                entries.size(), version, stale, malformed);
     return entries;
 }
 

@@ -14,7 +14,8 @@ struct ResultList {
     std::array<DataType, 5> types{};
     std::size_t count = 0;
     [[nodiscard]] bool contains(DataType t) const {
-        return std::find(types.begin(), types.begin() + std::ptrdiff_t(count), t) != types.begin() + std::ptrdiff_t(count);
+        return std::find(types.begin(), types.begin() + std::ptrdiff_t(count), t) !=
+               types.begin() + std::ptrdiff_t(count);
     }
 };
 
@@ -62,7 +63,8 @@ void check_inputs(DataType at, DataType bt, const char* api) {
 std::span<const TypeRule> type_rules(DataType input) noexcept {
     const auto* first = std::find_if(std::begin(type_table::rows), std::end(type_table::rows),
                                      [&](const TypeRule& r) { return r.input == input; });
-    const auto* last = std::find_if(first, std::end(type_table::rows), [&](const TypeRule& r) { return r.input != input; });
+    const auto* last =
+        std::find_if(first, std::end(type_table::rows), [&](const TypeRule& r) { return r.input != input; });
     return {first, last};
 }
 
@@ -115,7 +117,8 @@ ProblemTypes types_stage(const MatmulSignature& sig, const MatmulOptions& option
         if (sig.c) t.c = sig.c->dtype();
         else if (sig.bias) t.c = sig.bias->dtype();
         if (t.c != DataType::bf16 && t.c != DataType::f16)
-            invalid(api, "{}: dtype {} with an FP8 result; C and bias of FP8 products with an {} result are bf16 or f16",
+            invalid(api,
+                    "{}: dtype {} with an FP8 result; C and bias of FP8 products with an {} result are bf16 or f16",
                     sig.c ? "c" : "bias", to_string(t.c), to_string(t.d));
     }
     t.bias = t.fp8 ? (t.d == DataType::f16 ? DataType::f16 : (is_fp8(t.d) ? t.c : DataType::bf16)) : t.d;

@@ -37,7 +37,8 @@ std::vector<float> reference_product(const std::vector<float>& a, const std::vec
     for (std::int64_t i = 0; i < M; ++i)
         for (std::int64_t j = 0; j < N; ++j) {
             double s = 0;
-            for (std::int64_t k = 0; k < K; ++k) s += double(a[std::size_t(i * K + k)]) * double(b[std::size_t(k * N + j)]);
+            for (std::int64_t k = 0; k < K; ++k)
+                s += double(a[std::size_t(i * K + k)]) * double(b[std::size_t(k * N + j)]);
             d[std::size_t(i * N + j)] = float(s);
         }
     return d;
@@ -103,8 +104,10 @@ TEST(CaptureGpu, EveryEntryPointReplaysItsEagerResultBitwise) {
     core::Stream stream;
     Tensor a = Tensor::from_host(h.a, {M, K}, stream), b = Tensor::from_host(h.b, {K, N}, stream);
     Tensor x = Tensor::from_host(h.x, {fft_batch, fft_n}, stream);
-    Tensor d_eager = Tensor::empty(DataType::f32, {M, N}, stream), d_graph = Tensor::empty(DataType::f32, {M, N}, stream);
-    Tensor d2_eager = Tensor::empty(DataType::f32, {M, N}, stream), d2_graph = Tensor::empty(DataType::f32, {M, N}, stream);
+    Tensor d_eager = Tensor::empty(DataType::f32, {M, N}, stream),
+           d_graph = Tensor::empty(DataType::f32, {M, N}, stream);
+    Tensor d2_eager = Tensor::empty(DataType::f32, {M, N}, stream),
+           d2_graph = Tensor::empty(DataType::f32, {M, N}, stream);
     Tensor y_eager = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
     Tensor y_graph = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
     Tensor z_eager = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
@@ -212,7 +215,8 @@ TEST(CaptureGpu, ThousandCaptureCyclesDoNotGrowDeviceMemory) {
     core::Stream stream;
     Tensor a = Tensor::from_host(h.a, {M, K}, stream), b = Tensor::from_host(h.b, {K, N}, stream);
     Tensor x = Tensor::from_host(h.x, {fft_batch, fft_n}, stream);
-    Tensor d = Tensor::empty(DataType::f32, {M, N}, stream), y = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
+    Tensor d = Tensor::empty(DataType::f32, {M, N}, stream),
+           y = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
     Matmul mm(a.view(), b.view());
     FFT plan(x.view());
     plan.plan();
@@ -247,7 +251,8 @@ TEST(CaptureGpu, WhatCannotRunInACaptureSaysSoAndLeavesTheCaptureIntact) {
     core::Stream stream;
     Tensor a = Tensor::from_host(h.a, {M, K}, stream), b = Tensor::from_host(h.b, {K, N}, stream);
     Tensor x = Tensor::from_host(h.x, {fft_batch, fft_n}, stream);
-    Tensor d = Tensor::empty(DataType::f32, {M, N}, stream), y = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
+    Tensor d = Tensor::empty(DataType::f32, {M, N}, stream),
+           y = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
     stream.synchronize();
     Matmul mm(a.view(), b.view());
     FFT unplanned(x.view());
@@ -256,12 +261,13 @@ TEST(CaptureGpu, WhatCannotRunInACaptureSaysSoAndLeavesTheCaptureIntact) {
                                            {"Matmul::autotune", "capturing", "before the capture"});
         expect_throw_with<InvalidArgument>([&] { (void)mm.execute(a.view(), b.view(), {}, s); },
                                            {"capturing", "pass d"});
-        expect_throw_with<InvalidArgument>([&] { (void)matmul(a.view(), b.view(), {}, {}, s); }, {"capturing", "pass d"});
+        expect_throw_with<InvalidArgument>([&] { (void)matmul(a.view(), b.view(), {}, {}, s); },
+                                           {"capturing", "pass d"});
         // Bad input is reported as such first, before the capture is even looked at.
         expect_throw_with<InvalidArgument>([&] { (void)matmul(a.view(), b.view(), {}, {.epilog = Epilog::bias}, s); },
                                            {"bias"});
-        expect_throw_with<InvalidArgument>(
-            [&] { (void)mm.execute(a.view(), b.view(), {.bias = a.view()}, s); }, {"bias"});
+        expect_throw_with<InvalidArgument>([&] { (void)mm.execute(a.view(), b.view(), {.bias = a.view()}, s); },
+                                           {"bias"});
         expect_throw_with<InvalidArgument>([&] { unplanned.execute(x.view(), y.view(), Direction::forward, s); },
                                            {"capturing", "plan"});
         expect_throw_with<InvalidArgument>([&] { (void)gpumath::fft(x.view(), {}, s); }, {"capturing"});

@@ -21,10 +21,10 @@ namespace gpumath::test {
 inline bool has_gpu() { return core::Device::count() > 0; }
 
 /// Skips the current test with a visible reason when there is no GPU.
-#define GPUMATH_REQUIRE_GPU()                                                                  \
-    do {                                                                                       \
-        if (!::gpumath::test::has_gpu())                                                       \
-            GTEST_SKIP() << "no CUDA driver/device on this machine: this test needs a GPU";    \
+#define GPUMATH_REQUIRE_GPU()                                                               \
+    do {                                                                                    \
+        if (!::gpumath::test::has_gpu())                                                    \
+            GTEST_SKIP() << "no CUDA driver/device on this machine: this test needs a GPU"; \
     } while (0)
 
 /// A generator seeded from the test's name: fresh per test, reproducible per run.
@@ -73,7 +73,8 @@ void expect_throw_with(F&& f, std::initializer_list<std::string> needles) {
         ADD_FAILURE() << "expected an exception, none was thrown";
     } catch (const E& e) {
         const std::string what = e.what();
-        for (const auto& n : needles) EXPECT_NE(what.find(n), std::string::npos) << "message: " << what << "\nmissing: " << n;
+        for (const auto& n : needles)
+            EXPECT_NE(what.find(n), std::string::npos) << "message: " << what << "\nmissing: " << n;
     } catch (const std::exception& e) {
         ADD_FAILURE() << "wrong exception type; message: " << e.what();
     }

@@ -110,7 +110,8 @@ TEST(Checksum, DetectsEveryFlippedByte) {
 TEST(CacheDirectory, EnvironmentRules) {
     using detail::jit_cache_directory;
     EXPECT_EQ(jit_cache_directory("/tmp/c", "/xdg", "/home/u"), fs::path("/tmp/c/jit"));
-    for (const char* off : {"off", "OFF", "0", "none", "false"}) EXPECT_TRUE(jit_cache_directory(off, "/xdg", "/home/u").empty());
+    for (const char* off : {"off", "OFF", "0", "none", "false"})
+        EXPECT_TRUE(jit_cache_directory(off, "/xdg", "/home/u").empty());
     EXPECT_EQ(jit_cache_directory(nullptr, "/xdg", "/home/u"), fs::path("/xdg/gpumath/jit"));
     EXPECT_EQ(jit_cache_directory("", "", "/home/u"), fs::path("/home/u/.cache/gpumath/jit"));
     EXPECT_TRUE(jit_cache_directory(nullptr, nullptr, nullptr).empty());
@@ -176,9 +177,7 @@ TEST_F(CompileCache, KeyCoversEverythingThatChangesTheOutput) {
 TEST_F(CompileCache, FilesIncludedFromIncludeDirsAreKeyedByContents) {
     const fs::path inc = dir_.path() / "inc";
     fs::create_directories(inc / "sub");
-    const auto write = [&](const fs::path& p, const std::string& text) {
-        std::ofstream(p) << text;
-    };
+    const auto write = [&](const fs::path& p, const std::string& text) { std::ofstream(p) << text; };
     write(inc / "top.h", "#include \"sub/value.h\"\n");
     write(inc / "sub" / "value.h", "constexpr int value = 11;\n");
     const std::string src = "// " + test::unique_token() +
@@ -249,7 +248,8 @@ TEST_F(CompileCache, CorruptOrTruncatedEntriesAreIgnoredAndRewritten) {
 
     const std::vector<std::pair<std::string, std::string>> damages = {
         {"truncated", original.substr(0, original.size() / 2)},
-        {"flipped byte", [&] {
+        {"flipped byte",
+         [&] {
              std::string s = original;
              s[s.size() - 10] = char(s[s.size() - 10] ^ 0x20);
              return s;
@@ -395,7 +395,8 @@ TEST_F(CompileCache, NonRegularFilesAtAnEntryPathAreRejectedNotOpened) {
     const std::vector<Case> cases = {
         {"FIFO", [&] { ASSERT_EQ(::mkfifo(entry.c_str(), 0600), 0); }},
         {"symbolic link to a FIFO", [&] { fs::create_symlink(outside_fifo, entry); }},
-        {"symbolic link to a valid entry", [&] {
+        {"symbolic link to a valid entry",
+         [&] {
              const fs::path copy = elsewhere.path() / "copy.jit";
              std::ofstream(copy, std::ios::binary) << original;
              fs::create_symlink(copy, entry);

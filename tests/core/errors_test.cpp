@@ -91,8 +91,9 @@ TEST(Errors, NvrtcAndNvJitLinkStatusesGoThroughTheSameCheck) {
         detail::check_nvrtc(6, "nvrtcCompileProgram", context, log);
         FAIL() << "no throw";
     } catch (const CompileError& e) {
-        EXPECT_STREQ(e.what(), "nvrtcCompileProgram: NVRTC_ERROR_COMPILATION (6): compiling 'k'\n"
-                               "k.cu(1): error: expected a ;");
+        EXPECT_STREQ(e.what(),
+                     "nvrtcCompileProgram: NVRTC_ERROR_COMPILATION (6): compiling 'k'\n"
+                     "k.cu(1): error: expected a ;");
         EXPECT_EQ(e.status(), 6);
         EXPECT_EQ(e.api(), "nvrtcCompileProgram");
         EXPECT_EQ(e.log(), "k.cu(1): error: expected a ;");

@@ -117,9 +117,7 @@ const Module& kernels() {
     return *m;
 }
 
-void poison(core::Buffer& b) {
-    ASSERT_EQ(cudaMemset(b.data(), 0xFF, b.size_bytes()), cudaSuccess);
-}
+void poison(core::Buffer& b) { ASSERT_EQ(cudaMemset(b.data(), 0xFF, b.size_bytes()), cudaSuccess); }
 
 std::vector<float> random_floats(std::size_t n) {
     auto rng = test::rng_for_test();
@@ -181,7 +179,7 @@ TEST(JitGpu, ParameterInfoFromTheDriver) {
     const Kernel k = kernels().kernel("axpby");
     ASSERT_TRUE(k.has_param_info()) << "driver older than CUDA 12.4?";
     // (float*, const float*, float, int, double, char, long long)
-    const std::vector<std::pair<std::size_t, std::size_t>> expected = {{0, 8}, {8, 8}, {16, 4}, {20, 4},
+    const std::vector<std::pair<std::size_t, std::size_t>> expected = {{0, 8},  {8, 8},  {16, 4}, {20, 4},
                                                                        {24, 8}, {32, 1}, {40, 8}};
     ASSERT_EQ(k.params().size(), expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -213,9 +211,9 @@ TEST(JitGpu, TemplatedKernelsThroughNameExpressions) {
 
 TEST(JitGpu, UnknownKernelListsTheModulesKernels) {
     GPUMATH_REQUIRE_GPU();
-    test::expect_throw_with<InvalidArgument>([] { (void)kernels().kernel("add_two"); },
-                                             {"add_two", "add_one", "axpby", "reverse_dynamic",
-                                              "_Z5scaleIfEvPT_S0_i", "scale<float>"});
+    test::expect_throw_with<InvalidArgument>(
+        [] { (void)kernels().kernel("add_two"); },
+        {"add_two", "add_one", "axpby", "reverse_dynamic", "_Z5scaleIfEvPT_S0_i", "scale<float>"});
     const std::vector<std::string> names = kernels().kernel_names();
     EXPECT_EQ(names.size(), 8u);  // add_one, axpby, 2 x scale, reverse_static, bounded, reverse_dynamic, neighbours
 }
@@ -235,8 +233,7 @@ TEST(JitGpu, PtxAndLtoLinkedCodeLoad) {
     const Module linked = core::Linker().add(a).add(b).link().load();
     core::launch(stream, cover(n), linked.kernel("apply_twice"), x, n);
     const std::vector<float> got = x.to_host<float>(stream);
-    for (int i = 0; i < n; ++i)
-        ASSERT_EQ(got[std::size_t(i)], 2.0f * (host[std::size_t(i)] + 1.0f) + 0.5f) << i;
+    for (int i = 0; i < n; ++i) ASSERT_EQ(got[std::size_t(i)], 2.0f * (host[std::size_t(i)] + 1.0f) + 0.5f) << i;
 }
 
 TEST(JitGpu, KernelKeepsItsModuleLoaded) {
@@ -295,7 +292,8 @@ TEST(JitGpu, DynamicSharedMemoryAbove48KiB) {
     GPUMATH_REQUIRE_GPU();
     const core::Device dev = core::Device::current();
     const cudaDeviceProp& p = dev.properties();
-    if (p.sharedMemPerBlockOptin < 100 * 1024) GTEST_SKIP() << "device allows only " << p.sharedMemPerBlockOptin << " bytes";
+    if (p.sharedMemPerBlockOptin < 100 * 1024)
+        GTEST_SKIP() << "device allows only " << p.sharedMemPerBlockOptin << " bytes";
     const Kernel k = kernels().kernel("reverse_dynamic");
     const std::size_t bytes = 100 * 1024;
     const int n = int(bytes / sizeof(float));
@@ -478,9 +476,8 @@ TEST(JitGpu, GraphReplayEqualsDirectLaunches) {
 
 TEST(JitGpu, MovedFromLoadedModuleAndKernel) {
     GPUMATH_REQUIRE_GPU();
-    core::Module a = core::Program("extern \"C\" __global__ void k(int* p) { *p = 7; }", {})
-                         .compile(CodeType::cubin)
-                         .load();
+    core::Module a =
+        core::Program("extern \"C\" __global__ void k(int* p) { *p = 7; }", {}).compile(CodeType::cubin).load();
     Kernel k = a.kernel("k");
     const core::Module b = std::move(a);
     // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is what is tested

@@ -22,9 +22,8 @@ public:
     TempDir() {
         static std::atomic<int> counter{0};
         std::random_device rd;
-        path_ = std::filesystem::temp_directory_path() /
-                ("gpumath-jit-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()) + "-" +
-                 std::to_string(counter++));
+        path_ = std::filesystem::temp_directory_path() / ("gpumath-jit-test-" + std::to_string(::getpid()) + "-" +
+                                                          std::to_string(rd()) + "-" + std::to_string(counter++));
         std::filesystem::create_directories(path_);
     }
     ~TempDir() {

@@ -66,7 +66,7 @@ TEST(LaunchArgs, MatchingArgumentsPass) {
     const auto k = fake_kernel();
     EXPECT_NO_THROW((check<float*, int, double>(*k)));
     EXPECT_NO_THROW((check<const float*, unsigned, std::int64_t>(*k)));  // sizes match
-    EXPECT_NO_THROW((check<core::Buffer, int, double>(*k)));              // a Buffer is its pointer
+    EXPECT_NO_THROW((check<core::Buffer, int, double>(*k)));             // a Buffer is its pointer
     EXPECT_NO_THROW((check<TensorView, int, double>(*k)));
     EXPECT_NO_THROW((check<Tensor, int, double>(*k)));
     EXPECT_NO_THROW((check<std::nullptr_t, int, double>(*k)));
@@ -74,9 +74,9 @@ TEST(LaunchArgs, MatchingArgumentsPass) {
 
 TEST(LaunchArgs, WrongCount) {
     const auto k = fake_kernel();
-    test::expect_throw_with<InvalidArgument>([&] { check<float*, int>(*k); },
-                                             {"launch", "saxpy", "takes 3 parameters", "8, 4, 8", "2 arguments were given",
-                                              "float* (8 bytes)", "int (4 bytes)"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { check<float*, int>(*k); }, {"launch", "saxpy", "takes 3 parameters", "8, 4, 8", "2 arguments were given",
+                                          "float* (8 bytes)", "int (4 bytes)"});
     test::expect_throw_with<InvalidArgument>([&] { check<>(*k); }, {"takes 3 parameters", "0 arguments"});
     test::expect_throw_with<InvalidArgument>([&] { check<float*, int, double, char>(*k); },
                                              {"4 arguments", "char (1 bytes)"});
@@ -84,9 +84,9 @@ TEST(LaunchArgs, WrongCount) {
 
 TEST(LaunchArgs, WrongSizeNamesIndexExpectedSizeAndType) {
     const auto k = fake_kernel();
-    test::expect_throw_with<InvalidArgument>([&] { check<float*, std::size_t, double>(*k); },
-                                             {"argument 1", "saxpy", "parameter 1 to be 4 bytes", "long unsigned int",
-                                              "(8 bytes)"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { check<float*, std::size_t, double>(*k); },
+        {"argument 1", "saxpy", "parameter 1 to be 4 bytes", "long unsigned int", "(8 bytes)"});
     test::expect_throw_with<InvalidArgument>([&] { check<float*, int, float>(*k); },
                                              {"argument 2", "8 bytes", "float (4 bytes)"});
     test::expect_throw_with<InvalidArgument>([&] { check<int, int, double>(*k); },
@@ -129,9 +129,8 @@ TEST(LaunchConfig, RejectionsBeforeAnyGpuWork) {
     bad({.grid = 8, .block = 32, .cluster = 0}, {"LaunchConfig::cluster", "below 1"});
     auto old = fake_kernel();
     old->cc_major = 8;
-    test::expect_throw_with<NotSupported>(
-        [&] { detail::check_config(*old, {.grid = 8, .block = 32, .cluster = 2}); },
-        {"LaunchConfig::cluster", "9.0", "8.x"});
+    test::expect_throw_with<NotSupported>([&] { detail::check_config(*old, {.grid = 8, .block = 32, .cluster = 2}); },
+                                          {"LaunchConfig::cluster", "9.0", "8.x"});
 }
 
 TEST(Launch, EmptyKernelAndGraph) {
@@ -170,8 +169,11 @@ TEST(LaunchConfig, EveryDimensionIsCheckedAndNamed) {
     auto state = std::shared_ptr<detail::KernelState>(fake_kernel().release());
     state->params.clear();
     const core::Kernel kernel(state);
-    test::expect_throw_with<InvalidArgument>([&] { core::launch({}, {.grid = {1, 0}, .block = 1}, kernel); },
-                                             {"LaunchConfig::grid", "(1, 0, 1)"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            core::launch({}, {.grid = {1, 0}, .block = 1}, kernel);
+        },
+        {"LaunchConfig::grid", "(1, 0, 1)"});
     test::expect_throw_with<InvalidArgument>(
         [&] { core::launch_raw({}, {.grid = 1, .block = 1, .cluster = Dim3{0}}, kernel, nullptr); },
         {"LaunchConfig::cluster", "below 1"});

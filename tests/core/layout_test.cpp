@@ -92,20 +92,38 @@ TEST(TensorLayout, ExplicitStridesTransposeAndBroadcast) {
 }
 
 TEST(TensorLayout, RejectsBadShapesAndStrides) {
-    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::f32, {2, -3}); },
-                                                {"shape", "-3", "dimension 1", ">= 0"});
-    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::f32, {1, 1, 1, 1, 1, 1, 1, 1, 1}); },
-                                                {"rank 9", "at most 8"});
-    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::f32, {2, 3}, {1}); },
-                                                {"strides", "1 values", "rank 2"});
-    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::f32, {2, 3}, {3, -1}); },
-                                                {"strides", "-1", "negative"});
     expect_throw_with<gpumath::InvalidArgument>(
-        [] { TensorLayout(DataType::f32, {INT64_C(1) << 40, INT64_C(1) << 40}); }, {"shape", "int64"});
+        [] {
+            TensorLayout(DataType::f32, {2, -3});
+        },
+        {"shape", "-3", "dimension 1", ">= 0"});
     expect_throw_with<gpumath::InvalidArgument>(
-        [] { TensorLayout(DataType::c64, {INT64_C(1) << 60}); }, {"bytes", "int64"});
+        [] {
+            TensorLayout(DataType::f32, {1, 1, 1, 1, 1, 1, 1, 1, 1});
+        },
+        {"rank 9", "at most 8"});
     expect_throw_with<gpumath::InvalidArgument>(
-        [] { TensorLayout(DataType::f32, {4, 4}, {INT64_C(1) << 62, 1}); }, {"strides", "int64"});
+        [] {
+            TensorLayout(DataType::f32, {2, 3}, {1});
+        },
+        {"strides", "1 values", "rank 2"});
+    expect_throw_with<gpumath::InvalidArgument>(
+        [] {
+            TensorLayout(DataType::f32, {2, 3}, {3, -1});
+        },
+        {"strides", "-1", "negative"});
+    expect_throw_with<gpumath::InvalidArgument>(
+        [] {
+            TensorLayout(DataType::f32, {INT64_C(1) << 40, INT64_C(1) << 40});
+        },
+        {"shape", "int64"});
+    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::c64, {INT64_C(1) << 60}); },
+                                                {"bytes", "int64"});
+    expect_throw_with<gpumath::InvalidArgument>(
+        [] {
+            TensorLayout(DataType::f32, {4, 4}, {INT64_C(1) << 62, 1});
+        },
+        {"strides", "int64"});
 }
 
 TEST(TensorLayout, RejectsDataTypesOutsideTheEnum) {
@@ -113,8 +131,11 @@ TEST(TensorLayout, RejectsDataTypesOutsideTheEnum) {
     EXPECT_FALSE(gpumath::is_valid(static_cast<DataType>(gpumath::data_type_count)));
     for (int value : {gpumath::data_type_count, 200, 255}) {
         const auto bad = static_cast<DataType>(value);
-        expect_throw_with<gpumath::InvalidArgument>([&] { TensorLayout(bad, {2, 2}); },
-                                                    {"dtype", std::to_string(value), "not a DataType"});
+        expect_throw_with<gpumath::InvalidArgument>(
+            [&] {
+                TensorLayout(bad, {2, 2});
+            },
+            {"dtype", std::to_string(value), "not a DataType"});
         expect_throw_with<gpumath::InvalidArgument>([&] { TensorLayout(bad, std::span<const std::int64_t>{}); },
                                                     {"dtype", std::to_string(value)});
         std::vector<char> host(16);
@@ -138,8 +159,11 @@ TEST(TensorView, TypedAndUntyped) {
     TensorView u(static_cast<void*>(host.data()), DataType::bf16, {24});
     EXPECT_EQ(u.dtype(), DataType::bf16);
     expect_throw_with<gpumath::InvalidArgument>([&] { (void)v.data_as<double>(); }, {"f32", "f64"});
-    expect_throw_with<gpumath::InvalidArgument>([] { TensorView(static_cast<float*>(nullptr), {2, 2}); },
-                                                {"data", "null", "(2, 2)"});
+    expect_throw_with<gpumath::InvalidArgument>(
+        [] {
+            TensorView(static_cast<float*>(nullptr), {2, 2});
+        },
+        {"data", "null", "(2, 2)"});
     TensorView empty_ok(static_cast<float*>(nullptr), {0, 4});
     EXPECT_EQ(empty_ok.size(), 0);
 }
@@ -147,8 +171,11 @@ TEST(TensorView, TypedAndUntyped) {
 TEST(Tensor, HostCountAndTypeChecksComeBeforeGpuWork) {
     const std::vector<float> six(6, 1.0f);
     // Both checks run before any allocation, so they behave the same with or without a GPU.
-    expect_throw_with<gpumath::InvalidArgument>([&] { (void)gpumath::Tensor::from_host(six, {2, 4}); },
-                                                {"6 host elements", "(2, 4)", "8"});
+    expect_throw_with<gpumath::InvalidArgument>(
+        [&] {
+            (void)gpumath::Tensor::from_host(six, {2, 4});
+        },
+        {"6 host elements", "(2, 4)", "8"});
 }
 
 TEST(Tensor, DefaultAndMovedFromTensorsAreEmpty) {

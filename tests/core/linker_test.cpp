@@ -53,7 +53,9 @@ TEST(Linker, LtoOfTwoProgramsToCubin) {
     const ObjectCode linked = Linker().add(caller_lto()).add(callee_lto()).link();
     EXPECT_EQ(linked.type(), CodeType::cubin);
     EXPECT_EQ(linked.arch(), "sm_90");
-    EXPECT_EQ(std::string_view(linked.text().data(), 4), "\x7f" "ELF");
+    EXPECT_EQ(std::string_view(linked.text().data(), 4),
+              "\x7f"
+              "ELF");
     // The caller's lowered names carry over, and the kernel is in the image under that name.
     const std::string& mangled = linked.lowered_name("apply<float>");
     EXPECT_EQ(mangled, "_Z5applyIfEvPT_i");
@@ -108,9 +110,8 @@ TEST(Linker, BadRequests) {
     test::expect_throw_with<InvalidArgument>([] { Linker().add(ObjectCode()); }, {"empty"});
     test::expect_throw_with<InvalidArgument>([] { (void)Linker().add(caller_lto()).link(CodeType::ltoir); },
                                              {"target", "ltoir"});
-    test::expect_throw_with<InvalidArgument>(
-        [] { (void)Linker({.optimization_level = 5}).add(caller_lto()).link(); },
-        {"LinkerOptions::optimization_level", "5", "0 or 3"});
+    test::expect_throw_with<InvalidArgument>([] { (void)Linker({.optimization_level = 5}).add(caller_lto()).link(); },
+                                             {"LinkerOptions::optimization_level", "5", "0 or 3"});
     test::expect_throw_with<InvalidArgument>([] { (void)Linker({.arch = "sm_xx"}).add(caller_lto()).link(); },
                                              {"LinkerOptions::arch", "sm_xx"});
     test::expect_throw_with<InvalidArgument>([] { (void)Linker({.arch = "compute_90"}).add(caller_lto()).link(); },
@@ -123,8 +124,9 @@ TEST(Linker, BadRequests) {
 
 TEST(Linker, CodeTypesOutsideTheEnumAreRejectedBeforeNvJitLink) {
     const auto bad_type = static_cast<CodeType>(9);
-    test::expect_throw_with<InvalidArgument>([] { (void)Linker().add(caller_lto()).link(static_cast<CodeType>(9)); },
-                                             {"Linker::link", "target: 9 is not a CodeType; allowed: ptx, cubin, ltoir, fatbin"});
+    test::expect_throw_with<InvalidArgument>(
+        [] { (void)Linker().add(caller_lto()).link(static_cast<CodeType>(9)); },
+        {"Linker::link", "target: 9 is not a CodeType; allowed: ptx, cubin, ltoir, fatbin"});
     // An ObjectCode built from its data directly bypasses from_bytes' check: add() catches it.
     auto data = std::make_shared<detail::ObjectCodeData>(*callee_lto().shared_data());
     data->type = bad_type;

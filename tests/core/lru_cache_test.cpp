@@ -95,7 +95,7 @@ TEST(LruCache, ConcurrentMissesOfOneKeyCreateOnce) {
         }
         const CacheStats s = cache.stats();
         EXPECT_EQ(s.misses, 1u);
-        EXPECT_EQ(s.hits, std::uint64_t(k_threads - 1));  // waiters count as hits...
+        EXPECT_EQ(s.hits, std::uint64_t(k_threads - 1));   // waiters count as hits...
         EXPECT_EQ(s.waits, std::uint64_t(k_threads - 1));  // ...and as waits
         EXPECT_EQ(s.size, capacity == 0 ? 0u : 1u);
     }
@@ -135,8 +135,7 @@ TEST(LruCache, DifferentKeysCreateInParallel) {
         (void)cache.get_or_create(i, [&] {
             const int now = ++inside;
             int seen = most.load();
-            while (now > seen && !most.compare_exchange_weak(seen, now)) {
-            }
+            while (now > seen && !most.compare_exchange_weak(seen, now)) {}
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
             --inside;
             return std::make_shared<std::string>("x");
@@ -155,13 +154,31 @@ TEST(LruCache, AFailedAdmissionReachesOnlyItsCaller) {
     auto refuse = [] { throw std::runtime_error("this caller may not create now"); };
     // No one is creating key 1: the admission runs and throws, make() never runs, nothing is left
     // pending, and the next caller creates normally.
-    EXPECT_THROW((void)cache.get_or_create(1, [&] { ++makes; return std::make_shared<std::string>("x"); }, refuse),
+    EXPECT_THROW((void)cache.get_or_create(
+                     1,
+                     [&] {
+                         ++makes;
+                         return std::make_shared<std::string>("x");
+                     },
+                     refuse),
                  std::runtime_error);
     EXPECT_EQ(makes.load(), 0);
-    EXPECT_EQ(*cache.get_or_create(1, [&] { ++makes; return std::make_shared<std::string>("one"); }), "one");
+    EXPECT_EQ(*cache.get_or_create(1,
+                                   [&] {
+                                       ++makes;
+                                       return std::make_shared<std::string>("one");
+                                   }),
+              "one");
     EXPECT_EQ(makes.load(), 1);
     // A cached key never asks for admission.
-    EXPECT_EQ(*cache.get_or_create(1, [&] { ++makes; return std::make_shared<std::string>("y"); }, refuse), "one");
+    EXPECT_EQ(*cache.get_or_create(
+                  1,
+                  [&] {
+                      ++makes;
+                      return std::make_shared<std::string>("y");
+                  },
+                  refuse),
+              "one");
 
     // While thread A creates key 2 slowly, a caller whose admission would fail waits for A's value
     // instead (it does not create, so it is not asked).
@@ -174,7 +191,14 @@ TEST(LruCache, AFailedAdmissionReachesOnlyItsCaller) {
         });
     });
     while (!started) std::this_thread::yield();
-    EXPECT_EQ(*cache.get_or_create(2, [&] { ++makes; return std::make_shared<std::string>("z"); }, refuse), "two");
+    EXPECT_EQ(*cache.get_or_create(
+                  2,
+                  [&] {
+                      ++makes;
+                      return std::make_shared<std::string>("z");
+                  },
+                  refuse),
+              "two");
     a.join();
     EXPECT_EQ(makes.load(), 1);
     EXPECT_EQ(cache.stats().waits, 1u);

@@ -83,9 +83,9 @@ TEST(MemoryResource, AlignmentsThatAreNotPowersOfTwoAreRefusedFirst) {
 
 TEST(MemoryResource, ABlockLessAlignedThanAskedIsGivenBackAndNotSupported) {
     HostResource r(/*misalign=*/true);
-    test::expect_throw_with<NotSupported>([&] { (void)r.allocate(64, {}, 256); },
-                                          {"MemoryResource::allocate", "256 bytes were requested",
-                                           "returned a block aligned to 16 bytes"});
+    test::expect_throw_with<NotSupported>(
+        [&] { (void)r.allocate(64, {}, 256); },
+        {"MemoryResource::allocate", "256 bytes were requested", "returned a block aligned to 16 bytes"});
     EXPECT_EQ(r.allocations, 1);
     EXPECT_EQ(r.live, 0);  // deallocated, with the alignment it was asked for
     EXPECT_EQ(r.last_freed_alignment, 256u);

@@ -30,7 +30,8 @@ void expect_no_device(F&& f) {
 class NoDriver : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (test::has_gpu()) GTEST_SKIP() << "a CUDA device is present: the no-driver behaviour cannot be observed here";
+        if (test::has_gpu())
+            GTEST_SKIP() << "a CUDA device is present: the no-driver behaviour cannot be observed here";
     }
 };
 

@@ -70,7 +70,9 @@ TEST(Program, EveryTargetForAnExplicitArch) {
     EXPECT_EQ(cubin.type(), CodeType::cubin);
     EXPECT_EQ(cubin.arch(), "sm_90");
     ASSERT_GT(cubin.bytes().size(), 4u);
-    EXPECT_EQ(std::string_view(cubin.text().data(), 4), "\x7f" "ELF");
+    EXPECT_EQ(std::string_view(cubin.text().data(), 4),
+              "\x7f"
+              "ELF");
 
     const ObjectCode& ltoir = compiled(CodeType::ltoir);
     EXPECT_EQ(ltoir.type(), CodeType::ltoir);
@@ -105,7 +107,8 @@ TEST(Program, NameExpressions) {
 }
 
 TEST(Program, CompileErrorCarriesTheLog) {
-    Program p("__global__ void broken(float* x) { x[0] = undeclared_thing; }", {.name = "broken_prog", .arch = "sm_90"});
+    Program p("__global__ void broken(float* x) { x[0] = undeclared_thing; }",
+              {.name = "broken_prog", .arch = "sm_90"});
     try {
         (void)p.compile(CodeType::ptx);
         FAIL() << "expected CompileError";
@@ -123,10 +126,12 @@ TEST(Program, CompileErrorCarriesTheLog) {
 }
 
 TEST(Program, InMemoryHeaders) {
-    const std::string src = "#include \"params.h\"\n#include <sub/more.h>\n"
-                            "extern \"C\" __global__ void k(int* out) { out[0] = factor * extra; }\n";
-    ProgramOptions o{.arch = "sm_90", .headers = {{"params.h", "constexpr int factor = 7;\n"},
-                                                  {"sub/more.h", "constexpr int extra = 1234567;\n"}}};
+    const std::string src =
+        "#include \"params.h\"\n#include <sub/more.h>\n"
+        "extern \"C\" __global__ void k(int* out) { out[0] = factor * extra; }\n";
+    ProgramOptions o{
+        .arch = "sm_90",
+        .headers = {{"params.h", "constexpr int factor = 7;\n"}, {"sub/more.h", "constexpr int extra = 1234567;\n"}}};
     const ObjectCode ptx = Program(src, o).compile(CodeType::ptx);
     // 7 * 1234567 = 8641969, folded into the PTX as an immediate.
     EXPECT_NE(ptx.text().find("8641969"), std::string_view::npos) << ptx.text();
@@ -191,12 +196,14 @@ TEST(Program, BadOptionsAreRejectedBeforeCompiling) {
     bad({.arch = "sm_90", .std = "c++23"}, {"ProgramOptions::std", "c++23", "c++20"});
     bad({.arch = "sm_90", .defines = {{"1BAD", "x"}}}, {"ProgramOptions::defines", "1BAD"});
     bad({.arch = "sm_90", .defines = {{"OK", "a\nb"}}}, {"ProgramOptions::defines", "OK", "single line"});
-    bad({.arch = "sm_90", .include_dirs = {"/nonexistent/include"}}, {"ProgramOptions::include_dirs[0]", "/nonexistent/include"});
+    bad({.arch = "sm_90", .include_dirs = {"/nonexistent/include"}},
+        {"ProgramOptions::include_dirs[0]", "/nonexistent/include"});
     bad({.arch = "sm_90", .headers = {{"", "x"}}}, {"ProgramOptions::headers"});
     bad({.arch = "sm_90", .max_registers = 300}, {"ProgramOptions::max_registers", "300", "1..255"});
     bad({.arch = "sm_90", .max_registers = -1}, {"ProgramOptions::max_registers", "-1"});
     bad({.arch = "sm_90", .extra = {"nodash"}}, {"ProgramOptions::extra[0]", "nodash"});
-    bad({.arch = "sm_90", .extra = {"-G", "-arch=sm_80"}}, {"ProgramOptions::extra[1]", "-arch=sm_80", "ProgramOptions::arch"});
+    bad({.arch = "sm_90", .extra = {"-G", "-arch=sm_80"}},
+        {"ProgramOptions::extra[1]", "-arch=sm_80", "ProgramOptions::arch"});
     bad({.arch = "sm_90", .extra = {"-std=c++14"}}, {"ProgramOptions::extra[0]", "ProgramOptions::std"});
     bad({.arch = "sm_90", .extra = {"-dlto"}}, {"ProgramOptions::extra[0]", "ltoir"});
     bad({.name = ""}, {"ProgramOptions::name"});
@@ -229,9 +236,9 @@ TEST(Program, EmptyArchTakesTheCurrentDevice) {
         const Program p("", {});
         EXPECT_EQ(p.options().arch, core::Device::current().arch());
     } else {
-        test::expect_throw_with<InvalidArgument>([] { Program("", {}); },
-                                                 {"ProgramOptions::arch", "no CUDA driver/device", "set ProgramOptions::arch",
-                                                  "sm_90"});
+        test::expect_throw_with<InvalidArgument>(
+            [] { Program("", {}); },
+            {"ProgramOptions::arch", "no CUDA driver/device", "set ProgramOptions::arch", "sm_90"});
     }
 }
 
@@ -268,7 +275,8 @@ TEST(ObjectCode, FromBytesAndEmpty) {
     const ObjectCode copy = ObjectCode::from_bytes(cubin.bytes(), CodeType::cubin, {}, cubin.lowered_names());
     EXPECT_EQ(copy.arch(), "sm_90");
     EXPECT_EQ(copy.lowered_name("scale<float>"), cubin.lowered_name("scale<float>"));
-    const ObjectCode ptx = ObjectCode::from_bytes(std::string_view(".version 9.0\n.target sm_90\n"), CodeType::ptx, "compute_90");
+    const ObjectCode ptx =
+        ObjectCode::from_bytes(std::string_view(".version 9.0\n.target sm_90\n"), CodeType::ptx, "compute_90");
     EXPECT_EQ(ptx.arch(), "compute_90");
     test::expect_throw_with<InvalidArgument>([] { (void)ObjectCode::from_bytes(std::string_view(), CodeType::ptx); },
                                              {"empty"});
@@ -316,7 +324,8 @@ TEST(Program, CodeTypesOutsideTheEnumAreRejectedWhereTheyEnter) {
         [&] { (void)Program("", {.arch = "sm_90"}).compile(bad_type); },
         {"Program::compile", "target: 9 is not a CodeType; allowed: ptx, cubin, ltoir, fatbin"});
     test::expect_throw_with<InvalidArgument>(
-        [&] { (void)Program("", {.arch = "sm_90"}).compile(static_cast<CodeType>(-1)); }, {"target: -1 is not a CodeType"});
+        [&] { (void)Program("", {.arch = "sm_90"}).compile(static_cast<CodeType>(-1)); },
+        {"target: -1 is not a CodeType"});
 }
 
 TEST(ObjectCode, FromFileRefusesWhatIsNotARegularFile) {

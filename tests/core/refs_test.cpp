@@ -16,9 +16,13 @@ using namespace gpumath;
 namespace {
 // A call site that takes a stream, as every gpumath entry point does.
 template <class T>
-concept passes_as_stream = requires(T v) { [](core::StreamRef) {}(v); };
+concept passes_as_stream = requires(T v) {
+    [](core::StreamRef) {}(v);
+};
 template <class T>
-concept passes_as_event = requires(T v) { [](core::EventRef) {}(v); };
+concept passes_as_event = requires(T v) {
+    [](core::EventRef) {}(v);
+};
 }  // namespace
 
 TEST(StreamRef, NeverFromZeroOrNullptrAndDefaultIsTheDefaultStream) {

@@ -87,8 +87,7 @@ TEST(Event, TimingAndQueries) {
     core::Event untimed;
     untimed.record(s);
     untimed.synchronize();
-    test::expect_throw_with<InvalidArgument>([&] { (void)core::Event::elapsed_ms(start, untimed); },
-                                             {"end", "timing"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)core::Event::elapsed_ms(start, untimed); }, {"end", "timing"});
 }
 
 TEST(EventRef, AStreamWaitsOnAForeignEventThatStaysAlive) {
@@ -122,13 +121,15 @@ TEST(Event, MovedFromEventsAndStreamsThrowBeforeAnyCudaCall) {
     EXPECT_FALSE(a);
     EXPECT_EQ(a.handle(), nullptr);
     // Before: cudaEventRecord(nullptr, ...) and friends, whose CudaError named no object.
-    test::expect_throw_with<InvalidArgument>([&] { a.record(s); }, {"Event::record", "this Event is empty (moved from)"});
+    test::expect_throw_with<InvalidArgument>([&] { a.record(s); },
+                                             {"Event::record", "this Event is empty (moved from)"});
     test::expect_throw_with<InvalidArgument>([&] { a.synchronize(); }, {"Event::synchronize", "moved from"});
     test::expect_throw_with<InvalidArgument>([&] { (void)a.ready(); }, {"Event::ready", "moved from"});
     test::expect_throw_with<InvalidArgument>([&] { (void)core::Event::elapsed_ms(a, b); },
                                              {"Event::elapsed_ms", "start: this Event is empty"});
     test::expect_throw_with<InvalidArgument>([&] { s.wait(a); }, {"StreamRef::wait", "event: this Event is empty"});
-    test::expect_throw_with<InvalidArgument>([&] { core::StreamRef(s).record(a); }, {"StreamRef::record", "moved from"});
+    test::expect_throw_with<InvalidArgument>([&] { core::StreamRef(s).record(a); },
+                                             {"StreamRef::record", "moved from"});
     // A moved-from Stream does not fall back to the default stream.
     core::Stream t = std::move(s);
     test::expect_throw_with<InvalidArgument>([&] { s.synchronize(); }, {"Stream::synchronize", "moved from"});
@@ -173,7 +174,8 @@ TEST(Memory, EveryResourceHonoursLargerAlignmentsAndFreesTheWholeBlock) {
     std::vector<int> host(4096);
     std::iota(host.begin(), host.end(), 0);
     for (const std::shared_ptr<core::MemoryResource>& r :
-         {std::shared_ptr<core::MemoryResource>(pool), std::shared_ptr<core::MemoryResource>(core::PinnedMemoryResource::default_resource()),
+         {std::shared_ptr<core::MemoryResource>(pool),
+          std::shared_ptr<core::MemoryResource>(core::PinnedMemoryResource::default_resource()),
           std::shared_ptr<core::MemoryResource>(core::ManagedMemoryResource::default_resource())}) {
         core::Buffer b(host.size() * sizeof(int), s, r, 8192);
         EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 8192, 0u);

@@ -202,10 +202,8 @@ protected:
         } else {
             FFT plan(il, ol, o);
             plan.plan();
-            if (mode != CallbackMode::automatic)
-                EXPECT_EQ(plan.callback_mode(), mode);
-            else
-                EXPECT_NE(plan.callback_mode(), CallbackMode::automatic);
+            if (mode != CallbackMode::automatic) EXPECT_EQ(plan.callback_mode(), mode);
+            else EXPECT_NE(plan.callback_mode(), CallbackMode::automatic);
             plan.execute(in_view, out_view, dir);
         }
         if (c.odd_real && c.kind == FFTKind::c2r) {
@@ -363,10 +361,11 @@ TEST_F(FftCallbacks, FusedModeFusesOrRefuses) {
         const std::vector<cd> x = random_values(total, true, p, rng);
         Operand in = upload(layout, x);
         Operand w = weights(total, p, rng), g = weights(total, p, rng);
-        FFTOptions o{.normalization = Normalization::forward,
-                     .prolog = {.source = load_source(p, true, false, "win"), .symbol = "win", .user_info = w.buffer.data()},
-                     .epilog = {.source = store_source(p, true, false, "gain"), .symbol = "gain", .user_info = g.buffer.data()},
-                     .callback_mode = CallbackMode::fused};
+        FFTOptions o{
+            .normalization = Normalization::forward,
+            .prolog = {.source = load_source(p, true, false, "win"), .symbol = "win", .user_info = w.buffer.data()},
+            .epilog = {.source = store_source(p, true, false, "gain"), .symbol = "gain", .user_info = g.buffer.data()},
+            .callback_mode = CallbackMode::fused};
         FFT fused(layout, o);
         try {
             fused.plan();
@@ -382,7 +381,8 @@ TEST_F(FftCallbacks, FusedModeFusesOrRefuses) {
         fused.execute(in.view(), a.view(), Direction::forward);
         o.callback_mode = CallbackMode::separate;
         FFT(layout, o).execute(in.view(), b.view(), Direction::forward);
-        GPUMATH_EXPECT_CLOSE(download(a), download(b), 2e-5, "(" << shape[0] << ", " << shape[1] << ") fused vs separate");
+        GPUMATH_EXPECT_CLOSE(download(a), download(b), 2e-5,
+                             "(" << shape[0] << ", " << shape[1] << ") fused vs separate");
     }
 }
 

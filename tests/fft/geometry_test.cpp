@@ -89,8 +89,7 @@ std::vector<Index> check_side(const FftProblem& p, const FftGeometry& g, const F
                         << name << ": transform index " << k << " lands on the wrong logical position";
                     x[std::size_t(g.dims[std::size_t(k)])] = 0;
                 }
-                if (t == 0)
-                    batch_coords = x;
+                if (t == 0) batch_coords = x;
                 else if (x != batch_coords) {
                     ADD_FAILURE() << name << ": one transform line spans two batch positions";
                     return {};

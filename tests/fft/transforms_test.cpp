@@ -70,10 +70,8 @@ void check_c2c(const TensorLayout& in_layout, const std::optional<TensorLayout>&
     Operand out_storage = inplace ? Operand{} : poisoned(*out_layout, pair);
     const Operand& out = inplace ? in : out_storage;
     if (through_cache) {
-        if (dir == Direction::forward)
-            fft(in.view(), out.view(), o);
-        else
-            ifft(in.view(), out.view(), o);
+        if (dir == Direction::forward) fft(in.view(), out.view(), o);
+        else ifft(in.view(), out.view(), o);
     } else {
         FFT plan(in_layout, inplace ? in_layout : *out_layout, o);
         plan.execute(in.view(), out.view(), dir);
@@ -106,10 +104,8 @@ void check_r2c(const TensorLayout& in_layout, const std::optional<TensorLayout>&
     const DataType out_dt = p == DataType::f32 ? DataType::c32 : p == DataType::f64 ? DataType::c64 : p;
     const TensorLayout ol = out_layout ? *out_layout : make_layout(out_dt, out_shape, {}, {}, is_half(p));
     Operand out = poisoned(ol, is_half(p));
-    if (through_cache)
-        rfft(in.view(), out.view(), o);
-    else
-        FFT(in_layout, ol, o).execute(in.view(), out.view(), Direction::forward);
+    if (through_cache) rfft(in.view(), out.view(), o);
+    else FFT(in_layout, ol, o).execute(in.view(), out.view(), Direction::forward);
     GPUMATH_EXPECT_CLOSE(download(out), want, tolerance(p),
                          what << " r2c of " << to_string(in_layout) << " into " << to_string(ol));
     GPUMATH_EXPECT_CLOSE(download(in), x, 0.0, what << ": input changed");
@@ -125,12 +121,9 @@ void check_c2r(const Shape& out_shape, DataType p, const FFTOptions& o, std::vec
     std::int64_t n = 1;
     for (int a : axes) n *= out_shape[std::size_t(a)];
     double scale = 1.0;  // c2r(rfft(x)) = n * x unnormalized
-    if (o.normalization == Normalization::backward)
-        scale = 1.0;
-    else if (o.normalization == Normalization::ortho)
-        scale = std::sqrt(double(n));
-    else
-        scale = double(n);
+    if (o.normalization == Normalization::backward) scale = 1.0;
+    else if (o.normalization == Normalization::ortho) scale = std::sqrt(double(n));
+    else scale = double(n);
     const std::vector<cd> want = scaled(x, scale);
     Shape in_shape = out_shape;
     in_shape[std::size_t(axes.back())] = out_shape[std::size_t(axes.back())] / 2 + 1;

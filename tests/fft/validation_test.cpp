@@ -279,8 +279,9 @@ TEST(FftValidation, FreeFunctionsValidateBeforeTheDevice) {
 // Enum fields hold any value of their underlying type; one outside the enumerators is named.
 TEST(FftValidation, EnumsOutOfRange) {
     const TensorLayout c(DataType::c32, {4, 8});
-    expect_throw_with<InvalidArgument>([&] { FFT(c, {.kind = static_cast<FFTKind>(9)}); },
-                                       {"gpumath::FFT", "options.kind: 9 is not an FFTKind", "automatic, c2c, r2c, c2r"});
+    expect_throw_with<InvalidArgument>(
+        [&] { FFT(c, {.kind = static_cast<FFTKind>(9)}); },
+        {"gpumath::FFT", "options.kind: 9 is not an FFTKind", "automatic, c2c, r2c, c2r"});
     expect_throw_with<InvalidArgument>([] { (void)rfft(fake<float>({16}), {.kind = static_cast<FFTKind>(9)}); },
                                        {"gpumath::rfft", "options.kind: 9 is not an FFTKind"});
     expect_throw_with<InvalidArgument>(
@@ -297,10 +298,15 @@ TEST(FftValidation, EnumsOutOfRange) {
 
     FFT plan(c);
     expect_throw_with<InvalidArgument>(
-        [&] { plan.execute(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x20000), static_cast<Direction>(3)); },
+        [&] {
+            plan.execute(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x20000), static_cast<Direction>(3));
+        },
         {"gpumath::FFT", "direction: 3 is not a Direction", "forward, inverse"});
-    expect_throw_with<InvalidArgument>([&] { (void)plan.execute(fake<c32>({4, 8}), static_cast<Direction>(2)); },
-                                       {"direction: 2 is not a Direction"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)plan.execute(fake<c32>({4, 8}), static_cast<Direction>(2));
+        },
+        {"direction: 2 is not a Direction"});
 
     expect_throw_with<InvalidArgument>(
         [] { (void)fft_callback_signature(static_cast<FFTCallbackKind>(4), DataType::c32); },
@@ -334,10 +340,15 @@ TEST(FftValidation, MovedFrom) {
     EXPECT_EQ(a.executions_per_transform(), 0);
     expect_throw_with<InvalidArgument>([&] { a.plan(); }, {"gpumath::FFT::plan", "this FFT was moved from"});
     expect_throw_with<InvalidArgument>(
-        [&] { a.execute(fake<float>({4, 16}), fake<c32>({4, 9}, {}, 0x20000), Direction::forward); },
+        [&] {
+            a.execute(fake<float>({4, 16}), fake<c32>({4, 9}, {}, 0x20000), Direction::forward);
+        },
         {"gpumath::FFT::execute", "this FFT was moved from"});
-    expect_throw_with<InvalidArgument>([&] { (void)a.execute(fake<float>({4, 16}), Direction::forward); },
-                                       {"gpumath::FFT::execute", "this FFT was moved from"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)a.execute(fake<float>({4, 16}), Direction::forward);
+        },
+        {"gpumath::FFT::execute", "this FFT was moved from"});
 
     // Move assignment leaves the source moved from too; assigning to it makes it usable again.
     FFT c(TensorLayout(DataType::c32, {8}));
@@ -355,7 +366,9 @@ TEST(FftValidation, MovedFrom) {
 TEST(FftValidation, PartialOverlap) {
     FFT c2c(TensorLayout(DataType::c32, {4, 8}));  // 256 bytes
     expect_throw_with<InvalidArgument>(
-        [&] { c2c.execute(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x10008), Direction::forward); },
+        [&] {
+            c2c.execute(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x10008), Direction::forward);
+        },
         {"gpumath::FFT", "out: its memory overlaps in's", "[0x10008, 0x10108)", "[0x10000, 0x10100)", "in place"});
     // Disjoint elements whose byte ranges interleave count as overlapping (as for Matmul).
     FFT strided(TensorLayout(DataType::c32, {8}, {2}), TensorLayout(DataType::c32, {8}, {2}));
@@ -373,10 +386,16 @@ TEST(FftValidation, PartialOverlap) {
         [&] { c2r.execute(fake<c32>({9}, {}, 0x10010), fake<float>({16}), Direction::inverse); },
         {"out: its memory overlaps in's"});
     // The free functions, both directions of c2c.
-    expect_throw_with<InvalidArgument>([] { fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x100f8)); },
-                                       {"gpumath::fft", "out: its memory overlaps in's"});
-    expect_throw_with<InvalidArgument>([] { ifft(fake<c32>({4, 8}, {}, 0x100f8), fake<c32>({4, 8})); },
-                                       {"gpumath::ifft", "out: its memory overlaps in's"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x100f8));
+        },
+        {"gpumath::fft", "out: its memory overlaps in's"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            ifft(fake<c32>({4, 8}, {}, 0x100f8), fake<c32>({4, 8}));
+        },
+        {"gpumath::ifft", "out: its memory overlaps in's"});
     expect_throw_with<InvalidArgument>([] { rfft(fake<float>({16}), fake<c32>({9}, {}, 0x10008)); },
                                        {"gpumath::rfft", "out: its memory overlaps in's"});
     expect_throw_with<InvalidArgument>([] { irfft(fake<c32>({9}, {}, 0x10008), fake<float>({16})); },
@@ -384,10 +403,16 @@ TEST(FftValidation, PartialOverlap) {
     if (!test::has_gpu()) {
         // Allowed (they reach the device): in place, and adjacent but disjoint memory.
         expect_throw_with<CudaError>([] { fft(fake<c32>({4, 8}), fake<c32>({4, 8})); }, {"no CUDA driver"});
-        expect_throw_with<CudaError>([&] { c2c.execute(fake<c32>({4, 8}), fake<c32>({4, 8}), Direction::forward); },
-                                     {"no CUDA driver"});
-        expect_throw_with<CudaError>([] { fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x10100)); },
-                                     {"no CUDA driver"});
+        expect_throw_with<CudaError>(
+            [&] {
+                c2c.execute(fake<c32>({4, 8}), fake<c32>({4, 8}), Direction::forward);
+            },
+            {"no CUDA driver"});
+        expect_throw_with<CudaError>(
+            [] {
+                fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {}, 0x10100));
+            },
+            {"no CUDA driver"});
         expect_throw_with<CudaError>([] { rfft(fake<float>({16}), fake<c32>({9}, {}, 0x10040)); }, {"no CUDA driver"});
     }
 }
@@ -430,14 +455,14 @@ TEST(FftValidation, MisalignedPointers) {
     expect_throw_with<InvalidArgument>([&] { rfft(r_odd, fake<c32>({9}, {}, 0x20000)); },
                                        {"gpumath::rfft", "in: data pointer 0x10003", "4-byte size of an f32 element"});
     expect_throw_with<InvalidArgument>([&] { (void)rfft(r_odd); }, {"gpumath::rfft", "in: data pointer 0x10003"});
-    expect_throw_with<InvalidArgument>([] { irfft(fake<c32>({9}), fake<float>({16}, {}, 0x20002)); },
-                                       {"gpumath::irfft", "out: data pointer 0x20002", "4-byte size of an f32 element"});
+    expect_throw_with<InvalidArgument>(
+        [] { irfft(fake<c32>({9}), fake<float>({16}, {}, 0x20002)); },
+        {"gpumath::irfft", "out: data pointer 0x20002", "4-byte size of an f32 element"});
     if (!test::has_gpu()) {
         // A real operand at an odd element offset is aligned to its element: it passes (and is
         // copied when executed, see RealOperandsAtOddOffsets).
         expect_throw_with<CudaError>([] { (void)rfft(fake<float>({16}, {}, 0x10004)); }, {"no CUDA driver"});
-        expect_throw_with<CudaError>([] { irfft(fake<c32>({9}), fake<float>({16}, {}, 0x20004)); },
-                                     {"no CUDA driver"});
+        expect_throw_with<CudaError>([] { irfft(fake<c32>({9}), fake<float>({16}, {}, 0x20004)); }, {"no CUDA driver"});
     }
 }
 
@@ -473,15 +498,14 @@ TEST(FftValidation, CallbackCodeMustBeLtoIr) {
                                         "CUDA C++ source or LTO-IR (CodeType::ltoir)"});
     expect_throw_with<InvalidArgument>([&] { FFT(c, {.epilog = {.symbol = "store", .code = cubin}}); },
                                        {"options.epilog: ObjectCode of type cubin given"});
-    expect_throw_with<InvalidArgument>(
-        [&] { (void)fft(fake<c32>({16}), {.prolog = {.symbol = "load", .code = ptx}}); },
-        {"gpumath::fft", "options.prolog: ObjectCode of type ptx given"});
+    expect_throw_with<InvalidArgument>([&] { (void)fft(fake<c32>({16}), {.prolog = {.symbol = "load", .code = ptx}}); },
+                                       {"gpumath::fft", "options.prolog: ObjectCode of type ptx given"});
     expect_throw_with<InvalidArgument>(
         [&] { (void)compile_fft_callback({.symbol = "load", .code = ptx}, FFTCallbackKind::load, DataType::c32); },
         {"gpumath::compile_fft_callback", "given as ptx code", "LTO-IR"});
     // LTO-IR passes validation.
-    const core::ObjectCode lto = compile_fft_callback({.source = src, .symbol = "load"}, FFTCallbackKind::load,
-                                                      DataType::c32, "sm_90");
+    const core::ObjectCode lto =
+        compile_fft_callback({.source = src, .symbol = "load"}, FFTCallbackKind::load, DataType::c32, "sm_90");
     FFT ok(c, {.prolog = {.symbol = "load", .code = lto}});
     EXPECT_EQ(ok.kind(), FFTKind::c2c);
 }

@@ -137,9 +137,9 @@ private:
 
 /// Outcome counters, so the test shows what the inputs reached.
 struct Tally {
-    int passed = 0;     // validation passed (stopped at "no device", or built without error)
-    int rejected = 0;   // InvalidArgument / NotSupported naming an operand
-    int compiled = 0;   // CompileError / LinkError with a log
+    int passed = 0;    // validation passed (stopped at "no device", or built without error)
+    int rejected = 0;  // InvalidArgument / NotSupported naming an operand
+    int compiled = 0;  // CompileError / LinkError with a log
 };
 
 /// True when `what` reads "<api>: <operand or field>: ...": the text after the API name starts
@@ -264,23 +264,28 @@ TEST(ValidationFuzz, Matmul) {
             if (fz.chance(70) && a.rank() >= 2 && b.rank() >= 2) {
                 std::vector<std::int64_t> shape(a.shape().begin(), a.shape().end());
                 shape.back() = b.shape(-1);
-                d = TensorLayout(fz.chance(80) ? result_of(a.dtype()) : fz.dtype(), std::span<const std::int64_t>(shape));
+                d = TensorLayout(fz.chance(80) ? result_of(a.dtype()) : fz.dtype(),
+                                 std::span<const std::int64_t>(shape));
             }
             const TensorView dv = fz.view(9, d);
             switch (fz.below(4)) {
-            case 0: {
-                Matmul mm = args.c ? Matmul(a, b, *args.c, o) : Matmul(a, b, o);
-                (void)mm.m();
-                mm.execute(av, bv, dv, args);
-                break;
-            }
-            case 1: matmul(av, bv, dv, args, o); break;
-            case 2: (void)matmul(av, bv, args, o); break;
-            default: {
-                Matmul mm(a, b, o);
-                (void)mm.load_tuning("/nonexistent-gpumath-fuzz/tuning.txt");
-                (void)mm.execute(av, bv, args);
-            }
+                case 0: {
+                    Matmul mm = args.c ? Matmul(a, b, *args.c, o) : Matmul(a, b, o);
+                    (void)mm.m();
+                    mm.execute(av, bv, dv, args);
+                    break;
+                }
+                case 1:
+                    matmul(av, bv, dv, args, o);
+                    break;
+                case 2:
+                    (void)matmul(av, bv, args, o);
+                    break;
+                default: {
+                    Matmul mm(a, b, o);
+                    (void)mm.load_tuning("/nonexistent-gpumath-fuzz/tuning.txt");
+                    (void)mm.execute(av, bv, args);
+                }
             }
         });
     }
@@ -323,17 +328,26 @@ TEST(ValidationFuzz, Fft) {
             const TensorView ov = fz.chance(10) ? iv : fz.view(2, fz.chance(50) ? in : fz.layout(in.rank()));
             const auto dir = fz.enum_value<Direction>(2);
             switch (fz.below(6)) {
-            case 0: {
-                FFT plan(in, o);
-                (void)plan.kind();
-                plan.execute(iv, ov, dir);
-                break;
-            }
-            case 1: gpumath::fft(iv, ov, o); break;
-            case 2: gpumath::ifft(iv, ov, o); break;
-            case 3: gpumath::rfft(iv, ov, o); break;
-            case 4: gpumath::irfft(iv, ov, o); break;
-            default: (void)gpumath::rfft(iv, o);
+                case 0: {
+                    FFT plan(in, o);
+                    (void)plan.kind();
+                    plan.execute(iv, ov, dir);
+                    break;
+                }
+                case 1:
+                    gpumath::fft(iv, ov, o);
+                    break;
+                case 2:
+                    gpumath::ifft(iv, ov, o);
+                    break;
+                case 3:
+                    gpumath::rfft(iv, ov, o);
+                    break;
+                case 4:
+                    gpumath::irfft(iv, ov, o);
+                    break;
+                default:
+                    (void)gpumath::rfft(iv, o);
             }
         });
     }
@@ -374,9 +388,8 @@ TEST(ValidationFuzz, ProgramAndObjectCode) {
         classify("object_code", i, t, [&] {
             std::string bytes(std::size_t(fz.below(64)), '\0');
             for (char& ch : bytes) ch = char(fz.below(256));
-            const core::ObjectCode code = core::ObjectCode::from_bytes(std::string_view(bytes),
-                                                                       fz.enum_value<core::CodeType>(4),
-                                                                       std::string(fz.pick(archs)));
+            const core::ObjectCode code = core::ObjectCode::from_bytes(
+                std::string_view(bytes), fz.enum_value<core::CodeType>(4), std::string(fz.pick(archs)));
             core::Linker linker({.arch = "sm_90"});
             linker.add(code);
             (void)linker.link(fz.enum_value<core::CodeType>(4));

@@ -47,7 +47,8 @@ TEST(MatmulArrangement, RowMajorUsesTheSwap) {
 }
 
 TEST(MatmulArrangement, ColumnMajorDKeepsTheOrder) {
-    const auto p = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}, {1, 4}), TensorLayout(f32, {8, 6}, {1, 8}));
+    const auto p = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}, {1, 4}),
+                                   TensorLayout(f32, {8, 6}, {1, 8}));
     EXPECT_FALSE(p.lt.swap);
     EXPECT_EQ(p.lt.op_a, CUBLAS_OP_T);  // A row-major: stored as A^T (4 x 8)
     EXPECT_EQ(p.lt.a.rows, 4u);
@@ -60,15 +61,16 @@ TEST(MatmulArrangement, ColumnMajorDKeepsTheOrder) {
 
 TEST(MatmulArrangement, PaddedLeadingDimensions) {
     // A is a (8, 4) slice of a (8, 10) row-major buffer; D a slice of (8, 16).
-    const auto p = analyze_layouts(TensorLayout(f32, {8, 4}, {10, 1}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {8, 6}, {16, 1}));
+    const auto p = analyze_layouts(TensorLayout(f32, {8, 4}, {10, 1}), TensorLayout(f32, {4, 6}),
+                                   TensorLayout(f32, {8, 6}, {16, 1}));
     EXPECT_TRUE(p.lt.swap);
     EXPECT_EQ(p.lt.b.ld, 10);
     EXPECT_EQ(p.lt.d.ld, 16);
 }
 
 TEST(MatmulArrangement, Fp8IsTnInBothArrangements) {
-    const TensorLayout a(DataType::e4m3, {32, 64});             // row-major: K contiguous
-    const TensorLayout b(DataType::e4m3, {64, 16}, {1, 64});    // column-major: K contiguous
+    const TensorLayout a(DataType::e4m3, {32, 64});           // row-major: K contiguous
+    const TensorLayout b(DataType::e4m3, {64, 16}, {1, 64});  // column-major: K contiguous
     const auto row = analyze_layouts(a, b, TensorLayout(DataType::bf16, {32, 16}));
     EXPECT_TRUE(row.lt.swap);
     EXPECT_EQ(row.lt.op_a, CUBLAS_OP_T);
@@ -102,7 +104,8 @@ TEST(MatmulArrangement, BiasFollowsNumpyBroadcasting) {
     EXPECT_FALSE(per_row.lt.swap);
     EXPECT_TRUE(per_row.inputs.bias_vector);
     // A full bias goes through C with the plain epilog.
-    const auto full = analyze_layouts(a, b, TensorLayout(f32, {8, 6}), {.epilog = Epilog::relu_bias}, TensorLayout(f32, {8, 6}));
+    const auto full =
+        analyze_layouts(a, b, TensorLayout(f32, {8, 6}), {.epilog = Epilog::relu_bias}, TensorLayout(f32, {8, 6}));
     EXPECT_TRUE(full.inputs.c_from_bias);
     EXPECT_TRUE(full.lt.has_c);
     EXPECT_FALSE(full.inputs.bias_vector);
@@ -111,15 +114,16 @@ TEST(MatmulArrangement, BiasFollowsNumpyBroadcasting) {
 }
 
 TEST(MatmulArrangement, BatchedBiasAndBroadcastOperands) {
-    const auto p = analyze_layouts(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {3, 8, 6}),
-                                   {.epilog = Epilog::bias}, TensorLayout(f32, {3, 1, 6}));
+    const auto p =
+        analyze_layouts(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {3, 8, 6}),
+                        {.epilog = Epilog::bias}, TensorLayout(f32, {3, 1, 6}));
     EXPECT_EQ(p.shape.batch, 3);
     EXPECT_EQ(p.lt.a.batch_stride, 0);   // B broadcast over the batch
     EXPECT_EQ(p.lt.b.batch_stride, 32);  // A
     EXPECT_EQ(p.lt.d.batch_stride, 48);
     EXPECT_EQ(p.lt.bias_batch_stride, 6);
-    const auto shared = analyze_layouts(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {4, 6}), TensorLayout(f32, {3, 8, 6}),
-                                        {.epilog = Epilog::bias}, TensorLayout(f32, {6}));
+    const auto shared = analyze_layouts(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {4, 6}),
+                                        TensorLayout(f32, {3, 8, 6}), {.epilog = Epilog::bias}, TensorLayout(f32, {6}));
     EXPECT_EQ(shared.lt.bias_batch_stride, 0);
 }
 
@@ -179,15 +183,17 @@ TEST(MatmulArrangement, ComputeAndScaleTypes) {
                                       {.compute_type = ComputeType::f32_fast_tf32});
     EXPECT_EQ(tf32.lt.compute, CUBLAS_COMPUTE_32F_FAST_TF32);
     EXPECT_EQ(tf32.lt.scale_type, CUDA_R_32F);
-    const auto c64 = analyze_layouts(TensorLayout(DataType::c64, {8, 4}), TensorLayout(DataType::c64, {4, 6}), std::nullopt);
+    const auto c64 =
+        analyze_layouts(TensorLayout(DataType::c64, {8, 4}), TensorLayout(DataType::c64, {4, 6}), std::nullopt);
     EXPECT_EQ(c64.lt.compute, CUBLAS_COMPUTE_64F);
     EXPECT_EQ(c64.lt.scale_type, CUDA_C_64F);
-    const auto i8 = analyze_layouts(TensorLayout(DataType::i8, {8, 4}), TensorLayout(DataType::i8, {4, 8}), std::nullopt);
+    const auto i8 =
+        analyze_layouts(TensorLayout(DataType::i8, {8, 4}), TensorLayout(DataType::i8, {4, 8}), std::nullopt);
     EXPECT_EQ(i8.lt.compute, CUBLAS_COMPUTE_32I);
     EXPECT_EQ(i8.lt.scale_type, CUDA_R_32I);
     EXPECT_EQ(i8.types.d, DataType::i32);
-    const auto h = analyze_layouts(TensorLayout(DataType::f16, {8, 4}), TensorLayout(DataType::f16, {4, 6}), std::nullopt,
-                                   {.compute_type = ComputeType::f16});
+    const auto h = analyze_layouts(TensorLayout(DataType::f16, {8, 4}), TensorLayout(DataType::f16, {4, 6}),
+                                   std::nullopt, {.compute_type = ComputeType::f16});
     EXPECT_EQ(h.lt.compute, CUBLAS_COMPUTE_16F);
     EXPECT_EQ(h.lt.scale_type, CUDA_R_16F);
 }
@@ -198,7 +204,8 @@ TEST(MatmulArrangement, VectorsTakeEitherOrientation) {
                                    {.epilog = Epilog::bias}, TensorLayout(f32, {6}));
     EXPECT_TRUE(p.lt.swap);
     // N = 1 with a column vector b (4, 1) of any stride.
-    const auto q = analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 1}, {3, 7}), TensorLayout(f32, {8, 1}));
+    const auto q =
+        analyze_layouts(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 1}, {3, 7}), TensorLayout(f32, {8, 1}));
     EXPECT_EQ(q.lt.d.rows, 1u);
 }
 
@@ -206,10 +213,8 @@ TEST(MatmulArrangement, AllocatedResultIsTheDefaultResult) {
     // One rule for the D of a call without a d view: what Matmul plans for (result_layout) and what
     // the allocating calls allocate.
     const TensorLayout a(f32, {2, 8, 4}), b(f32, {4, 6});
-    const std::optional<TensorLayout> cs[] = {std::nullopt,
-                                              TensorLayout(f32, {2, 8, 6}),
-                                              TensorLayout(f32, {2, 8, 6}, {200, 16, 1}),
-                                              TensorLayout(f32, {8, 6}),
+    const std::optional<TensorLayout> cs[] = {std::nullopt, TensorLayout(f32, {2, 8, 6}),
+                                              TensorLayout(f32, {2, 8, 6}, {200, 16, 1}), TensorLayout(f32, {8, 6}),
                                               TensorLayout(f32, {1, 8, 6}, {0, 6, 1})};
     for (const auto& c : cs) {
         const TensorLayout allocated = allocated_result_layout(a, b, c, {}, "test");
@@ -219,9 +224,10 @@ TEST(MatmulArrangement, AllocatedResultIsTheDefaultResult) {
         EXPECT_EQ(mm.result_layout(), allocated);
     }
     // result_type and batch broadcasting of both operands.
-    EXPECT_EQ(allocated_result_layout(TensorLayout(DataType::bf16, {4, 1, 8, 4}), TensorLayout(DataType::bf16, {3, 4, 6}),
-                                      std::nullopt, {.result_type = f32}, "test"),
-              TensorLayout(f32, {4, 3, 8, 6}));
+    EXPECT_EQ(
+        allocated_result_layout(TensorLayout(DataType::bf16, {4, 1, 8, 4}), TensorLayout(DataType::bf16, {3, 4, 6}),
+                                std::nullopt, {.result_type = f32}, "test"),
+        TensorLayout(f32, {4, 3, 8, 6}));
     // A column-major C makes D column-major: Matmul plans for it, the allocating calls refuse it.
     const TensorLayout c_col(f32, {2, 8, 6}, {48, 1, 8});
     EXPECT_EQ(*analyze_layouts(a, b, std::nullopt, {}, std::nullopt, c_col).signature.d, c_col);
@@ -229,7 +235,9 @@ TEST(MatmulArrangement, AllocatedResultIsTheDefaultResult) {
                                                       {"test", "c:", "column-major", "d view"});
     // Invalid operands get analyze's message.
     gpumath::test::expect_throw_with<InvalidArgument>(
-        [&] { (void)allocated_result_layout(a, TensorLayout(f32, {3, 4, 6}), std::nullopt, {}, "test"); },
+        [&] {
+            (void)allocated_result_layout(a, TensorLayout(f32, {3, 4, 6}), std::nullopt, {}, "test");
+        },
         {"b: batch dimensions", "extent 3 vs 2"});
 }
 
@@ -253,7 +261,8 @@ TEST(MatmulKeys, TextRoundTripAndComparisons) {
     EXPECT_TRUE(k2.same_problem(k));
     EXPECT_FALSE(k2.same_layouts(k));
     EXPECT_FALSE(make_key(s.call(), {.epilog = Epilog::gelu}, -1).same_problem(k));
-    EXPECT_FALSE(make_key(s.call(), options, 0) == make_key(s.call(), options, 1));  // device is part of the stateless key
+    EXPECT_FALSE(make_key(s.call(), options, 0) ==
+                 make_key(s.call(), options, 1));  // device is part of the stateless key
 
     std::array<std::uint16_t, slot_count> actual{256, 256, 256, 256, 256, 256, 256, 256};
     EXPECT_TRUE(k.aligned_enough(actual));
@@ -283,7 +292,8 @@ TEST(MatmulKeys, OneDescriptionOfACall) {
     }
     EXPECT_TRUE(plan_serves(sig.call(), call));
     // More aligned pointers are served; less aligned ones are not.
-    const TensorView b_more(p + 0x100000, DataType::f32, {4, 6}, {1, 4}), b_less(p + 0x100000 + 4, DataType::f32, {4, 6}, {1, 4});
+    const TensorView b_more(p + 0x100000, DataType::f32, {4, 6}, {1, 4}),
+        b_less(p + 0x100000 + 4, DataType::f32, {4, 6}, {1, 4});
     EXPECT_TRUE(plan_serves(sig.call(), call_of(a, b_more, &d, args)));
     EXPECT_FALSE(plan_serves(sig.call(), call_of(a, b_less, &d, args)));
     // Another d layout, a missing bias, an extra c, or other scales are other calls.

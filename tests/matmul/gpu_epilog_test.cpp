@@ -86,8 +86,8 @@ Operands make_operands(DataType t, std::vector<std::int64_t> a_shape, std::vecto
     return o;
 }
 
-const Epilog forward_epilogs[] = {Epilog::none,     Epilog::relu,     Epilog::gelu,          Epilog::bias,
-                                  Epilog::relu_bias, Epilog::gelu_bias, Epilog::relu_aux,      Epilog::gelu_aux,
+const Epilog forward_epilogs[] = {Epilog::none,          Epilog::relu,         Epilog::gelu,     Epilog::bias,
+                                  Epilog::relu_bias,     Epilog::gelu_bias,    Epilog::relu_aux, Epilog::gelu_aux,
                                   Epilog::relu_aux_bias, Epilog::gelu_aux_bias};
 
 }  // namespace
@@ -115,11 +115,13 @@ TEST(MatmulEpilogs, ForwardRowMajorWithColumnBias) {
                 }
                 expect_close(download(d.view), want.d, tolerance(t, t), path == 0 ? "matmul D" : "Matmul D");
                 if (epilog_writes_aux(e)) {
-                    ASSERT_TRUE(out.aux.has_data()); ASSERT_GT(out.aux.size(), 0) << "an aux output is allocated when none is passed";
+                    ASSERT_TRUE(out.aux.has_data());
+                    ASSERT_GT(out.aux.size(), 0) << "an aux output is allocated when none is passed";
                     if (epilog_aux_is_relu_mask(e)) expect_mask(out.aux_view, true, want.pre);
                     else expect_close(download(out.aux_view), want.pre, tolerance(t, t), "GELU aux (pre-activation)");
                 } else {
-                    EXPECT_FALSE(out.aux.has_data()) << "absent output"; EXPECT_EQ(out.aux.size(), 0);
+                    EXPECT_FALSE(out.aux.has_data()) << "absent output";
+                    EXPECT_EQ(out.aux.size(), 0);
                 }
             }
         }
@@ -137,7 +139,8 @@ TEST(MatmulEpilogs, AuxInCallerViews) {
         const Dev aux = poisoned(DataType::f32, {2, M, N}, {M * 24, 24, 1});  // ld 24 >= N, multiple of 8
         const MatmulOutputs out = matmul(o.da.view, o.db.view, d.view, {.bias = o.dbias.view, .aux = aux.view},
                                          {.epilog = Epilog::gelu_aux_bias});
-        EXPECT_FALSE(out.aux.has_data()) << "absent output"; EXPECT_EQ(out.aux.size(), 0) << "nothing is allocated when the caller passes aux";
+        EXPECT_FALSE(out.aux.has_data()) << "absent output";
+        EXPECT_EQ(out.aux.size(), 0) << "nothing is allocated when the caller passes aux";
         expect_close(download(d.view), want.d, 1e-5, "D");
         expect_close(download(aux.view), want.pre, 1e-5, "GELU aux in the caller's view");
     }
@@ -146,7 +149,8 @@ TEST(MatmulEpilogs, AuxInCallerViews) {
         const Dev d = poisoned(DataType::f32, {2, M, N});
         // Bit mask of D^T (20 rows -> 3 bytes, padded to 32 per column), 36 columns, 2 batches.
         const Dev mask = poisoned(DataType::i8, {2, M, 32});
-        matmul(o.da.view, o.db.view, d.view, {.bias = o.dbias.view, .aux = mask.view}, {.epilog = Epilog::relu_aux_bias});
+        matmul(o.da.view, o.db.view, d.view, {.bias = o.dbias.view, .aux = mask.view},
+               {.epilog = Epilog::relu_aux_bias});
         expect_close(download(d.view), want.d, 1e-5, "D");
         expect_mask(mask.view, true, want.pre);
     }
@@ -174,10 +178,11 @@ TEST(MatmulEpilogs, BatchedAndSharedBias) {
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
     const std::int64_t B = 3, M = 24, N = 32, K = 16;
-    for (std::vector<std::int64_t> bias_shape : {std::vector<std::int64_t>{B, 1, N}, std::vector<std::int64_t>{N},
-                                                 std::vector<std::int64_t>{1, N}}) {
+    for (std::vector<std::int64_t> bias_shape :
+         {std::vector<std::int64_t>{B, 1, N}, std::vector<std::int64_t>{N}, std::vector<std::int64_t>{1, N}}) {
         const Operands o = make_operands(DataType::f32, {B, M, K}, {K, N}, bias_shape, rng);
-        SCOPED_TRACE("bias shape " + std::to_string(bias_shape.size()) + "-D, first extent " + std::to_string(bias_shape[0]));
+        SCOPED_TRACE("bias shape " + std::to_string(bias_shape.size()) + "-D, first extent " +
+                     std::to_string(bias_shape[0]));
         const RefResult want = reference(o.a, o.b, DataType::f32, {.bias = &o.bias, .epilog = Epilog::relu_bias});
         const Dev d = poisoned(DataType::f32, {B, M, N});
         matmul(o.da.view, o.db.view, d.view, {.bias = o.dbias.view}, {.epilog = Epilog::relu_bias});
@@ -217,7 +222,7 @@ TEST(MatmulEpilogs, GeluIsTheTanhApproximation) {
     for (std::size_t i = 0; i < erf_version.v.size(); ++i) erf_version.v[i] = gelu_erf(want.pre.v[i].real());
     const Host got = download(d.view);
     EXPECT_LE(relative_error(got, want.d), 1e-5) << "tanh GELU; the erf GELU would give relative error "
-                                                  << relative_error(got, erf_version) << worst_elements(got, want.d);
+                                                 << relative_error(got, erf_version) << worst_elements(got, want.d);
 }
 
 TEST(MatmulEpilogs, ReluGradientsFromTheForwardMask) {
@@ -237,7 +242,8 @@ TEST(MatmulEpilogs, ReluGradientsFromTheForwardMask) {
         const MatmulOutputs out = matmul(bwd.da.view, bwd.db.view, d.view, {.aux = forward.aux_view}, {.epilog = e});
         expect_close(download(d.view), want.d, 1e-5, "D = x * relu'(forward pre-activation)");
         if (e == Epilog::drelu_bgrad) {
-            ASSERT_TRUE(out.bias_grad.has_data()); ASSERT_GT(out.bias_grad.size(), 0);
+            ASSERT_TRUE(out.bias_grad.has_data());
+            ASSERT_GT(out.bias_grad.size(), 0);
             EXPECT_EQ(out.bias_grad.layout(), TensorLayout(DataType::f32, {B, N}));
             expect_close(download(out.bias_grad.view()), want.bias_grad, 1e-5, "bias gradient (sum over rows of D)");
         }
@@ -265,7 +271,8 @@ TEST(MatmulEpilogs, GeluGradientsFromTheForwardAux) {
             if (e == Epilog::dgelu_bgrad) args.bias_grad = g.view;
             Matmul mm(bwd.da.view, bwd.db.view, {.epilog = e});
             const MatmulOutputs out = mm.execute(bwd.da.view, bwd.db.view, d.view, args);
-            EXPECT_FALSE(out.bias_grad.has_data()) << "absent output"; EXPECT_EQ(out.bias_grad.size(), 0);
+            EXPECT_FALSE(out.bias_grad.has_data()) << "absent output";
+            EXPECT_EQ(out.bias_grad.size(), 0);
             expect_close(download(d.view), want.d, tolerance(t, t), "D = x * gelu'(aux)");
             if (e == Epilog::dgelu_bgrad)
                 expect_close(download(g.view), want.bias_grad, tolerance(t, t), "bias gradient in the caller's view");
@@ -283,10 +290,12 @@ TEST(MatmulEpilogs, ColumnMajorGradientsReduceOverColumns) {
     const MatmulOutputs forward =
         matmul(fwd.da.view, fwd.db.view, y.view, {.bias = fwd.dbias.view}, {.epilog = Epilog::relu_aux_bias});
     const Operands bwd = make_operands(DataType::f32, {M, K}, {K, N}, {}, rng);
-    const RefResult want = reference(bwd.a, bwd.b, DataType::f32,
-                                     {.epilog = Epilog::drelu_bgrad, .grad_pre = &pre.pre, .bias_grad_per_column = false});
+    const RefResult want =
+        reference(bwd.a, bwd.b, DataType::f32,
+                  {.epilog = Epilog::drelu_bgrad, .grad_pre = &pre.pre, .bias_grad_per_column = false});
     const Dev d = poisoned(DataType::f32, {M, N}, strides_for({M, N}, true));
-    const MatmulOutputs out = matmul(bwd.da.view, bwd.db.view, d.view, {.aux = forward.aux_view}, {.epilog = Epilog::drelu_bgrad});
+    const MatmulOutputs out =
+        matmul(bwd.da.view, bwd.db.view, d.view, {.aux = forward.aux_view}, {.epilog = Epilog::drelu_bgrad});
     expect_close(download(d.view), want.d, 1e-5, "D");
     EXPECT_EQ(out.bias_grad.layout(), TensorLayout(DataType::f32, {M}));
     expect_close(download(out.bias_grad.view()), want.bias_grad, 1e-5, "bias gradient (one value per row)");
@@ -312,7 +321,8 @@ TEST(MatmulEpilogs, BiasGradientsOfAAndB) {
                     const bool b_col = e == Epilog::bgradb ? !natural : false;
                     const std::string what = name(e, DataType::f32) + (a_col ? " a column-major" : " a row-major") +
                                              (b_col ? ", b column-major" : ", b row-major") +
-                                             (d_col ? ", d column-major" : ", d row-major") + (batch.empty() ? "" : ", batch 3");
+                                             (d_col ? ", d column-major" : ", d row-major") +
+                                             (batch.empty() ? "" : ", batch 3");
                     SCOPED_TRACE(what);
                     const Host a = random_host(DataType::f32, as, rng), b = random_host(DataType::f32, bs, rng);
                     const Dev da = upload(a, strides_for(as, a_col)), db = upload(b, strides_for(bs, b_col));
@@ -320,8 +330,9 @@ TEST(MatmulEpilogs, BiasGradientsOfAAndB) {
                     const Dev d = poisoned(DataType::f32, ds, strides_for(ds, d_col));
                     if (!natural) {
                         const std::vector<std::string> rule =
-                            e == Epilog::bgrada ? std::vector<std::string>{"a: strides", "bgrada needs a column-major a"}
-                                                : std::vector<std::string>{"b: strides", "bgradb needs a row-major b"};
+                            e == Epilog::bgrada
+                                ? std::vector<std::string>{"a: strides", "bgrada needs a column-major a"}
+                                : std::vector<std::string>{"b: strides", "bgradb needs a row-major b"};
                         try {
                             (void)matmul(da.view, db.view, d.view, {}, {.epilog = e});
                             ADD_FAILURE() << "expected NotSupported stating the operand rule";
@@ -336,7 +347,8 @@ TEST(MatmulEpilogs, BiasGradientsOfAAndB) {
                     }
                     const MatmulOutputs out = matmul(da.view, db.view, d.view, {}, {.epilog = e});
                     expect_close(download(d.view), want.d, 1e-5, "D");
-                    ASSERT_TRUE(out.bias_grad.has_data()); ASSERT_GT(out.bias_grad.size(), 0);
+                    ASSERT_TRUE(out.bias_grad.has_data());
+                    ASSERT_GT(out.bias_grad.size(), 0);
                     expect_close(download(out.bias_grad.view()), want.bias_grad, 1e-5,
                                  e == Epilog::bgrada ? "sum over K of A" : "sum over K of B");
                 }

@@ -121,7 +121,8 @@ TEST(MatmulPlans, AutotuneSaveAndLoadRoundTrip) {
         EXPECT_TRUE(mm.load_tuning(path));
         const Dev d = poisoned(DataType::f32, {M, N});
         mm.execute(da.view, db.view, d.view);
-        EXPECT_TRUE(same_algorithm(mm.algorithm(), tuned)) << "loaded " << text(mm.algorithm()) << "\nsaved  " << text(tuned);
+        EXPECT_TRUE(same_algorithm(mm.algorithm(), tuned))
+            << "loaded " << text(mm.algorithm()) << "\nsaved  " << text(tuned);
         expect_close(download(d.view), want.d, 5e-4, "D with the loaded algorithm");
         // Loading after planning applies to the current plan.
         Matmul again(da.view, db.view, {.compute_type = ComputeType::f32_fast_tf32});
@@ -254,7 +255,8 @@ TEST(MatmulPlans, ConcurrentCallsMatchSerialBitwise) {
             return {};
         }
         if (c.kind == 1) {
-            MatmulOutputs out = matmul(c.a.view, c.b.view, c.d.view, {.bias = c.bias.view}, {.epilog = Epilog::gelu_aux_bias}, s);
+            MatmulOutputs out =
+                matmul(c.a.view, c.b.view, c.d.view, {.bias = c.bias.view}, {.epilog = Epilog::gelu_aux_bias}, s);
             s.synchronize();
             return download_bytes(out.aux_view, s);
         }
@@ -288,8 +290,8 @@ TEST(MatmulPlans, ConcurrentCallsMatchSerialBitwise) {
         ASSERT_TRUE(errors[std::size_t(t)].empty()) << "thread " << t << ": " << errors[std::size_t(t)];
         for (std::size_t i = 0; i < work[std::size_t(t)].size(); ++i) {
             Call& c = work[std::size_t(t)][i];
-            EXPECT_TRUE(download_bytes(c.d.view) == c.serial_d) << "thread " << t << " call " << i << " (kind " << c.kind
-                                                               << "): D differs from the serial run";
+            EXPECT_TRUE(download_bytes(c.d.view) == c.serial_d)
+                << "thread " << t << " call " << i << " (kind " << c.kind << "): D differs from the serial run";
             EXPECT_TRUE(aux[std::size_t(t)][i] == c.serial_aux) << "thread " << t << " call " << i << ": aux differs";
         }
     }

@@ -21,7 +21,7 @@ namespace {
 
 struct Layouts {
     bool a_col = false, b_col = false, d_col = false;
-    std::int64_t pad = 0;  // extra elements per leading dimension
+    std::int64_t pad = 0;                         // extra elements per leading dimension
     std::size_t a_off = 0, b_off = 0, d_off = 0;  // bytes past a 256-byte boundary
 };
 
@@ -49,9 +49,9 @@ std::vector<std::int64_t> broadcast_batch(const std::vector<std::int64_t>& x, co
 
 std::string describe(DataType a, DataType b, DataType d, const Shape& s, const Layouts& l, const MatmulOptions& o) {
     return std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " + std::string(to_string(d)) +
-           " M=" + std::to_string(s.m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) +
-           " a " + (l.a_col ? "col" : "row") + " b " + (l.b_col ? "col" : "row") + " d " + (l.d_col ? "col" : "row") +
-           " pad " + std::to_string(l.pad) + " offsets " + std::to_string(l.a_off) + "/" + std::to_string(l.b_off) + "/" +
+           " M=" + std::to_string(s.m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) + " a " +
+           (l.a_col ? "col" : "row") + " b " + (l.b_col ? "col" : "row") + " d " + (l.d_col ? "col" : "row") + " pad " +
+           std::to_string(l.pad) + " offsets " + std::to_string(l.a_off) + "/" + std::to_string(l.b_off) + "/" +
            std::to_string(l.d_off) + " compute " + std::string(to_string(o.compute_type));
 }
 
@@ -89,10 +89,10 @@ void expect_product(DataType at, DataType bt, DataType dt, const Shape& s, const
     }
 }
 
-#define REQUIRE_CC(major, minor)                                                                      \
-    do {                                                                                              \
-        if (!device_at_least(major, minor))                                                           \
-            GTEST_SKIP() << "needs compute capability >= " << (major) << "." << (minor);              \
+#define REQUIRE_CC(major, minor)                                                         \
+    do {                                                                                 \
+        if (!device_at_least(major, minor))                                              \
+            GTEST_SKIP() << "needs compute capability >= " << (major) << "." << (minor); \
     } while (0)
 
 }  // namespace
@@ -123,7 +123,8 @@ TEST(MatmulGpu, DoubleAndComplex) {
     expect_product(DataType::f64, DataType::f64, DataType::f64, s);
     expect_product(DataType::c32, DataType::c32, DataType::c32, s, {}, {}, std::complex<double>(0.5, -1.5));
     expect_product(DataType::c64, DataType::c64, DataType::c64, s, {}, {}, std::complex<double>(-0.25, 2.0));
-    expect_product(DataType::c32, DataType::c32, DataType::c32, {32, 32, 32}, {}, {.compute_type = ComputeType::f32_fast_tf32});
+    expect_product(DataType::c32, DataType::c32, DataType::c32, {32, 32, 32}, {},
+                   {.compute_type = ComputeType::f32_fast_tf32});
 }
 
 TEST(MatmulGpu, Int8ToInt32IsExact) {
@@ -251,7 +252,8 @@ TEST(MatmulGpu, BatchesAndBroadcasting) {
     expect_product(DataType::f32, DataType::f32, DataType::f32, {17, 13, 11, {}, {5}});
     expect_product(DataType::f32, DataType::f32, DataType::f32, {17, 13, 11, {2, 3}, {2, 3}}, {.pad = 3});
     expect_product(DataType::f32, DataType::f32, DataType::f32, {17, 13, 11, {2, 3}, {1, 1}});
-    expect_product(DataType::bf16, DataType::bf16, DataType::bf16, {32, 24, 16, {6}, {6}}, {.a_col = true, .d_col = true});
+    expect_product(DataType::bf16, DataType::bf16, DataType::bf16, {32, 24, 16, {6}, {6}},
+                   {.a_col = true, .d_col = true});
 }
 
 // ---- alpha, beta, C -------------------------------------------------------------------------------
@@ -329,7 +331,8 @@ TEST(MatmulGpu, MisalignedPointersArePlannedForNeverRunOnMore) {
     // f32 operands 4 bytes past a 256-byte boundary, f16 2 bytes past: stateless and stateful.
     expect_product(DataType::f32, DataType::f32, DataType::f32, {33, 19, 27}, {.a_off = 4, .b_off = 8, .d_off = 4});
     expect_product(DataType::f16, DataType::f16, DataType::f16, {40, 24, 32}, {.a_off = 2, .b_off = 2, .d_off = 2});
-    expect_product(DataType::bf16, DataType::bf16, DataType::bf16, {48, 40, 24}, {.a_col = true, .a_off = 6, .d_off = 2});
+    expect_product(DataType::bf16, DataType::bf16, DataType::bf16, {48, 40, 24},
+                   {.a_col = true, .a_off = 6, .d_off = 2});
 
     // A Matmul planned for aligned operands, then given misaligned ones (and back).
     auto rng = gpumath::test::rng_for_test();
@@ -365,6 +368,8 @@ TEST(MatmulGpu, AllocatingCallsReturnRowMajorD) {
     MatmulResult r = matmul(da.view, db.view, {}, {.result_type = DataType::f32});
     EXPECT_EQ(r.d.dtype(), DataType::f32);
     EXPECT_LE(relative_error(download(r.d.view()), want.d), 1e-2);
-    EXPECT_FALSE(r.aux.has_data()) << "absent output"; EXPECT_EQ(r.aux.size(), 0);
-    EXPECT_FALSE(r.bias_grad.has_data()) << "absent output"; EXPECT_EQ(r.bias_grad.size(), 0);
+    EXPECT_FALSE(r.aux.has_data()) << "absent output";
+    EXPECT_EQ(r.aux.size(), 0);
+    EXPECT_FALSE(r.bias_grad.has_data()) << "absent output";
+    EXPECT_EQ(r.bias_grad.size(), 0);
 }

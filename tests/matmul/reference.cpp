@@ -31,111 +31,111 @@ std::vector<std::int64_t> unravel(std::int64_t i, const std::vector<std::int64_t
 
 void encode(DataType t, cd x, unsigned char* out) {
     switch (t) {
-    case DataType::f16: {
-        const __half h = __float2half(float(x.real()));
-        std::memcpy(out, &h, 2);
-        break;
-    }
-    case DataType::bf16: {
-        const __nv_bfloat16 h = __float2bfloat16(float(x.real()));
-        std::memcpy(out, &h, 2);
-        break;
-    }
-    case DataType::f32: {
-        const float f = float(x.real());
-        std::memcpy(out, &f, 4);
-        break;
-    }
-    case DataType::f64: {
-        const double f = x.real();
-        std::memcpy(out, &f, 8);
-        break;
-    }
-    case DataType::c32: {
-        const float f[2] = {float(x.real()), float(x.imag())};
-        std::memcpy(out, f, 8);
-        break;
-    }
-    case DataType::c64: {
-        const double f[2] = {x.real(), x.imag()};
-        std::memcpy(out, f, 16);
-        break;
-    }
-    case DataType::e4m3: {
-        const __nv_fp8_e4m3 f(float(x.real()));
-        std::memcpy(out, &f, 1);
-        break;
-    }
-    case DataType::e5m2: {
-        const __nv_fp8_e5m2 f(float(x.real()));
-        std::memcpy(out, &f, 1);
-        break;
-    }
-    case DataType::i8: {
-        const auto i = static_cast<std::int8_t>(std::lround(x.real()));
-        std::memcpy(out, &i, 1);
-        break;
-    }
-    case DataType::i32: {
-        const auto i = static_cast<std::int32_t>(std::llround(x.real()));
-        std::memcpy(out, &i, 4);
-        break;
-    }
+        case DataType::f16: {
+            const __half h = __float2half(float(x.real()));
+            std::memcpy(out, &h, 2);
+            break;
+        }
+        case DataType::bf16: {
+            const __nv_bfloat16 h = __float2bfloat16(float(x.real()));
+            std::memcpy(out, &h, 2);
+            break;
+        }
+        case DataType::f32: {
+            const float f = float(x.real());
+            std::memcpy(out, &f, 4);
+            break;
+        }
+        case DataType::f64: {
+            const double f = x.real();
+            std::memcpy(out, &f, 8);
+            break;
+        }
+        case DataType::c32: {
+            const float f[2] = {float(x.real()), float(x.imag())};
+            std::memcpy(out, f, 8);
+            break;
+        }
+        case DataType::c64: {
+            const double f[2] = {x.real(), x.imag()};
+            std::memcpy(out, f, 16);
+            break;
+        }
+        case DataType::e4m3: {
+            const __nv_fp8_e4m3 f(float(x.real()));
+            std::memcpy(out, &f, 1);
+            break;
+        }
+        case DataType::e5m2: {
+            const __nv_fp8_e5m2 f(float(x.real()));
+            std::memcpy(out, &f, 1);
+            break;
+        }
+        case DataType::i8: {
+            const auto i = static_cast<std::int8_t>(std::lround(x.real()));
+            std::memcpy(out, &i, 1);
+            break;
+        }
+        case DataType::i32: {
+            const auto i = static_cast<std::int32_t>(std::llround(x.real()));
+            std::memcpy(out, &i, 4);
+            break;
+        }
     }
 }
 
 cd decode(DataType t, const unsigned char* in) {
     switch (t) {
-    case DataType::f16: {
-        __half h;
-        std::memcpy(&h, in, 2);
-        return __half2float(h);
-    }
-    case DataType::bf16: {
-        __nv_bfloat16 h;
-        std::memcpy(&h, in, 2);
-        return __bfloat162float(h);
-    }
-    case DataType::f32: {
-        float f;
-        std::memcpy(&f, in, 4);
-        return f;
-    }
-    case DataType::f64: {
-        double f;
-        std::memcpy(&f, in, 8);
-        return f;
-    }
-    case DataType::c32: {
-        float f[2];
-        std::memcpy(f, in, 8);
-        return {f[0], f[1]};
-    }
-    case DataType::c64: {
-        double f[2];
-        std::memcpy(f, in, 16);
-        return {f[0], f[1]};
-    }
-    case DataType::e4m3: {
-        __nv_fp8_e4m3 f;
-        std::memcpy(&f, in, 1);
-        return float(f);
-    }
-    case DataType::e5m2: {
-        __nv_fp8_e5m2 f;
-        std::memcpy(&f, in, 1);
-        return float(f);
-    }
-    case DataType::i8: {
-        std::int8_t i;
-        std::memcpy(&i, in, 1);
-        return double(i);
-    }
-    case DataType::i32: {
-        std::int32_t i;
-        std::memcpy(&i, in, 4);
-        return double(i);
-    }
+        case DataType::f16: {
+            __half h;
+            std::memcpy(&h, in, 2);
+            return __half2float(h);
+        }
+        case DataType::bf16: {
+            __nv_bfloat16 h;
+            std::memcpy(&h, in, 2);
+            return __bfloat162float(h);
+        }
+        case DataType::f32: {
+            float f;
+            std::memcpy(&f, in, 4);
+            return f;
+        }
+        case DataType::f64: {
+            double f;
+            std::memcpy(&f, in, 8);
+            return f;
+        }
+        case DataType::c32: {
+            float f[2];
+            std::memcpy(f, in, 8);
+            return {f[0], f[1]};
+        }
+        case DataType::c64: {
+            double f[2];
+            std::memcpy(f, in, 16);
+            return {f[0], f[1]};
+        }
+        case DataType::e4m3: {
+            __nv_fp8_e4m3 f;
+            std::memcpy(&f, in, 1);
+            return float(f);
+        }
+        case DataType::e5m2: {
+            __nv_fp8_e5m2 f;
+            std::memcpy(&f, in, 1);
+            return float(f);
+        }
+        case DataType::i8: {
+            std::int8_t i;
+            std::memcpy(&i, in, 1);
+            return double(i);
+        }
+        case DataType::i32: {
+            std::int32_t i;
+            std::memcpy(&i, in, 4);
+            return double(i);
+        }
     }
     return 0;
 }
@@ -221,7 +221,8 @@ Dev allocate(DataType t, const std::vector<std::int64_t>& shape, std::vector<std
     Dev d;
     d.buffer = core::Buffer(span + offset_bytes + 256, stream);
     auto* base = static_cast<unsigned char*>(d.buffer.data());
-    auto* aligned = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(base) + 255) & ~std::uintptr_t(255));
+    auto* aligned =
+        reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(base) + 255) & ~std::uintptr_t(255));
     d.view = TensorView(aligned + offset_bytes, layout);
     staging.assign(d.buffer.size_bytes(), 0xFF);
     return d;
@@ -331,19 +332,28 @@ RefResult reference(const Host& a, const Host& b, DataType d_type, const RefArgs
         r.pre.v[std::size_t(i)] = x;
         cd y = x;
         switch (args.epilog) {
-        case Epilog::relu:
-        case Epilog::relu_aux:
-        case Epilog::relu_bias:
-        case Epilog::relu_aux_bias: y = std::max(x.real(), 0.0); break;
-        case Epilog::gelu:
-        case Epilog::gelu_aux:
-        case Epilog::gelu_bias:
-        case Epilog::gelu_aux_bias: y = gelu(x.real()); break;
-        case Epilog::drelu:
-        case Epilog::drelu_bgrad: y = args.grad_pre->at(idx).real() > 0 ? x : cd(0.0); break;
-        case Epilog::dgelu:
-        case Epilog::dgelu_bgrad: y = x * gelu_grad(args.grad_pre->at(idx).real()); break;
-        default: break;
+            case Epilog::relu:
+            case Epilog::relu_aux:
+            case Epilog::relu_bias:
+            case Epilog::relu_aux_bias:
+                y = std::max(x.real(), 0.0);
+                break;
+            case Epilog::gelu:
+            case Epilog::gelu_aux:
+            case Epilog::gelu_bias:
+            case Epilog::gelu_aux_bias:
+                y = gelu(x.real());
+                break;
+            case Epilog::drelu:
+            case Epilog::drelu_bgrad:
+                y = args.grad_pre->at(idx).real() > 0 ? x : cd(0.0);
+                break;
+            case Epilog::dgelu:
+            case Epilog::dgelu_bgrad:
+                y = x * gelu_grad(args.grad_pre->at(idx).real());
+                break;
+            default:
+                break;
         }
         r.amax = std::max(r.amax, std::abs(y));
         r.d.v[std::size_t(i)] = y * args.scale_d;

@@ -79,10 +79,10 @@ struct RefArgs {
 };
 
 struct RefResult {
-    Host d;          // D in double (not rounded to D's dtype)
-    Host pre;        // epilog input (alpha AB + beta C + bias), D's shape
-    Host bias_grad;  // (..., L) with D's batch shape, when the epilog computes one
-    double amax = 0; // max |D| before the d scale
+    Host d;           // D in double (not rounded to D's dtype)
+    Host pre;         // epilog input (alpha AB + beta C + bias), D's shape
+    Host bias_grad;   // (..., L) with D's batch shape, when the epilog computes one
+    double amax = 0;  // max |D| before the d scale
 };
 
 /// The reference of `epilog(alpha * a @ b + beta * c)` with D of dtype `d_type`.

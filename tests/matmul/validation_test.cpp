@@ -25,8 +25,8 @@ void* addr(int slot, std::uintptr_t offset = 0) {
     return reinterpret_cast<void*>((std::uintptr_t(slot) + 1) * (std::uintptr_t(1) << 24) + offset);
 }
 
-TensorView v(int slot, DataType t, std::initializer_list<std::int64_t> shape, std::initializer_list<std::int64_t> strides = {},
-             std::uintptr_t offset = 0) {
+TensorView v(int slot, DataType t, std::initializer_list<std::int64_t> shape,
+             std::initializer_list<std::int64_t> strides = {}, std::uintptr_t offset = 0) {
     return TensorView(addr(slot, offset), t, shape, strides);
 }
 
@@ -61,19 +61,27 @@ TEST(MatmulValidation, InnerDimensionMismatch) {
 }
 
 TEST(MatmulValidation, EmptyOperand) {
-    expect_throw_with<InvalidArgument>([&] { Matmul mm(TensorLayout(f32, {0, 4}), TensorLayout(f32, {4, 6})); },
-                                       {"a:", "(0, 4)", "empty"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            Matmul mm(TensorLayout(f32, {0, 4}), TensorLayout(f32, {4, 6}));
+        },
+        {"a:", "(0, 4)", "empty"});
 }
 
 TEST(MatmulValidation, BatchesDoNotBroadcast) {
     expect_throw_with<InvalidArgument>(
-        [&] { Matmul mm(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {2, 4, 6})); }, {"b:", "broadcast", "(2, 4, 6)"});
+        [&] {
+            Matmul mm(TensorLayout(f32, {3, 8, 4}), TensorLayout(f32, {2, 4, 6}));
+        },
+        {"b:", "broadcast", "(2, 4, 6)"});
 }
 
 TEST(MatmulValidation, BatchNotOneStridedBatch) {
     // a's batch dimensions (2, 3) with strides that are not one sequence.
     expect_throw_with<NotSupported>(
-        [&] { Matmul mm(TensorLayout(f32, {2, 3, 8, 4}, {1000, 32, 4, 1}), TensorLayout(f32, {4, 6})); },
+        [&] {
+            Matmul mm(TensorLayout(f32, {2, 3, 8, 4}, {1000, 32, 4, 1}), TensorLayout(f32, {4, 6}));
+        },
         {"a:", "one strided batch"});
 }
 
@@ -89,29 +97,47 @@ TEST(MatmulValidation, DBroadcastStride) {
 
 TEST(MatmulValidation, DWithoutUnitStride) {
     Problem p;
-    expect_throw_with<NotSupported>([&] { matmul(p.a, p.b, v(2, f32, {8, 6}, {12, 2})); }, {"d:", "(12, 2)", "unit stride"});
+    expect_throw_with<NotSupported>(
+        [&] {
+            matmul(p.a, p.b, v(2, f32, {8, 6}, {12, 2}));
+        },
+        {"d:", "(12, 2)", "unit stride"});
 }
 
 TEST(MatmulValidation, AWithoutUnitStride) {
     Problem p;
-    expect_throw_with<NotSupported>([&] { matmul(v(0, f32, {8, 4}, {8, 2}), p.b, p.d); }, {"a:", "(8, 2)", "unit stride"});
+    expect_throw_with<NotSupported>(
+        [&] {
+            matmul(v(0, f32, {8, 4}, {8, 2}), p.b, p.d);
+        },
+        {"a:", "(8, 2)", "unit stride"});
 }
 
 TEST(MatmulValidation, DBatchesOverlap) {
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(v(0, f32, {2, 8, 4}), v(1, f32, {4, 6}), v(2, f32, {2, 8, 6}, {10, 6, 1})); }, {"d:", "batch stride 10"});
+        [&] {
+            matmul(v(0, f32, {2, 8, 4}), v(1, f32, {4, 6}), v(2, f32, {2, 8, 6}, {10, 6, 1}));
+        },
+        {"d:", "batch stride 10"});
 }
 
 // ---- dtypes and compute types -----------------------------------------------------------------
 
 TEST(MatmulValidation, InputDtypesDiffer) {
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, v(1, f16, {4, 6}), p.d); }, {"b:", "f16", "f32", "same dtype"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, v(1, f16, {4, 6}), p.d);
+        },
+        {"b:", "f16", "f32", "same dtype"});
 }
 
 TEST(MatmulValidation, I32IsNotAnInput) {
-    expect_throw_with<InvalidArgument>([&] { Matmul mm(TensorLayout(DataType::i32, {8, 4}), TensorLayout(DataType::i32, {4, 6})); },
-                                       {"a:", "i32", "not a matmul input"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            Matmul mm(TensorLayout(DataType::i32, {8, 4}), TensorLayout(DataType::i32, {4, 6}));
+        },
+        {"a:", "i32", "not a matmul input"});
 }
 
 TEST(MatmulValidation, ComputeTypeNotForInputs) {
@@ -119,13 +145,18 @@ TEST(MatmulValidation, ComputeTypeNotForInputs) {
     expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {}, {.compute_type = ComputeType::f16}); },
                                        {"compute_type", "f16", "f32 inputs", "f32_fast_tf32"});
     expect_throw_with<InvalidArgument>(
-        [&] { Matmul mm(TensorLayout(bf16, {8, 4}), TensorLayout(bf16, {4, 6}), {.compute_type = ComputeType::f32_fast_tf32}); },
+        [&] {
+            Matmul mm(TensorLayout(bf16, {8, 4}), TensorLayout(bf16, {4, 6}),
+                      {.compute_type = ComputeType::f32_fast_tf32});
+        },
         {"compute_type", "f32_fast_tf32", "bf16"});
 }
 
 TEST(MatmulValidation, ResultTypeNotAllowed) {
     expect_throw_with<InvalidArgument>(
-        [&] { Matmul mm(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), {.result_type = f16}); },
+        [&] {
+            Matmul mm(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), {.result_type = f16});
+        },
         {"result_type", "f16", "allowed: f32"});
     expect_throw_with<InvalidArgument>(
         [&] {
@@ -142,7 +173,8 @@ TEST(MatmulValidation, DDtypeNotAResult) {
 
 TEST(MatmulValidation, ResultTypeDisagreesWithD) {
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {}, {.result_type = f16}); }, {"result_type", "d has dtype f32"});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {}, {.result_type = f16}); },
+                                       {"result_type", "d has dtype f32"});
 }
 
 TEST(MatmulValidation, FastAccumulationWithoutFp8) {
@@ -155,20 +187,29 @@ TEST(MatmulValidation, FastAccumulationWithoutFp8) {
 
 TEST(MatmulValidation, CDtype) {
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f16, {8, 6})}); },
-                                       {"c:", "f16", "f32"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f16, {8, 6})});
+        },
+        {"c:", "f16", "f32"});
 }
 
 TEST(MatmulValidation, CShape) {
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 1})}); },
-                                       {"c:", "(8, 1)", "(..., M, N)"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 1})});
+        },
+        {"c:", "(8, 1)", "(..., M, N)"});
 }
 
 TEST(MatmulValidation, COrientationDiffersFromD) {
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 6}, {1, 8})}); },
-                                       {"c:", "(1, 8)", "row-major like d"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 6}, {1, 8})});
+        },
+        {"c:", "(1, 8)", "row-major like d"});
 }
 
 TEST(MatmulValidation, BetaWithoutC) {
@@ -185,14 +226,18 @@ TEST(MatmulValidation, DOverlapsA) {
 
 TEST(MatmulValidation, CPartlyOverlapsD) {
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(2, f32, {8, 6}, {}, 16)}); },
-                                       {"c:", "overlaps d", "d itself"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(2, f32, {8, 6}, {}, 16)});
+        },
+        {"c:", "overlaps d", "d itself"});
 }
 
 TEST(MatmulValidation, BiasOverlapsD) {
     Problem p;
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.bias = v(2, f32, {6}, {}, 32)}, {.epilog = Epilog::bias}); }, {"bias:", "overlaps d"});
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(2, f32, {6}, {}, 32)}, {.epilog = Epilog::bias}); },
+        {"bias:", "overlaps d"});
 }
 
 // ---- epilog inputs and outputs ------------------------------------------------------------------
@@ -212,38 +257,51 @@ TEST(MatmulValidation, MissingBias) {
 
 TEST(MatmulValidation, BiasShape) {
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {7})}, {.epilog = Epilog::bias}); },
-                                       {"bias:", "(7,)", "per-column"});
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6, 8})}, {.epilog = Epilog::bias}); }, {"bias:", "(6, 8)"});
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {7})}, {.epilog = Epilog::bias}); },
+        {"bias:", "(7,)", "per-column"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6, 8})}, {.epilog = Epilog::bias});
+        },
+        {"bias:", "(6, 8)"});
 }
 
 TEST(MatmulValidation, BiasDtype) {
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.bias = v(3, f16, {6})}, {.epilog = Epilog::bias}); },
-                                       {"bias:", "f16", "take a f32 bias"});
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f16, {6})}, {.epilog = Epilog::bias}); },
+        {"bias:", "f16", "take a f32 bias"});
 }
 
 TEST(MatmulValidation, BiasNotPacked) {
     Problem p;
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6}, {2})}, {.epilog = Epilog::bias}); }, {"bias:", "stride 2", "packed"});
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6}, {2})}, {.epilog = Epilog::bias}); },
+        {"bias:", "stride 2", "packed"});
 }
 
 TEST(MatmulValidation, PerRowBiasNeedsColumnMajorD) {
     Problem p;
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::bias}); },
+        [&] {
+            matmul(p.a, p.b, p.d, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::bias});
+        },
         {"bias:", "(8, 1)", "one value per row", "column-major d"});
     // The allocating call returns a row-major d, so the same holds there.
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::bias}); },
-                                       {"bias:", "one value per row"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, p.b, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::bias});
+        },
+        {"bias:", "one value per row"});
 }
 
 TEST(MatmulValidation, PerColumnBiasNeedsRowMajorD) {
     Problem p;
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, v(2, f32, {8, 6}, {1, 8}), {.bias = v(3, f32, {6})}, {.epilog = Epilog::bias}); },
+        [&] {
+            matmul(p.a, p.b, v(2, f32, {8, 6}, {1, 8}), {.bias = v(3, f32, {6})}, {.epilog = Epilog::bias});
+        },
         {"bias:", "(6,)", "one value per column", "row-major d"});
 }
 
@@ -251,7 +309,8 @@ TEST(MatmulValidation, FullBiasAndC) {
     Problem p;
     expect_throw_with<InvalidArgument>(
         [&] {
-            matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 6}), .bias = v(4, f32, {8, 6})}, {.epilog = Epilog::bias});
+            matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 6}), .bias = v(4, f32, {8, 6})},
+                   {.epilog = Epilog::bias});
         },
         {"bias:", "full (M, N)", "c is given"});
 }
@@ -268,7 +327,9 @@ TEST(MatmulValidation, BiasBatchDoesNotBroadcast) {
 TEST(MatmulValidation, AuxWithoutAuxEpilog) {
     Problem p;
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6}), .aux = v(4, f32, {8, 6})}, {.epilog = Epilog::bias}); },
+        [&] {
+            matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6}), .aux = v(4, f32, {8, 6})}, {.epilog = Epilog::bias});
+        },
         {"aux:", "epilog bias has no aux"});
 }
 
@@ -282,18 +343,29 @@ TEST(MatmulValidation, GradientEpilogsNeedAux) {
 TEST(MatmulValidation, GeluAuxLayout) {
     Problem p;
     // Leading dimension 6 is not a multiple of 8.
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.aux = v(4, f32, {8, 6})}, {.epilog = Epilog::gelu_aux}); },
-                                       {"aux:", "(6, 1)", "multiple of 8"});
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.aux = v(4, f16, {8, 6}, {8, 1})}, {.epilog = Epilog::gelu_aux}); }, {"aux:", "f16", "f32"});
+        [&] {
+            matmul(p.a, p.b, p.d, {.aux = v(4, f32, {8, 6})}, {.epilog = Epilog::gelu_aux});
+        },
+        {"aux:", "(6, 1)", "multiple of 8"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, p.b, p.d, {.aux = v(4, f16, {8, 6}, {8, 1})}, {.epilog = Epilog::gelu_aux});
+        },
+        {"aux:", "f16", "f32"});
 }
 
 TEST(MatmulValidation, ReluMaskLayout) {
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.aux = v(4, f32, {8, 16})}, {.epilog = Epilog::relu_aux}); },
-                                       {"aux:", "ReLU bit mask", "i8"});
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.aux = v(4, DataType::i8, {8, 8})}, {.epilog = Epilog::relu_aux}); },
+        [&] {
+            matmul(p.a, p.b, p.d, {.aux = v(4, f32, {8, 16})}, {.epilog = Epilog::relu_aux});
+        },
+        {"aux:", "ReLU bit mask", "i8"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(p.a, p.b, p.d, {.aux = v(4, DataType::i8, {8, 8})}, {.epilog = Epilog::relu_aux});
+        },
         {"aux:", "multiple of 16"});
 }
 
@@ -311,40 +383,56 @@ TEST(MatmulValidation, BiasGradShape) {
         [&] { matmul(a_col, p.b, p.d, {.bias_grad = v(4, f32, {6})}, {.epilog = Epilog::bgrada}); },
         {"bias_grad:", "(6,)", "length 8"});
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.bias_grad = v(4, f16, {6})}, {.epilog = Epilog::bgradb}); }, {"bias_grad:", "f16"});
+        [&] { matmul(p.a, p.b, p.d, {.bias_grad = v(4, f16, {6})}, {.epilog = Epilog::bgradb}); },
+        {"bias_grad:", "f16"});
 }
 
 TEST(MatmulValidation, EpilogsNeedRealFloatingPoint) {
     expect_throw_with<NotSupported>(
-        [&] { Matmul mm(TensorLayout(DataType::c32, {8, 4}), TensorLayout(DataType::c32, {4, 6}), {.epilog = Epilog::relu}); },
+        [&] {
+            Matmul mm(TensorLayout(DataType::c32, {8, 4}), TensorLayout(DataType::c32, {4, 6}),
+                      {.epilog = Epilog::relu});
+        },
         {"epilog", "relu", "c32"});
     expect_throw_with<NotSupported>(
-        [&] { Matmul mm(TensorLayout(DataType::i8, {8, 4}), TensorLayout(DataType::i8, {4, 6}), {.epilog = Epilog::bias}); },
+        [&] {
+            Matmul mm(TensorLayout(DataType::i8, {8, 4}), TensorLayout(DataType::i8, {4, 6}), {.epilog = Epilog::bias});
+        },
         {"epilog", "bias", "i8"});
 }
 
 TEST(MatmulValidation, GradientEpilogWithKOne) {
     expect_throw_with<NotSupported>(
-        [&] { Matmul mm(TensorLayout(f32, {8, 1}), TensorLayout(f32, {1, 6}), {.epilog = Epilog::dgelu}); }, {"epilog", "K = 1"});
+        [&] {
+            Matmul mm(TensorLayout(f32, {8, 1}), TensorLayout(f32, {1, 6}), {.epilog = Epilog::dgelu});
+        },
+        {"epilog", "K = 1"});
 }
 
 // ---- FP8 ----------------------------------------------------------------------------------------
 
 TEST(MatmulValidation, Fp8DimensionsMultipleOf16) {
     expect_throw_with<NotSupported>(
-        [&] { Matmul mm(TensorLayout(DataType::e4m3, {24, 32}), TensorLayout(DataType::e4m3, {32, 16}, {1, 32})); },
+        [&] {
+            Matmul mm(TensorLayout(DataType::e4m3, {24, 32}), TensorLayout(DataType::e4m3, {32, 16}, {1, 32}));
+        },
         {"multiples of 16", "M = 24"});
 }
 
 TEST(MatmulValidation, Fp8BothE5m2) {
     expect_throw_with<NotSupported>(
-        [&] { Matmul mm(TensorLayout(DataType::e5m2, {32, 32}), TensorLayout(DataType::e5m2, {32, 32}, {1, 32})); },
+        [&] {
+            Matmul mm(TensorLayout(DataType::e5m2, {32, 32}), TensorLayout(DataType::e5m2, {32, 32}, {1, 32}));
+        },
         {"e5m2", "e4m3"});
 }
 
 TEST(MatmulValidation, Fp8WithNonFp8) {
     expect_throw_with<InvalidArgument>(
-        [&] { Matmul mm(TensorLayout(DataType::e4m3, {32, 32}), TensorLayout(f16, {32, 32})); }, {"b:", "f16", "FP8"});
+        [&] {
+            Matmul mm(TensorLayout(DataType::e4m3, {32, 32}), TensorLayout(f16, {32, 32}));
+        },
+        {"b:", "f16", "FP8"});
 }
 
 TEST(MatmulValidation, Fp8ResultTypes) {
@@ -368,14 +456,18 @@ TEST(MatmulValidation, Fp8BiasDtype) {
 
 TEST(MatmulValidation, Fp8Alignment) {
     expect_throw_with<NotSupported>(
-        [&] { matmul(v(0, DataType::e4m3, {32, 32}, {}, 8), v(1, DataType::e4m3, {32, 32}, {1, 32}), v(2, bf16, {32, 32})); },
+        [&] {
+            matmul(v(0, DataType::e4m3, {32, 32}, {}, 8), v(1, DataType::e4m3, {32, 32}, {1, 32}),
+                   v(2, bf16, {32, 32}));
+        },
         {"a:", "8-byte aligned", "16-byte"});
 }
 
 TEST(MatmulValidation, Fp8ScalesAndAmax) {
     float* fake = static_cast<float*>(addr(9));
     Problem p;
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.scales = {.a = fake}}); }, {"scales.a", "FP8 inputs only"});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.scales = {.a = fake}}); },
+                                       {"scales.a", "FP8 inputs only"});
     expect_throw_with<InvalidArgument>(
         [&] {
             matmul(v(0, DataType::e4m3, {32, 32}), v(1, DataType::e4m3, {32, 32}, {1, 32}), v(2, bf16, {32, 32}),
@@ -402,10 +494,14 @@ TEST(MatmulValidation, BiasGradientOperandOrientation) {
     expect_throw_with<NotSupported>([&] { matmul(p.a, p.b, p.d, {}, {.epilog = Epilog::bgrada}); },
                                     {"a: strides (4, 1)", "bgrada needs a column-major a", "(1, 8)"});
     expect_throw_with<NotSupported>(
-        [&] { matmul(p.a, v(1, f32, {4, 6}, {1, 4}), p.d, {}, {.epilog = Epilog::bgradb}); },
+        [&] {
+            matmul(p.a, v(1, f32, {4, 6}, {1, 4}), p.d, {}, {.epilog = Epilog::bgradb});
+        },
         {"b: strides (1, 4)", "bgradb needs a row-major b", "(6, 1)"});
     expect_throw_with<NotSupported>(
-        [&] { Matmul mm(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), {.epilog = Epilog::bgrada}); },
+        [&] {
+            Matmul mm(TensorLayout(f32, {8, 4}), TensorLayout(f32, {4, 6}), {.epilog = Epilog::bgrada});
+        },
         {"bgrada needs a column-major a"});
 }
 
@@ -424,8 +520,11 @@ TEST(MatmulValidation, IntegerAlphaBeta) {
     const auto a = v(0, DataType::i8, {8, 4}), b = v(1, DataType::i8, {4, 8}, {1, 4});
     const auto d = v(2, DataType::i32, {8, 8});
     expect_throw_with<InvalidArgument>([&] { matmul(a, b, d, {.alpha = 0.5}); }, {"alpha:", "0.5", "integer"});
-    expect_throw_with<InvalidArgument>([&] { matmul(a, b, d, {.beta = 1.25, .c = v(3, DataType::i32, {8, 8})}); },
-                                       {"beta:", "1.25", "integer"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(a, b, d, {.beta = 1.25, .c = v(3, DataType::i32, {8, 8})});
+        },
+        {"beta:", "1.25", "integer"});
 }
 
 TEST(MatmulValidation, ComplexAlphaForRealProblem) {
@@ -439,10 +538,16 @@ TEST(MatmulValidation, ComplexAlphaForRealProblem) {
 TEST(MatmulValidation, ExecuteWithOtherLayouts) {
     Problem p;
     Matmul mm(p.a, p.b);
-    expect_throw_with<InvalidArgument>([&] { mm.execute(v(0, f32, {8, 4}, {1, 8}), p.b, p.d); },
-                                       {"a:", "(1, 8)", "differs", "(4, 1)"});
-    expect_throw_with<InvalidArgument>([&] { mm.execute(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 6})}); },
-                                       {"c:", "built without c"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            mm.execute(v(0, f32, {8, 4}, {1, 8}), p.b, p.d);
+        },
+        {"a:", "(1, 8)", "differs", "(4, 1)"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            mm.execute(p.a, p.b, p.d, {.beta = 1.0, .c = v(3, f32, {8, 6})});
+        },
+        {"c:", "built without c"});
 }
 
 TEST(MatmulValidation, PlanPreferencesAndAutotuneArguments) {
@@ -516,9 +621,13 @@ TEST(MatmulValidation, PointersNotAlignedToTheirElements) {
     expect_throw_with<InvalidArgument>([&] { (void)mm.execute(a1, p.b); }, {"a:", "not aligned"});
     expect_throw_with<InvalidArgument>([&] { mm.autotune(a1, p.b, p.d); }, {"a:", "not aligned"});
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6}, {}, 2)}, {.epilog = Epilog::bias}); }, {"bias:", "not aligned"});
+        [&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6}, {}, 2)}, {.epilog = Epilog::bias}); },
+        {"bias:", "not aligned"});
     expect_throw_with<InvalidArgument>(
-        [&] { matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(4, f32, {8, 6}, {}, 1)}); }, {"c:", "not aligned"});
+        [&] {
+            matmul(p.a, p.b, p.d, {.beta = 1.0, .c = v(4, f32, {8, 6}, {}, 1)});
+        },
+        {"c:", "not aligned"});
     expect_throw_with<InvalidArgument>(
         [&] {
             matmul(v(0, DataType::e4m3, {32, 32}), v(1, DataType::e4m3, {32, 32}, {1, 32}), v(2, bf16, {32, 32}),
@@ -526,8 +635,11 @@ TEST(MatmulValidation, PointersNotAlignedToTheirElements) {
         },
         {"scales.a", "not aligned"});
     // bf16 needs 2 bytes: an odd address is refused, an even one is an alignment class cuBLASLt takes.
-    expect_throw_with<InvalidArgument>([&] { matmul(v(0, bf16, {8, 4}, {}, 1), v(1, bf16, {4, 6}), v(2, bf16, {8, 6})); },
-                                       {"a:", "2-byte", "bf16"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(v(0, bf16, {8, 4}, {}, 1), v(1, bf16, {4, 6}), v(2, bf16, {8, 6}));
+        },
+        {"a:", "2-byte", "bf16"});
 }
 
 TEST(MatmulValidation, TuningFilesThatAreNotThere) {
@@ -590,8 +702,11 @@ TEST(MatmulProblemInfo, ResultLayoutIsWhatTheAllocatingCallsReturn) {
                                                         "d view"};
     expect_throw_with<InvalidArgument>([&] { (void)col.execute(av, bv, {.beta = 1.0, .c = c_col}); }, refusal);
     expect_throw_with<InvalidArgument>([&] { (void)matmul(av, bv, {.beta = 1.0, .c = c_col}); }, refusal);
-    expect_throw_with<InvalidArgument>([&] { (void)matmul(av, bv, {.beta = 1.0, .c = v(3, f32, {8, 6}, {1, 8})}); },
-                                       {"c:", "column-major", "d view"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)matmul(av, bv, {.beta = 1.0, .c = v(3, f32, {8, 6}, {1, 8})});
+        },
+        {"c:", "column-major", "d view"});
 }
 
 TEST(MatmulProblemInfo, StringsOfEnumerators) {

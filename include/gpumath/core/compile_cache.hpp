@@ -16,14 +16,14 @@ namespace gpumath::core {
 
 /// Counters of the compile cache.
 struct CompileCacheStats {
-    std::uint64_t memory_hits = 0;   ///< compiles answered from memory
-    std::uint64_t disk_hits = 0;     ///< compiles answered from the disk cache
-    std::uint64_t misses = 0;        ///< compiles that ran NVRTC
-    std::uint64_t evictions = 0;     ///< entries dropped from memory to respect the capacity
-    std::uint64_t disk_writes = 0;   ///< entries written to disk
-    std::uint64_t disk_rejected = 0; ///< disk entries ignored (corrupt, foreign, not a regular file), then rewritten
-    std::size_t size = 0;            ///< entries in memory now
-    std::size_t capacity = 0;        ///< memory capacity in entries
+    std::uint64_t memory_hits = 0;    ///< compiles answered from memory
+    std::uint64_t disk_hits = 0;      ///< compiles answered from the disk cache
+    std::uint64_t misses = 0;         ///< compiles that ran NVRTC
+    std::uint64_t evictions = 0;      ///< entries dropped from memory to respect the capacity
+    std::uint64_t disk_writes = 0;    ///< entries written to disk
+    std::uint64_t disk_rejected = 0;  ///< disk entries ignored (corrupt, foreign, not a regular file), then rewritten
+    std::size_t size = 0;             ///< entries in memory now
+    std::size_t capacity = 0;         ///< memory capacity in entries
 };
 
 /// The process-wide compile cache behind `Program::compile`: an in-memory LRU map, and a directory

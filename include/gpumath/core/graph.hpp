@@ -55,8 +55,8 @@ public:
     /// True unless empty.
     [[nodiscard]] explicit operator bool() const noexcept { return exec_ != nullptr; }
 
-
-    Graph(Graph&& other) noexcept : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}
+    Graph(Graph&& other) noexcept
+        : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}
     Graph& operator=(Graph&& other) noexcept {
         if (this != &other) {
             reset();

@@ -51,13 +51,13 @@ struct LibraryState;
 /// calls. Owned by its library; Kernel handles keep the library alive.
 struct KernelState {
     CUkernel kernel = nullptr;
-    std::string name;           // as the driver knows it (mangled for C++ kernels)
-    std::string display_name;   // as the caller asked for it (e.g. "scale<float>")
-    int device = 0;             // runtime ordinal the limits below are for
+    std::string name;          // as the driver knows it (mangled for C++ kernels)
+    std::string display_name;  // as the caller asked for it (e.g. "scale<float>")
+    int device = 0;            // runtime ordinal the limits below are for
     int cc_major = 0;
     int multiprocessor_count = 0;
     std::size_t shared_memory_optin = 0;  // the device's per-block limit with opt-in, bytes
-    bool params_known = false;  // false when the driver cannot describe parameters
+    bool params_known = false;            // false when the driver cannot describe parameters
     std::vector<core::ParamInfo> params;
     int max_threads_per_block = 1024;
     std::atomic<std::size_t> max_dynamic_shared{0};

@@ -28,14 +28,22 @@ enum class ComputeType : std::uint8_t { automatic, f16, f32, f32_fast_f16, f32_f
 /// The enumerator's name ("f32_fast_tf32", ...).
 [[nodiscard]] constexpr std::string_view to_string(ComputeType t) noexcept {
     switch (t) {
-    case ComputeType::automatic: return "automatic";
-    case ComputeType::f16: return "f16";
-    case ComputeType::f32: return "f32";
-    case ComputeType::f32_fast_f16: return "f32_fast_f16";
-    case ComputeType::f32_fast_bf16: return "f32_fast_bf16";
-    case ComputeType::f32_fast_tf32: return "f32_fast_tf32";
-    case ComputeType::f64: return "f64";
-    case ComputeType::i32: return "i32";
+        case ComputeType::automatic:
+            return "automatic";
+        case ComputeType::f16:
+            return "f16";
+        case ComputeType::f32:
+            return "f32";
+        case ComputeType::f32_fast_f16:
+            return "f32_fast_f16";
+        case ComputeType::f32_fast_bf16:
+            return "f32_fast_bf16";
+        case ComputeType::f32_fast_tf32:
+            return "f32_fast_tf32";
+        case ComputeType::f64:
+            return "f64";
+        case ComputeType::i32:
+            return "i32";
     }
     return "unknown";
 }
@@ -79,22 +87,38 @@ enum class Epilog : std::uint8_t {
 /// The enumerator's name ("gelu_aux_bias", ...).
 [[nodiscard]] constexpr std::string_view to_string(Epilog e) noexcept {
     switch (e) {
-    case Epilog::none: return "none";
-    case Epilog::relu: return "relu";
-    case Epilog::relu_aux: return "relu_aux";
-    case Epilog::bias: return "bias";
-    case Epilog::relu_bias: return "relu_bias";
-    case Epilog::relu_aux_bias: return "relu_aux_bias";
-    case Epilog::gelu: return "gelu";
-    case Epilog::gelu_aux: return "gelu_aux";
-    case Epilog::gelu_bias: return "gelu_bias";
-    case Epilog::gelu_aux_bias: return "gelu_aux_bias";
-    case Epilog::drelu: return "drelu";
-    case Epilog::drelu_bgrad: return "drelu_bgrad";
-    case Epilog::dgelu: return "dgelu";
-    case Epilog::dgelu_bgrad: return "dgelu_bgrad";
-    case Epilog::bgrada: return "bgrada";
-    case Epilog::bgradb: return "bgradb";
+        case Epilog::none:
+            return "none";
+        case Epilog::relu:
+            return "relu";
+        case Epilog::relu_aux:
+            return "relu_aux";
+        case Epilog::bias:
+            return "bias";
+        case Epilog::relu_bias:
+            return "relu_bias";
+        case Epilog::relu_aux_bias:
+            return "relu_aux_bias";
+        case Epilog::gelu:
+            return "gelu";
+        case Epilog::gelu_aux:
+            return "gelu_aux";
+        case Epilog::gelu_bias:
+            return "gelu_bias";
+        case Epilog::gelu_aux_bias:
+            return "gelu_aux_bias";
+        case Epilog::drelu:
+            return "drelu";
+        case Epilog::drelu_bgrad:
+            return "drelu_bgrad";
+        case Epilog::dgelu:
+            return "dgelu";
+        case Epilog::dgelu_bgrad:
+            return "dgelu_bgrad";
+        case Epilog::bgrada:
+            return "bgrada";
+        case Epilog::bgradb:
+            return "bgradb";
     }
     return "unknown";
 }
@@ -157,9 +181,12 @@ struct Scalar {
     double imag = 0.0;
 
     constexpr Scalar() noexcept = default;
+    // clang-format 14 would join the requires-clause to the declaration.
+    // clang-format off
     template <class T>
         requires std::is_arithmetic_v<T>
     constexpr Scalar(T value) noexcept : real(static_cast<double>(value)) {}  // NOLINT: implicit by design
+    // clang-format on
     template <class T>
     constexpr Scalar(std::complex<T> value) noexcept  // NOLINT: implicit by design
         : real(static_cast<double>(value.real())), imag(static_cast<double>(value.imag())) {}

@@ -30,8 +30,7 @@ int main() {
         (void)gpumath::TensorLayout(gpumath::DataType::f32, {-1});
         std::printf("a negative extent was accepted\n");
         return 1;
-    } catch (const gpumath::InvalidArgument&) {
-    }
+    } catch (const gpumath::InvalidArgument&) {}
 #if defined(GPUMATH_CONSUMER_MATMUL) || !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_FFT))
     // A plan is validated without a GPU.
     const gpumath::Matmul mm(gpumath::TensorLayout(gpumath::DataType::f32, {8, 4}),
