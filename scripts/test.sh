@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds gpumath with its tests (release preset) and runs the whole
-# test suite; then builds the `asan` preset (AddressSanitizer + UndefinedBehaviorSanitizer) and runs
-# the CPU tests again under it (set GPUMATH_SKIP_ASAN=1 to skip that part). Tests that need a GPU
-# skip with a reason on a machine without one.
+# Installs what is missing, checks the formatting (scripts/lint.sh), builds gpumath with its tests
+# (release preset) and runs the whole test suite; then builds the `asan` preset (AddressSanitizer +
+# UndefinedBehaviorSanitizer) and runs the CPU tests again under it (set GPUMATH_SKIP_ASAN=1 to
+# skip that part). Tests that need a GPU skip with a reason on a machine without one.
 set -eu
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+bash scripts/lint.sh
 export CUDAToolkit_ROOT="${CUDA_PATH:-${CUDA_HOME:-/usr/local/cuda}}"
 jobs="$(nproc)"
 cmake --preset release
