@@ -1,19 +1,35 @@
 # SPDX-License-Identifier: Apache-2.0
-# Fails if BINARY names any of the libraries in FORBIDDEN (comma-separated name fragments, e.g.
-# libcublasLt,libcufft) among its needed libraries: a module's consumer links only that module's CUDA
-# libraries.
+# Fails if a binary needs a forbidden shared library. The binaries: BINARY, or every path listed
+# in the file LIST (one a line). FORBIDDEN: comma-separated library names without their version
+# (libcuda, libcublasLt), matched up to the ".so": "libcuda" forbids libcuda.so.1, not libcudart. WHY (optional) says why,
+# in the failure message.
 find_program(READELF readelf REQUIRED)
-if(NOT EXISTS "${BINARY}")
-  message(FATAL_ERROR "${BINARY} does not exist; its consumer test builds it")
-endif()
-execute_process(COMMAND "${READELF}" -d "${BINARY}" OUTPUT_VARIABLE out RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "readelf -d ${BINARY} failed")
+if(LIST)
+  file(STRINGS "${LIST}" files)
+  if(NOT files)
+    message(FATAL_ERROR "no binaries listed in ${LIST}")
+  endif()
+else()
+  set(files "${BINARY}")
 endif()
 string(REPLACE "," ";" FORBIDDEN "${FORBIDDEN}")
-foreach(lib IN LISTS FORBIDDEN)
-  if(out MATCHES "NEEDED[^\n]*${lib}")
-    message(FATAL_ERROR "${BINARY} needs ${lib}, which its module must not link")
+set(bad "")
+foreach(f IN LISTS files)
+  if(NOT EXISTS "${f}")
+    message(FATAL_ERROR "binary ${f} does not exist; build it before running this test")
   endif()
+  execute_process(COMMAND "${READELF}" -d "${f}" OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${f} failed")
+  endif()
+  foreach(lib IN LISTS FORBIDDEN)
+    if(out MATCHES "NEEDED[^\n]*\\[${lib}\\.")
+      list(APPEND bad "${f} (${lib})")
+    endif()
+  endforeach()
 endforeach()
-message(STATUS "${BINARY} needs none of: ${FORBIDDEN}")
+if(bad)
+  message(FATAL_ERROR "these binaries need a library they must not (${WHY}): ${bad}")
+endif()
+list(LENGTH files count)
+message(STATUS "checked ${count} binaries: none needs ${FORBIDDEN}")
