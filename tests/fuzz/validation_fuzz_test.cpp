@@ -161,17 +161,19 @@ bool names_an_operand(std::string_view what) {
 /// Runs `f`, classifying its outcome; any other outcome fails the test with the iteration number.
 template <class F>
 void classify(const char* target, int iteration, Tally& tally, F&& f) {
+    // InvalidArgument and NotSupported: rejected, and the message must name what was wrong.
+    auto rejected = [&](const Error& e) {
+        ++tally.rejected;
+        if (std::getenv("GPUMATH_FUZZ_VERBOSE")) std::printf("%s #%d: %s\n", target, iteration, e.what());
+        EXPECT_TRUE(names_an_operand(e.what())) << target << " #" << iteration << ": " << e.what();
+    };
     try {
         f();
         ++tally.passed;
     } catch (const InvalidArgument& e) {
-        ++tally.rejected;
-        if (std::getenv("GPUMATH_FUZZ_VERBOSE")) std::printf("%s #%d: %s\n", target, iteration, e.what());
-        EXPECT_TRUE(names_an_operand(e.what())) << target << " #" << iteration << ": " << e.what();
+        rejected(e);
     } catch (const NotSupported& e) {
-        ++tally.rejected;
-        if (std::getenv("GPUMATH_FUZZ_VERBOSE")) std::printf("%s #%d: %s\n", target, iteration, e.what());
-        EXPECT_TRUE(names_an_operand(e.what())) << target << " #" << iteration << ": " << e.what();
+        rejected(e);
     } catch (const CudaError& e) {
         // Validation passed and the call reached the device: on a machine without one, that is the
         // expected stop; with one, a fake pointer may be refused by the driver.
