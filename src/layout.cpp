@@ -3,6 +3,7 @@
 #include <gpumath/layout.hpp>
 
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -69,6 +70,17 @@ std::string to_string(std::span<const std::int64_t> extents) {
 std::string to_string(const TensorLayout& layout) {
     return fmt::format("{} {} strides {}", to_string(layout.dtype()), to_string(layout.shape()),
                        to_string(layout.strides()));
+}
+
+TensorLayout TensorLayout::transposed() const {
+    if (rank_ < 2)
+        detail::throw_invalid(
+            fmt::format("a rank-{} layout has no two last dimensions to swap; transpose a matrix (rank >= 2)", rank_),
+            "TensorLayout::transposed");
+    TensorLayout t = *this;
+    std::swap(t.shape_[std::size_t(rank_ - 2)], t.shape_[std::size_t(rank_ - 1)]);
+    std::swap(t.strides_[std::size_t(rank_ - 2)], t.strides_[std::size_t(rank_ - 1)]);
+    return t;
 }
 
 void TensorView::throw_null_data() const {

@@ -85,6 +85,9 @@ public:
     }
     /// The same layout as a reference (lets `TensorView` pass where a layout is expected).
     [[nodiscard]] constexpr const TensorLayout& layout() const noexcept { return *this; }
+    /// The last two dimensions swapped (shape and strides): a row-major (N, K) matrix seen as the
+    /// column-major (K, N) matrix it is the transpose of. No data moves. InvalidArgument below rank 2.
+    [[nodiscard]] TensorLayout transposed() const;
 
     friend constexpr bool operator==(const TensorLayout& a, const TensorLayout& b) noexcept {
         if (a.dtype_ != b.dtype_ || a.rank_ != b.rank_) return false;
@@ -165,6 +168,8 @@ public:
 
     /// The data pointer (to the element at index 0).
     [[nodiscard]] constexpr void* data() const noexcept { return data_; }
+    /// The same data with its last two dimensions swapped (see TensorLayout::transposed()).
+    [[nodiscard]] TensorView transposed() const { return {data_, TensorLayout::transposed()}; }
     /// The data pointer as `T*`; InvalidArgument unless `data_type_of<T>() == dtype()`.
     template <class T>
     [[nodiscard]] T* data_as() const {

@@ -5,3 +5,4 @@
 #include <gpumath/matmul/matmul.hpp>
 #include <gpumath/matmul/options.hpp>
 #include <gpumath/matmul/plan_cache.hpp>
+#include <gpumath/matmul/quantize.hpp>

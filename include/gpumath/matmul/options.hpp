@@ -194,19 +194,59 @@ struct Scalar {
     friend constexpr bool operator==(const Scalar&, const Scalar&) = default;
 };
 
-/// FP8 per-tensor scales: device pointers to one f32 each (nullptr = 1.0). The product computed
-/// is `D = scale_d * epilog(alpha * (scale_a * A) @ (scale_b * B) + beta * C)`.
-/// Only for FP8 inputs; `d` and `amax_d` only with an FP8 result; `c` is rejected (cuBLASLt scales
-/// only an FP8 C, and C of FP8 products is bf16 or f16: scale it with beta). Pointers 16-byte
-/// aligned are the safe choice: plans are made for the alignment of the pointers given, and a
-/// call with less aligned scale pointers is planned again.
+/// How finely an FP8 operand is scaled (MatmulScales::a_mode, b_mode; quantize_fp8). Each mode
+/// names what one f32 scale covers, in the operand's own orientation (a is M x K, b is K x N):
+/// - `tensor`: the whole operand (one f32; today's per-tensor scaling, the default).
+/// - `outer_vector`: one row of a (M scales) or one column of b (N scales): "row-wise" scaling.
+/// - `block_1x128`: 128 consecutive elements along K of one row of a (or one column of b).
+/// - `block_128x128`: a 128 x 128 block of the operand.
+/// The finer modes run on compute capability 9.x (Hopper) only; their scale tensors' shapes and
+/// strides are fixed by cuBLASLt and tabled in docs/matmul.md (quantize_fp8 produces them).
+enum class ScaleMode : std::uint8_t { tensor, outer_vector, block_1x128, block_128x128 };
+
+/// The enumerator's name ("block_1x128", ...).
+[[nodiscard]] constexpr std::string_view to_string(ScaleMode m) noexcept {
+    switch (m) {
+        case ScaleMode::tensor:
+            return "tensor";
+        case ScaleMode::outer_vector:
+            return "outer_vector";
+        case ScaleMode::block_1x128:
+            return "block_1x128";
+        case ScaleMode::block_128x128:
+            return "block_128x128";
+    }
+    return "invalid ScaleMode";
+}
+
+/// FP8 scales. The product computed is
+/// `D = scale_d * epilog(alpha * (scale_a * A) @ (scale_b * B) + beta * C)`, where scale_a and
+/// scale_b are per tensor (`a`, `b`: device pointers to one f32 each, nullptr = 1.0) or, with a
+/// finer ScaleMode, f32 device tensors (`a_tensor`, `b_tensor`) holding one scale per row, column
+/// or block of the operand, in the shapes and strides docs/matmul.md tables.
+/// Only for FP8 inputs; `d` and `amax_d` only with an FP8 result (and per-tensor a and b); `c` is
+/// rejected (cuBLASLt scales only an FP8 C, and C of FP8 products is bf16 or f16: scale it with
+/// beta). Pointers 16-byte aligned are the safe choice: plans are made for the alignment of the
+/// pointers given, and a call with less aligned scale pointers is planned again.
 struct MatmulScales {
+    /// Per-tensor scale of A (ScaleMode::tensor).
     const float* a = nullptr;
+    /// Per-tensor scale of B (ScaleMode::tensor).
     const float* b = nullptr;
+    /// Per-tensor scale of C.
     const float* c = nullptr;
+    /// Per-tensor scale of D (an FP8 result only).
     const float* d = nullptr;
     /// Receives max |D| (before the D scale is applied) when the product completes.
     float* amax_d = nullptr;
+    /// How finely A is scaled; any mode but `tensor` takes its scales from `a_tensor`.
+    ScaleMode a_mode = ScaleMode::tensor;
+    /// How finely B is scaled; any mode but `tensor` takes its scales from `b_tensor`.
+    ScaleMode b_mode = ScaleMode::tensor;
+    /// A's scales for `a_mode` other than `tensor`: an f32 device tensor (docs/matmul.md).
+    std::optional<TensorView> a_tensor{};
+    /// B's scales for `b_mode` other than `tensor`: an f32 device tensor (docs/matmul.md).
+    std::optional<TensorView> b_tensor{};
 };
 
 /// The per-call arguments of a product. Views are not owned and must stay valid until the work
