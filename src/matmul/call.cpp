@@ -22,13 +22,16 @@ MatmulCall call_of(const TensorView& a, const TensorView& b, const TensorView* d
     put(slot_bias, args.bias ? &*args.bias : nullptr);
     put(slot_aux, args.aux ? &*args.aux : nullptr);
     put(slot_bias_grad, args.bias_grad ? &*args.bias_grad : nullptr);
+    put(slot_a_scale, args.scales.a_tensor ? &*args.scales.a_tensor : nullptr);
+    put(slot_b_scale, args.scales.b_tensor ? &*args.scales.b_tensor : nullptr);
     call.align[slot_scales] = scales_alignment(args.scales);
     call.scales = scales_mask(args.scales);
+    call.scale_modes = scale_modes_of(args.scales);
     return call;
 }
 
 bool plan_serves(const MatmulCall& planned, const MatmulCall& call) noexcept {
-    if (planned.scales != call.scales) return false;
+    if (planned.scales != call.scales || planned.scale_modes != call.scale_modes) return false;
     for (int s = 0; s < layout_slot_count; ++s) {
         const TensorLayout* x = planned.layouts[std::size_t(s)];
         const TensorLayout* y = call.layouts[std::size_t(s)];
@@ -52,7 +55,10 @@ MatmulSignature MatmulSignature::of(const MatmulCall& call) {
     s.bias = get(slot_bias);
     s.aux = get(slot_aux);
     s.bias_grad = get(slot_bias_grad);
+    s.a_scale = get(slot_a_scale);
+    s.b_scale = get(slot_b_scale);
     s.scales = call.scales;
+    s.scale_modes = call.scale_modes;
     s.align = call.align;
     return s;
 }
@@ -60,9 +66,10 @@ MatmulSignature MatmulSignature::of(const MatmulCall& call) {
 MatmulCall MatmulSignature::call() const noexcept {
     auto ptr = [](const std::optional<TensorLayout>& o) { return o ? &*o : nullptr; };
     MatmulCall call;
-    call.layouts = {&a, &b, ptr(c), ptr(d), ptr(bias), ptr(aux), ptr(bias_grad)};
+    call.layouts = {&a, &b, ptr(c), ptr(d), ptr(bias), ptr(aux), ptr(bias_grad), ptr(a_scale), ptr(b_scale)};
     call.align = align;
     call.scales = scales;
+    call.scale_modes = scale_modes;
     return call;
 }
 
@@ -71,7 +78,7 @@ namespace {
 constexpr std::uint64_t key_tag = 0x676d6d6b65793031ULL;  // "gmmkey01"
 
 void push(MatmulKey& k, std::uint64_t w) noexcept {
-    // A key never overflows: 7 layouts of rank <= 8 need at most 7 * 17 + 6 words.
+    // A key never overflows: 9 layouts of rank <= 8 need at most 9 * 17 + 6 words.
     k.words[k.size++] = w;
 }
 
@@ -111,7 +118,7 @@ MatmulKey make_key(const MatmulCall& call, const MatmulOptions& options, int dev
     for (int s : {slot_a, slot_b, slot_c})
         if (const TensorLayout* l = call.layouts[std::size_t(s)]) push_layout(k, s, *l);
     k.problem_words = k.size;
-    std::uint64_t present = call.scales;
+    std::uint64_t present = call.scales | std::uint64_t(call.scale_modes) << 32;
     for (int s = slot_d; s < layout_slot_count; ++s)
         if (call.layouts[std::size_t(s)] != nullptr) present |= std::uint64_t(1) << (8 + s - slot_d);
     push(k, present);

@@ -17,17 +17,30 @@
 
 namespace gpumath::detail {
 
-/// Operand slots. Every slot before `slot_scales` has a layout; `slot_scales` is the least aligned
-/// of the FP8 scale and amax pointers given (cuBLASLt reads pointer values of epilog and scale
-/// attributes to infer their alignment).
-enum Slot : int { slot_a, slot_b, slot_c, slot_d, slot_bias, slot_aux, slot_bias_grad, slot_scales, slot_count };
+/// Operand slots. Every slot before `slot_scales` has a layout (a_scale and b_scale: the scale
+/// tensors of the finer FP8 scale modes); `slot_scales` is the least aligned of the per-tensor FP8
+/// scale and amax pointers given (cuBLASLt reads pointer values of epilog and scale attributes to
+/// infer their alignment).
+enum Slot : int {
+    slot_a,
+    slot_b,
+    slot_c,
+    slot_d,
+    slot_bias,
+    slot_aux,
+    slot_bias_grad,
+    slot_a_scale,
+    slot_b_scale,
+    slot_scales,
+    slot_count
+};
 inline constexpr int layout_slot_count = slot_scales;
 
-inline constexpr std::array<const char*, slot_count> slot_names = {"a",    "b",   "c",         "d",
-                                                                   "bias", "aux", "bias_grad", "scales"};
+inline constexpr std::array<const char*, slot_count> slot_names = {
+    "a", "b", "c", "d", "bias", "aux", "bias_grad", "scales.a_tensor", "scales.b_tensor", "scales"};
 
 using Alignments = std::array<std::uint16_t, slot_count>;
-inline constexpr Alignments unaligned_nothing{256, 256, 256, 256, 256, 256, 256, 256};
+inline constexpr Alignments unaligned_nothing{256, 256, 256, 256, 256, 256, 256, 256, 256, 256};
 
 /// The largest power of two <= 256 that divides the address (256 for null).
 [[nodiscard]] inline std::uint16_t alignment_class(const void* p) noexcept {
@@ -54,13 +67,22 @@ enum ScaleBit : std::uint8_t { scale_a = 1, scale_b = 2, scale_c = 4, scale_d = 
     return a;
 }
 
+/// MatmulCall::scale_modes: A's ScaleMode in the low four bits, B's in the high four.
+[[nodiscard]] inline std::uint8_t scale_modes_of(const MatmulScales& s) noexcept {
+    return static_cast<std::uint8_t>((unsigned(s.a_mode) & 0xfU) | (unsigned(s.b_mode) & 0xfU) << 4);
+}
+[[nodiscard]] inline ScaleMode a_scale_mode(std::uint8_t modes) noexcept { return ScaleMode(modes & 0xfU); }
+[[nodiscard]] inline ScaleMode b_scale_mode(std::uint8_t modes) noexcept { return ScaleMode(modes >> 4); }
+
 /// One call as a plan depends on it: the layout of every operand slot (nullptr: absent), each
-/// pointer's alignment class (256 for absent operands) and the FP8 scales present. Non-owning: it
-/// points into the views of a call or into a MatmulSignature, so building one copies no layout.
+/// pointer's alignment class (256 for absent operands), the per-tensor FP8 scales present and the
+/// scale modes. Non-owning: it points into the views of a call or into a MatmulSignature, so
+/// building one copies no layout.
 struct MatmulCall {
     std::array<const TensorLayout*, layout_slot_count> layouts{};
     Alignments align = unaligned_nothing;
     std::uint8_t scales = 0;
+    std::uint8_t scale_modes = 0;
 };
 
 /// The description of a call with views (`d` may be null: the allocating forms).
@@ -81,7 +103,10 @@ struct MatmulSignature {
     std::optional<TensorLayout> bias;
     std::optional<TensorLayout> aux;        // absent: an aux output is allocated by gpumath
     std::optional<TensorLayout> bias_grad;  // absent: a bias gradient is allocated by gpumath
+    std::optional<TensorLayout> a_scale;    // the scale tensors of finer FP8 scale modes
+    std::optional<TensorLayout> b_scale;
     std::uint8_t scales = 0;
+    std::uint8_t scale_modes = 0;
     bool from_layouts = false;
     Alignments align = unaligned_nothing;
 

@@ -165,6 +165,8 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
     check_aligned(args.scales.c, "scales.c", api);
     check_aligned(args.scales.d, "scales.d", api);
     check_aligned(args.scales.amax_d, "scales.amax_d", api);
+    if (args.scales.a_tensor) check_aligned(*args.scales.a_tensor, "scales.a_tensor", api);
+    if (args.scales.b_tensor) check_aligned(*args.scales.b_tensor, "scales.b_tensor", api);
     check_scalar(args.alpha, "alpha", a.dtype(), api);
     check_scalar(args.beta, "beta", a.dtype(), api);
     if (!args.c && args.beta != Scalar(0.0))
@@ -182,6 +184,10 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
                 "or separate memory");
     if (args.bias && overlap(*d, *args.bias)) invalid(api, "bias: its memory overlaps d's; pass separate memory");
     if (args.aux && overlap(*d, *args.aux)) invalid(api, "aux: its memory overlaps d's; pass separate memory");
+    if (args.scales.a_tensor && overlap(*d, *args.scales.a_tensor))
+        invalid(api, "scales.a_tensor: its memory overlaps d's; pass separate memory");
+    if (args.scales.b_tensor && overlap(*d, *args.scales.b_tensor))
+        invalid(api, "scales.b_tensor: its memory overlaps d's; pass separate memory");
     if (args.bias_grad && overlap(*d, *args.bias_grad))
         invalid(api, "bias_grad: its memory overlaps d's; pass separate memory");
     if (args.aux && args.bias_grad && overlap(*args.aux, *args.bias_grad))

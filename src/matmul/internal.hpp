@@ -57,6 +57,8 @@ struct MatmulPointers {
     void* aux = nullptr;
     void* bias_grad = nullptr;
     MatmulScales scales;
+    const void* a_scale = nullptr;  // scale tensors of the finer FP8 scale modes
+    const void* b_scale = nullptr;
 };
 
 /// The cuBLASLt side of a problem: descriptors built once, heuristic results, the selected
@@ -97,6 +99,7 @@ private:
     void create_descriptors();
     void query_heuristics(int max_algorithms);
     void set_pointer(cublasLtMatmulDescAttributes_t attr, int slot, const void* value);
+    void set_pointer_attributes(const MatmulPointers& p);
 
     MatmulProblem problem_;
     MatmulCall call_;

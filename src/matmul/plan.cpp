@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <optional>
+#include <type_traits>
 
 #include <cuda_fp16.h>
 #include <fmt/format.h>
@@ -24,6 +25,53 @@ enum PointerSlot : int { ptr_bias, ptr_aux, ptr_scale_a, ptr_scale_b, ptr_scale_
 /// A stand-in pointer with a given alignment, for heuristics that read pointer values only to
 /// infer alignment (cuBLASLt's documented behaviour for bias and aux pointers).
 const void* fake_pointer(std::uint16_t alignment) { return reinterpret_cast<const void*>(std::uintptr_t(alignment)); }
+
+/// The alignment a plan can count on for `slot`: the pointer's, and with a per-product loop also
+/// that of the offsets between products.
+std::uint16_t planned_alignment(const MatmulProblem& P, int slot) {
+    const std::uint16_t a = P.signature.align[std::size_t(slot)];
+    const BatchLoop& l = P.lt.loop;
+    if (!l.on) return a;
+    std::int64_t bytes = 0;
+    switch (slot) {
+        case slot_a:
+            bytes = l.a;
+            break;
+        case slot_b:
+            bytes = l.b;
+            break;
+        case slot_c:
+            bytes = l.c;
+            break;
+        case slot_d:
+            bytes = l.d;
+            break;
+        case slot_bias:
+            bytes = l.bias;
+            break;
+        case slot_aux:
+            bytes = l.aux;
+            break;
+        case slot_a_scale:
+            bytes = l.a_scale;
+            break;
+        case slot_b_scale:
+            bytes = l.b_scale;
+            break;
+        default:
+            return a;
+    }
+    if (bytes == 0) return a;
+    return std::min(
+        a, alignment_class(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(bytes < 0 ? -bytes : bytes))));
+}
+
+template <class T>
+T* offset(T* p, std::int64_t bytes) noexcept {
+    if (p == nullptr) return p;
+    using Byte = std::conditional_t<std::is_const_v<T>, const unsigned char, unsigned char>;
+    return reinterpret_cast<T*>(reinterpret_cast<Byte*>(p) + bytes);
+}
 
 void encode_scalar(const Scalar& s, cudaDataType_t type, unsigned char* out) {
     switch (type) {
@@ -116,6 +164,13 @@ MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int 
                             id.cc_major, id.cc_minor, to_string(P.signature.a.strides()),
                             to_string(P.signature.b.strides())),
                 P.api);
+        // cuBLASLt documents the finer scale modes for Hopper; on other GPUs it offers no algorithm.
+        if (P.scales.fine && id.cc_major != 9)
+            throw_not_supported(
+                fmt::format("scales: {} x {} scaling needs compute capability 9.x (Hopper; cuBLASLt's 128-element "
+                            "and outer-vector FP32 scales); device {} ({}) is {}.{}: use per-tensor scales",
+                            to_string(P.scales.a), to_string(P.scales.b), device_, id.name, id.cc_major, id.cc_minor),
+                P.api);
     }
     workspace_ = stream_workspace(device_, resource_);
     try {
@@ -147,7 +202,8 @@ void MatmulPlan::create_descriptors() {
     set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSB, std::int32_t(P.lt.op_b), "setting TRANSB");
     if (P.lt.epilog != CUBLASLT_EPILOGUE_DEFAULT)
         set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, std::uint32_t(P.lt.epilog), "setting the epilogue");
-    const bool batched = P.shape.batch > 1;
+    // A per-product loop (P.lt.loop) describes one product to cuBLASLt and offsets the pointers.
+    const bool batched = P.shape.batch > 1 && !P.lt.loop.on;
     if (P.inputs.bias_vector) {
         if (P.types.fp8)
             set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, std::int32_t(to_cuda(P.types.bias)),
@@ -155,7 +211,7 @@ void MatmulPlan::create_descriptors() {
         if (batched)
             set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, P.lt.bias_batch_stride,
                      "setting the bias batch stride");
-        current_[ptr_bias] = fake_pointer(P.signature.align[slot_bias]);
+        current_[ptr_bias] = fake_pointer(planned_alignment(P, slot_bias));
         has_pointer_attributes_ = true;
     }
     if (P.inputs.bias_grad) {
@@ -172,7 +228,7 @@ void MatmulPlan::create_descriptors() {
         if (batched)
             set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, P.lt.aux_batch_stride,
                      "setting the aux batch stride");
-        current_[ptr_aux] = fake_pointer(P.signature.align[slot_aux]);
+        current_[ptr_aux] = fake_pointer(planned_alignment(P, slot_aux));
         set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, current_[ptr_aux], "setting the aux pointer");
         has_pointer_attributes_ = true;
     }
@@ -196,6 +252,18 @@ void MatmulPlan::create_descriptors() {
             // with scale pointers less aligned than it was made for).
             current_[std::size_t(s.slot)] = fake_pointer(P.signature.align[slot_scales]);
             set_desc(desc_, s.attr, current_[std::size_t(s.slot)], "setting a scale pointer");
+            has_pointer_attributes_ = true;
+        }
+        if (P.scales.fine) {
+            // The modes and tensors follow the operands through the swap (cuBLASLt's A is the user's b).
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, P.lt.a_scale_mode, "setting the A scale mode");
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, P.lt.b_scale_mode, "setting the B scale mode");
+            const int lt_a_slot = P.lt.swap ? slot_b_scale : slot_a_scale;
+            const int lt_b_slot = P.lt.swap ? slot_a_scale : slot_b_scale;
+            current_[ptr_scale_a] = fake_pointer(planned_alignment(P, lt_a_slot));
+            current_[ptr_scale_b] = fake_pointer(planned_alignment(P, lt_b_slot));
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, current_[ptr_scale_a], "setting the A scale tensor");
+            set_desc(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, current_[ptr_scale_b], "setting the B scale tensor");
             has_pointer_attributes_ = true;
         }
     }
@@ -238,13 +306,16 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
                      "cublasLtMatmulPreferenceSetAttribute", "setting a heuristic preference");
     };
     set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t(workspace_limit_));
-    const std::uint16_t c_align = P.lt.has_c
-                                      ? P.signature.align[P.inputs.c_from_bias ? slot_bias : slot_c]
-                                      : (P.types.c == P.types.d ? P.signature.align[slot_d] : std::uint16_t(256));
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, std::uint32_t(P.signature.align[P.lt.swap ? slot_b : slot_a]));
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, std::uint32_t(P.signature.align[P.lt.swap ? slot_a : slot_b]));
+    const std::uint16_t c_align =
+        P.lt.has_c ? (P.inputs.c_from_bias ? std::min(P.signature.align[slot_bias], planned_alignment(P, slot_c))
+                                           : planned_alignment(P, slot_c))
+                   : (P.types.c == P.types.d ? planned_alignment(P, slot_d) : std::uint16_t(256));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+             std::uint32_t(planned_alignment(P, P.lt.swap ? slot_b : slot_a)));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+             std::uint32_t(planned_alignment(P, P.lt.swap ? slot_a : slot_b)));
     set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, std::uint32_t(c_align));
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, std::uint32_t(P.signature.align[slot_d]));
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, std::uint32_t(planned_alignment(P, slot_d)));
 
     std::vector<cublasLtMatmulHeuristicResult_t> found(static_cast<std::size_t>(max_algorithms));
     int returned = 0;
@@ -348,9 +419,6 @@ void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar&
     // A full (M, N) bias is C with beta = 1 (the caller's beta is 0: there is no c).
     encode_scalar(P.inputs.c_from_bias ? Scalar(1.0) : beta, P.lt.scale_type, beta_buf);
 
-    const void* lt_a = P.lt.swap ? p.b : p.a;
-    const void* lt_b = P.lt.swap ? p.a : p.b;
-    const void* c = P.lt.has_c ? p.c : (P.types.c == P.types.d ? p.d : nullptr);
     const cublasLtMatmulHeuristicResult_t& algo = results_[selected_];
     std::size_t ws_bytes = 0;
     StreamWorkspace::Lease lease;  // held until cublasLtMatmul has enqueued the product
@@ -361,32 +429,63 @@ void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar&
         lease = workspace_->acquire(ws_bytes, stream);
     }
     void* ws = lease.data;
-    auto matmul = [&] {
+    auto matmul = [&](const MatmulPointers& q) {
+        const void* lt_a = P.lt.swap ? q.b : q.a;
+        const void* lt_b = P.lt.swap ? q.a : q.b;
+        const void* c = P.lt.has_c ? q.c : (P.types.c == P.types.d ? q.d : nullptr);
         const cublasStatus_t s = cublasLtMatmul(lt_handle(device_), desc_, alpha_buf, lt_a, la_, lt_b, lb_, beta_buf, c,
-                                                lc_, p.d, ld_, &algo.algo, ws, ws_bytes, stream.handle());
+                                                lc_, q.d, ld_, &algo.algo, ws, ws_bytes, stream.handle());
         if (s != CUBLAS_STATUS_SUCCESS) [[unlikely]]
             check_cublas(int(s), "cublasLtMatmul", [&] { return fmt::format("running {}", P.describe()); });
     };
     if (!has_pointer_attributes_) {
-        matmul();
+        matmul(p);
         return;
     }
     // The descriptor is shared by every thread running this plan; its pointer attributes are
     // written and read by cublasLtMatmul under the lock.
     std::lock_guard lock(mutex_);
+    if (!P.lt.loop.on) {
+        set_pointer_attributes(p);
+        matmul(p);
+        return;
+    }
+    // One product at a time (batched finer scale modes): every pointer moves by its batch stride.
+    const BatchLoop& l = P.lt.loop;
+    for (std::int64_t i = 0; i < P.shape.batch; ++i) {
+        MatmulPointers q = p;
+        q.a = offset(p.a, i * l.a);
+        q.b = offset(p.b, i * l.b);
+        q.c = offset(p.c, i * l.c);
+        q.d = offset(p.d, i * l.d);
+        q.bias = offset(p.bias, i * l.bias);
+        q.aux = offset(p.aux, i * l.aux);
+        q.a_scale = offset(p.a_scale, i * l.a_scale);
+        q.b_scale = offset(p.b_scale, i * l.b_scale);
+        set_pointer_attributes(q);
+        matmul(q);
+    }
+}
+
+void MatmulPlan::set_pointer_attributes(const MatmulPointers& p) {
+    const MatmulProblem& P = problem_;
     if (P.inputs.bias_vector) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr_bias, p.bias);
     if (P.inputs.bias_grad) set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr_bias, p.bias_grad);
     if (P.inputs.aux != AuxKind::none) set_pointer(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, ptr_aux, p.aux);
-    if (P.types.fp8 && P.signature.scales != 0) {
+    if (P.scales.fine) {
+        set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, ptr_scale_a, P.lt.swap ? p.b_scale : p.a_scale);
+        set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, ptr_scale_b, P.lt.swap ? p.a_scale : p.b_scale);
+    } else if (P.types.fp8 && P.signature.scales != 0) {
         const float* sa = P.lt.swap ? p.scales.b : p.scales.a;
         const float* sb = P.lt.swap ? p.scales.a : p.scales.b;
         if (sa) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, ptr_scale_a, sa);
         if (sb) set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, ptr_scale_b, sb);
+    }
+    if (P.types.fp8 && P.signature.scales != 0) {
         if (p.scales.c) set_pointer(CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, ptr_scale_c, p.scales.c);
         if (p.scales.d) set_pointer(CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, ptr_scale_d, p.scales.d);
         if (p.scales.amax_d) set_pointer(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, ptr_amax_d, p.scales.amax_d);
     }
-    matmul();
 }
 
 MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
@@ -430,6 +529,8 @@ MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, con
         }
     }
     p.scales = args.scales;
+    if (args.scales.a_tensor) p.a_scale = args.scales.a_tensor->data();
+    if (args.scales.b_tensor) p.b_scale = args.scales.b_tensor->data();
     return p;
 }
 

@@ -9,6 +9,7 @@
 #include "matmul/arrangement.hpp"
 #include "matmul/checks.hpp"
 #include "matmul/epilog_inputs.hpp"
+#include "matmul/scales.hpp"
 #include "matmul/shapes.hpp"
 #include "matmul/types.hpp"
 
@@ -25,6 +26,9 @@ std::string MatmulProblem::describe() const {
                         to_string(inputs.epilog), to_string(types.compute), swap ? "swap" : "no swap", swap ? "^T" : "",
                         swap ? "B" : "A", lt.op_a == CUBLAS_OP_T ? "^T" : "", swap ? "A" : "B",
                         lt.op_b == CUBLAS_OP_T ? "^T" : "", lt_epilog_name(lt.epilog));
+    if (scales.fine)
+        text += fmt::format("; scales {} x {}{}", to_string(scales.a), to_string(scales.b),
+                            lt.loop.on ? ", one cuBLASLt call per product" : "");
     return text;
 }
 
@@ -49,6 +53,7 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     if (P.types.fp8) check_fp8_operands(sig, P.shape, api);
     epilog_vectors_stage(sig, bias, P);
     lt_epilog_stage(P);
+    scale_stage(sig, P);
 
     if (bias.present) s.bias = bias.layout;
     if (!sig.aux && epilog_reads_aux(options.epilog)) s.aux = P.inputs.aux_view;  // planning from layouts

@@ -62,6 +62,20 @@ struct EpilogInputs {
     TensorLayout bias_grad_storage;
 };
 
+/// FP8 scale modes (scales.cpp), in the user's terms: per operand a and b.
+struct ScaleInputs {
+    ScaleMode a = ScaleMode::tensor, b = ScaleMode::tensor;
+    bool fine = false;  // a mode other than `tensor`: scales come from the scale tensors
+};
+
+/// Byte offsets between consecutive products when a batched problem runs as one cuBLASLt call per
+/// product (cuBLASLt 13 has no batch stride for the scale tensors of the finer scale modes and
+/// offers no batched algorithm for them). In the user's terms (a is the user's a).
+struct BatchLoop {
+    bool on = false;
+    std::int64_t a = 0, b = 0, c = 0, d = 0, bias = 0, aux = 0, a_scale = 0, b_scale = 0;
+};
+
 /// One matrix as cuBLASLt sees it (column-major).
 struct LtMatrix {
     cudaDataType_t type = CUDA_R_32F;
@@ -86,6 +100,9 @@ struct LtArrangement {
     std::int64_t aux_ld = 0;  // elements (GELU) or bits (ReLU mask)
     std::int64_t aux_batch_stride = 0;
     std::int64_t bias_grad_batch_stride = 0;
+    /// cublasLtMatmulMatrixScale_t of cuBLASLt's A and B (the user's b and a with the swap).
+    std::int32_t a_scale_mode = 0, b_scale_mode = 0;
+    BatchLoop loop;
 };
 
 struct MatmulProblem {
@@ -96,6 +113,7 @@ struct MatmulProblem {
     ProblemShape shape;
     ProblemTypes types;
     EpilogInputs inputs;
+    ScaleInputs scales;
     LtArrangement lt;
 
     /// "M=.. N=.. K=.. batch=.., a f16 (..) ..., epilog ..., compute ..." for messages and logs.

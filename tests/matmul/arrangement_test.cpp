@@ -264,7 +264,7 @@ TEST(MatmulKeys, TextRoundTripAndComparisons) {
     EXPECT_FALSE(make_key(s.call(), options, 0) ==
                  make_key(s.call(), options, 1));  // device is part of the stateless key
 
-    std::array<std::uint16_t, slot_count> actual{256, 256, 256, 256, 256, 256, 256, 256};
+    Alignments actual = unaligned_nothing;
     EXPECT_TRUE(k.aligned_enough(actual));
     actual[slot_b] = 8;
     EXPECT_FALSE(k.aligned_enough(actual));
