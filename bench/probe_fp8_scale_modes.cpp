@@ -156,8 +156,8 @@ int main(int argc, char** argv) {
                         const std::int32_t count = sh.batch;
                         const std::int64_t sa_ = std::int64_t(sh.k) * sh.m, sb_ = std::int64_t(sh.k) * sh.n,
                                            sd_ = std::int64_t(sh.m) * sh.n;
-                        for (auto [l, s] : {std::pair{la, sa_}, std::pair{lb, sb_}, std::pair{lc, sd_},
-                                            std::pair{ld, sd_}}) {
+                        for (auto [l, s] :
+                             {std::pair{la, sa_}, std::pair{lb, sb_}, std::pair{lc, sd_}, std::pair{ld, sd_}}) {
                             cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                                              sizeof count);
                             cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s,
@@ -177,15 +177,17 @@ int main(int argc, char** argv) {
                     if (ok(hs) && found > 0) {
                         const float alpha = 1.0f, beta = sh.c ? 1.0f : 0.0f;
                         const cublasStatus_t rs =
-                            cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &beta, sh.c ? c : d, lc, d, ld,
-                                           &res[0].algo, ws, res[0].workspaceSize, nullptr);
+                            cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &beta, sh.c ? c : d, lc, d, ld, &res[0].algo,
+                                           ws, res[0].workspaceSize, nullptr);
                         const cudaError_t ce = cudaDeviceSynchronize();
-                        run = ok(rs) && ce == cudaSuccess ? "ok" : ("status " + std::to_string(int(rs)) + "/" +
-                                                                    std::to_string(int(ce)));
+                        run = ok(rs) && ce == cudaSuccess
+                                  ? "ok"
+                                  : ("status " + std::to_string(int(rs)) + "/" + std::to_string(int(ce)));
                     }
-                    std::printf("%-13s %-13s d=%-4s epi=%-13s M=%d N=%d K=%d batch=%d c=%d : heuristic %s (%d) run %s\n",
-                                pair[0].name, pair[1].name, type_name(dt), e.name, sh.m, sh.n, sh.k, sh.batch,
-                                int(sh.c), ok(hs) ? "ok" : "fail", found, run.c_str());
+                    std::printf(
+                        "%-13s %-13s d=%-4s epi=%-13s M=%d N=%d K=%d batch=%d c=%d : heuristic %s (%d) run %s\n",
+                        pair[0].name, pair[1].name, type_name(dt), e.name, sh.m, sh.n, sh.k, sh.batch, int(sh.c),
+                        ok(hs) ? "ok" : "fail", found, run.c_str());
                     cublasLtMatmulPreferenceDestroy(pref);
                     cublasLtMatrixLayoutDestroy(la);
                     cublasLtMatrixLayoutDestroy(lb);

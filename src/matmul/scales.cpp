@@ -86,20 +86,20 @@ void batch_loop(const MatmulSignature& sig, std::int64_t a_scale_stride, std::in
     loop.a = (swap ? lt.b : lt.a).batch_stride * std::int64_t(size_of(P.types.a));
     loop.b = (swap ? lt.a : lt.b).batch_stride * std::int64_t(size_of(P.types.b));
     loop.d = lt.d.batch_stride * std::int64_t(size_of(P.types.d));
-    if (lt.has_c) loop.c = lt.c.batch_stride * std::int64_t(size_of(P.inputs.c_from_bias ? sig.bias->dtype() : P.types.c));
+    if (lt.has_c)
+        loop.c = lt.c.batch_stride * std::int64_t(size_of(P.inputs.c_from_bias ? sig.bias->dtype() : P.types.c));
     if (P.inputs.bias_vector) loop.bias = lt.bias_batch_stride * std::int64_t(size_of(P.types.bias));
     if (P.inputs.aux == AuxKind::relu_mask) loop.aux = lt.aux_batch_stride / 8;
     loop.a_scale = a_scale_stride * 4;
     loop.b_scale = b_scale_stride * 4;
-    const std::array<std::pair<const char*, std::int64_t>, 8> strides = {
-        {{"a", loop.a},
-         {"b", loop.b},
-         {"c", loop.c},
-         {"d", loop.d},
-         {"bias", loop.bias},
-         {"aux", loop.aux},
-         {"scales.a_tensor", loop.a_scale},
-         {"scales.b_tensor", loop.b_scale}}};
+    const std::array<std::pair<const char*, std::int64_t>, 8> strides = {{{"a", loop.a},
+                                                                          {"b", loop.b},
+                                                                          {"c", loop.c},
+                                                                          {"d", loop.d},
+                                                                          {"bias", loop.bias},
+                                                                          {"aux", loop.aux},
+                                                                          {"scales.a_tensor", loop.a_scale},
+                                                                          {"scales.b_tensor", loop.b_scale}}};
     for (const auto& [name, bytes] : strides)
         if (bytes % 16 != 0)
             unsupported(P.api,

@@ -174,8 +174,7 @@ TEST(ScaleModes, UnsupportedPairsAreNotSupported) {
 TEST(ScaleModes, ResultsAndEpilogs) {
     Fp8 p;
     const TensorView d8(addr(2), e4m3, {Fp8::M, Fp8::N});
-    expect_throw_with<NotSupported>([&] { matmul(p.a, p.b, d8, p.args(b1, b1)); },
-                                    {"d:", "e4m3", "bf16, f16 or f32"});
+    expect_throw_with<NotSupported>([&] { matmul(p.a, p.b, d8, p.args(b1, b1)); }, {"d:", "e4m3", "bf16, f16 or f32"});
     for (const Epilog e : {Epilog::gelu_aux, Epilog::gelu_aux_bias, Epilog::relu_aux_bias}) {
         MatmulArgs args = p.args(b1, b2);
         if (e != Epilog::gelu_aux) args.bias = TensorView(addr(5), bf16, {Fp8::N});
@@ -204,8 +203,7 @@ TEST(ScaleModes, TensorsMustMatchTheirMode) {
     // A tensor with mode `tensor`.
     MatmulArgs stray = p.args(tensor, tensor);
     stray.scales.a_tensor = Fp8::scales_of(b1, false);
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, stray); },
-                                       {"scales.a_tensor", "a_mode is tensor"});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, stray); }, {"scales.a_tensor", "a_mode is tensor"});
     // Wrong shape: (M, L) row-major instead of M-major.
     MatmulArgs rowmajor = p.args(b1, b1);
     rowmajor.scales.a_tensor = TensorView(addr(3), f32, {Fp8::M, 3});
@@ -214,13 +212,11 @@ TEST(ScaleModes, TensorsMustMatchTheirMode) {
     // Wrong orientation for b: (N, L) instead of (L, N).
     MatmulArgs transposed = p.args(b1, b1);
     transposed.scales.b_tensor = TensorView(addr(4), f32, {Fp8::N, 3}, {1, Fp8::N});
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, transposed); },
-                                       {"scales.b_tensor", "(3, 384)"});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, transposed); }, {"scales.b_tensor", "(3, 384)"});
     // 128x128 without the padded row stride L4.
     MatmulArgs unpadded = p.args(b2, b1);
     unpadded.scales.a_tensor = TensorView(addr(3), f32, {2, 3}, {3, 1});
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, unpadded); },
-                                       {"scales.a_tensor", "strides (4, 1)"});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, unpadded); }, {"scales.a_tensor", "strides (4, 1)"});
     // Wrong dtype.
     MatmulArgs f16_scales = p.args(outer, outer);
     f16_scales.scales.a_tensor = TensorView(addr(3), DataType::f16, {Fp8::M});
@@ -233,8 +229,7 @@ TEST(ScaleModes, TensorsMustMatchTheirMode) {
     // Overlapping d.
     MatmulArgs overlapping = p.args(outer, outer);
     overlapping.scales.a_tensor = TensorView(addr(2), f32, {Fp8::M});
-    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, overlapping); },
-                                       {"scales.a_tensor", "overlaps d"});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, overlapping); }, {"scales.a_tensor", "overlaps d"});
 }
 
 TEST(ScaleModes, EnumsOutsideTheirEnumerators) {
