@@ -104,22 +104,23 @@ TensorLayout user_layout(DataType dtype, bool complex, const FftOperand& logical
     return TensorLayout(dtype, std::span<const std::int64_t>(shape.data(), r));
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------------------------
+// The stages of make_fft_problem, in the order it runs them (which is the order in which errors
+// are reported).
 
-FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
-                            const char* api) {
-    FftProblem p;
-    const DataType dt = in.dtype();
-
+// Every enum of the options is one of its enumerators.
+void check_option_enums(const FFTOptions& options, const char* api) {
     check_enum(options.kind, int(FFTKind::c2r) + 1, "an FFTKind", "options.kind", api);
     check_enum(options.normalization, int(Normalization::none) + 1, "a Normalization", "options.normalization", api);
     check_enum(options.callback_mode, int(CallbackMode::separate) + 1, "a CallbackMode", "options.callback_mode", api);
+}
 
-    // Kind and dtypes.
-    if (forced != FFTKind::automatic && options.kind != FFTKind::automatic && options.kind != forced)
+// The kind asked for: the function's (`forced`), else the option's, else what the dtypes imply.
+FFTKind requested_kind(DataType dt, const TensorLayout* out, FFTKind option, FFTKind forced, const char* api) {
+    if (forced != FFTKind::automatic && option != FFTKind::automatic && option != forced)
         throw_invalid(fmt::format("options.kind: {} given, but this function computes {} transforms; leave kind "
                                   "automatic or use the matching function (fft/ifft c2c, rfft r2c, irfft c2r)",
-                                  to_string(options.kind), to_string(forced)),
+                                  to_string(option), to_string(forced)),
                       api);
     const bool supported =
         dt == DataType::f32 || dt == DataType::f64 || dt == DataType::c32 || dt == DataType::c64 || is_half(dt);
@@ -128,13 +129,21 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
                                   "bf16",
                                   gpumath::to_string(dt)),
                       api);
-    FFTKind kind = forced != FFTKind::automatic ? forced : options.kind;
+    FFTKind kind = forced != FFTKind::automatic ? forced : option;
     if (kind == FFTKind::automatic) {
         kind = is_complex(dt) ? FFTKind::c2c : FFTKind::r2c;
         // An explicit real output of complex input can only be a complex-to-real transform.
         if (is_complex(dt) && out != nullptr && (out->dtype() == DataType::f32 || out->dtype() == DataType::f64))
             kind = FFTKind::c2r;
     }
+    return kind;
+}
+
+// Kind and types: the input's dtype suits the kind; the precision and which sides are complex.
+void kind_stage(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
+                FftProblem& p, const char* api) {
+    const DataType dt = in.dtype();
+    const FFTKind kind = requested_kind(dt, out, options.kind, forced, api);
     const bool real_in = dt == DataType::f32 || dt == DataType::f64;
     switch (kind) {
         case FFTKind::c2c:
@@ -169,28 +178,32 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
     p.precision = precision_of(dt);
     p.in_complex = p.kind != FFTKind::r2c;
     p.out_complex = p.kind != FFTKind::c2r;
-    const DataType out_dtype = p.out_complex ? fft_element(p.precision, true) : p.precision;
+}
 
+// The input in transform elements; a scalar has nothing to transform.
+void input_stage(const TensorLayout& in, FftProblem& p, const char* api) {
     p.in_layout = in;
     p.in = logical_operand(in, p.in_complex, "input", api);
     if (p.in.rank == 0)
         throw_invalid(
             fmt::format("input: rank 0 (a scalar, {}); FFTs need at least one dimension", gpumath::to_string(in)), api);
+}
 
-    // Axes.
+// Transform axes: the last by default, else 1 to 3 distinct axes in range, made non-negative.
+void axes_stage(const FFTAxes& given, FftProblem& p, const char* api) {
     const int rank = p.in.rank;
     std::array<int, max_rank> axes{};
-    int naxes = options.axes.size();
+    int naxes = given.size();
     if (naxes == 0) {
         axes[0] = rank - 1;
         naxes = 1;
     } else {
         if (naxes > 3)
-            throw_invalid(fmt::format("axes: {} given ({}); 1 to 3 transform axes are allowed", naxes,
-                                      fmt::join(options.axes, ", ")),
-                          api);
+            throw_invalid(
+                fmt::format("axes: {} given ({}); 1 to 3 transform axes are allowed", naxes, fmt::join(given, ", ")),
+                api);
         for (int i = 0; i < naxes; ++i) {
-            const int a = options.axes[i];
+            const int a = given[i];
             if (a < -rank || a >= rank)
                 throw_invalid(fmt::format("axes: axis {} is out of range for an input of rank {} (shape {}); valid "
                                           "axes are {}..{}",
@@ -201,132 +214,158 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
             for (int j = 0; j < i; ++j)
                 if (axes[std::size_t(j)] == axes[std::size_t(i)])
                     throw_invalid(fmt::format("axes: axis {} is repeated in ({}); each axis may appear once",
-                                              axes[std::size_t(i)], fmt::join(options.axes, ", ")),
+                                              axes[std::size_t(i)], fmt::join(given, ", ")),
                                   api);
         }
     }
     p.naxes = naxes;
     for (int i = 0; i < naxes; ++i) p.axes[std::size_t(i)] = axes[std::size_t(i)];
-    const int last = p.axes[std::size_t(naxes - 1)];
+}
 
-    // Options that apply to one kind only.
+// Options that apply to one kind only.
+void check_kind_options(const FFTOptions& options, FFTKind kind, const char* api) {
     if (options.last_axis_size < 0)
         throw_invalid(fmt::format("options.last_axis_size: {} is negative; give the c2r output length (>= 1) or 0 "
                                   "for the default 2 * (m - 1)",
                                   options.last_axis_size),
                       api);
-    if (options.last_axis_size != 0 && p.kind != FFTKind::c2r)
+    if (options.last_axis_size != 0 && kind != FFTKind::c2r)
         throw_invalid(fmt::format("options.last_axis_size: {} given for a {} transform; it sets the output length of "
                                   "complex-to-real transforms (irfft) only",
-                                  options.last_axis_size, to_string(p.kind)),
+                                  options.last_axis_size, to_string(kind)),
                       api);
-    if (options.inplace && p.kind != FFTKind::c2c)
+    if (options.inplace && kind != FFTKind::c2c)
         throw_invalid(fmt::format("options.inplace: in-place transforms are only supported for c2c; {} transforms "
                                   "change the element type and need separate input and output",
-                                  to_string(p.kind)),
+                                  to_string(kind)),
                       api);
+}
 
-    // Output extents.
-    FftOperand want = p.in;
-    if (p.kind == FFTKind::r2c) want.shape[std::size_t(last)] = p.in.shape[std::size_t(last)] / 2 + 1;
-    if (p.kind == FFTKind::c2r) {
-        const std::int64_t m = p.in.shape[std::size_t(last)];
-        std::int64_t n = options.last_axis_size;
-        if (n == 0 && out != nullptr) {
-            // The output view fixes the length (its layout is checked in full below).
-            FftOperand o = logical_operand(*out, false, "out", api);
-            if (o.rank == p.in.rank) n = o.shape[std::size_t(last)];
-        }
-        if (n == 0) {
-            n = 2 * (m - 1);
-            if (n == 0)
-                throw_invalid(
-                    fmt::format("input: extent {} along the last transform axis {} gives a default c2r output "
-                                "length of 2 * (m - 1) = 0; pass options.last_axis_size (1 for a "
-                                "single point)",
-                                m, last),
-                    api);
-        }
-        if (m != n / 2 + 1)
-            throw_invalid(fmt::format("options.last_axis_size: an output length of {} along axis {} needs an input "
-                                      "extent of {} / 2 + 1 = {} there, the input has {} (shape {}); valid lengths "
-                                      "for this input are {} and {}",
-                                      n, last, n, n / 2 + 1, m,
-                                      gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank))), 2 * (m - 1),
-                                      2 * m - 1),
-                          api);
-        want.shape[std::size_t(last)] = n;
+// The c2r output length along the last transform axis: `last_axis_size`, else the out view's
+// extent there, else 2 * (m - 1); it must give back the input's extent m as n / 2 + 1.
+std::int64_t last_axis_size_stage(const FftProblem& p, const TensorLayout* out, std::int64_t last_axis_size,
+                                  const char* api) {
+    const int last = p.axes[std::size_t(p.naxes - 1)];
+    const std::int64_t m = p.in.shape[std::size_t(last)];
+    std::int64_t n = last_axis_size;
+    if (n == 0 && out != nullptr) {
+        // The output view fixes the length (its layout is checked in full by output_stage).
+        FftOperand o = logical_operand(*out, false, "out", api);
+        if (o.rank == p.in.rank) n = o.shape[std::size_t(last)];
     }
-    for (int i = 0; i < naxes; ++i) {
+    if (n == 0) {
+        n = 2 * (m - 1);
+        if (n == 0)
+            throw_invalid(fmt::format("input: extent {} along the last transform axis {} gives a default c2r output "
+                                      "length of 2 * (m - 1) = 0; pass options.last_axis_size (1 for a "
+                                      "single point)",
+                                      m, last),
+                          api);
+    }
+    if (m != n / 2 + 1)
+        throw_invalid(fmt::format("options.last_axis_size: an output length of {} along axis {} needs an input "
+                                  "extent of {} / 2 + 1 = {} there, the input has {} (shape {}); valid lengths "
+                                  "for this input are {} and {}",
+                                  n, last, n, n / 2 + 1, m,
+                                  gpumath::to_string(std::span(p.in.shape.data(), std::size_t(p.in.rank))), 2 * (m - 1),
+                                  2 * m - 1),
+                      api);
+    return n;
+}
+
+// The output's extents in transform elements: the input's, with r2c's halved last transform axis
+// or c2r's output length there.
+FftOperand output_extents_stage(const FftProblem& p, const TensorLayout* out, std::int64_t last_axis_size,
+                                const char* api) {
+    FftOperand want = p.in;
+    const auto last = std::size_t(p.axes[std::size_t(p.naxes - 1)]);
+    if (p.kind == FFTKind::r2c) want.shape[last] = p.in.shape[last] / 2 + 1;
+    if (p.kind == FFTKind::c2r) want.shape[last] = last_axis_size_stage(p, out, last_axis_size, api);
+    return want;
+}
+
+// Transform lengths (c2r's are the output's), their product, and whether a batch is empty.
+void lengths_stage(const FftOperand& want, FftProblem& p, const char* api) {
+    for (int i = 0; i < p.naxes; ++i) {
         const int a = p.axes[std::size_t(i)];
         const std::int64_t len = p.kind == FFTKind::c2r ? want.shape[std::size_t(a)] : p.in.shape[std::size_t(a)];
         if (len == 0)
             throw_invalid(fmt::format("input: extent 0 along transform axis {} (shape {}); a transform needs at least "
                                       "one point",
-                                      a, gpumath::to_string(std::span(p.in.shape.data(), std::size_t(rank)))),
+                                      a, gpumath::to_string(std::span(p.in.shape.data(), std::size_t(p.in.rank)))),
                           api);
         p.n[std::size_t(i)] = len;
         p.n_total *= len;
     }
-    for (int i = 0; i < rank; ++i)
+    for (int i = 0; i < p.in.rank; ++i)
         if (p.in.shape[std::size_t(i)] == 0) p.empty = true;
+}
 
-    // Output layout.
-    if (out != nullptr) {
-        if (out->dtype() != out_dtype)
-            throw_invalid(fmt::format("out: dtype {} given, a {} transform of {} input writes {}",
-                                      gpumath::to_string(out->dtype()), to_string(p.kind), gpumath::to_string(dt),
-                                      gpumath::to_string(out_dtype)),
-                          api);
-        const TensorLayout expected = user_layout(out_dtype, p.out_complex, want);
-        bool same_shape = out->rank() == expected.rank();
-        for (int i = 0; same_shape && i < expected.rank(); ++i) same_shape = out->shape(i) == expected.shape(i);
-        if (!same_shape)
-            throw_invalid(
-                fmt::format("out: shape {} given, the {} transform of input shape {} along axes ({}) "
-                            "writes shape {}",
-                            shape_text(*out), to_string(p.kind), shape_text(in),
-                            fmt::join(std::span(p.axes.data(), std::size_t(naxes)), ", "), shape_text(expected)),
-                api);
-        p.out_layout = *out;
-        p.out = logical_operand(*out, p.out_complex, "out", api);
-        for (int i = 0; i < p.out.rank; ++i)
-            if (p.out.shape[std::size_t(i)] > 1 && p.out.strides[std::size_t(i)] == 0)
-                throw_invalid(
-                    fmt::format("out: stride 0 along dimension {} (strides {}) would write several results to "
-                                "one element; outputs cannot broadcast",
-                                i, gpumath::to_string(out->strides())),
-                    api);
-        if (options.inplace && !(*out == in))
-            throw_invalid(fmt::format("out: options.inplace needs the output layout to equal the input layout ({}); "
-                                      "got {}",
-                                      gpumath::to_string(in), gpumath::to_string(*out)),
-                          api);
-    } else if (options.inplace) {
-        p.out_layout = in;
-        p.out = p.in;
-    } else {
-        p.out_layout = user_layout(out_dtype, p.out_complex, want);
-        p.out = logical_operand(p.out_layout, p.out_complex, "out", api);
+// The output layout: the out view's, checked against what the transform writes, else the input's
+// (in place) or a row-major one.
+void output_stage(const TensorLayout& in, const TensorLayout* out, bool inplace, const FftOperand& want, FftProblem& p,
+                  const char* api) {
+    const DataType out_dtype = p.out_complex ? fft_element(p.precision, true) : p.precision;
+    if (out == nullptr) {
+        if (inplace) {
+            p.out_layout = in;
+            p.out = p.in;
+        } else {
+            p.out_layout = user_layout(out_dtype, p.out_complex, want);
+            p.out = logical_operand(p.out_layout, p.out_complex, "out", api);
+        }
+        return;
     }
+    if (out->dtype() != out_dtype)
+        throw_invalid(
+            fmt::format("out: dtype {} given, a {} transform of {} input writes {}", gpumath::to_string(out->dtype()),
+                        to_string(p.kind), gpumath::to_string(in.dtype()), gpumath::to_string(out_dtype)),
+            api);
+    const TensorLayout expected = user_layout(out_dtype, p.out_complex, want);
+    bool same_shape = out->rank() == expected.rank();
+    for (int i = 0; same_shape && i < expected.rank(); ++i) same_shape = out->shape(i) == expected.shape(i);
+    if (!same_shape)
+        throw_invalid(
+            fmt::format("out: shape {} given, the {} transform of input shape {} along axes ({}) "
+                        "writes shape {}",
+                        shape_text(*out), to_string(p.kind), shape_text(in),
+                        fmt::join(std::span(p.axes.data(), std::size_t(p.naxes)), ", "), shape_text(expected)),
+            api);
+    p.out_layout = *out;
+    p.out = logical_operand(*out, p.out_complex, "out", api);
+    for (int i = 0; i < p.out.rank; ++i)
+        if (p.out.shape[std::size_t(i)] > 1 && p.out.strides[std::size_t(i)] == 0)
+            throw_invalid(fmt::format("out: stride 0 along dimension {} (strides {}) would write several results to "
+                                      "one element; outputs cannot broadcast",
+                                      i, gpumath::to_string(out->strides())),
+                          api);
+    if (inplace && !(*out == in))
+        throw_invalid(fmt::format("out: options.inplace needs the output layout to equal the input layout ({}); "
+                                  "got {}",
+                                  gpumath::to_string(in), gpumath::to_string(*out)),
+                      api);
+}
 
-    // Half precision: power-of-two lengths, no callbacks; bf16's compute capability is checked
-    // when planning (it needs a device).
-    if (is_half(p.precision)) {
-        for (int i = 0; i < naxes; ++i)
-            if (!is_power_of_two(p.n[std::size_t(i)]))
-                throw_not_supported(fmt::format("input: {} transforms need power-of-two lengths (a cuFFT rule); "
-                                                "length {} along axis {} is not one (shape {}); use f32 for other "
-                                                "lengths",
-                                                gpumath::to_string(p.precision), p.n[std::size_t(i)],
-                                                p.axes[std::size_t(i)], shape_text(in)),
-                                    api);
-        if (!options.prolog.empty() || !options.epilog.empty())
-            throw_not_supported(fmt::format("options.{}: callbacks need f32/c32/f64/c64 data (cuFFT has no "
-                                            "half-precision callbacks); the input is {}",
-                                            options.prolog.empty() ? "epilog" : "prolog", gpumath::to_string(dt)),
+// Half precision: power-of-two lengths, no callbacks; bf16's compute capability is checked when
+// planning (it needs a device).
+void check_half_precision(const FftProblem& p, const TensorLayout& in, const FFTOptions& options, const char* api) {
+    if (!is_half(p.precision)) return;
+    for (int i = 0; i < p.naxes; ++i)
+        if (!is_power_of_two(p.n[std::size_t(i)]))
+            throw_not_supported(fmt::format("input: {} transforms need power-of-two lengths (a cuFFT rule); length {} "
+                                            "along axis {} is not one (shape {}); use f32 for other lengths",
+                                            gpumath::to_string(p.precision), p.n[std::size_t(i)],
+                                            p.axes[std::size_t(i)], shape_text(in)),
                                 api);
-    }
+    if (!options.prolog.empty() || !options.epilog.empty())
+        throw_not_supported(fmt::format("options.{}: callbacks need f32/c32/f64/c64 data (cuFFT has no "
+                                        "half-precision callbacks); the input is {}",
+                                        options.prolog.empty() ? "epilog" : "prolog", gpumath::to_string(in.dtype())),
+                            api);
+}
+
+// Each callback names its function and comes as source or LTO-IR.
+void check_callbacks(const FFTOptions& options, const char* api) {
     for (const FFTCallback* cb : {&options.prolog, &options.epilog}) {
         const char* name = cb == &options.prolog ? "prolog" : "epilog";
         if (!cb->empty() && cb->symbol.empty())
@@ -343,7 +382,23 @@ FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, con
                                       name, core::to_string(cb->code.type())),
                           api);
     }
+}
 
+}  // namespace
+
+FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
+                            const char* api) {
+    check_option_enums(options, api);
+    FftProblem p;
+    kind_stage(in, out, options, forced, p, api);
+    input_stage(in, p, api);
+    axes_stage(options.axes, p, api);
+    check_kind_options(options, p.kind, api);
+    const FftOperand want = output_extents_stage(p, out, options.last_axis_size, api);
+    lengths_stage(want, p, api);
+    output_stage(in, out, options.inplace, want, p, api);
+    check_half_precision(p, in, options, api);
+    check_callbacks(options, api);
     p.normalization = options.normalization;
     p.inplace = options.inplace;
     p.overwrite_input = options.overwrite_input;
