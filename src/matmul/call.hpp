@@ -42,12 +42,17 @@ inline constexpr std::array<const char*, slot_count> slot_names = {
 using Alignments = std::array<std::uint16_t, slot_count>;
 inline constexpr Alignments unaligned_nothing{256, 256, 256, 256, 256, 256, 256, 256, 256, 256};
 
+/// The largest power of two <= 256 that divides `v` (256 for 0): the alignment of an address or
+/// of an offset in bytes.
+[[nodiscard]] inline std::uint16_t alignment_of(std::uint64_t v) noexcept {
+    if (v == 0) return 256;
+    const std::uint64_t low = v & (~v + 1);
+    return low >= 256 ? std::uint16_t(256) : static_cast<std::uint16_t>(low);
+}
+
 /// The largest power of two <= 256 that divides the address (256 for null).
 [[nodiscard]] inline std::uint16_t alignment_class(const void* p) noexcept {
-    const auto v = reinterpret_cast<std::uintptr_t>(p);
-    if (v == 0) return 256;
-    const std::uintptr_t low = v & (~v + 1);
-    return low >= 256 ? std::uint16_t(256) : static_cast<std::uint16_t>(low);
+    return alignment_of(reinterpret_cast<std::uintptr_t>(p));
 }
 
 /// Bits of MatmulCall::scales.

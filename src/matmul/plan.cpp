@@ -61,9 +61,7 @@ std::uint16_t planned_alignment(const MatmulProblem& P, int slot) {
         default:
             return a;
     }
-    if (bytes == 0) return a;
-    return std::min(
-        a, alignment_class(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(bytes < 0 ? -bytes : bytes))));
+    return std::min(a, alignment_of(std::uint64_t(bytes < 0 ? -bytes : bytes)));
 }
 
 template <class T>

@@ -70,10 +70,6 @@ std::int64_t check_scale_tensor(ScaleMode mode, const TensorLayout& given, const
     return *bs;
 }
 
-std::uint16_t stride_alignment(std::int64_t bytes) noexcept {
-    return alignment_class(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(bytes == 0 ? 256 : bytes)));
-}
-
 /// A batched problem with finer modes runs one product at a time: the byte offsets of each
 /// operand between products, each a multiple of 16 bytes so that every product's pointers stay
 /// 16-byte aligned.
