@@ -112,6 +112,20 @@ core::ObjectCode ObjectCodeAccess::make(std::shared_ptr<const ObjectCodeData> da
 
 namespace gpumath::core {
 
+std::string_view to_string(CodeType type) noexcept {
+    switch (type) {
+        case CodeType::ptx:
+            return "ptx";
+        case CodeType::cubin:
+            return "cubin";
+        case CodeType::ltoir:
+            return "ltoir";
+        case CodeType::fatbin:
+            return "fatbin";
+    }
+    return "unknown";
+}
+
 void ObjectCode::throw_empty() {
     detail::throw_invalid("this ObjectCode is empty (default-constructed or moved from)", "ObjectCode");
 }

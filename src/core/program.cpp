@@ -498,20 +498,6 @@ void check_code_type(core::CodeType type, const char* field, const char* api) {
 
 namespace gpumath::core {
 
-std::string_view to_string(CodeType type) noexcept {
-    switch (type) {
-        case CodeType::ptx:
-            return "ptx";
-        case CodeType::cubin:
-            return "cubin";
-        case CodeType::ltoir:
-            return "ltoir";
-        case CodeType::fatbin:
-            return "fatbin";
-    }
-    return "unknown";
-}
-
 Program::Program(std::string source, ProgramOptions options)
     : source_(std::move(source)), options_(std::move(options)) {
     detail::validate_options(options_);
