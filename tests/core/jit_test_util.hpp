@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shared by the JIT tests: a private compile-cache directory per test program, temporary files.
+// Shared by the JIT tests: the disk cache off for the whole test program (registered by including
+// this header), temporary directories, unique tokens.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -52,5 +53,10 @@ class NoDiskCacheEnvironment : public ::testing::Environment {
 public:
     void SetUp() override { core::compile_cache().set_directory({}); }
 };
+
+/// Registers NoDiskCacheEnvironment once for every test program that includes this header (an
+/// inline variable: one registration however many of the program's files include it).
+inline ::testing::Environment* const no_disk_cache_environment =
+    ::testing::AddGlobalTestEnvironment(new NoDiskCacheEnvironment);
 
 }  // namespace gpumath::test

@@ -18,8 +18,6 @@ using core::Program;
 
 namespace {
 
-[[maybe_unused]] auto* const env = ::testing::AddGlobalTestEnvironment(new test::NoDiskCacheEnvironment);
-
 // The kernel calls a function defined in another program.
 constexpr const char* k_caller = R"(
 __device__ float twice(float v);

@@ -25,8 +25,6 @@ using core::ProgramOptions;
 
 namespace {
 
-[[maybe_unused]] auto* const env = ::testing::AddGlobalTestEnvironment(new test::NoDiskCacheEnvironment);
-
 constexpr const char* k_source = R"(
 template <class T>
 __global__ void scale(T* x, T a, int n) {
