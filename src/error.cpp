@@ -167,6 +167,15 @@ const char* nvrtc_status_name(int s) noexcept {
     }
 }
 
+// A tool's error (NVRTC, nvJitLink): the message ends with the log, which the exception also keeps.
+template <class E>
+[[noreturn]] void throw_with_log(int status, const char* name, const char* api, std::string_view context,
+                                 std::string log) {
+    std::string message = compose(api, name, status, context);
+    if (!log.empty()) message += fmt::format("\n{}", log);
+    throw E(std::move(message), status, api, std::move(log));
+}
+
 }  // namespace
 
 void throw_cuda(cudaError_t status, const char* api, std::string_view context) {
@@ -201,15 +210,11 @@ void throw_cufft(int status, const char* api, std::string_view context) {
 }
 
 void throw_nvrtc(int status, const char* api, std::string_view context, std::string log) {
-    std::string message = compose(api, nvrtc_status_name(status), status, context);
-    if (!log.empty()) message += fmt::format("\n{}", log);
-    throw CompileError(std::move(message), status, api, std::move(log));
+    throw_with_log<CompileError>(status, nvrtc_status_name(status), api, context, std::move(log));
 }
 
 void throw_nvjitlink(int status, const char* api, std::string_view context, std::string log) {
-    std::string message = compose(api, nvjitlink_status_name(status), status, context);
-    if (!log.empty()) message += fmt::format("\n{}", log);
-    throw LinkError(std::move(message), status, api, std::move(log));
+    throw_with_log<LinkError>(status, nvjitlink_status_name(status), api, context, std::move(log));
 }
 
 void throw_invalid(std::string message, const char* api) {

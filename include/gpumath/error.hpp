@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace gpumath {
 
@@ -61,28 +62,30 @@ public:
     using Error::Error;
 };
 
-/// NVRTC failed to compile a program; `log()` is the compiler's log.
-class CompileError : public Error {
+/// Base of the errors that carry a tool's log (CompileError from NVRTC, LinkError from nvJitLink);
+/// catch it to handle both alike.
+class ErrorWithLog : public Error {
 public:
-    CompileError(std::string message, int status, std::string api, std::string log)
+    /// `message`, `status` and `api` as for Error; `log` is the tool's log.
+    ErrorWithLog(std::string message, int status, std::string api, std::string log)
         : Error(std::move(message), status, std::move(api)), log_(std::move(log)) {}
-    /// The compiler log (errors and warnings), possibly empty.
+    /// The tool's log (errors, warnings, information), possibly empty.
     [[nodiscard]] const std::string& log() const noexcept { return log_; }
 
 private:
     std::string log_;
 };
 
-/// nvJitLink failed to link; `log()` is the linker's error and info log.
-class LinkError : public Error {
+/// NVRTC failed to compile a program; `log()` is the compiler's log (errors and warnings).
+class CompileError : public ErrorWithLog {
 public:
-    LinkError(std::string message, int status, std::string api, std::string log)
-        : Error(std::move(message), status, std::move(api)), log_(std::move(log)) {}
-    /// The linker log, possibly empty.
-    [[nodiscard]] const std::string& log() const noexcept { return log_; }
+    using ErrorWithLog::ErrorWithLog;
+};
 
-private:
-    std::string log_;
+/// nvJitLink failed to link; `log()` is the linker's error and info log.
+class LinkError : public ErrorWithLog {
+public:
+    using ErrorWithLog::ErrorWithLog;
 };
 
 }  // namespace gpumath

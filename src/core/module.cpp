@@ -14,6 +14,7 @@
 #include <gpumath/core/launch.hpp>
 #include <gpumath/core/program.hpp>
 #include "core/driver_api.hpp"
+#include "detail/enum_check.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath::detail {
@@ -33,6 +34,8 @@ void ensure_context() {
 
 struct LibraryState {
     CUlibrary library = nullptr;
+    bool owned = true;     // unloaded with the state; false for a library adopted as borrowed
+    bool adopted = false;  // loaded outside gpumath (no ObjectCode to list its kernels from)
     std::vector<std::pair<std::string, std::string>> lowered_names;
     std::vector<std::string> code_kernel_names;  // from the ObjectCode, for drivers that cannot enumerate
     std::mutex mutex;
@@ -42,13 +45,19 @@ struct LibraryState {
     LibraryState(const LibraryState&) = delete;
     LibraryState& operator=(const LibraryState&) = delete;
     ~LibraryState() {
-        if (library == nullptr) return;
+        if (library == nullptr || !owned) return;
         if (const DriverApi* d = driver_if_available(); d != nullptr && d->cuLibraryUnload != nullptr)
             (void)d->cuLibraryUnload(library);
     }
 };
 
 namespace {
+
+// Drivers before CUDA 12.4 cannot list a library's kernels.
+bool can_enumerate_kernels(const DriverApi& d) {
+    return d.cuLibraryGetKernelCount != nullptr && d.cuLibraryEnumerateKernels != nullptr &&
+           d.cuKernelGetName != nullptr;
+}
 
 CUdevice cu_device(int ordinal) {
     const DriverApi& d = driver();
@@ -68,8 +77,7 @@ int kernel_attribute(const KernelState& k, CUfunction_attribute attr, const char
 
 std::vector<std::string> enumerate_kernels(const LibraryState& lib) {
     const DriverApi& d = driver();
-    if (d.cuLibraryGetKernelCount == nullptr || d.cuLibraryEnumerateKernels == nullptr || d.cuKernelGetName == nullptr)
-        return lib.code_kernel_names;
+    if (!can_enumerate_kernels(d)) return lib.code_kernel_names;
     unsigned count = 0;
     check(d.cuLibraryGetKernelCount(&count, lib.library), "cuLibraryGetKernelCount");
     std::vector<CUkernel> kernels(count);
@@ -80,6 +88,46 @@ std::vector<std::string> enumerate_kernels(const LibraryState& lib) {
         if (d.cuKernelGetName(&n, k) == CUDA_SUCCESS && n != nullptr) names.emplace_back(n);
     }
     return names;
+}
+
+// The driver's name of `kernel`, or a placeholder where the driver cannot say (before CUDA 12.3).
+std::string kernel_name(const DriverApi& d, CUkernel kernel) {
+    const char* n = nullptr;
+    if (d.cuKernelGetName != nullptr && d.cuKernelGetName(&n, kernel) == CUDA_SUCCESS && n != nullptr) return n;
+    return fmt::format("CUkernel {}", fmt::ptr(kernel));
+}
+
+// The parameter layout from cuKernelGetParamInfo; `params_known` stays false on drivers that cannot
+// describe parameters (before CUDA 12.4).
+void read_params(KernelState& s) {
+    const DriverApi& d = driver();
+    if (d.cuKernelGetParamInfo == nullptr) return;
+    s.params_known = true;
+    for (std::size_t i = 0;; ++i) {
+        std::size_t offset = 0, size = 0;
+        const CUresult r = d.cuKernelGetParamInfo(s.kernel, i, &offset, &size);
+        if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+        if (r != CUDA_SUCCESS) {
+            s.params_known = false;
+            s.params.clear();
+            break;
+        }
+        s.params.push_back({offset, size});
+    }
+}
+
+// Fills in what launches check for `s.kernel` on `dev` (`s.kernel`, `s.device` and the names are
+// set; the device and a context are current): the device's limits, the parameter layout and the
+// kernel's own limits.
+void read_launch_info(KernelState& s, const core::Device& dev) {
+    const cudaDeviceProp& props = dev.properties();
+    s.cc_major = props.major;
+    s.multiprocessor_count = props.multiProcessorCount;
+    s.shared_memory_optin = props.sharedMemPerBlockOptin;
+    read_params(s);
+    s.max_threads_per_block = kernel_attribute(s, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
+    s.max_dynamic_shared.store(
+        std::size_t(kernel_attribute(s, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "max dynamic shared memory")));
 }
 
 }  // namespace
@@ -107,6 +155,16 @@ int max_active_blocks(const KernelState& k, int block_size, std::size_t dynamic_
 
 namespace gpumath::core {
 
+std::string_view to_string(Ownership ownership) noexcept {
+    switch (ownership) {
+        case Ownership::borrowed:
+            return "borrowed";
+        case Ownership::owned:
+            return "owned";
+    }
+    return "unknown";
+}
+
 Module::Module(const ObjectCode& code) {
     constexpr const char* api = "Module";
     if (code.empty()) detail::throw_invalid("code: empty ObjectCode", api);
@@ -121,9 +179,8 @@ Module::Module(const ObjectCode& code) {
     detail::ensure_context();
     auto lib = std::make_shared<detail::LibraryState>();
     lib->lowered_names = code.lowered_names();
-    if (d.cuLibraryGetKernelCount == nullptr || d.cuLibraryEnumerateKernels == nullptr || d.cuKernelGetName == nullptr)
-        lib->code_kernel_names = code.kernel_names();  // the driver cannot list them (see enumerate_kernels)
-    std::string image;                                 // PTX must be NUL-terminated for the driver
+    if (!detail::can_enumerate_kernels(d)) lib->code_kernel_names = code.kernel_names();
+    std::string image;  // PTX must be NUL-terminated for the driver
     const void* data = code.bytes().data();
     if (code.type() == CodeType::ptx && (code.bytes().empty() || code.text().back() != '\0')) {
         image.assign(code.text());
@@ -143,6 +200,23 @@ Module::Module(const ObjectCode& code) {
         });
     }
     library_ = std::move(lib);
+}
+
+Module Module::adopt(CUlibrary library, Ownership ownership) {
+    constexpr const char* api = "Module::adopt";
+    if (library == nullptr)
+        detail::throw_invalid(
+            "library: a null CUlibrary; pass a library loaded with cuLibraryLoadData or "
+            "cuLibraryLoadFromFile (gpumath's own code loads with Module(code) or ObjectCode::load)",
+            api);
+    detail::check_enum(ownership, int(Ownership::owned) + 1, "an Ownership", "ownership", api);
+    auto lib = std::make_shared<detail::LibraryState>();
+    lib->library = library;
+    lib->owned = ownership == Ownership::owned;
+    lib->adopted = true;
+    Module m;
+    m.library_ = std::move(lib);
+    return m;
 }
 
 namespace {
@@ -188,12 +262,18 @@ Kernel Module::kernel(std::string_view name, int device) const {
                     if (lowered == n) shown += fmt::format(" (\"{}\")", expr);
                 known += (known.empty() ? "" : ", ") + shown;
             }
-            detail::throw_invalid(fmt::format("name: the module has no kernel \"{}\"{}; its kernels are: {}{}", name,
-                                              symbol != name ? fmt::format(" (mangled \"{}\")", symbol) : "",
-                                              known.empty() ? std::string("none") : known,
-                                              "; templated kernels are found by the name expressions registered "
-                                              "with Program::add_name_expression"),
-                                  api);
+            if (known.empty())
+                known = library_->adopted && !detail::can_enumerate_kernels(d)
+                            ? "unknown (this driver cannot list a library's kernels)"
+                            : "none";
+            detail::throw_invalid(
+                fmt::format("name: the module has no kernel \"{}\"{}; its kernels are: {}{}", name,
+                            symbol != name ? fmt::format(" (mangled \"{}\")", symbol) : "", known,
+                            library_->adopted ? "; an adopted library's templated kernels are found by their "
+                                                "mangled names"
+                                              : "; templated kernels are found by the name expressions "
+                                                "registered with Program::add_name_expression"),
+                api);
         }
         detail::check(r, "cuLibraryGetKernel", [&] { return fmt::format("looking up kernel \"{}\"", symbol); });
 
@@ -202,37 +282,39 @@ Kernel Module::kernel(std::string_view name, int device) const {
         state->name = symbol;
         state->display_name = std::string(name);
         state->device = device;
-        const cudaDeviceProp& props = dev.properties();
-        state->cc_major = props.major;
-        state->multiprocessor_count = props.multiProcessorCount;
-        state->shared_memory_optin = props.sharedMemPerBlockOptin;
-        if (d.cuKernelGetParamInfo != nullptr) {
-            state->params_known = true;
-            for (std::size_t i = 0;; ++i) {
-                std::size_t offset = 0, size = 0;
-                const CUresult pr = d.cuKernelGetParamInfo(k, i, &offset, &size);
-                if (pr == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
-                if (pr != CUDA_SUCCESS) {
-                    state->params_known = false;
-                    state->params.clear();
-                    break;
-                }
-                state->params.push_back({offset, size});
-            }
-        }
-        state->max_threads_per_block =
-            detail::kernel_attribute(*state, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
-        state->max_dynamic_shared.store(std::size_t(detail::kernel_attribute(
-            *state, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "max dynamic shared memory")));
+        detail::read_launch_info(*state, dev);
         slot = std::move(state);
     }
     // Aliasing: the Kernel points at its state and shares ownership of the whole library.
-    return Kernel(std::shared_ptr<detail::KernelState>(library_, slot.get()));
+    return detail::KernelAccess::make(std::shared_ptr<detail::KernelState>(library_, slot.get()));
+}
+
+Kernel Kernel::adopt(CUkernel kernel, int device) {
+    constexpr const char* api = "Kernel::adopt";
+    if (kernel == nullptr)
+        detail::throw_invalid(
+            "kernel: a null CUkernel; pass a kernel from cuLibraryGetKernel (kernels of a gpumath "
+            "Module come from Module::kernel)",
+            api);
+    if (device < 0) device = detail::current_device();
+    const Device dev(device);
+    const detail::DriverApi& d = detail::driver();
+    detail::require_driver_function(reinterpret_cast<const void*>(d.cuKernelGetAttribute), "cuKernelGetAttribute");
+    detail::DeviceGuard guard(device);
+    detail::ensure_context();
+    // Not owned by a library gpumath knows of: the caller keeps the kernel's library loaded.
+    auto state = std::make_shared<detail::KernelState>();
+    state->kernel = kernel;
+    state->name = detail::kernel_name(d, kernel);
+    state->device = device;
+    detail::read_launch_info(*state, dev);
+    return Kernel(std::move(state));
 }
 
 void Kernel::throw_empty() {
-    detail::throw_invalid("this Kernel is empty (default-constructed or moved from); get one from Module::kernel",
-                          "Kernel");
+    detail::throw_invalid(
+        "this Kernel is empty (default-constructed or moved from); get one from Module::kernel or Kernel::adopt",
+        "Kernel");
 }
 
 KernelAttributes Kernel::attributes() const {

@@ -43,7 +43,7 @@ void launch_pass(const core::Kernel& kernel, core::StreamRef stream, const void*
                  double scale, bool single, void* info) {
     if (pass.total == 0) return;
     constexpr std::int64_t block = 256;
-    const std::int64_t sms = std::max(kernel.state().multiprocessor_count, 1);
+    const std::int64_t sms = std::max(detail::KernelAccess::state(kernel).multiprocessor_count, 1);
     const std::int64_t grid = std::clamp<std::int64_t>((pass.total + block - 1) / block, 1, sms * 32);
     const core::LaunchConfig config{.grid = grid, .block = block};
     if (single) core::launch(stream, config, kernel, src, dst, pass, static_cast<float>(scale), info);

@@ -26,6 +26,33 @@ TEST(Errors, HierarchyAndFields) {
     EXPECT_EQ(c.log(), "kernel.cu(3): error: x");
 }
 
+TEST(Errors, CompileAndLinkErrorsShareTheirLogBase) {
+    static_assert(std::is_base_of_v<ErrorWithLog, CompileError> && std::is_base_of_v<ErrorWithLog, LinkError>);
+    static_assert(std::is_base_of_v<Error, ErrorWithLog>);
+    static_assert(!std::is_base_of_v<CompileError, LinkError> && !std::is_base_of_v<LinkError, CompileError>);
+    // One handler takes both, with the log, the status and the failing API.
+    const auto caught = [](auto&& raise) {
+        try {
+            raise();
+        } catch (const ErrorWithLog& e) {
+            return std::string(e.api()) + "|" + std::to_string(e.status()) + "|" + e.log();
+        }
+        return std::string("not caught");
+    };
+    EXPECT_EQ(caught([] { detail::check_nvrtc(6, "nvrtcCompileProgram", "compiling 'k'", "k.cu(1): error"); }),
+              "nvrtcCompileProgram|6|k.cu(1): error");
+    EXPECT_EQ(caught([] { detail::check_nvjitlink(4, "nvJitLinkComplete", "linking 'app'", "undefined twice"); }),
+              "nvJitLinkComplete|4|undefined twice");
+    const LinkError l("msg", 4, "nvJitLinkComplete", "ptxas fatal");
+    EXPECT_STREQ(l.what(), "msg");
+    EXPECT_EQ(l.log(), "ptxas fatal");
+    // Copies keep the log (exceptions are copied when rethrown or stored).
+    const CompileError c("msg", 6, "nvrtcCompileProgram", "kernel.cu(3): error: x");
+    const CompileError copy = c;
+    EXPECT_EQ(copy.log(), c.log());
+    EXPECT_EQ(copy.status(), 6);
+}
+
 TEST(Errors, CublasMessageNamesApiStatusAndContext) {
     try {
         detail::check_cublas(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul", "running a bf16 matmul");

@@ -3,12 +3,14 @@
 // against a CPU reference, kernel attributes, parameter info and occupancy against what the device's
 // properties imply, dynamic shared memory above 48 KiB, a cluster launch, a cooperative launch with
 // grid-wide synchronisation, argument and configuration rejections, launches from another thread,
-// and graph replay against direct launches. Outputs are poisoned (0xFF bytes = NaN) before each run.
+// graph replay against direct launches, and libraries and kernels loaded with the raw driver API and
+// adopted. Outputs are poisoned (0xFF bytes = NaN) before each run.
 //
 // The first test compiles every source used here for sm_90 and runs on any machine, so a source
 // that does not compile is caught without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +23,7 @@
 #include <gpumath/tensor.hpp>
 
 #include "common/test_util.hpp"
+#include "core/driver_api.hpp"
 #include "jit_test_util.hpp"
 
 using namespace gpumath;
@@ -30,11 +33,10 @@ using core::Kernel;
 using core::LaunchConfig;
 using core::Module;
 using core::ObjectCode;
+using core::Ownership;
 using core::Program;
 
 namespace {
-
-[[maybe_unused]] auto* const env = ::testing::AddGlobalTestEnvironment(new test::NoDiskCacheEnvironment);
 
 constexpr const char* k_kernels = R"(
 #include <cooperative_groups.h>
@@ -310,7 +312,7 @@ TEST(JitGpu, DynamicSharedMemoryAbove48KiB) {
     k.set_max_dynamic_shared_memory(bytes);
     EXPECT_EQ(k.attributes().max_dynamic_shared_memory, bytes);
     // Another handle to the same kernel sees the raised limit.
-    EXPECT_NO_THROW(detail::check_config(kernels().kernel("reverse_dynamic").state(), config));
+    EXPECT_NO_THROW(detail::check_config(detail::KernelAccess::state(kernels().kernel("reverse_dynamic")), config));
     core::launch(stream, config, k, out, n);
     const std::vector<float> got = out.to_host<float>(stream);
     for (int i = 0; i < n; ++i) ASSERT_EQ(got[std::size_t(i)], float(n - 1 - i) * 0.5f) << i;
@@ -493,4 +495,135 @@ TEST(JitGpu, MovedFromLoadedModuleAndKernel) {
     core::launch(stream, {.grid = 1, .block = 1}, k2, out);
     EXPECT_EQ(out.to_host<int>(stream), std::vector<int>{7});
     EXPECT_EQ(b.kernel("k").handle(), k2.handle());
+}
+
+// A library loaded with the raw driver API, as another CUDA library would load it, adopted without
+// ownership: its kernels launch through core::launch with the argument and limit checks, and the
+// library stays loaded after the gpumath objects are gone. Then one adopted with ownership.
+TEST(JitGpu, AdoptedLibraryAndKernels) {
+    GPUMATH_REQUIRE_GPU();
+    const ObjectCode cubin = kernels_program({}).compile(CodeType::cubin);
+    const detail::DriverApi& d = detail::driver();
+    ASSERT_NE(d.cuLibraryLoadData, nullptr);
+    ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the runtime's primary context, current on this thread
+    const auto load = [&] {
+        CUlibrary library = nullptr;
+        EXPECT_EQ(d.cuLibraryLoadData(&library, cubin.bytes().data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+                  CUDA_SUCCESS);
+        return library;
+    };
+    const CUlibrary raw = load();
+    ASSERT_NE(raw, nullptr);
+
+    const int n = 1000;
+    const std::vector<float> host = random_floats(std::size_t(n));
+    core::Stream stream;
+    core::Buffer x = core::Buffer::from_host(host, stream);
+    {
+        const Module borrowed = Module::adopt(raw);
+        EXPECT_TRUE(borrowed);
+        EXPECT_EQ(borrowed.handle(), raw);
+        const Kernel add_one = borrowed.kernel("add_one");
+        EXPECT_EQ(add_one.name(), "add_one");
+        core::launch(stream, cover(n), add_one, x, n);  // x = host + 1
+        if (add_one.has_param_info())
+            test::expect_throw_with<InvalidArgument>(
+                [&] { core::launch(stream, cover(n), add_one, x, std::size_t(n)); },
+                {"argument 1", "add_one", "4 bytes", "(8 bytes)"});
+        // No name expressions come with a foreign library; the mangled name finds the kernel.
+        test::expect_throw_with<InvalidArgument>([&] { (void)borrowed.kernel("scale<float>"); },
+                                                 {"Module::kernel", "no kernel \"scale<float>\"", "mangled names"});
+        const Kernel scale = borrowed.kernel(cubin.lowered_name("scale<float>"));
+        core::launch(stream, cover(n), scale, x, 2.0f, n);  // x = (host + 1) * 2
+        if (d.cuLibraryGetKernelCount != nullptr && d.cuLibraryEnumerateKernels != nullptr &&
+            d.cuKernelGetName != nullptr) {
+            std::vector<std::string> names = borrowed.kernel_names();
+            std::vector<std::string> expected = cubin.kernel_names();
+            std::sort(names.begin(), names.end());
+            std::sort(expected.begin(), expected.end());
+            EXPECT_EQ(names, expected);
+        }
+    }
+
+    // The borrowed library outlived its Module and Kernels: the raw handle still finds and launches
+    // the kernel.
+    CUkernel raw_add_one = nullptr;
+    ASSERT_EQ(d.cuLibraryGetKernel(&raw_add_one, raw, "add_one"), CUDA_SUCCESS);
+    ASSERT_NE(raw_add_one, nullptr);
+    {
+        void* data = x.data();
+        int count = n;
+        void* args[] = {&data, &count};
+        const LaunchConfig c = cover(n);
+        ASSERT_EQ(
+            d.cuLaunchKernel(reinterpret_cast<CUfunction>(raw_add_one), unsigned(c.grid.x), 1, 1, unsigned(c.block.x),
+                             1, 1, 0, reinterpret_cast<CUstream>(stream.handle()), args, nullptr),
+            CUDA_SUCCESS);  // x = (host + 1) * 2 + 1
+    }
+
+    // Kernel::adopt on the raw CUkernel: name, parameters and limits come from the driver.
+    {
+        const Kernel adopted = Kernel::adopt(raw_add_one);
+        EXPECT_TRUE(adopted);
+        EXPECT_EQ(adopted.handle(), raw_add_one);
+        EXPECT_EQ(adopted.device(), core::Device::current().ordinal());
+        if (d.cuKernelGetName != nullptr) {
+            EXPECT_EQ(adopted.name(), "add_one");
+        }
+        if (adopted.has_param_info()) {
+            ASSERT_EQ(adopted.params().size(), 2u);  // (float*, int)
+            EXPECT_EQ(adopted.params()[0].size, 8u);
+            EXPECT_EQ(adopted.params()[1].offset, 8u);
+            EXPECT_EQ(adopted.params()[1].size, 4u);
+            test::expect_throw_with<InvalidArgument>([&] { core::launch(stream, cover(n), adopted, x); },
+                                                     {"takes 2 parameters", "1 argument was given"});
+        }
+        core::launch(stream, cover(n), adopted, x, n);  // x = (host + 1) * 2 + 2
+        CUkernel raw_bounded = nullptr;
+        ASSERT_EQ(d.cuLibraryGetKernel(&raw_bounded, raw, "bounded"), CUDA_SUCCESS);
+        const Kernel bounded = Kernel::adopt(raw_bounded, core::Device::current().ordinal());
+        EXPECT_EQ(bounded.attributes().max_threads_per_block, 128);
+        test::expect_throw_with<InvalidArgument>([&] { core::launch(stream, {.grid = 1, .block = 256}, bounded, x); },
+                                                 {"at most 128"});
+    }
+
+    // Owned: the library is gpumath's to unload, once the Module and every Kernel from it are gone;
+    // until then a Kernel keeps it loaded.
+    Kernel from_owned;
+    {
+        const CUlibrary raw_owned = load();
+        ASSERT_NE(raw_owned, nullptr);
+        const Module owned = Module::adopt(raw_owned, Ownership::owned);
+        from_owned = owned.kernel("add_one");
+    }
+    core::launch(stream, cover(n), from_owned, x, n);  // x = (host + 1) * 2 + 3
+
+    const std::vector<float> got = x.to_host<float>(stream);
+    for (int i = 0; i < n; ++i) {
+        float ref = host[std::size_t(i)];
+        ref += 1.0f;
+        ref *= 2.0f;
+        for (int k = 0; k < 3; ++k) ref += 1.0f;
+        ASSERT_EQ(got[std::size_t(i)], ref) << "i=" << i;
+    }
+    from_owned = Kernel();  // unloads the owned library (its work has finished: to_host synchronised)
+    // The borrowed library is still the caller's to unload, and unloads once.
+    EXPECT_EQ(d.cuLibraryUnload(raw), CUDA_SUCCESS);
+}
+
+TEST(JitGpu, AdoptingAKernelOfAModuleSharesItsDescription) {
+    GPUMATH_REQUIRE_GPU();
+    const Kernel k = kernels().kernel("axpby");
+    const Kernel adopted = Kernel::adopt(k.handle());
+    EXPECT_EQ(adopted.handle(), k.handle());
+    if (detail::driver().cuKernelGetName != nullptr) {
+        EXPECT_EQ(adopted.name(), k.name());
+    }
+    ASSERT_EQ(adopted.has_param_info(), k.has_param_info());
+    ASSERT_EQ(adopted.params().size(), k.params().size());
+    for (std::size_t i = 0; i < k.params().size(); ++i) {
+        EXPECT_EQ(adopted.params()[i].offset, k.params()[i].offset) << "parameter " << i;
+        EXPECT_EQ(adopted.params()[i].size, k.params()[i].size) << "parameter " << i;
+    }
+    EXPECT_EQ(adopted.attributes().num_registers, k.attributes().num_registers);
 }

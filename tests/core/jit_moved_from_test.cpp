@@ -49,7 +49,7 @@ TEST(MovedFrom, Kernel) {
     auto state = std::make_shared<detail::KernelState>();
     state->name.push_back('k');  // (not = "k": GCC 12 -Wrestrict false positive)
     state->params_known = true;
-    core::Kernel a(state);
+    core::Kernel a = detail::KernelAccess::make(state);
     const core::Kernel b = std::move(a);
     EXPECT_EQ(b.name(), "k");
     // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is what is tested

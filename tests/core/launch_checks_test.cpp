@@ -168,7 +168,8 @@ TEST(LaunchConfig, EveryDimensionIsCheckedAndNamed) {
     // The same checks guard launch_raw and launch: an empty argument list reaches no driver call.
     auto state = std::shared_ptr<detail::KernelState>(fake_kernel().release());
     state->params.clear();
-    const core::Kernel kernel(state);
+    const core::Kernel kernel = detail::KernelAccess::make(state);
+    EXPECT_EQ(&detail::KernelAccess::state(kernel), state.get());
     test::expect_throw_with<InvalidArgument>(
         [&] {
             core::launch({}, {.grid = {1, 0}, .block = 1}, kernel);

@@ -118,7 +118,7 @@ namespace gpumath::core {
 /// nothing; throws CudaError when the driver refuses the launch.
 template <class... Args>
 void launch(StreamRef stream, const LaunchConfig& config, const Kernel& kernel, const Args&... args) {
-    const detail::KernelState& k = kernel.state();
+    const detail::KernelState& k = detail::KernelAccess::state(kernel);
     detail::check_args<Args...>(k);
     detail::check_config(k, config);
     if constexpr (sizeof...(Args) == 0) {
@@ -137,7 +137,7 @@ void launch(StreamRef stream, const LaunchConfig& config, const Kernel& kernel, 
 /// Enqueues `kernel` with a caller-packed parameter array (one pointer per parameter, as for
 /// cuLaunchKernel). Checks `config` like `launch`, but cannot check the arguments.
 inline void launch_raw(StreamRef stream, const LaunchConfig& config, const Kernel& kernel, void** args) {
-    const detail::KernelState& k = kernel.state();
+    const detail::KernelState& k = detail::KernelAccess::state(kernel);
     detail::check_config(k, config);
     detail::launch_kernel(stream, config, k, args);
 }

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <cuda.h>
@@ -17,6 +18,15 @@ namespace gpumath::core {
 
 class ObjectCode;
 struct LaunchConfig;
+
+/// Whether an adopted handle passes to gpumath (`Module::adopt`).
+enum class Ownership {
+    borrowed,  ///< the caller keeps the handle and unloads it after every gpumath object using it is gone
+    owned      ///< gpumath unloads it when the last Module or Kernel using it is destroyed
+};
+
+/// "borrowed" or "owned".
+[[nodiscard]] std::string_view to_string(Ownership ownership) noexcept;
 
 /// One kernel parameter as the driver describes it.
 struct ParamInfo {
@@ -46,9 +56,11 @@ struct KernelAttributes {
 namespace gpumath::detail {
 
 struct LibraryState;
+struct KernelAccess;
 
 /// What a Kernel caches at creation so that launches check arguments and limits without driver
-/// calls. Owned by its library; Kernel handles keep the library alive.
+/// calls. Owned by its library, which Kernel handles keep alive (an adopted Kernel's state is owned
+/// by its handles alone).
 struct KernelState {
     CUkernel kernel = nullptr;
     std::string name;          // as the driver knows it (mangled for C++ kernels)
@@ -67,13 +79,23 @@ struct KernelState {
 
 namespace gpumath::core {
 
-/// A kernel of a loaded Module (a context-independent CUkernel), bound to a device for its
-/// attributes and launch limits (by default the device current when it was obtained). Cheap to
-/// copy; copies share the cached information and keep the module's code loaded.
+/// A kernel of a loaded Module (a context-independent CUkernel), or a CUkernel from elsewhere
+/// (`adopt`), bound to a device for its attributes and launch limits (by default the device current
+/// when it was obtained). Cheap to copy; copies share the cached information and keep the module's
+/// code loaded.
 class Kernel {
 public:
     /// An empty handle; launching it throws InvalidArgument.
     Kernel() = default;
+
+    /// Wraps a CUkernel obtained outside gpumath (cuLibraryGetKernel on a library loaded by another
+    /// library or by the caller), so that `launch` checks arguments and limits for it as for a
+    /// kernel of a Module. Does not own it: the library it belongs to must stay loaded while this
+    /// Kernel or a copy is used. Limits are read for `device` (-1: the current device); the name
+    /// comes from cuKernelGetName (a placeholder on drivers before CUDA 12.3), the parameters from
+    /// cuKernelGetParamInfo, as for `Module::kernel`. InvalidArgument for a null `kernel` (before
+    /// any CUDA call); CudaError when the driver rejects the handle or there is no driver/device.
+    [[nodiscard]] static Kernel adopt(CUkernel kernel, int device = -1);
 
     /// The native handle (may be cast to CUfunction for cuLaunchKernel).
     [[nodiscard]] CUkernel handle() const { return state().kernel; }
@@ -104,22 +126,20 @@ public:
     /// limit (the message gives both).
     void set_max_dynamic_shared_memory(std::size_t bytes) const;
 
-    /// Internal: the cached launch information. InvalidArgument on an empty Kernel.
+private:
+    friend struct detail::KernelAccess;
+    explicit Kernel(std::shared_ptr<detail::KernelState> state) noexcept : state_(std::move(state)) {}
     [[nodiscard]] const detail::KernelState& state() const {
         if (!state_) throw_empty();
         return *state_;
     }
-    /// Internal: wraps a state whose owner (the library) `state` keeps alive.
-    explicit Kernel(std::shared_ptr<detail::KernelState> state) noexcept : state_(std::move(state)) {}
-
-private:
     [[noreturn]] static void throw_empty();
     std::shared_ptr<detail::KernelState> state_;
 };
 
 /// Loaded device code: a CUlibrary loaded with cuLibraryLoadData, valid on every device
-/// (context-independent loading). Move-only; the code stays loaded while the Module or any
-/// Kernel obtained from it lives.
+/// (context-independent loading), or one loaded elsewhere and adopted. Move-only; the code stays
+/// loaded while the Module or any Kernel obtained from it lives.
 class Module {
 public:
     /// An empty module.
@@ -128,6 +148,14 @@ public:
     /// first) or an empty ObjectCode; CudaError "no CUDA driver/device" without a GPU, or when the
     /// driver rejects the image (e.g. a cubin for another architecture).
     explicit Module(const ObjectCode& code);
+    /// Wraps a CUlibrary loaded outside gpumath (cuLibraryLoadData or cuLibraryLoadFromFile by the
+    /// caller or another library), so that its kernels can be looked up by name and launched with
+    /// `launch`'s checks. `Ownership::borrowed` (the default) leaves the library loaded when the
+    /// Module and its Kernels are gone; the caller unloads it after that. `Ownership::owned` hands
+    /// it over: cuLibraryUnload runs when the last Module or Kernel using it is destroyed. Kernels
+    /// are found by their driver names (extern "C" or mangled names; there are no name expressions).
+    /// InvalidArgument for a null `library` or an `ownership` outside the enum, before any CUDA call.
+    [[nodiscard]] static Module adopt(CUlibrary library, Ownership ownership = Ownership::borrowed);
 
     /// Moves the loaded image; the source becomes empty.
     Module(Module&&) noexcept = default;
@@ -152,3 +180,18 @@ private:
 };
 
 }  // namespace gpumath::core
+
+namespace gpumath::detail {
+
+/// Reaches a Kernel's cached launch information and builds Kernels around a KernelState; for
+/// `launch`, Module and the math modules (and tests that forge kernels), not for users.
+struct KernelAccess {
+    /// The cached launch information of `kernel`. InvalidArgument on an empty Kernel.
+    [[nodiscard]] static const KernelState& state(const core::Kernel& kernel) { return kernel.state(); }
+    /// A Kernel sharing `state`; whatever owns the state (a library) must be kept alive by it.
+    [[nodiscard]] static core::Kernel make(std::shared_ptr<KernelState> state) noexcept {
+        return core::Kernel(std::move(state));
+    }
+};
+
+}  // namespace gpumath::detail
