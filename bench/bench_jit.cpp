@@ -78,7 +78,7 @@ int child_disk_hit(int argc, char** argv) {
     const auto t1 = clock_type::now();
     const core::ObjectCode code = p.compile(core::CodeType::cubin);
     const double total = us_since(t0), compile = us_since(t1);
-    const core::CompileCacheStats s = core::compile_cache().stats();
+    const core::CacheStats s = core::compile_cache().stats();
     if (s.disk_hits != 1 || code.lowered_name("saxpy<float>").empty()) {
         std::fprintf(stderr, "bench_jit child: expected a disk hit (disk hits %llu, misses %llu)\n",
                      static_cast<unsigned long long>(s.disk_hits), static_cast<unsigned long long>(s.misses));

@@ -177,7 +177,7 @@ std::shared_ptr<ObjectCodeData> decode_entry(std::string_view file, const Digest
 namespace gpumath::core {
 
 struct CompileCache::Impl {
-    detail::LruCache<detail::Digest, const detail::ObjectCodeData, detail::DigestHash> memory{256};
+    detail::LruCache<detail::Digest, const detail::ObjectCodeData, detail::DigestHash> memory{default_capacity};
 
     mutable std::mutex mutex;  // guards everything below that is not atomic
     fs::path directory;
@@ -186,7 +186,8 @@ struct CompileCache::Impl {
     bool disk_counted = false;
     bool warned_write = false;
 
-    std::atomic<std::uint64_t> memory_hits{0}, disk_hits{0}, misses{0}, disk_writes{0}, disk_rejected{0};
+    // The disk's counters; the memory map counts hits, misses and evictions itself.
+    std::atomic<std::uint64_t> disk_hits{0}, disk_writes{0}, disk_rejected{0};
 
     Impl() {
         directory = detail::jit_cache_directory(std::getenv("GPUMATH_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"),
@@ -323,25 +324,17 @@ CompileCache& compile_cache() {
     return *cache;
 }
 
-CompileCacheStats CompileCache::stats() const {
-    const detail::CacheStats m = impl_->memory.stats();
-    CompileCacheStats s;
-    s.memory_hits = impl_->memory_hits.load();
+CacheStats CompileCache::stats() const {
+    CacheStats s = impl_->memory.stats();
     s.disk_hits = impl_->disk_hits.load();
-    s.misses = impl_->misses.load();
-    s.evictions = m.evictions;
     s.disk_writes = impl_->disk_writes.load();
     s.disk_rejected = impl_->disk_rejected.load();
-    s.size = m.size;
-    s.capacity = m.capacity;
     return s;
 }
 
 void CompileCache::reset_stats() {
     impl_->memory.reset_stats();
-    impl_->memory_hits = 0;
     impl_->disk_hits = 0;
-    impl_->misses = 0;
     impl_->disk_writes = 0;
     impl_->disk_rejected = 0;
 }
@@ -376,9 +369,7 @@ core::ObjectCode cached_compile(const Digest& key, const std::function<core::Obj
     auto& c = CompileCacheAccess::impl(core::compile_cache());
     // The memory map is single-flight: threads missing the same key wait for one disk read or
     // NVRTC run, and all of them get a failed compile's exception.
-    bool created = false;
     std::shared_ptr<const ObjectCodeData> data = c.memory.get_or_create(key, [&] {
-        created = true;
         const fs::path dir = c.dir();
         if (!dir.empty()) {
             if (auto hit = c.disk_read(dir, key)) {
@@ -387,11 +378,9 @@ core::ObjectCode cached_compile(const Digest& key, const std::function<core::Obj
             }
         }
         core::ObjectCode result = compile();
-        ++c.misses;
         if (!dir.empty()) c.disk_write(dir, key, *result.shared_data());
         return result.shared_data();
     });
-    if (!created) ++c.memory_hits;
     return ObjectCodeAccess::make(std::move(data));
 }
 

@@ -27,7 +27,7 @@ constexpr const char* k_api = "gpumath workspace";
 // and not recorded into it) and tied to the graph with a CUDA user object: when the graph and
 // every executable graph made from it are destroyed (and their launched work has finished), CUDA
 // releases the object and the area becomes idle, to be reused by a later capture. Idle areas are
-// freed by release_default_stream_workspaces().
+// freed by core::release_workspaces().
 
 class CaptureAreas;
 
@@ -236,14 +236,6 @@ std::shared_ptr<StreamWorkspace> stream_workspace(int device, const std::shared_
 
 StreamWorkspace& default_stream_workspace(int device) { return workspaces_of(device).default_workspace; }
 
-void release_default_stream_workspaces() {
-    device_workspaces().for_each([](int device, DeviceWorkspaces& d) {
-        core::Device(device).synchronize();
-        d.default_workspace.release();
-        d.capture_areas.release_idle();
-    });
-}
-
 bool is_capturing(core::StreamRef stream, const char* api) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     check(cudaStreamIsCapturing(stream.handle(), &status), "cudaStreamIsCapturing",
@@ -262,3 +254,16 @@ void reject_capture(core::StreamRef stream, const char* api, std::string_view wh
 CaptureAreaStats capture_area_stats(int device) { return workspaces_of(device).capture_areas.stats(); }
 
 }  // namespace gpumath::detail
+
+namespace gpumath::core {
+
+// Declared in memory.hpp, with the memory resources the areas come from.
+void release_workspaces() {
+    detail::device_workspaces().for_each([](int device, detail::DeviceWorkspaces& d) {
+        Device(device).synchronize();
+        d.default_workspace.release();
+        d.capture_areas.release_idle();
+    });
+}
+
+}  // namespace gpumath::core

@@ -40,7 +40,7 @@ public:
     [[nodiscard]] Lease acquire(std::size_t bytes, core::StreamRef stream);
 
     /// Frees every area. The caller makes sure that nothing using them is in flight or being
-    /// enqueued (release_default_stream_workspaces synchronizes the device first).
+    /// enqueued (core::release_workspaces synchronizes the device first).
     void release();
 
     /// The device the areas live on.
@@ -78,10 +78,6 @@ private:
 
 /// The areas of `device`'s default memory pool (`stream_workspace(device, nullptr)`).
 [[nodiscard]] StreamWorkspace& default_stream_workspace(int device);
-
-/// Synchronizes each device that has default areas and frees them, and the idle areas of
-/// destroyed graphs (they grow again on demand).
-void release_default_stream_workspaces();
 
 /// True when `stream` is capturing a CUDA graph. CudaError when its capture was invalidated (the
 /// capture has failed already; gpumath enqueues nothing on it).

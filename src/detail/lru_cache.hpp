@@ -12,20 +12,14 @@
 #include <unordered_map>
 #include <utility>
 
+#include <gpumath/core/cache.hpp>
+
 namespace gpumath::detail {
 
-/// Hit/miss/eviction counters of a cache.
-struct CacheStats {
-    std::uint64_t hits = 0;       ///< calls answered without calling make(), waits included
-    std::uint64_t misses = 0;     ///< calls that called make() (or, for find, found nothing)
-    std::uint64_t evictions = 0;  ///< entries dropped to respect the capacity
-    std::uint64_t waits = 0;      ///< hits that waited for another thread's make() of the same key
-    std::size_t size = 0;
-    std::size_t capacity = 0;
-};
-
 /// Thread-safe LRU map from Key to std::shared_ptr<Value>. Values are shared so that an entry
-/// evicted while a caller still uses it stays alive until that caller lets go.
+/// evicted while a caller still uses it stays alive until that caller lets go. Its counters are the
+/// public core::CacheStats (hits, misses, evictions, waits, size, capacity; the disk counters are
+/// left to the compile cache), so the caches hand them out as they are.
 ///
 /// `get_or_create` is single-flight: creation runs outside the lock (plans and compiles take
 /// milliseconds), and threads that miss a key another thread is creating wait for that creation
@@ -137,9 +131,9 @@ public:
         std::lock_guard lock(mutex_);
         return index_.size();
     }
-    [[nodiscard]] CacheStats stats() const {
+    [[nodiscard]] core::CacheStats stats() const {
         std::lock_guard lock(mutex_);
-        CacheStats s = stats_;
+        core::CacheStats s = stats_;
         s.size = index_.size();
         s.capacity = capacity_;
         return s;
@@ -205,7 +199,7 @@ private:
     std::list<std::pair<Key, std::shared_ptr<Value>>> order_;
     std::unordered_map<Key, typename decltype(order_)::iterator, Hash, Equal> index_;
     std::unordered_map<Key, std::shared_ptr<Flight>, Hash, Equal> pending_;  // creations in progress
-    CacheStats stats_;
+    core::CacheStats stats_;  // size and capacity are filled in by stats()
 };
 
 /// Combines `value`'s hash into `seed` (boost-style mixing).

@@ -21,8 +21,8 @@
 namespace gpumath {
 namespace detail {
 
-void FFTImpl::plan_locked() {
-    device = current_device();
+void FFTImpl::plan_locked(int current) {
+    device = current;
     const core::Device dev(device);
     if (p.precision == DataType::bf16 && dev.compute_capability().value() < 80)
         throw_not_supported(fmt::format("input: bf16 FFTs need compute capability 8.0 or newer (a cuFFT rule); {} is "
@@ -175,23 +175,24 @@ void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, 
     enqueue(in, out, d, stream);
 }
 
-void FFTImpl::plan_first_execution(core::StreamRef stream) {
+void FFTImpl::plan_first_execution(core::StreamRef stream, int current) {
     // cuFFT allocates and copies synchronously while planning (and automatic callback mode times
     // both ways): neither may happen inside a graph capture.
     reject_capture(stream, api,
                    "an FFT plans on its first execution, which cannot be captured: call plan() (or execute "
                    "once) before the capture");
+    plan(current);
+}
+
+void FFTImpl::plan(int current) {
     std::lock_guard lock(plan_mutex);
-    if (!planned.load(std::memory_order_relaxed)) {
-        plan_locked();
-        planned.store(true, std::memory_order_release);
-    }
+    if (planned.load(std::memory_order_relaxed)) return;
+    if (!p.empty) plan_locked(current);
+    planned.store(true, std::memory_order_release);
 }
 
 void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream) {
     if (p.empty) return;
-    if (!planned.load(std::memory_order_acquire)) [[unlikely]]
-        plan_first_execution(stream);
     int current = 0;
     check(cudaGetDevice(&current), "cudaGetDevice");
     enqueue(in, out, d, stream, current);
@@ -200,7 +201,7 @@ void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, 
 void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream, int current) {
     if (p.empty) return;
     if (!planned.load(std::memory_order_acquire)) [[unlikely]]
-        plan_first_execution(stream);
+        plan_first_execution(stream, current);
     std::optional<DeviceGuard> guard;
     if (current != device) [[unlikely]]
         guard.emplace(device);
@@ -240,6 +241,10 @@ FFT FFTAccess::make(const FftProblem& problem, const FFTOptions& options, const 
     return FFT(std::move(impl));
 }
 
+void FFTAccess::plan(FFT& plan, int device) { plan.impl_->plan(device); }
+
+const FftProblem& FFTAccess::problem(const FFT& plan) noexcept { return plan.impl_->p; }
+
 void FFTAccess::enqueue(FFT& plan, const TensorView& in, const TensorView& out, Direction direction,
                         core::StreamRef stream, int device) {
     plan.impl_->enqueue(in, out, direction, stream, device);
@@ -259,10 +264,7 @@ detail::FFTImpl& FFT::impl(const char* api) const {
 void FFT::plan() {
     detail::FFTImpl& m = impl("gpumath::FFT::plan");
     if (m.planned.load(std::memory_order_acquire)) return;
-    std::lock_guard lock(m.plan_mutex);
-    if (m.planned.load(std::memory_order_relaxed)) return;
-    if (!m.p.empty) m.plan_locked();
-    m.planned.store(true, std::memory_order_release);
+    m.plan(m.p.empty ? -1 : detail::current_device());
 }
 
 bool FFT::planned() const noexcept { return impl_ && impl_->planned.load(std::memory_order_acquire); }

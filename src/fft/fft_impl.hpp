@@ -30,6 +30,10 @@ namespace gpumath::detail {
 struct FFTAccess {
     /// A plan of `problem`, made by make_fft_problem from the same options.
     [[nodiscard]] static FFT make(const FftProblem& problem, const FFTOptions& options, const char* api);
+    /// `plan.plan()` on `device`, the current device (read by the caller).
+    static void plan(FFT& plan, int device);
+    /// The validated problem `plan` was made for.
+    [[nodiscard]] static const FftProblem& problem(const FFT& plan) noexcept;
     /// `plan.execute(in, out, direction, stream)` without its operand checks: the caller ran
     /// check_fft_operands against an equal problem and read the current device (`device`).
     static void enqueue(FFT& plan, const TensorView& in, const TensorView& out, Direction direction,
@@ -101,9 +105,10 @@ struct FFTImpl {
     [[nodiscard]] bool half() const { return p.precision == DataType::f16 || p.precision == DataType::bf16; }
     [[nodiscard]] Direction primary() const { return p.kind == FFTKind::c2r ? Direction::inverse : Direction::forward; }
 
-    // fft.cpp: planning and the choice of variant.
-    void plan_locked();
-    void plan_first_execution(core::StreamRef stream);
+    // fft.cpp: planning (on `current`, the current device) and the choice of variant.
+    void plan(int current);
+    void plan_locked(int current);
+    void plan_first_execution(core::StreamRef stream, int current);
     FftVariant* fused_for_locked(Direction d);
     FftVariant* variant_for(std::size_t alignment, Direction d, core::StreamRef stream);
     FftVariant* odd_real_variant_locked(Direction d);

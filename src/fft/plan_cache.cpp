@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// fft/ifft/rfft/irfft over a process-wide LRU cache of FFT plans.
+// fft/ifft/rfft/irfft over a process-wide LRU cache of FFT plans: the key, validation on a miss,
+// the pointer checks of a hit, the current device read once per call.
 #include <gpumath/fft/plan_cache.hpp>
 
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -13,12 +15,15 @@
 #include <gpumath/fft/fft.hpp>
 
 #include "fft/fft_impl.hpp"
+#include "fft/plan_cache.hpp"
 
 namespace gpumath {
 namespace detail {
 namespace {
 
-// A trivially comparable key: zero-filled, then set, so memcmp compares it.
+// A trivially comparable key: zero-filled, then set, so memcmp compares it. It holds every input of
+// make_fft_problem (layouts, the function's kind and every option it reads, callbacks by form and
+// content), so a request that was valid once is valid whenever its key comes back.
 struct LayoutKey {
     std::int64_t shape[max_rank];
     std::int64_t strides[max_rank];
@@ -44,8 +49,10 @@ struct FftCacheKey {
     std::uint8_t callback_mode;
     std::uint8_t naxes;
     std::uint8_t has_out;
-    std::uint8_t reserved8;
-    std::int32_t reserved32;
+    std::uint8_t options_kind;
+    std::uint8_t prolog_form;
+    std::uint8_t epilog_form;
+    std::uint8_t reserved[2];
 };
 // No padding: keys are compared with memcmp, and copies need not preserve padding bytes.
 static_assert(std::has_unique_object_representations_v<FftCacheKey>);
@@ -69,6 +76,11 @@ std::uint64_t callback_id(const FFTCallback& cb) noexcept {
     return checksum64(cb.source.data(), cb.source.size()) * 31 + checksum64(cb.symbol.data(), cb.symbol.size());
 }
 
+// Which of source, code and symbol a callback has: what decides whether it is well formed.
+std::uint8_t callback_form(const FFTCallback& cb) noexcept {
+    return std::uint8_t((cb.source.empty() ? 0 : 1) | (cb.code.empty() ? 0 : 2) | (cb.symbol.empty() ? 0 : 4));
+}
+
 struct KeyHash {
     std::size_t operator()(const FftCacheKey& k) const noexcept {
         // Hash the fields that vary; words beyond each rank are zero.
@@ -83,7 +95,8 @@ struct KeyHash {
         }
         mix(std::uint64_t(k.kind) | std::uint64_t(k.normalization) << 8 | std::uint64_t(k.inplace) << 16 |
             std::uint64_t(k.overwrite_input) << 24 | std::uint64_t(k.callback_mode) << 32 |
-            std::uint64_t(k.naxes) << 40 | std::uint64_t(k.has_out) << 48);
+            std::uint64_t(k.naxes) << 40 | std::uint64_t(k.has_out) << 48 | std::uint64_t(k.options_kind) << 56);
+        mix(std::uint64_t(k.prolog_form) | std::uint64_t(k.epilog_form) << 8);
         for (int i = 0; i < k.naxes; ++i) mix(std::uint64_t(std::uint32_t(k.axes[i])));
         mix(std::uint64_t(k.last_axis_size));
         mix(k.prolog_id);
@@ -106,23 +119,16 @@ using PlanCache = LruCache<FftCacheKey, FFT, KeyHash, KeyEqual>;
 // Never destroyed: destroying cuFFT plans during exit, after the CUDA runtime may have shut
 // down, is unsafe. The operating system reclaims everything.
 PlanCache& plan_cache() {
-    static auto* cache = new PlanCache(32);
+    static auto* cache = new PlanCache(FFTPlanCache::default_capacity);
     return *cache;
 }
 
-// The device every CUDA call of one fft() call runs on, read once per call.
-int call_device(const char* api) {
-    int device = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice", api);
-    return device;
-}
-
-void make_key(FftCacheKey& k, int device, FFTKind kind, const TensorView& in, const TensorView* out,
-              const FFTOptions& o) noexcept {
+void make_key(FftCacheKey& k, int device, const FftCall& call) noexcept {
+    const FFTOptions& o = *call.options;
     std::memset(&k, 0, sizeof k);
-    fill(k.in, in.layout());
-    if (out != nullptr) {
-        fill(k.out, out->layout());
+    fill(k.in, call.in->layout());
+    if (call.out != nullptr) {
+        fill(k.out, call.out->layout());
         k.has_out = 1;
     }
     k.last_axis_size = o.last_axis_size;
@@ -134,43 +140,44 @@ void make_key(FftCacheKey& k, int device, FFTKind kind, const TensorView& in, co
     k.naxes = static_cast<std::uint8_t>(o.axes.size());
     for (int i = 0; i < o.axes.size(); ++i) k.axes[i] = o.axes[i];
     k.device = device;
-    k.kind = static_cast<std::uint8_t>(kind);
+    k.kind = static_cast<std::uint8_t>(call.kind);
+    k.options_kind = static_cast<std::uint8_t>(o.kind);
+    k.prolog_form = callback_form(o.prolog);
+    k.epilog_form = callback_form(o.epilog);
     k.normalization = static_cast<std::uint8_t>(o.normalization);
     k.inplace = o.inplace ? 1 : 0;
     k.overwrite_input = o.overwrite_input ? 1 : 0;
     k.callback_mode = static_cast<std::uint8_t>(o.callback_mode);
 }
 
-// The cached plan of a validated problem on `device`, the current one.
-std::shared_ptr<FFT> cached_plan(const FftProblem& problem, FFTKind kind, const TensorView& in, const TensorView* out,
-                                 const FFTOptions& options, int device, core::StreamRef stream, const char* api) {
-    FftCacheKey key{};
-    make_key(key, device, kind, in, out, options);
-    return plan_cache().get_or_create(
-        key,
-        [&] {
-            auto plan = std::make_shared<FFT>(FFTAccess::make(problem, options, api));
-            plan->plan();
-            return plan;
-        },
-        [&] {
-            // Planning allocates and copies synchronously (cuFFT), which a graph capture forbids.
-            // Checked only by a caller about to plan, and its refusal reaches that caller alone.
-            reject_capture(stream, api,
-                           "this transform is not in the plan cache yet and planning cannot be captured: run the "
-                           "same call once before the capture");
-        });
+// The whole call checked before any GPU work: its problem, then its operands.
+FftProblem validate(const FftCall& c) {
+    FftProblem problem =
+        make_fft_problem(c.in->layout(), c.out != nullptr ? &c.out->layout() : nullptr, *c.options, c.kind, c.api);
+    check_fft_operands(problem, *c.in, c.out, c.direction, c.api);
+    return problem;
 }
 
-// Both forms validate everything that needs no device (layouts, options, operands) before the
-// first CUDA call; the cached plan's key then equals the validated request.
+// The current device, read once per call. Without one, bad input is still reported as such first
+// (InvalidArgument or NotSupported on any machine), then the CudaError.
+int call_device(const FftCall& c) {
+    int device = 0;
+    if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]] {
+        (void)cudaGetLastError();
+        (void)validate(c);
+        throw_cuda(status, "cudaGetDevice", c.api);
+    }
+    return device;
+}
+
+constexpr std::string_view allocating_in_capture =
+    "gpumath allocates no results during a capture: pass out (the form with an out view)";
+
 void run(FFTKind kind, Direction direction, const TensorView& in, const TensorView& out, const FFTOptions& options,
          core::StreamRef stream, const char* api) {
-    const FftProblem problem = make_fft_problem(in.layout(), &out.layout(), options, kind, api);
-    check_fft_operands(problem, in, &out, direction, api);
-    const int device = call_device(api);
-    FFTAccess::enqueue(*cached_plan(problem, kind, in, &out, options, device, stream, api), in, out, direction, stream,
-                       device);
+    const FftCall call{kind, direction, &in, &out, &options, stream, api};
+    const int device = call_device(call);
+    FFTAccess::enqueue(*cached_fft_plan(call, device), in, out, direction, stream, device);
 }
 
 Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOptions& options, core::StreamRef stream,
@@ -180,17 +187,52 @@ Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOpt
                                   "transform call {}(x, x, options, stream)",
                                   api + std::strlen("gpumath::")),
                       api);
-    const FftProblem problem = make_fft_problem(in.layout(), nullptr, options, kind, api);
-    check_fft_operands(problem, in, nullptr, direction, api);
-    reject_capture(stream, api, "gpumath allocates no results during a capture: pass out (the form with an out view)");
-    const int device = call_device(api);
-    const std::shared_ptr<FFT> plan = cached_plan(problem, kind, in, nullptr, options, device, stream, api);
-    Tensor out = Tensor::empty(problem.out_layout, stream, options.memory_resource);
+    const FftCall call{kind, direction, &in, nullptr, &options, stream, api};
+    const int device = call_device(call);
+    const std::shared_ptr<FFT> plan = cached_fft_plan(call, device);
+    Tensor out = Tensor::empty(FFTAccess::problem(*plan).out_layout, stream, options.memory_resource);
     FFTAccess::enqueue(*plan, in, out.view(), direction, stream, device);
     return out;
 }
 
 }  // namespace
+
+std::shared_ptr<FFT> cached_fft_plan(const FftCall& call, int device) {
+    FftCacheKey key;
+    make_key(key, device, call);
+    const bool allocating = call.out == nullptr;
+    std::optional<FftProblem> problem;  // set when this call validated everything
+    std::shared_ptr<FFT> plan = plan_cache().get_or_create(
+        key,
+        [&] {
+            auto made = std::make_shared<FFT>(FFTAccess::make(*problem, *call.options, call.api));
+            FFTAccess::plan(*made, device);
+            return made;
+        },
+        [&] {
+            // A miss (neither cached nor being planned by another thread): validated in full before
+            // anything is planned or stored; a refusal here reaches this caller alone.
+            problem = validate(call);
+            if (allocating) reject_capture(call.stream, call.api, allocating_in_capture);
+            // Planning allocates and copies synchronously (cuFFT), which a graph capture forbids.
+            reject_capture(call.stream, call.api,
+                           "this transform is not in the plan cache yet and planning cannot be captured: run the "
+                           "same call once before the capture");
+        });
+    if (!problem) {
+        // A hit: the plan was made for a request with this key, so only the pointers are new.
+        check_fft_operands(FFTAccess::problem(*plan), *call.in, call.out, call.direction, call.api);
+        if (allocating) reject_capture(call.stream, call.api, allocating_in_capture);
+    }
+    return plan;
+}
+
+void put_cached_fft_plan(const FftCall& call, int device, std::shared_ptr<FFT> plan) {
+    FftCacheKey key;
+    make_key(key, device, call);
+    plan_cache().put(key, std::move(plan));
+}
+
 }  // namespace detail
 
 void fft(const TensorView& in, const TensorView& out, const FFTOptions& options, core::StreamRef stream) {
@@ -221,12 +263,8 @@ Tensor irfft(const TensorView& in, const FFTOptions& options, core::StreamRef st
 std::size_t FFTPlanCache::capacity() const { return detail::plan_cache().capacity(); }
 void FFTPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
 void FFTPlanCache::clear() { detail::plan_cache().clear(); }
-FFTPlanCacheStats FFTPlanCache::stats() const {
-    const detail::CacheStats s = detail::plan_cache().stats();
-    return {s.hits, s.misses, s.evictions, s.size, s.capacity};
-}
+core::CacheStats FFTPlanCache::stats() const { return detail::plan_cache().stats(); }
 void FFTPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
-void FFTPlanCache::release_workspaces() { detail::release_default_stream_workspaces(); }
 
 FFTPlanCache& fft_plan_cache() {
     static FFTPlanCache cache;

@@ -21,16 +21,13 @@ PlanCache& plan_cache() {
     return *cache;
 }
 
-/// The current device; without one, bad input is still reported as such first.
-int device_or_validate(const MatmulSignature& sig, const MatmulOptions& options, const char* api) {
-    int device = 0;
-    const cudaError_t status = cudaGetDevice(&device);
-    if (status != cudaSuccess) {
-        (void)cudaGetLastError();
-        (void)analyze(sig, options, api);
-        check(status, "cudaGetDevice", "finding the current device for a matmul");
-    }
-    return device;
+/// Reports a failed cudaGetDevice (`status`) of a call: bad input first, as InvalidArgument or
+/// NotSupported, so that it is reported as such on a machine without a device; else CudaError.
+[[noreturn]] void throw_no_device(cudaError_t status, const MatmulSignature& sig, const MatmulOptions& options,
+                                  const char* api) {
+    (void)cudaGetLastError();
+    (void)analyze(sig, options, api);
+    throw_cuda(status, "cudaGetDevice", "finding the current device for a matmul");
 }
 
 }  // namespace
@@ -63,10 +60,12 @@ MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView&
     constexpr const char* api = "matmul";
     detail::check_options(options, api);
     detail::check_call(a, b, &d, args, api);
+    // The key fixes everything analyze() decides, so the full analysis runs on a miss only (and
+    // here, when there is no device, to report bad input as such); the pointer checks above depend
+    // on the call's pointers and run on every call.
     int device = 0;
     if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]]
-        (void)detail::device_or_validate(detail::MatmulSignature::of(detail::call_of(a, b, &d, args)), options,
-                                         api);  // throws
+        detail::throw_no_device(status, detail::MatmulSignature::of(detail::call_of(a, b, &d, args)), options, api);
     return matmul_on(a, b, d, args, options, stream, device, api);
 }
 
@@ -90,14 +89,15 @@ MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& 
     return r;
 }
 
-std::size_t MatmulPlanCache::capacity() { return detail::plan_cache().capacity(); }
-void MatmulPlanCache::set_capacity(std::size_t capacity) { detail::plan_cache().set_capacity(capacity); }
+std::size_t MatmulPlanCache::capacity() const { return detail::plan_cache().capacity(); }
+void MatmulPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
 void MatmulPlanCache::clear() { detail::plan_cache().clear(); }
+core::CacheStats MatmulPlanCache::stats() const { return detail::plan_cache().stats(); }
 void MatmulPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
 
-MatmulPlanCache::Stats MatmulPlanCache::stats() {
-    const detail::CacheStats s = detail::plan_cache().stats();
-    return {s.hits, s.misses, s.evictions, s.size, s.capacity};
+MatmulPlanCache& matmul_plan_cache() {
+    static MatmulPlanCache cache;
+    return cache;
 }
 
 }  // namespace gpumath

@@ -320,7 +320,7 @@ TEST(CaptureGpu, LazyPlansAndCacheMissesAreRefusedInsideACapture) {
     EXPECT_LT(std::abs(std::complex<double>(got[256 + 3]) - want), 1e-3 * std::abs(want) + 1e-3);
 }
 
-// Idle areas are freed by release_workspaces(); areas of live graphs are not, so a graph captured
+// Idle areas are freed by core::release_workspaces(); areas of live graphs are not, so a graph captured
 // before the release replays correctly after it.
 TEST(CaptureGpu, ReleasingWorkspacesKeepsTheAreasOfLiveGraphs) {
     GPUMATH_REQUIRE_GPU();
@@ -340,7 +340,7 @@ TEST(CaptureGpu, ReleasingWorkspacesKeepsTheAreasOfLiveGraphs) {
     // The capture used a graph-owned area (a new one, or an idle one taken back into use).
     EXPECT_GE(during.areas, std::max<std::size_t>(areas_before, 1));
     EXPECT_LT(during.idle, during.areas);
-    fft_plan_cache().release_workspaces();
+    core::release_workspaces();
     fill_poison(stream, y);
     g.launch(stream);
     EXPECT_TRUE(bitwise_equal(y.to_host<c32>(stream), want.to_host<c32>(stream)));

@@ -14,7 +14,7 @@
 
 #include "detail/lru_cache.hpp"
 
-using gpumath::detail::CacheStats;
+using gpumath::core::CacheStats;
 using Cache = gpumath::detail::LruCache<int, std::string>;
 
 namespace {

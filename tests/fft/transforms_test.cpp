@@ -435,7 +435,7 @@ TEST_F(FftGpu, EightThreadsFourStreamsThroughTheCache) {
         for (const Job& j : jobs[std::size_t(t)])
             GPUMATH_EXPECT_CLOSE(download(j.out), dft(j.x, j.shape, {1}, -1), 2e-5,
                                  "thread " << t << " shape " << str(j.shape));
-    const FFTPlanCacheStats st = fft_plan_cache().stats();
+    const core::CacheStats st = fft_plan_cache().stats();
     EXPECT_LE(st.size, 2 * shapes.size()) << "one plan per shape and in/out-of-place layout";
     EXPECT_GT(st.hits, st.misses);
 }
@@ -460,8 +460,33 @@ TEST_F(FftGpu, PlanCacheCountersAndCapacity) {
     (void)fft(a.view());
     EXPECT_EQ(cache.stats().size, 0u);
     cache.set_capacity(before);
-    cache.release_workspaces();
+    core::release_workspaces();
     GPUMATH_EXPECT_CLOSE(download(fft(a.view())), dft(download(a), {32}, {0}, -1), 2e-5, "after releasing work areas");
+}
+
+// A hit skips validation but not the checks that depend on the pointers: the same layouts at a
+// misaligned or overlapping address are refused before any GPU work, and the plan still works.
+TEST_F(FftGpu, CacheHitsStillCheckPointers) {
+    FFTPlanCache& cache = fft_plan_cache();
+    cache.clear();
+    cache.reset_stats();
+    const TensorLayout layout(DataType::c32, {2, 32});
+    const std::vector<cd> x = random_values(64, true, DataType::f32, rng);
+    Operand a = upload(layout, x);
+    Operand y = poisoned(layout);
+    fft(a.view(), y.view());
+    EXPECT_EQ(cache.stats().misses, 1u);
+    auto* bytes = static_cast<unsigned char*>(a.buffer.data());
+    const TensorView misaligned(bytes + 4, layout), overlapping(bytes + 8, layout);
+    EXPECT_THROW(fft(misaligned, y.view()), InvalidArgument);
+    EXPECT_THROW(fft(a.view(), overlapping), InvalidArgument);
+    // The allocating form has a key of its own: a miss, refused by validation before it counts.
+    EXPECT_THROW((void)fft(misaligned), InvalidArgument);
+    fft(a.view(), y.view());
+    EXPECT_EQ(cache.stats().misses, 1u);
+    EXPECT_EQ(cache.stats().hits, 3u);
+    EXPECT_EQ(cache.stats().size, 1u);
+    GPUMATH_EXPECT_CLOSE(download(y), dft(x, {2, 32}, {1}, -1), 2e-5, "after the refused calls");
 }
 
 TEST_F(FftGpu, StatefulPlanReuseAndIntrospection) {

@@ -3,6 +3,7 @@
 // before any GPU work (these tests run on machines without a GPU).
 #include <gpumath/core/program.hpp>
 #include <gpumath/fft.hpp>
+#include "fft/plan_cache.hpp"
 
 #include <complex>
 #include <cstdint>
@@ -520,12 +521,122 @@ TEST(FftValidation, EnumNames) {
 TEST(FftValidation, PlanCacheControls) {
     FFTPlanCache& cache = fft_plan_cache();
     const std::size_t before = cache.capacity();
+    EXPECT_EQ(before, FFTPlanCache::default_capacity);
     cache.set_capacity(3);
     EXPECT_EQ(cache.capacity(), 3u);
     EXPECT_EQ(cache.stats().capacity, 3u);
     cache.clear();
     EXPECT_EQ(cache.stats().size, 0u);
-    cache.set_capacity(before);
+    cache.reset_stats();
+    EXPECT_EQ(cache.stats().hits + cache.stats().misses + cache.stats().disk_hits, 0u);
+    // The same controls through the interface every cache shares.
+    core::CacheControl& control = cache;
+    control.set_capacity(before);
+    EXPECT_EQ(cache.capacity(), before);
+}
+
+// The stateless functions validate a call in full only when its plan is not cached; a hit checks
+// what the key does not fix (the pointers). Without a device the public functions never reach the
+// cache, so these tests seed it with an unplanned plan and look calls up as a call on that device
+// would. The device ordinal is one no test machine has, so nothing here meets a real plan.
+class FftPlanCacheHit : public ::testing::Test {
+protected:
+    static constexpr int device = 63;
+    void SetUp() override {
+        fft_plan_cache().clear();
+        fft_plan_cache().reset_stats();
+    }
+    void TearDown() override { fft_plan_cache().clear(); }
+
+    static detail::FftCall call(FFTKind kind, const TensorView& in, const TensorView* out,
+                                const FFTOptions& options = default_options()) {
+        const char* api = kind == FFTKind::c2c   ? "gpumath::fft"
+                          : kind == FFTKind::r2c ? "gpumath::rfft"
+                                                 : "gpumath::irfft";
+        const Direction direction = kind == FFTKind::c2r ? Direction::inverse : Direction::forward;
+        return {kind, direction, &in, out, &options, {}, api};
+    }
+    // Caches a plan for `c`, as a valid first call would have.
+    static std::shared_ptr<FFT> seed(const detail::FftCall& c) {
+        auto plan = std::make_shared<FFT>(c.out != nullptr ? FFT(c.in->layout(), c.out->layout(), *c.options)
+                                                           : FFT(c.in->layout(), *c.options));
+        detail::put_cached_fft_plan(c, device, plan);
+        return plan;
+    }
+    static const FFTOptions& default_options() {
+        static const FFTOptions options;
+        return options;
+    }
+};
+
+TEST_F(FftPlanCacheHit, StillRejectsMisalignedPointers) {
+    const TensorView in = fake<c32>({16}), out = fake<c32>({16}, {}, 0x20000);
+    const std::shared_ptr<FFT> plan = seed(call(FFTKind::c2c, in, &out));
+    EXPECT_EQ(detail::cached_fft_plan(call(FFTKind::c2c, in, &out), device), plan);
+    EXPECT_EQ(fft_plan_cache().stats().hits, 1u);
+    // Same layouts (the same key), other pointers.
+    const TensorView in_odd = fake<c32>({16}, {}, 0x10004), out_odd = fake<c32>({16}, {}, 0x20002);
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in_odd, &out), device); },
+        {"gpumath::fft", "in: data pointer 0x10004 is not aligned to the 8-byte size of a c32 element"});
+    expect_throw_with<InvalidArgument>([&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out_odd), device); },
+                                       {"gpumath::fft", "out: data pointer 0x20002 is not aligned"});
+    EXPECT_EQ(fft_plan_cache().stats().hits, 3u);  // both were hits
+    EXPECT_EQ(fft_plan_cache().stats().misses, 0u);
+    // The allocating form has its own key and checks its input the same way.
+    (void)seed(call(FFTKind::c2c, in, nullptr));
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in_odd, nullptr), device); },
+        {"in: data pointer 0x10004"});
+    EXPECT_EQ(fft_plan_cache().stats().hits, 4u);
+}
+
+TEST_F(FftPlanCacheHit, StillRejectsOverlaps) {
+    const TensorView in = fake<c32>({4, 8}), out = fake<c32>({4, 8}, {}, 0x20000);
+    const std::shared_ptr<FFT> plan = seed(call(FFTKind::c2c, in, &out));
+    const TensorView inside = fake<c32>({4, 8}, {}, 0x10008);
+    expect_throw_with<InvalidArgument>([&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in, &inside), device); },
+                                       {"gpumath::fft", "out: its memory overlaps in's", "in place"});
+    // In place (the same view twice) is allowed for c2c with equal layouts.
+    EXPECT_EQ(detail::cached_fft_plan(call(FFTKind::c2c, in, &in), device), plan);
+    // r2c never runs in place.
+    const TensorView r = fake<float>({16}), c = fake<c32>({9}, {}, 0x20000);
+    (void)seed(call(FFTKind::r2c, r, &c));
+    const TensorView c_same = fake<c32>({9}), c_inside = fake<c32>({9}, {}, 0x10020);
+    expect_throw_with<InvalidArgument>([&] { (void)detail::cached_fft_plan(call(FFTKind::r2c, r, &c_same), device); },
+                                       {"gpumath::rfft", "out: the same memory as in", "only supported for c2c"});
+    expect_throw_with<InvalidArgument>([&] { (void)detail::cached_fft_plan(call(FFTKind::r2c, r, &c_inside), device); },
+                                       {"gpumath::rfft", "out: its memory overlaps in's"});
+    EXPECT_EQ(fft_plan_cache().stats().hits, 4u);
+    EXPECT_EQ(fft_plan_cache().stats().misses, 0u);
+}
+
+// Options that make a request invalid are part of the key: such a request misses, is validated and
+// refused, and nothing is cached for it.
+TEST_F(FftPlanCacheHit, InvalidRequestsMissAndAreNeverCached) {
+    const TensorView in = fake<c32>({16}), out = fake<c32>({16}, {}, 0x20000);
+    (void)seed(call(FFTKind::c2c, in, &out));
+    const FFTOptions wrong_kind{.kind = FFTKind::c2r};
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, wrong_kind), device); },
+        {"gpumath::fft", "options.kind: c2r given"});
+    const FFTOptions symbol_only{.prolog = {.symbol = "load"}};
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, symbol_only), device); },
+        {"options.prolog: symbol \"load\" given without source or code"});
+    const FFTOptions bad_axis{.axes = {1}};
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, bad_axis), device); },
+        {"axes: axis 1 is out of range"});
+    const FFTOptions bad_enum{.normalization = static_cast<Normalization>(9)};
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, bad_enum), device); },
+        {"options.normalization"});
+    // Refused before counting as a miss or being cached; the seeded plan was never handed out.
+    const core::CacheStats s = fft_plan_cache().stats();
+    EXPECT_EQ(s.misses, 0u);
+    EXPECT_EQ(s.hits, 0u);
+    EXPECT_EQ(s.size, 1u);
 }
 
 }  // namespace

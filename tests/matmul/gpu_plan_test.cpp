@@ -300,10 +300,10 @@ TEST(MatmulPlans, ConcurrentCallsMatchSerialBitwise) {
 TEST(MatmulPlans, StatelessCacheEvictsLeastRecentlyUsed) {
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
-    const std::size_t capacity = MatmulPlanCache::capacity();
-    MatmulPlanCache::set_capacity(2);
-    MatmulPlanCache::clear();
-    MatmulPlanCache::reset_stats();
+    const std::size_t capacity = matmul_plan_cache().capacity();
+    matmul_plan_cache().set_capacity(2);
+    matmul_plan_cache().clear();
+    matmul_plan_cache().reset_stats();
     struct P {
         Host a, b;
         Dev da, db;
@@ -326,23 +326,23 @@ TEST(MatmulPlans, StatelessCacheEvictsLeastRecentlyUsed) {
     run(0);
     run(1);
     run(1);
-    auto s = MatmulPlanCache::stats();
+    auto s = matmul_plan_cache().stats();
     EXPECT_EQ(s.misses, 2u);
     EXPECT_EQ(s.hits, 1u);
     EXPECT_EQ(s.evictions, 0u);
     run(2);  // evicts problem 0
-    s = MatmulPlanCache::stats();
+    s = matmul_plan_cache().stats();
     EXPECT_EQ(s.evictions, 1u);
     EXPECT_EQ(s.size, 2u);
     run(0);  // planned again, evicts problem 1
-    s = MatmulPlanCache::stats();
+    s = matmul_plan_cache().stats();
     EXPECT_EQ(s.misses, 4u);
     EXPECT_EQ(s.evictions, 2u);
     run(2);
-    EXPECT_EQ(MatmulPlanCache::stats().hits, 2u);
-    MatmulPlanCache::clear();
-    EXPECT_EQ(MatmulPlanCache::stats().size, 0u);
-    MatmulPlanCache::set_capacity(capacity);
+    EXPECT_EQ(matmul_plan_cache().stats().hits, 2u);
+    matmul_plan_cache().clear();
+    EXPECT_EQ(matmul_plan_cache().stats().size, 0u);
+    matmul_plan_cache().set_capacity(capacity);
 }
 
 TEST(MatmulPlans, WorkspaceLimitAndMemoryResource) {
@@ -371,7 +371,7 @@ TEST(MatmulPlans, PlanChoicesAreLoggedAtDebugLevel) {
     const Dev d = poisoned(DataType::f32, {24, 40});
     const LogLevel before = log_level();
     set_log_level(LogLevel::debug);
-    MatmulPlanCache::clear();
+    matmul_plan_cache().clear();
     ::testing::internal::CaptureStderr();
     matmul(da.view, db.view, d.view);
     matmul(da.view, db.view, d.view);

@@ -720,16 +720,21 @@ TEST(MatmulProblemInfo, StringsOfEnumerators) {
 }
 
 TEST(MatmulPlanCacheControls, CapacityAndCounters) {
-    const std::size_t before = MatmulPlanCache::capacity();
+    MatmulPlanCache& cache = matmul_plan_cache();
+    const std::size_t before = cache.capacity();
     EXPECT_EQ(before, MatmulPlanCache::default_capacity);
-    MatmulPlanCache::set_capacity(3);
-    EXPECT_EQ(MatmulPlanCache::capacity(), 3u);
-    EXPECT_EQ(MatmulPlanCache::stats().capacity, 3u);
-    MatmulPlanCache::clear();
-    EXPECT_EQ(MatmulPlanCache::stats().size, 0u);
-    MatmulPlanCache::reset_stats();
-    EXPECT_EQ(MatmulPlanCache::stats().hits, 0u);
-    MatmulPlanCache::set_capacity(before);
+    cache.set_capacity(3);
+    EXPECT_EQ(cache.capacity(), 3u);
+    EXPECT_EQ(cache.stats().capacity, 3u);
+    cache.clear();
+    EXPECT_EQ(cache.stats().size, 0u);
+    cache.reset_stats();
+    EXPECT_EQ(cache.stats().hits, 0u);
+    EXPECT_EQ(cache.stats().disk_hits, 0u);  // a plan cache keeps nothing on disk
+    // The same controls through the interface every cache shares.
+    core::CacheControl& control = cache;
+    control.set_capacity(before);
+    EXPECT_EQ(cache.capacity(), before);
 }
 
 TEST(MatmulNoDevice, ValidCallSaysThereIsNoDevice) {

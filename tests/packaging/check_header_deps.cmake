@@ -14,7 +14,8 @@ set(rules
     "gpumath/core.hpp|${cuda_types},gpumath/tensor.hpp"
     "gpumath/core/launch.hpp|gpumath/tensor.hpp"
     "gpumath/core/object_code.hpp|cuda.h,gpumath/core/module.hpp,gpumath/core/program.hpp"
-    "gpumath/core/compile_cache.hpp|cuda.h,gpumath/core/object_code.hpp")
+    "gpumath/core/compile_cache.hpp|cuda.h,gpumath/core/object_code.hpp"
+    "gpumath/core/cache.hpp|cuda_runtime_api.h,cuda.h,${cuda_types}")
 # header|files it must include (the umbrella keeps CUDA's element types for existing users)
 set(required
     "gpumath/gpumath.hpp|${cuda_types}"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The process-wide compile cache behind Program::compile: CompileCache, its statistics and the
-// directory it keeps entries in.
+// The process-wide compile cache behind Program::compile: CompileCache (core::CacheControl plus the
+// directory it keeps entries in).
 #pragma once
 
 #include <cstddef>
@@ -8,23 +8,13 @@
 #include <filesystem>
 #include <memory>
 
+#include <gpumath/core/cache.hpp>
+
 namespace gpumath::detail {
 struct CompileCacheAccess;
 }  // namespace gpumath::detail
 
 namespace gpumath::core {
-
-/// Counters of the compile cache.
-struct CompileCacheStats {
-    std::uint64_t memory_hits = 0;    ///< compiles answered from memory
-    std::uint64_t disk_hits = 0;      ///< compiles answered from the disk cache
-    std::uint64_t misses = 0;         ///< compiles that ran NVRTC
-    std::uint64_t evictions = 0;      ///< entries dropped from memory to respect the capacity
-    std::uint64_t disk_writes = 0;    ///< entries written to disk
-    std::uint64_t disk_rejected = 0;  ///< disk entries ignored (corrupt, foreign, not a regular file), then rewritten
-    std::size_t size = 0;             ///< entries in memory now
-    std::size_t capacity = 0;         ///< memory capacity in entries
-};
 
 /// The process-wide compile cache behind `Program::compile`: an in-memory LRU map, and a directory
 /// of entries on disk shared between processes. Keys are XXH3-128 digests of everything that changes
@@ -38,18 +28,25 @@ struct CompileCacheStats {
 ///
 /// The directory comes from GPUMATH_CACHE_DIR ("off" disables the disk cache), else
 /// $XDG_CACHE_HOME/gpumath, else ~/.cache/gpumath; entries live in its "jit" subdirectory.
-class CompileCache {
+///
+/// Counters (`stats()`): `hits` are compiles answered from memory, `misses` the others, of which
+/// `disk_hits` were read from disk and the rest ran NVRTC; `disk_writes` and `disk_rejected` count
+/// disk entries written and ignored.
+class CompileCache final : public CacheControl {
 public:
-    /// Counters since the process started or `reset_stats`.
-    [[nodiscard]] CompileCacheStats stats() const;
-    /// Zeroes the counters.
-    void reset_stats();
+    /// In-memory capacity when the process starts, in entries.
+    static constexpr std::size_t default_capacity = 256;
+
+    /// The counters, disk counters included, since the process started or `reset_stats`.
+    [[nodiscard]] CacheStats stats() const override;
+    /// Zeroes the counters, disk counters included.
+    void reset_stats() override;
     /// Drops all in-memory entries (disk entries stay).
-    void clear();
+    void clear() override;
     /// Sets the in-memory capacity in entries (default 256), evicting as needed; 0 keeps nothing.
-    void set_capacity(std::size_t entries);
+    void set_capacity(std::size_t entries) override;
     /// The in-memory capacity in entries.
-    [[nodiscard]] std::size_t capacity() const;
+    [[nodiscard]] std::size_t capacity() const override;
     /// The directory disk entries are written to; empty when the disk cache is off.
     [[nodiscard]] std::filesystem::path directory() const;
     /// Uses `directory` for disk entries (created on first write); an empty path turns the disk cache off.
@@ -58,15 +55,12 @@ public:
     /// used entries are deleted when a write goes over it.
     void set_disk_limit(std::uintmax_t bytes);
 
-    CompileCache(const CompileCache&) = delete;
-    CompileCache& operator=(const CompileCache&) = delete;
-    ~CompileCache();
-
 private:
     struct Impl;
     friend struct detail::CompileCacheAccess;
     friend CompileCache& compile_cache();
     CompileCache();
+    ~CompileCache();
     std::unique_ptr<Impl> impl_;
 };
 

@@ -145,6 +145,13 @@ protected:
     void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream, std::size_t alignment) noexcept override;
 };
 
+/// Frees the scratch areas gpumath keeps per stream for the matmul and FFT plans (stateful and
+/// cached) that allocate from the default pools, and the areas of captured CUDA graphs that have
+/// been destroyed; they grow again on demand. Areas from a caller's memory resource are freed with
+/// the last plan that uses them instead. Blocking: synchronizes every device that has such areas
+/// first; no other thread may be issuing gpumath work meanwhile. Throws CudaError.
+void release_workspaces();
+
 }  // namespace gpumath::core
 
 namespace gpumath::detail {

@@ -3,49 +3,37 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
+
+#include <gpumath/core/cache.hpp>
 
 namespace gpumath {
 
-/// Counters of the FFT plan cache.
-struct FFTPlanCacheStats {
-    std::uint64_t hits = 0;       ///< calls that found their plan
-    std::uint64_t misses = 0;     ///< calls that created a plan
-    std::uint64_t evictions = 0;  ///< plans dropped to respect the capacity
-    std::size_t size = 0;         ///< plans held now
-    std::size_t capacity = 0;     ///< most plans held
-};
-
-/// The process-wide, thread-safe LRU cache of FFT plans used by fft/ifft/rfft/irfft. Keys are the
-/// device, input and output layouts, kind and options (callbacks by content and user_info); the
-/// stream is not part of the key: a plan serves every stream, its executions serialized for the
-/// few microseconds of enqueueing, each stream with its own work area.
-class FFTPlanCache {
+/// The process-wide, thread-safe LRU cache of FFT plans used by fft/ifft/rfft/irfft, reached
+/// through `fft_plan_cache()`. Keys are the device, input and output layouts, kind and options
+/// (callbacks by content and user_info); the stream is not part of the key: a plan serves every
+/// stream, its executions serialized for the few microseconds of enqueueing, each stream with its
+/// own work area. Counters as core::CacheStats (the disk counters stay zero). The work areas plans
+/// share are freed by core::release_workspaces().
+class FFTPlanCache final : public core::CacheControl {
 public:
-    /// Most plans kept (default 32). 0 disables caching: every call plans anew.
-    [[nodiscard]] std::size_t capacity() const;
-    /// Changes the capacity, dropping the least recently used plans as needed.
-    void set_capacity(std::size_t plans);
-    /// Drops every plan (plans still executing elsewhere finish first; cuFFT frees them).
-    void clear();
-    /// Hit/miss/eviction counters and size.
-    [[nodiscard]] FFTPlanCacheStats stats() const;
-    /// Zeroes the counters.
-    void reset_stats();
-    /// Frees the per-stream work areas that FFT and matmul plans without a memory resource of
-    /// their own share (they grow again on demand). Blocking: synchronizes every device that has
-    /// one first; no other thread may be issuing gpumath work meanwhile.
-    void release_workspaces();
+    /// Capacity when the process starts, in plans.
+    static constexpr std::size_t default_capacity = 32;
 
-    FFTPlanCache(const FFTPlanCache&) = delete;
-    FFTPlanCache& operator=(const FFTPlanCache&) = delete;
-    FFTPlanCache(FFTPlanCache&&) = delete;
-    FFTPlanCache& operator=(FFTPlanCache&&) = delete;
-    ~FFTPlanCache() = default;
+    /// Most plans kept (default 32). 0 disables caching: every call plans anew.
+    [[nodiscard]] std::size_t capacity() const override;
+    /// Changes the capacity, dropping the least recently used plans as needed.
+    void set_capacity(std::size_t plans) override;
+    /// Drops every plan (plans still executing elsewhere finish first; cuFFT frees them).
+    void clear() override;
+    /// Hit, miss, eviction and wait counters, size and capacity.
+    [[nodiscard]] core::CacheStats stats() const override;
+    /// Zeroes the counters.
+    void reset_stats() override;
 
 private:
     friend FFTPlanCache& fft_plan_cache();
     FFTPlanCache() = default;
+    ~FFTPlanCache() = default;
 };
 
 /// The process-wide FFT plan cache.

@@ -3,38 +3,39 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
+
+#include <gpumath/core/cache.hpp>
 
 namespace gpumath {
 
-/// The process-wide, thread-safe LRU cache of plans behind `gpumath::matmul()`. A plan is keyed by
-/// device, layouts, dtypes, pointer alignment classes, options and epilog; a hit skips validation,
-/// descriptor creation and cuBLASLt's heuristics.
-class MatmulPlanCache {
+/// The process-wide, thread-safe LRU cache of plans behind `gpumath::matmul()`, reached through
+/// `matmul_plan_cache()`. A plan is keyed by device, layouts, dtypes, pointer alignment classes,
+/// options and epilog; a hit skips validation, descriptor creation and cuBLASLt's heuristics.
+/// Counters as core::CacheStats (the disk counters stay zero).
+class MatmulPlanCache final : public core::CacheControl {
 public:
-    /// Hit, miss and eviction counters plus the current size and capacity.
-    struct Stats {
-        std::uint64_t hits = 0;
-        std::uint64_t misses = 0;
-        std::uint64_t evictions = 0;
-        std::size_t size = 0;
-        std::size_t capacity = 0;
-    };
-
-    /// Capacity when the process starts.
+    /// Capacity when the process starts, in plans.
     static constexpr std::size_t default_capacity = 512;
 
     /// Most plans kept.
-    [[nodiscard]] static std::size_t capacity();
+    [[nodiscard]] std::size_t capacity() const override;
     /// Changes the capacity, evicting least recently used plans as needed; 0 keeps none (every
     /// call plans anew).
-    static void set_capacity(std::size_t capacity);
+    void set_capacity(std::size_t plans) override;
     /// Drops every plan (plans in use by a running call stay alive until it returns). Counters stay.
-    static void clear();
-    /// The counters.
-    [[nodiscard]] static Stats stats();
-    /// Zeroes the hit, miss and eviction counters.
-    static void reset_stats();
+    void clear() override;
+    /// Hit, miss, eviction and wait counters, size and capacity.
+    [[nodiscard]] core::CacheStats stats() const override;
+    /// Zeroes the counters.
+    void reset_stats() override;
+
+private:
+    friend MatmulPlanCache& matmul_plan_cache();
+    MatmulPlanCache() = default;
+    ~MatmulPlanCache() = default;
 };
+
+/// The process-wide matmul plan cache.
+[[nodiscard]] MatmulPlanCache& matmul_plan_cache();
 
 }  // namespace gpumath
