@@ -87,6 +87,8 @@ public:
         cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
         const float* scale_a = nullptr;  // FP8 scales of cuBLASLt's A and B
         const float* scale_b = nullptr;
+        std::int32_t scale_mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;  // their scale modes
+        std::int32_t scale_mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
     };
 
     explicit RawLt(const Spec& s) : spec_(s) {
@@ -105,6 +107,14 @@ public:
             set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, reinterpret_cast<const void*>(256));
         }
         // FP8 scales: the real pointers, set before the heuristic (cuBLASLt reads pointer values).
+        if (s.scale_mode_a != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
+            bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                                                               &s.scale_mode_a, sizeof s.scale_mode_a),
+                                CUBLAS_STATUS_SUCCESS, "A_SCALE_MODE");
+        if (s.scale_mode_b != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
+            bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                                                               &s.scale_mode_b, sizeof s.scale_mode_b),
+                                CUBLAS_STATUS_SUCCESS, "B_SCALE_MODE");
         if (s.scale_a != nullptr) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, s.scale_a);
         if (s.scale_b != nullptr) set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, s.scale_b);
         const bool a_t = s.op_a == CUBLAS_OP_T, b_t = s.op_b == CUBLAS_OP_T;
@@ -362,6 +372,89 @@ int main(int argc, char** argv) {
             report.add({group, "Matmul.execute", "TFLOP/s", tflops(flops, ours_ms), raw_ms / ours_ms,
                         config_text(mm.algorithm())});
         }
+    }
+
+    // ---- FP8 with finer scales -> bf16: block-scaled (1x128 activations, 128x128 weights) and
+    // row-wise (outer_vector), D (M, N) row-major = a (M, K) row-major x b (K, N) column-major
+    // (b = W^T of weights W (N, K)). gpumath computes D^T = B^T A^T; raw does the same with the
+    // scale modes and tensors swapped by hand. A third row times gpumath's bf16 product of the
+    // same shape, paired with the FP8 one: its ratio is the FP8 speedup (bf16 time / FP8 time).
+    {
+        cudaDeviceProp p{};
+        bench::cuda_check(cudaGetDeviceProperties(&p, 0), "properties");
+        struct Shape {
+            std::int64_t m, n, k;
+        };
+        std::vector<Shape> shapes;
+        if (quick) {
+            shapes = {{2048, 2048, 2048}, {256, 7168, 7168}};
+        } else {
+            shapes = {{8192, 8192, 8192}, {4096, 4096, 4096}};
+            for (std::int64_t m : {128, 256, 512, 1024, 2048, 4096}) shapes.push_back({m, 7168, 7168});
+        }
+        const std::pair<ScaleMode, ScaleMode> modes[] = {{ScaleMode::block_1x128, ScaleMode::block_128x128},
+                                                         {ScaleMode::outer_vector, ScaleMode::outer_vector}};
+        for (const auto& [am, bm] : modes)
+            for (const Shape& sh : shapes) {
+                const std::string kind = am == ScaleMode::outer_vector ? "fp8 rowwise" : "fp8 block 1x128/128x128";
+                const std::string group = kind + " -> bf16 m=" + std::to_string(sh.m) + " n=" + std::to_string(sh.n) +
+                                          " k=" + std::to_string(sh.k);
+                if (!report.selected(group) || p.major != 9) continue;
+                const std::int64_t m = sh.m, n = sh.n, k = sh.k;
+                core::Buffer a = random_device(DataType::e4m3, std::size_t(m * k), 21, s);
+                core::Buffer b = random_device(DataType::e4m3, std::size_t(k * n), 22, s);
+                core::Buffer d(std::size_t(m * n) * 2, stream);
+                const TensorView av(a.data(), DataType::e4m3, {m, k}), bv(b.data(), DataType::e4m3, {k, n}, {1, k});
+                const TensorView dv(d.data(), DataType::bf16, {m, n});
+                // Scale tensors of ones in the layouts docs/matmul.md tables (b's as the transpose
+                // of its weights' layout).
+                const TensorLayout sa_layout = fp8_scale_layout(am, av);
+                const TensorLayout w_scales = fp8_scale_layout(bm, bv.transposed());
+                const TensorLayout sb_layout = w_scales.rank() >= 2 ? w_scales.transposed() : w_scales;
+                const std::vector<float> ones(
+                    std::size_t(std::max(sa_layout.span_elements(), sb_layout.span_elements())), 1.0f);
+                core::Buffer sa = core::Buffer::from_host(std::span<const float>(ones), stream);
+                core::Buffer sb = core::Buffer::from_host(std::span<const float>(ones), stream);
+                const MatmulArgs args{.scales = {.a_mode = am,
+                                                 .b_mode = bm,
+                                                 .a_tensor = TensorView(sa.data(), sa_layout),
+                                                 .b_tensor = TensorView(sb.data(), sb_layout)}};
+                auto lt_mode = [](ScaleMode x) {
+                    return x == ScaleMode::outer_vector  ? std::int32_t(CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F)
+                           : x == ScaleMode::block_1x128 ? std::int32_t(CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F)
+                                                         : std::int32_t(CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F);
+                };
+                RawLt raw({.ab = CUDA_R_8F_E4M3,
+                           .m = std::uint64_t(n),
+                           .n = std::uint64_t(m),
+                           .k = std::uint64_t(k),
+                           .op_a = CUBLAS_OP_T,
+                           .scale_a = sb.data_as<float>(),
+                           .scale_b = sa.data_as<float>(),
+                           .scale_mode_a = lt_mode(bm),
+                           .scale_mode_b = lt_mode(am)});
+                Matmul mm(av, bv);
+                mm.execute(av, bv, dv, args, stream);  // plans for these scale tensors
+                auto [raw_ms, ours_ms] = compare(
+                    s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
+                    [&](int) { mm.execute(av, bv, dv, args, stream); }, timing);
+                const double flops = 2.0 * double(m) * double(n) * double(k);
+                report.add({group, "raw cuBLASLt", "TFLOP/s", tflops(flops, raw_ms), 0, raw.algorithm()});
+                report.add({group, "Matmul.execute", "TFLOP/s", tflops(flops, ours_ms), raw_ms / ours_ms,
+                            config_text(mm.algorithm())});
+                // gpumath bf16 on the same shape and layouts.
+                core::Buffer a16 = random_device(DataType::bf16, std::size_t(m * k), 23, s);
+                core::Buffer b16 = random_device(DataType::bf16, std::size_t(k * n), 24, s);
+                const TensorView a16v(a16.data(), DataType::bf16, {m, k});
+                const TensorView b16v(b16.data(), DataType::bf16, {k, n}, {1, k});
+                Matmul bf(a16v, b16v);
+                bf.plan();
+                auto [bf16_ms, fp8_ms] = compare(
+                    s, [&](int) { bf.execute(a16v, b16v, dv, {}, stream); },
+                    [&](int) { mm.execute(av, bv, dv, args, stream); }, timing);
+                report.add({group, "gpumath bf16", "TFLOP/s", tflops(flops, bf16_ms), bf16_ms / fp8_ms,
+                            "ratio = FP8 speedup over bf16 (paired)"});
+            }
     }
 
     // ---- host cost per call: f32 64^3, bursts of 128, 8 rotating buffer sets.

@@ -16,5 +16,5 @@ mkdir -p "$bundle/examples" "$bundle/bench"
 for f in "$build"/examples/[0-9][0-9]_* "$build"/bench/bench_*; do
   [ -x "$f" ] && [ -f "$f" ] && cp "$f" "$bundle/${f#"$build"/}"
 done
-strip --strip-debug "$bundle"/tests/*/test_* "$bundle"/tests/test_* "$bundle"/examples/* "$bundle"/bench/* 2>/dev/null || true
+strip --strip-all "$bundle"/tests/*/test_* "$bundle"/tests/test_* "$bundle"/examples/* "$bundle"/bench/* 2>/dev/null || true
 du -sh "$bundle"

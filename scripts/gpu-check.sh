@@ -14,6 +14,8 @@
 #   GPUCHECK_BENCH_ARGS=...  extra arguments for every benchmark program (e.g. --quick)
 #   GPUCHECK_BENCH=...       space-separated benchmark programs to run (default: all)
 #   GPUCHECK_TIMEOUT=300     seconds allowed per binary
+#   GPUCHECK_SANITIZER_BINARIES=...  extended regex: only test binaries whose name matches run under
+#                            memcheck (default: every GPU test binary)
 set -u
 build="${1:-build-gpu}"
 out="${OUT:-$PWD/gpu-logs}"
@@ -59,6 +61,7 @@ step_sanitizer() {
     [ "$label" = gpu ] || continue
     bin="$build/$rel"
     name=$(basename "$rel")
+    if [ -n "${GPUCHECK_SANITIZER_BINARIES:-}" ] && ! [[ "$name" =~ $GPUCHECK_SANITIZER_BINARIES ]]; then continue; fi
     echo "=== $name under memcheck" >> "$out/sanitizer.log"
     # The 1 GiB round trip is slow under memcheck and adds nothing over the small sizes.
     # API errors are not counted: gpumath checks every CUDA return itself (a failing call fails

@@ -116,6 +116,24 @@ def main():
             ms = gpu_ms(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16), *timing)
             add(f"fp8 e4m3 -> bf16 {n}^3", "torch._scaled_mm", "TFLOP/s", tflops(2.0 * n**3, ms))
 
+    # Row-wise FP8 (one f32 scale per row of a and per column of b), the shapes of bench_matmul's
+    # "fp8 rowwise" groups: _scaled_mm takes scale_a (M, 1) and scale_b (1, N) on Hopper.
+    if torch.cuda.get_device_capability()[0] == 9 and hasattr(torch, "_scaled_mm"):
+        shapes = [(2048, 2048, 2048), (256, 7168, 7168)] if args.quick else \
+            [(8192, 8192, 8192), (4096, 4096, 4096)] + [(m, 7168, 7168) for m in (128, 256, 512, 1024, 2048, 4096)]
+        for m, n, k in shapes:
+            a = uniform((m, k), torch.float32).to(torch.float8_e4m3fn)
+            b = uniform((n, k), torch.float32).to(torch.float8_e4m3fn).t()  # (k, n) column-major
+            sa = torch.ones((m, 1), device="cuda", dtype=torch.float32)
+            sb = torch.ones((1, n), device="cuda", dtype=torch.float32)
+            try:
+                ms = gpu_ms(lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16), *timing)
+            except Exception as e:  # pragma: no cover - depends on the PyTorch build
+                print(f"  row-wise _scaled_mm unavailable ({type(e).__name__}: {e}); skipped")
+                break
+            add(f"fp8 rowwise -> bf16 m={m} n={n} k={k}", "torch._scaled_mm rowwise", "TFLOP/s",
+                tflops(2.0 * m * n * k, ms))
+
     bufs = [(uniform((64, 64), torch.float32), uniform((64, 64), torch.float32), torch.empty((64, 64), device="cuda"))
             for _ in range(8)]
     counter = [0]
