@@ -3,6 +3,10 @@
 #include <gpumath/core/linker.hpp>
 
 #include <algorithm>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -54,24 +58,10 @@ nvJitLinkInputType input_type(CodeType t) {
     return NVJITLINK_INPUT_ANY;
 }
 
-}  // namespace
-
-Linker& Linker::add(const ObjectCode& code) {
-    constexpr const char* api = "Linker::add";
-    if (moved_from_) detail::throw_moved_from("Linker", api);
-    if (code.empty()) detail::throw_invalid("code: empty ObjectCode", api);
-    // An ObjectCode built from its data directly is not checked elsewhere; nvJitLink must not see it.
-    detail::check_code_type(code.type(), "code.type()", api);
-    inputs_.push_back(code);
-    return *this;
-}
-
-ObjectCode Linker::link(CodeType target) const {
-    constexpr const char* api = "Linker::link";
-    if (moved_from_) detail::throw_moved_from("Linker", api);
-    detail::check_code_type(target, "target", api);
-    const LinkerOptions& o = options_;
-    if (inputs_.empty()) detail::throw_invalid("no inputs: add ObjectCode with Linker::add before linking", api);
+/// The options and inputs checked before nvJitLink sees them.
+void check_link_request(const LinkerOptions& o, const std::vector<ObjectCode>& inputs, CodeType target,
+                        const char* api) {
+    if (inputs.empty()) detail::throw_invalid("no inputs: add ObjectCode with Linker::add before linking", api);
     if (target != CodeType::cubin && target != CodeType::ptx)
         detail::throw_invalid(
             fmt::format("target: {} is not a link result; use cubin (or ptx with LTO-IR inputs)", to_string(target)),
@@ -91,16 +81,16 @@ ObjectCode Linker::link(CodeType target) const {
             detail::throw_invalid(
                 fmt::format("LinkerOptions::extra[{}]: \"{}\" is not a flag (flags start with '-')", i, o.extra[i]),
                 api);
-    const bool lto =
-        std::any_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; });
     if (target == CodeType::ptx &&
-        !std::all_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; }))
+        !std::all_of(inputs.begin(), inputs.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; }))
         detail::throw_invalid("target: nvJitLink produces PTX only from LTO-IR inputs; link to cubin instead", api);
+}
 
-    // The target architecture: given, or the first input's, or the current device's.
+/// The target architecture: given, or the first input's, or the current device's; always real.
+detail::Arch link_arch(const LinkerOptions& o, const std::vector<ObjectCode>& inputs, const char* api) {
     std::string arch_text = o.arch;
     if (arch_text.empty())
-        for (const ObjectCode& c : inputs_)
+        for (const ObjectCode& c : inputs)
             if (!c.arch().empty()) {
                 arch_text = c.arch();
                 break;
@@ -116,10 +106,13 @@ ObjectCode Linker::link(CodeType target) const {
                 api);
         arch.virtual_arch = false;
     }
+    return arch;
+}
 
-    // Objects for another architecture would fail inside nvJitLink with a terse message; say which.
-    for (std::size_t i = 0; i < inputs_.size(); ++i) {
-        const ObjectCode& c = inputs_[i];
+/// Objects for another architecture would fail inside nvJitLink with a terse message; say which.
+void check_input_arches(const std::vector<ObjectCode>& inputs, const detail::Arch& arch, const char* api) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const ObjectCode& c = inputs[i];
         if (c.arch().empty() || c.type() == CodeType::fatbin) continue;
         const std::optional<detail::Arch> a = detail::parse_arch(c.arch());
         if (!a) continue;
@@ -133,7 +126,10 @@ ObjectCode Linker::link(CodeType target) const {
                                                         "compile every input for one arch"),
                 api);
     }
+}
 
+/// nvJitLink's flags for a link.
+std::vector<std::string> link_flags(const LinkerOptions& o, const detail::Arch& arch, bool lto, CodeType target) {
     std::vector<std::string> flags;
     flags.push_back("-arch=" + arch.real());
     if (lto) flags.emplace_back("-lto");
@@ -143,9 +139,52 @@ ObjectCode Linker::link(CodeType target) const {
     if (o.max_registers > 0) flags.push_back(fmt::format("-maxrregcount={}", o.max_registers));
     if (target == CodeType::ptx) flags.emplace_back("-ptx");
     for (const std::string& e : o.extra) flags.push_back(e);
+    return flags;
+}
+
+/// The linked image out of a completed link.
+void read_linked(nvJitLinkHandle h, CodeType target, const std::string& what, detail::ObjectCodeData& data) {
+    std::size_t size = 0;
+    if (target == CodeType::cubin) {
+        detail::check_nvjitlink(int(nvJitLinkGetLinkedCubinSize(h, &size)), "nvJitLinkGetLinkedCubinSize", what,
+                                data.log);
+        data.bytes.resize(size);
+        detail::check_nvjitlink(int(nvJitLinkGetLinkedCubin(h, data.bytes.data())), "nvJitLinkGetLinkedCubin", what,
+                                data.log);
+    } else {
+        detail::check_nvjitlink(int(nvJitLinkGetLinkedPtxSize(h, &size)), "nvJitLinkGetLinkedPtxSize", what, data.log);
+        data.bytes.resize(size);
+        detail::check_nvjitlink(int(nvJitLinkGetLinkedPtx(h, data.bytes.data())), "nvJitLinkGetLinkedPtx", what,
+                                data.log);
+    }
+}
+
+}  // namespace
+
+Linker& Linker::add(const ObjectCode& code) {
+    constexpr const char* api = "Linker::add";
+    if (moved_from_) detail::throw_moved_from("Linker", api);
+    if (code.empty()) detail::throw_invalid("code: empty ObjectCode", api);
+    // An ObjectCode built from its data directly is not checked elsewhere; nvJitLink must not see it.
+    detail::check_code_type(code.type(), "code.type()", api);
+    inputs_.push_back(code);
+    return *this;
+}
+
+ObjectCode Linker::link(CodeType target) const {
+    constexpr const char* api = "Linker::link";
+    if (moved_from_) detail::throw_moved_from("Linker", api);
+    detail::check_code_type(target, "target", api);
+    const LinkerOptions& o = options_;
+    check_link_request(o, inputs_, target, api);
+    const bool lto =
+        std::any_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; });
+    const detail::Arch arch = link_arch(o, inputs_, api);
+    check_input_arches(inputs_, arch, api);
+
+    const std::vector<std::string> flags = link_flags(o, arch, lto, target);
     std::vector<const char*> argv;
     for (const std::string& f : flags) argv.push_back(f.c_str());
-
     const std::string what = fmt::format("linking '{}' ({} inputs) to {} for {} (options: {})", o.name, inputs_.size(),
                                          to_string(target), arch.real(), fmt::join(flags, " "));
     LinkHandle link;
@@ -175,20 +214,7 @@ ObjectCode Linker::link(CodeType target) const {
     data->arch = target == CodeType::ptx ? arch.virt() : arch.real();
     data->name = o.name;
     data->log = std::move(log);
-    std::size_t size = 0;
-    if (target == CodeType::cubin) {
-        detail::check_nvjitlink(int(nvJitLinkGetLinkedCubinSize(link.h, &size)), "nvJitLinkGetLinkedCubinSize", what,
-                                data->log);
-        data->bytes.resize(size);
-        detail::check_nvjitlink(int(nvJitLinkGetLinkedCubin(link.h, data->bytes.data())), "nvJitLinkGetLinkedCubin",
-                                what, data->log);
-    } else {
-        detail::check_nvjitlink(int(nvJitLinkGetLinkedPtxSize(link.h, &size)), "nvJitLinkGetLinkedPtxSize", what,
-                                data->log);
-        data->bytes.resize(size);
-        detail::check_nvjitlink(int(nvJitLinkGetLinkedPtx(link.h, data->bytes.data())), "nvJitLinkGetLinkedPtx", what,
-                                data->log);
-    }
+    read_linked(link.h, target, what, *data);
     for (const ObjectCode& c : inputs_)
         for (const auto& entry : c.lowered_names())
             if (std::none_of(data->lowered_names.begin(), data->lowered_names.end(),
