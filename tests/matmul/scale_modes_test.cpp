@@ -150,6 +150,11 @@ TEST(ScaleModes, ModesArePartOfTheKey) {
     z.scales.a_tensor = Fp8::scales_of(outer, false, 3);
     z.scales.b_tensor = Fp8::scales_of(outer, true, 4);
     EXPECT_FALSE(make_key(call_of(p.a, p.b, &p.d, z), {}, 0) == make_key(cx, {}, 0));
+    // Tuning files keep the modes: a saved key reads back equal, and differs from the other modes'.
+    MatmulKey parsed;
+    ASSERT_TRUE(parse_key(key_to_text(make_key(cx, {}, -1)), parsed));
+    EXPECT_TRUE(parsed == make_key(cx, {}, -1));
+    EXPECT_FALSE(parsed == make_key(cy, {}, -1));
 }
 
 // ---- rejected before any GPU work -------------------------------------------------------------
