@@ -162,11 +162,25 @@ bool parse_key(const std::string& text, MatmulKey& key) {
     }
     if (*p != '/') return false;
     ++p;
-    for (std::size_t i = 0; i < key.align.size(); ++i) {
+    std::array<std::uint16_t, slot_count> read{};
+    std::size_t n = 0;
+    while (*p != '\0') {
         const unsigned long a = std::strtoul(p, &end, 16);
-        if (end == p || *end != '.') return false;
-        key.align[i] = static_cast<std::uint16_t>(a);
+        if (end == p || *end != '.' || n == read.size()) return false;
+        read[n++] = static_cast<std::uint16_t>(a);
         p = end + 1;
+    }
+    // Keys written before the scale-tensor slots existed hold 8 alignment classes: the layout slots
+    // up to bias_grad, then the per-tensor scales; the scale tensors were absent (256).
+    constexpr std::size_t old_count = 8;
+    if (n == read.size()) {
+        key.align = read;
+    } else if (n == old_count) {
+        key.align = unaligned_nothing;
+        for (int s = 0; s < slot_a_scale; ++s) key.align[std::size_t(s)] = read[std::size_t(s)];
+        key.align[slot_scales] = read[old_count - 1];
+    } else {
+        return false;
     }
     if (pw > key.size) return false;
     key.problem_words = std::uint32_t(pw);

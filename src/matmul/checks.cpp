@@ -165,6 +165,10 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
     check_aligned(args.scales.c, "scales.c", api);
     check_aligned(args.scales.d, "scales.d", api);
     check_aligned(args.scales.amax_d, "scales.amax_d", api);
+    // Checked on every call (cache hits too): keys hold the modes in four bits each.
+    constexpr int scale_mode_count = int(ScaleMode::block_128x128) + 1;
+    check_enum(args.scales.a_mode, scale_mode_count, "a ScaleMode", "scales.a_mode", api);
+    check_enum(args.scales.b_mode, scale_mode_count, "a ScaleMode", "scales.b_mode", api);
     if (args.scales.a_tensor) check_aligned(*args.scales.a_tensor, "scales.a_tensor", api);
     if (args.scales.b_tensor) check_aligned(*args.scales.b_tensor, "scales.b_tensor", api);
     check_scalar(args.alpha, "alpha", a.dtype(), api);
@@ -172,6 +176,10 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
     if (!args.c && args.beta != Scalar(0.0))
         invalid(api, "beta: ({}, {}) given without c; beta scales c, so pass MatmulArgs::c (or leave beta 0)",
                 args.beta.real, args.beta.imag);
+    // aux is an output of the *_aux epilogs and an input of the d* ones; it shares memory with no
+    // other operand either way.
+    if (args.aux) check_output_alone(*args.aux, "aux", a, b, args, api);
+    if (args.bias_grad) check_output_alone(*args.bias_grad, "bias_grad", a, b, args, api);
     if (d == nullptr) return;
     if (overlap(*d, a)) invalid(api, "d: its memory overlaps a's; an output must not alias an input");
     if (overlap(*d, b)) invalid(api, "d: its memory overlaps b's; an output must not alias an input");
@@ -192,6 +200,20 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
         invalid(api, "bias_grad: its memory overlaps d's; pass separate memory");
     if (args.aux && args.bias_grad && overlap(*args.aux, *args.bias_grad))
         invalid(api, "bias_grad: its memory overlaps aux's; pass separate memory");
+}
+
+void check_output_alone(const TensorView& out, const char* name, const TensorView& a, const TensorView& b,
+                        const MatmulArgs& args, const char* api) {
+    const std::pair<const char*, const TensorView*> inputs[] = {
+        {"a", &a},
+        {"b", &b},
+        {"c", args.c ? &*args.c : nullptr},
+        {"bias", args.bias ? &*args.bias : nullptr},
+        {"scales.a_tensor", args.scales.a_tensor ? &*args.scales.a_tensor : nullptr},
+        {"scales.b_tensor", args.scales.b_tensor ? &*args.scales.b_tensor : nullptr}};
+    for (const auto& [in_name, in] : inputs)
+        if (in != nullptr && overlap(out, *in))
+            invalid(api, "{}: its memory overlaps {}'s; pass separate memory", name, in_name);
 }
 
 }  // namespace gpumath::detail

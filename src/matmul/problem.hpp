@@ -133,6 +133,11 @@ void check_options(const MatmulOptions& options, const char* api);
 /// inputs. No CUDA calls.
 void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args, const char* api);
 
+/// InvalidArgument when `out` (the aux, a bias gradient) overlaps an input of the call (a, b, c,
+/// bias, the scale tensors).
+void check_output_alone(const TensorView& out, const char* name, const TensorView& a, const TensorView& b,
+                        const MatmulArgs& args, const char* api);
+
 /// The D that the allocating calls return: Matmul::result_layout() of the same operands (dense
 /// row-major, or column-major like a column-major c). Validates enough to compute it; a
 /// column-major one is InvalidArgument naming c, because a Tensor is row-major.

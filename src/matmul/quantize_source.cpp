@@ -307,7 +307,8 @@ static __device__ __forceinline__ void gm_blocks(const gm_quantize& p) {
         if (ok) gm_store<VEC>(v[u], p, q, lane, d);
         gm_next(p, q);
     }
-    if (MODE == 0 || p.amax != nullptr) {
+    // Tensor mode's quantize pass (MODE 1) leaves amax to its finalize kernel.
+    if (MODE == 0 || (MODE == 2 && p.amax != nullptr)) {
         run = gm_block_max(run);
         if (threadIdx.x == 0) gm_atomic_max(MODE == 0 ? p.scales : p.amax, run);
     }

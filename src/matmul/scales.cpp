@@ -227,7 +227,12 @@ void scale_stage(const MatmulSignature& sig, MatmulProblem& P) {
         const char* op = is_b ? "b" : "a";
         const TensorLayout& operand = is_b ? sig.b : sig.a;
         if (!t) {
-            if (sig.from_layouts) continue;  // a plan made from layouts alone: the tensor comes per call
+            if (sig.from_layouts) {  // a plan made from layouts alone: the tensor comes per call, as documented
+                const TensorLayout want = expected_scale_layout(m, operand, is_b);
+                (is_b ? b_stride : a_stride) =
+                    single_batch_stride(want, P.shape.batch_dims, m == ScaleMode::outer_vector ? 1 : 2).value_or(0);
+                continue;
+            }
             const TensorLayout want = expected_scale_layout(m, operand, is_b);
             invalid(api, "scales.{}_tensor: scales.{}_mode {} needs the scale tensor: f32 {} with strides {}", op, op,
                     to_string(m), shape_text(want), strides_text(want));

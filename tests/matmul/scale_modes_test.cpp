@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 
 #include <gpumath/matmul.hpp>
 
@@ -243,6 +244,42 @@ TEST(ScaleModes, EnumsOutsideTheirEnumerators) {
     args.scales.b_mode = static_cast<ScaleMode>(9);
     expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, args); },
                                        {"scales.b_mode", "9 is not a ScaleMode", "block_128x128"});
+    // 18 = 16 + block_1x128: keys keep four bits per mode, so the whole value is checked first.
+    args.scales.b_mode = static_cast<ScaleMode>(18);
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, args); },
+                                       {"scales.b_mode", "18 is not a ScaleMode"});
+    args.scales.b_mode = b1;
+    args.scales.a_mode = static_cast<ScaleMode>(16);
+    expect_throw_with<InvalidArgument>([&] { Matmul(p.a, p.b).execute(p.a, p.b, p.d, args); },
+                                       {"scales.a_mode", "16 is not a ScaleMode"});
+}
+
+TEST(ScaleModes, AuxSharesNoMemoryWithTheInputs) {
+    Fp8 p;
+    MatmulArgs args = p.args(b1, b2);
+    // A relu_aux mask over b's scale tensor would be written while cuBLASLt reads the scales.
+    args.aux = TensorView(addr(4), DataType::i8, {Fp8::N, 32});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, args, {.epilog = Epilog::relu_aux}); },
+                                       {"aux:", "overlaps scales.b_tensor's"});
+    args.aux = TensorView(addr(0), DataType::i8, {Fp8::N, 32});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, args, {.epilog = Epilog::relu_aux}); },
+                                       {"aux:", "overlaps a's"});
+}
+
+TEST(ScaleModes, TuningKeysFromBeforeTheScaleTensorSlots) {
+    // A key written with 8 alignment classes (the layout slots up to bias_grad, then the per-tensor
+    // scales) reads back with the scale tensors absent.
+    Fp8 p;
+    MatmulArgs x;
+    x.scales.a = static_cast<const float*>(addr(6, 16));
+    const MatmulKey k = make_key(call_of(p.a, p.b, &p.d, x), {}, -1);
+    std::string text = key_to_text(k);
+    const std::string tail = "/100.100.100.100.100.100.100.10.";  // a b c d bias aux bias_grad scales (hex)
+    text = text.substr(0, text.find('/')) + tail;
+    MatmulKey parsed;
+    ASSERT_TRUE(parse_key(text, parsed));
+    EXPECT_TRUE(parsed == k);
+    EXPECT_FALSE(parse_key(text.substr(0, text.size() - 3), parsed)) << "7 classes are malformed";
 }
 
 TEST(ScaleModes, BatchStridesKeepEveryProductAligned) {

@@ -64,7 +64,9 @@ struct QuantizedFP8 {
 /// dimensions with one batch stride) to FP8 with scales of `mode`: each scale is the amax of the
 /// elements it covers divided by the FP8 type's largest finite value (1 where that amax is 0, or
 /// so small that the quotient underflows), and each element is rounded to nearest-even from
-/// `x / scale`, saturating. NaN elements do not count toward an amax and quantize to NaN. One
+/// `x / scale`, saturating. NaN elements do not count toward an amax and quantize to NaN; an infinite
+/// element makes its block's scale infinite, so the block's finite elements quantize to 0 and the
+/// infinite one to NaN (clip infinities first where that matters). One
 /// run-time compiled kernel (cached per device) reads x once (`tensor` mode reads it twice: the
 /// grid-wide max comes first). Allocates data, scales and amax from the options' memory resource;
 /// InvalidArgument for bad input (before any GPU work) and during a stream capture (use the form
