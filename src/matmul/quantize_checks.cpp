@@ -15,20 +15,12 @@
 
 #include "detail/enum_check.hpp"
 #include "detail/status.hpp"
+#include "matmul/checks.hpp"
 #include "matmul/quantize_source.hpp"
 #include "matmul/scales.hpp"
 
 namespace gpumath::detail {
 namespace {
-
-template <class... Args>
-[[noreturn]] void invalid(const char* api, fmt::format_string<Args...> f, Args&&... args) {
-    throw_invalid(fmt::format(f, std::forward<Args>(args)...), api);
-}
-template <class... Args>
-[[noreturn]] void unsupported(const char* api, fmt::format_string<Args...> f, Args&&... args) {
-    throw_not_supported(fmt::format(f, std::forward<Args>(args)...), api);
-}
 
 constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 constexpr std::int64_t max_grid = std::numeric_limits<std::int32_t>::max();
