@@ -173,7 +173,7 @@ template <class E>
                                  std::string log) {
     std::string message = compose(api, name, status, context);
     if (!log.empty()) message += fmt::format("\n{}", log);
-    throw E(std::move(message), status, api, std::move(log));
+    throw E(message, status, api, std::move(log));
 }
 
 }  // namespace
@@ -185,7 +185,7 @@ void throw_cuda(cudaError_t status, const char* api, std::string_view context) {
     if (is_no_device(status)) {
         message = fmt::format("no CUDA driver/device: {} ({})", message, cudaGetErrorString(status));
     }
-    throw CudaError(std::move(message), int(status), api);
+    throw CudaError(message, int(status), api);
 }
 
 void throw_cu(CUresult status, const char* api, std::string_view context) {
@@ -198,7 +198,7 @@ void throw_cu(CUresult status, const char* api, std::string_view context) {
     if (status == CUDA_ERROR_NO_DEVICE || status == CUDA_ERROR_NOT_INITIALIZED || status == CUDA_ERROR_STUB_LIBRARY) {
         message = "no CUDA driver/device: " + message;
     }
-    throw CudaError(std::move(message), int(status), api);
+    throw CudaError(message, int(status), api);
 }
 
 void throw_cublas(int status, const char* api, std::string_view context) {
@@ -217,14 +217,14 @@ void throw_nvjitlink(int status, const char* api, std::string_view context, std:
     throw_with_log<LinkError>(status, nvjitlink_status_name(status), api, context, std::move(log));
 }
 
-void throw_invalid(std::string message, const char* api) {
-    if (api != nullptr && *api != '\0') message = fmt::format("{}: {}", api, message);
-    throw InvalidArgument(std::move(message), api != nullptr ? api : "");
+void throw_invalid(const std::string& message, const char* api) {
+    if (api != nullptr && *api != '\0') throw InvalidArgument(fmt::format("{}: {}", api, message), api);
+    throw InvalidArgument(message);
 }
 
-void throw_not_supported(std::string message, const char* api) {
-    if (api != nullptr && *api != '\0') message = fmt::format("{}: {}", api, message);
-    throw NotSupported(std::move(message), api != nullptr ? api : "");
+void throw_not_supported(const std::string& message, const char* api) {
+    if (api != nullptr && *api != '\0') throw NotSupported(fmt::format("{}: {}", api, message), api);
+    throw NotSupported(message);
 }
 
 void throw_moved_from(const char* type, const char* api) {

@@ -15,8 +15,8 @@ namespace gpumath {
 /// "cublasLtMatmul", or the gpumath function that rejected its arguments).
 class Error : public std::runtime_error {
 public:
-    Error(std::string message, int status, std::string api)
-        : std::runtime_error(std::move(message)), status_(status), api_(std::move(api)) {}
+    Error(const std::string& message, int status, std::string api)
+        : std::runtime_error(message), status_(status), api_(std::move(api)) {}
 
     /// The native status code (cudaError_t, CUresult, cublasStatus_t, cufftResult, nvrtcResult,
     /// nvJitLinkResult), or 0 when gpumath itself rejected the call.
@@ -33,15 +33,14 @@ private:
 /// Thrown before any GPU work; the message names the operand, the value given and what is allowed.
 class InvalidArgument : public Error {
 public:
-    explicit InvalidArgument(std::string message, std::string api = {})
-        : Error(std::move(message), 0, std::move(api)) {}
+    explicit InvalidArgument(const std::string& message, std::string api = {}) : Error(message, 0, std::move(api)) {}
 };
 
 /// A valid request that the hardware, the installed CUDA libraries or gpumath cannot carry out.
 class NotSupported : public Error {
 public:
-    explicit NotSupported(std::string message, std::string api = {}, int status = 0)
-        : Error(std::move(message), status, std::move(api)) {}
+    explicit NotSupported(const std::string& message, std::string api = {}, int status = 0)
+        : Error(message, status, std::move(api)) {}
 };
 
 /// The CUDA runtime or driver reported an error, or no CUDA driver/device is available.
@@ -67,8 +66,8 @@ public:
 class ErrorWithLog : public Error {
 public:
     /// `message`, `status` and `api` as for Error; `log` is the tool's log.
-    ErrorWithLog(std::string message, int status, std::string api, std::string log)
-        : Error(std::move(message), status, std::move(api)), log_(std::move(log)) {}
+    ErrorWithLog(const std::string& message, int status, std::string api, std::string log)
+        : Error(message, status, std::move(api)), log_(std::move(log)) {}
     /// The tool's log (errors, warnings, information), possibly empty.
     [[nodiscard]] const std::string& log() const noexcept { return log_; }
 

@@ -16,7 +16,6 @@ namespace gpumath {
 inline constexpr int max_rank = 8;
 
 namespace detail {
-[[noreturn]] void throw_invalid(std::string message, const char* api);
 void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides);
 }  // namespace detail
 

@@ -142,7 +142,7 @@ void launch_kernel(core::StreamRef stream, const core::LaunchConfig& c, const Ke
     } else {
         api = "cuLaunchKernelEx";
         require_driver_function(reinterpret_cast<const void*>(d.cuLaunchKernelEx), "cuLaunchKernelEx");
-        std::array<CUlaunchAttribute, 2> attrs;
+        std::array<CUlaunchAttribute, 2> attrs{};
         const CUlaunchConfig cfg = to_cu_launch_config(c, s, attrs);
         r = d.cuLaunchKernelEx(&cfg, f, args, nullptr);
     }

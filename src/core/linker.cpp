@@ -21,23 +21,29 @@ namespace {
 
 struct LinkHandle {
     nvJitLinkHandle h = nullptr;
+    LinkHandle() = default;
+    LinkHandle(const LinkHandle&) = delete;
+    LinkHandle& operator=(const LinkHandle&) = delete;
+    LinkHandle(LinkHandle&&) = delete;
+    LinkHandle& operator=(LinkHandle&&) = delete;
     ~LinkHandle() {
         if (h != nullptr) (void)nvJitLinkDestroy(&h);
     }
 };
 
 std::string link_log(nvJitLinkHandle h) {
+    // The sizes count the terminating NUL: each log is the text before its first NUL.
     std::string log;
     std::size_t n = 0;
     if (nvJitLinkGetErrorLogSize(h, &n) == NVJITLINK_SUCCESS && n > 1) {
         std::string e(n, '\0');
-        if (nvJitLinkGetErrorLog(h, e.data()) == NVJITLINK_SUCCESS) log += e.c_str();
+        if (nvJitLinkGetErrorLog(h, e.data()) == NVJITLINK_SUCCESS) log.append(e, 0, e.find('\0'));
     }
     if (nvJitLinkGetInfoLogSize(h, &n) == NVJITLINK_SUCCESS && n > 1) {
         std::string i(n, '\0');
         if (nvJitLinkGetInfoLog(h, i.data()) == NVJITLINK_SUCCESS) {
             if (!log.empty() && log.back() != '\n') log += '\n';
-            log += i.c_str();
+            log.append(i, 0, i.find('\0'));
         }
     }
     while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
@@ -184,6 +190,7 @@ ObjectCode Linker::link(CodeType target) const {
 
     const std::vector<std::string> flags = link_flags(o, arch, lto, target);
     std::vector<const char*> argv;
+    argv.reserve(flags.size());
     for (const std::string& f : flags) argv.push_back(f.c_str());
     const std::string what = fmt::format("linking '{}' ({} inputs) to {} for {} (options: {})", o.name, inputs_.size(),
                                          to_string(target), arch.real(), fmt::join(flags, " "));

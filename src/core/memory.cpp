@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gpumath/core/memory.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -57,8 +58,9 @@ void* allocate_aligned(std::size_t bytes, std::size_t alignment, Raw&& raw, Rele
             fmt::format("bytes: {} bytes aligned to {} exceed the address space", bytes, alignment),
             "MemoryResource::allocate");
     void* base = raw(bytes + extra);
-    auto* aligned = reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(base) + alignment - 1) &
-                                            ~std::uintptr_t(alignment - 1));
+    // The first address in the block that is a multiple of `alignment` (a power of two).
+    const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(base) & (alignment - 1);
+    void* aligned = static_cast<std::byte*>(base) + (misalignment == 0 ? 0 : alignment - misalignment);
     try {
         OverAlignedBlocks& blocks = over_aligned_blocks();
         std::lock_guard lock(blocks.mutex);

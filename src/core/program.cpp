@@ -23,6 +23,7 @@
 #include "core/jit.hpp"
 #include "detail/enum_check.hpp"
 #include "detail/log.hpp"
+#include "detail/scope_exit.hpp"
 #include <gpumath/core/device.hpp>
 #include "detail/status.hpp"
 
@@ -263,7 +264,7 @@ void validate_options(const core::ProgramOptions& o) {
 std::vector<std::string> common_flags(const core::ProgramOptions& o, std::span<const std::string> toolkit_dirs) {
     std::vector<std::string> f;
     f.push_back("-std=" + o.std);
-    for (const auto& [k, v] : o.defines) f.push_back(v.empty() ? "-D" + k : "-D" + k + "=" + v);
+    for (const auto& [k, v] : o.defines) f.push_back(v.empty() ? "-D" + k : fmt::format("-D{}={}", k, v));
     for (const std::string& d : o.include_dirs) f.push_back("-I" + d);
     for (const std::string& d : toolkit_dirs) f.push_back("-I" + d);
     if (o.fast_math) f.emplace_back("--use_fast_math");
@@ -277,6 +278,11 @@ std::vector<std::string> common_flags(const core::ProgramOptions& o, std::span<c
 
 struct NvrtcProgram {
     nvrtcProgram p = nullptr;
+    NvrtcProgram() = default;
+    NvrtcProgram(const NvrtcProgram&) = delete;
+    NvrtcProgram& operator=(const NvrtcProgram&) = delete;
+    NvrtcProgram(NvrtcProgram&&) = delete;
+    NvrtcProgram& operator=(NvrtcProgram&&) = delete;
     ~NvrtcProgram() {
         if (p != nullptr) (void)nvrtcDestroyProgram(&p);
     }
@@ -462,10 +468,7 @@ FileStatus read_regular_file(const fs::path& path, std::string& out, bool follow
         // ELOOP: a symbolic link refused by O_NOFOLLOW; ENXIO: a socket or a device without driver.
         return errno == ELOOP || errno == ENXIO ? FileStatus::not_regular : FileStatus::unreadable;
     }
-    struct Closer {
-        int fd;
-        ~Closer() { (void)::close(fd); }
-    } closer{fd};
+    const ScopeExit close_fd([fd] { (void)::close(fd); });
     struct stat st {};
     if (::fstat(fd, &st) != 0) return FileStatus::unreadable;
     if (!S_ISREG(st.st_mode)) return FileStatus::not_regular;

@@ -54,7 +54,7 @@ private:
     // cudaStreamPerThread is one handle naming a different stream in every thread: its areas are
     // kept per thread (the thread id is the default one for every other handle).
     struct Key {
-        cudaStream_t stream;
+        cudaStream_t stream = nullptr;
         std::thread::id thread;
         friend bool operator==(const Key&, const Key&) = default;
     };

@@ -27,6 +27,10 @@ public:
     DeviceRegistry() = default;
     DeviceRegistry(const DeviceRegistry&) = delete;
     DeviceRegistry& operator=(const DeviceRegistry&) = delete;
+    DeviceRegistry(DeviceRegistry&&) = delete;
+    DeviceRegistry& operator=(DeviceRegistry&&) = delete;
+    // Leaves the values alive (see above).
+    ~DeviceRegistry() = default;
 
     /// The value of `device`, created by `make(device)` (returning `T*`, owned from then on) on
     /// first use. NotSupported naming `api` for an ordinal outside 0..max_devices-1.

@@ -156,7 +156,7 @@ private:
     // Publishes a creation's outcome: stores the value (unless the capacity is 0; a value put()
     // meanwhile wins), wakes the waiters and returns what they get.
     std::shared_ptr<Value> finish(const Key& key, Flight& flight, std::shared_ptr<Value> created,
-                                  std::exception_ptr error) {
+                                  const std::exception_ptr& error) {
         {
             std::lock_guard lock(mutex_);
             if (!error && capacity_ != 0) {
@@ -178,7 +178,7 @@ private:
                 }
             }
             flight.value = created;
-            flight.error = std::move(error);
+            flight.error = error;
             flight.done = true;
             pending_.erase(key);
         }

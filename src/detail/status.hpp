@@ -21,8 +21,8 @@ namespace gpumath::detail {
 [[noreturn]] void throw_cufft(int status, const char* api, std::string_view context);
 [[noreturn]] void throw_nvrtc(int status, const char* api, std::string_view context, std::string log);
 [[noreturn]] void throw_nvjitlink(int status, const char* api, std::string_view context, std::string log);
-[[noreturn]] void throw_invalid(std::string message, const char* api = "");
-[[noreturn]] void throw_not_supported(std::string message, const char* api = "");
+[[noreturn]] void throw_invalid(const std::string& message, const char* api = "");
+[[noreturn]] void throw_not_supported(const std::string& message, const char* api = "");
 /// InvalidArgument for a method called on a moved-from `type` ("Matmul", "FFT", "Program", ...).
 [[noreturn]] void throw_moved_from(const char* type, const char* api);
 

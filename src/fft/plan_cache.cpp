@@ -123,9 +123,9 @@ PlanCache& plan_cache() {
     return *cache;
 }
 
-void make_key(FftCacheKey& k, int device, const FftCall& call) noexcept {
+FftCacheKey make_key(int device, const FftCall& call) noexcept {
     const FFTOptions& o = *call.options;
-    std::memset(&k, 0, sizeof k);
+    FftCacheKey k{};  // every member zero; the key has no padding (above)
     fill(k.in, call.in->layout());
     if (call.out != nullptr) {
         fill(k.out, call.out->layout());
@@ -148,6 +148,7 @@ void make_key(FftCacheKey& k, int device, const FftCall& call) noexcept {
     k.inplace = o.inplace ? 1 : 0;
     k.overwrite_input = o.overwrite_input ? 1 : 0;
     k.callback_mode = static_cast<std::uint8_t>(o.callback_mode);
+    return k;
 }
 
 // The whole call checked before any GPU work: its problem, then its operands.
@@ -198,8 +199,7 @@ Tensor run(FFTKind kind, Direction direction, const TensorView& in, const FFTOpt
 }  // namespace
 
 std::shared_ptr<FFT> cached_fft_plan(const FftCall& call, int device) {
-    FftCacheKey key;
-    make_key(key, device, call);
+    const FftCacheKey key = make_key(device, call);
     const bool allocating = call.out == nullptr;
     std::optional<FftProblem> problem;  // set when this call validated everything
     std::shared_ptr<FFT> plan = plan_cache().get_or_create(
@@ -228,8 +228,7 @@ std::shared_ptr<FFT> cached_fft_plan(const FftCall& call, int device) {
 }
 
 void put_cached_fft_plan(const FftCall& call, int device, std::shared_ptr<FFT> plan) {
-    FftCacheKey key;
-    make_key(key, device, call);
+    const FftCacheKey key = make_key(device, call);
     plan_cache().put(key, std::move(plan));
 }
 

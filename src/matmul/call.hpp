@@ -122,7 +122,9 @@ struct MatmulSignature {
 };
 
 /// A plan cache key: the call and options as a word string (hashed without strings) plus the
-/// alignment classes. `problem_words` covers the options and the a, b, c layouts.
+/// alignment classes. `problem_words` covers the options and the a, b, c layouts. `words` is left
+/// uninitialized: only its first `size` words are written and read, and every call builds a key.
+// NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): see above
 struct MatmulKey {
     static constexpr std::size_t capacity = 176;
     std::array<std::uint64_t, capacity> words;  // only the first `size` are meaningful

@@ -69,6 +69,8 @@ public:
     ~MatmulPlan();
     MatmulPlan(const MatmulPlan&) = delete;
     MatmulPlan& operator=(const MatmulPlan&) = delete;
+    MatmulPlan(MatmulPlan&&) = delete;
+    MatmulPlan& operator=(MatmulPlan&&) = delete;
 
     /// Enqueues the product; `current_device` is the caller's current device (the plan's device is
     /// made current around the call when they differ).

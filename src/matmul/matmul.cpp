@@ -105,7 +105,7 @@ public:
             "autotune times candidates and synchronizes: autotune before the capture, then capture execute()");
         std::lock_guard lock(mutex_);
         const int device = matmul_current_device();
-        auto plan = std::make_shared<MatmulPlan>(std::move(problem), options_, device, preferences_.max_algorithms);
+        auto plan = std::make_shared<MatmulPlan>(problem, options_, device, preferences_.max_algorithms);
         autotune_plan(*plan, a, b, d, args, stream, iterations);
         publish(std::move(plan));
         return primary_->infos();

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "detail/log.hpp"
+#include "detail/scope_exit.hpp"
 #include <gpumath/core/device.hpp>
 #include "detail/status.hpp"
 #include <gpumath/tensor.hpp>
@@ -24,7 +25,10 @@ enum PointerSlot : int { ptr_bias, ptr_aux, ptr_scale_a, ptr_scale_b, ptr_scale_
 
 /// A stand-in pointer with a given alignment, for heuristics that read pointer values only to
 /// infer alignment (cuBLASLt's documented behaviour for bias and aux pointers).
-const void* fake_pointer(std::uint16_t alignment) { return reinterpret_cast<const void*>(std::uintptr_t(alignment)); }
+const void* fake_pointer(std::uint16_t alignment) {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): cuBLASLt needs a pointer value, never dereferenced
+    return reinterpret_cast<const void*>(std::uintptr_t(alignment));
+}
 
 /// The alignment a plan can count on for `slot`: the pointer's, and with a per-product loop also
 /// that of the offsets between products.
@@ -139,7 +143,7 @@ AlgorithmInfo algorithm_info(const cublasLtMatmulHeuristicResult_t& r) {
 }
 
 MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int device, int max_algorithms)
-    : problem_(std::move(problem)),
+    : problem_(problem),
       device_(device),
       workspace_limit_(options.workspace_limit),
       resource_(options.memory_resource) {
@@ -295,10 +299,7 @@ void MatmulPlan::query_heuristics(int max_algorithms) {
     const MatmulProblem& P = problem_;
     cublasLtMatmulPreference_t pref = nullptr;
     check_cublas(int(cublasLtMatmulPreferenceCreate(&pref)), "cublasLtMatmulPreferenceCreate");
-    struct PrefGuard {
-        cublasLtMatmulPreference_t p;
-        ~PrefGuard() { (void)cublasLtMatmulPreferenceDestroy(p); }
-    } guard{pref};
+    const ScopeExit destroy_pref([pref] { (void)cublasLtMatmulPreferenceDestroy(pref); });
     auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, const auto& v) {
         check_cublas(int(cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof v)),
                      "cublasLtMatmulPreferenceSetAttribute", "setting a heuristic preference");

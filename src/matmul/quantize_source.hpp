@@ -45,7 +45,8 @@ inline constexpr int quantize_block_threads = 128;
 /// sweep) loads before it reduces, so that enough loads are in flight (2 ran ahead of 1 and 4).
 inline constexpr int quantize_unroll = 2;
 /// 128-element blocks (work items) one block of the per-block kernels takes.
-inline constexpr std::int64_t quantize_items_per_block = quantize_block_threads / quantize_group * quantize_unroll;
+inline constexpr std::int64_t quantize_items_per_block =
+    std::int64_t{quantize_block_threads / quantize_group} * quantize_unroll;
 
 /// The kernels of one program, by their extern "C" names. `_v` kernels load 16 bytes at a time
 /// and need x 16-byte aligned (pointer, row and batch strides), C a multiple of 16 / element size

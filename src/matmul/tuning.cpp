@@ -39,6 +39,8 @@ public:
     }
     EventPool(const EventPool&) = delete;
     EventPool& operator=(const EventPool&) = delete;
+    EventPool(EventPool&&) = delete;
+    EventPool& operator=(EventPool&&) = delete;
     cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
 
 private:
@@ -69,7 +71,7 @@ std::string algo_to_hex(const cublasLtMatmulAlgo_t& algo) {
 }
 
 bool hex_to_algo(const std::string& s, cublasLtMatmulAlgo_t& algo) {
-    if (s.size() != 16 * 8) return false;
+    if (s.size() != std::size_t{16} * 8) return false;
     for (std::size_t i = 0; i < 8; ++i) {
         const std::string part = s.substr(i * 16, 16);
         char* end = nullptr;

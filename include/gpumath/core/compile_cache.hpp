@@ -55,6 +55,11 @@ public:
     /// used entries are deleted when a write goes over it.
     void set_disk_limit(std::uintmax_t bytes);
 
+    CompileCache(const CompileCache&) = delete;
+    CompileCache& operator=(const CompileCache&) = delete;
+    CompileCache(CompileCache&&) = delete;
+    CompileCache& operator=(CompileCache&&) = delete;
+
 private:
     struct Impl;
     friend struct detail::CompileCacheAccess;

@@ -77,6 +77,8 @@ public:
     ~DeviceGuard();
     DeviceGuard(const DeviceGuard&) = delete;
     DeviceGuard& operator=(const DeviceGuard&) = delete;
+    DeviceGuard(DeviceGuard&&) = delete;
+    DeviceGuard& operator=(DeviceGuard&&) = delete;
 
 private:
     int previous_ = -1;

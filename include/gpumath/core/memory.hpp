@@ -62,6 +62,14 @@ public:
     }
 
 protected:
+    /// For derived resources. Copies and moves are protected so that no resource is sliced through
+    /// this type; each derived resource decides whether it can be copied or moved.
+    MemoryResource() = default;
+    MemoryResource(const MemoryResource&) = default;
+    MemoryResource& operator=(const MemoryResource&) = default;
+    MemoryResource(MemoryResource&&) = default;
+    MemoryResource& operator=(MemoryResource&&) = default;
+
     /// Allocates `bytes` (> 0) aligned to `alignment` (a power of two) ordered on `stream`.
     virtual void* do_allocate(std::size_t bytes, StreamRef stream, std::size_t alignment) = 0;
     /// Frees a block from `do_allocate` with the same `bytes` and `alignment`. Must not throw.
@@ -89,6 +97,8 @@ public:
     ~DeviceMemoryResource() override;
     DeviceMemoryResource(const DeviceMemoryResource&) = delete;
     DeviceMemoryResource& operator=(const DeviceMemoryResource&) = delete;
+    DeviceMemoryResource(DeviceMemoryResource&&) = delete;
+    DeviceMemoryResource& operator=(DeviceMemoryResource&&) = delete;
 
     /// gpumath's shared default pool for `device` (-1: current), created on first use and alive
     /// until the process exits. Throws CudaError when there is no such device.

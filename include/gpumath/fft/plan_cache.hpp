@@ -30,6 +30,11 @@ public:
     /// Zeroes the counters.
     void reset_stats() override;
 
+    FFTPlanCache(const FFTPlanCache&) = delete;
+    FFTPlanCache& operator=(const FFTPlanCache&) = delete;
+    FFTPlanCache(FFTPlanCache&&) = delete;
+    FFTPlanCache& operator=(FFTPlanCache&&) = delete;
+
 private:
     friend FFTPlanCache& fft_plan_cache();
     FFTPlanCache() = default;

@@ -29,6 +29,11 @@ public:
     /// Zeroes the counters.
     void reset_stats() override;
 
+    MatmulPlanCache(const MatmulPlanCache&) = delete;
+    MatmulPlanCache& operator=(const MatmulPlanCache&) = delete;
+    MatmulPlanCache(MatmulPlanCache&&) = delete;
+    MatmulPlanCache& operator=(MatmulPlanCache&&) = delete;
+
 private:
     friend MatmulPlanCache& matmul_plan_cache();
     MatmulPlanCache() = default;
