@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Makes sure what gpumath builds with is installed: a C++20 compiler, CMake >= 3.24, fmt, xxHash and
-# GoogleTest from Debian's packages, and the CUDA Toolkit (13.x; cudart, cuBLASLt, cuFFT, NVRTC,
-# nvJitLink). Installs missing Debian packages with apt-get when run as root; otherwise prints the
-# exact command to run. The CUDA Toolkit is looked for in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
+# Makes sure what gpumath builds with is installed: a C++20 compiler, CMake >= 3.24, fmt, xxHash,
+# GoogleTest, clang-format and clang-tidy (scripts/lint.sh, scripts/tidy.sh) from Debian's packages,
+# and the CUDA Toolkit (13.x; cudart, cuBLASLt, cuFFT, NVRTC, nvJitLink). Installs missing Debian
+# packages with apt-get when run as root; otherwise prints the exact command to run. The CUDA
+# Toolkit is looked for in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
 set -eu
 missing=()
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
@@ -10,6 +11,7 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 command -v clang-format >/dev/null 2>&1 || missing+=(clang-format)
+command -v clang-tidy >/dev/null 2>&1 || missing+=(clang-tidy)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 [ -f /usr/include/fmt/format.h ] || missing+=(libfmt-dev)
 [ -f /usr/include/xxhash.h ] || missing+=(libxxhash-dev)
