@@ -59,6 +59,20 @@ struct MatmulPointers {
     MatmulScales scales;
     const void* a_scale = nullptr;  // scale tensors of the finer FP8 scale modes
     const void* b_scale = nullptr;
+
+    /// Calls `f(slot, pointer)` with each operand's pointer (a reference, so `f` may move it).
+    template <class F>
+    void for_each_operand(F&& f) {
+        f(slot_a, a);
+        f(slot_b, b);
+        f(slot_c, c);
+        f(slot_d, d);
+        f(slot_bias, bias);
+        f(slot_aux, aux);
+        f(slot_bias_grad, bias_grad);
+        f(slot_a_scale, a_scale);
+        f(slot_b_scale, b_scale);
+    }
 };
 
 /// The cuBLASLt side of a problem: descriptors built once, heuristic results, the selected

@@ -35,36 +35,8 @@ const void* fake_pointer(std::uint16_t alignment) {
 std::uint16_t planned_alignment(const MatmulProblem& P, int slot) {
     const std::uint16_t a = P.signature.align[std::size_t(slot)];
     const BatchLoop& l = P.lt.loop;
-    if (!l.on) return a;
-    std::int64_t bytes = 0;
-    switch (slot) {
-        case slot_a:
-            bytes = l.a;
-            break;
-        case slot_b:
-            bytes = l.b;
-            break;
-        case slot_c:
-            bytes = l.c;
-            break;
-        case slot_d:
-            bytes = l.d;
-            break;
-        case slot_bias:
-            bytes = l.bias;
-            break;
-        case slot_aux:
-            bytes = l.aux;
-            break;
-        case slot_a_scale:
-            bytes = l.a_scale;
-            break;
-        case slot_b_scale:
-            bytes = l.b_scale;
-            break;
-        default:
-            return a;
-    }
+    if (!l.on || slot >= layout_slot_count) return a;
+    const std::int64_t bytes = l.bytes[std::size_t(slot)];
     return std::min(a, alignment_of(std::uint64_t(bytes < 0 ? -bytes : bytes)));
 }
 
@@ -453,14 +425,7 @@ void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar&
     const BatchLoop& l = P.lt.loop;
     for (std::int64_t i = 0; i < P.shape.batch; ++i) {
         MatmulPointers q = p;
-        q.a = offset(p.a, i * l.a);
-        q.b = offset(p.b, i * l.b);
-        q.c = offset(p.c, i * l.c);
-        q.d = offset(p.d, i * l.d);
-        q.bias = offset(p.bias, i * l.bias);
-        q.aux = offset(p.aux, i * l.aux);
-        q.a_scale = offset(p.a_scale, i * l.a_scale);
-        q.b_scale = offset(p.b_scale, i * l.b_scale);
+        q.for_each_operand([&](Slot slot, auto*& ptr) { ptr = offset(ptr, i * l[slot]); });
         set_pointer_attributes(q);
         matmul(q);
     }

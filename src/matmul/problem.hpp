@@ -73,7 +73,10 @@ struct ScaleInputs {
 /// offers no batched algorithm for them). In the user's terms (a is the user's a).
 struct BatchLoop {
     bool on = false;
-    std::int64_t a = 0, b = 0, c = 0, d = 0, bias = 0, aux = 0, a_scale = 0, b_scale = 0;
+    /// Byte offset between products of each operand slot (0 for operands the problem lacks).
+    std::array<std::int64_t, layout_slot_count> bytes{};
+    [[nodiscard]] std::int64_t operator[](Slot s) const noexcept { return bytes[std::size_t(s)]; }
+    [[nodiscard]] std::int64_t& operator[](Slot s) noexcept { return bytes[std::size_t(s)]; }
 };
 
 /// One matrix as cuBLASLt sees it (column-major).

@@ -79,30 +79,22 @@ void batch_loop(const MatmulSignature& sig, std::int64_t a_scale_stride, std::in
     BatchLoop loop;
     loop.on = true;
     const bool swap = lt.swap;
-    loop.a = (swap ? lt.b : lt.a).batch_stride * std::int64_t(size_of(P.types.a));
-    loop.b = (swap ? lt.a : lt.b).batch_stride * std::int64_t(size_of(P.types.b));
-    loop.d = lt.d.batch_stride * std::int64_t(size_of(P.types.d));
+    loop[slot_a] = (swap ? lt.b : lt.a).batch_stride * std::int64_t(size_of(P.types.a));
+    loop[slot_b] = (swap ? lt.a : lt.b).batch_stride * std::int64_t(size_of(P.types.b));
+    loop[slot_d] = lt.d.batch_stride * std::int64_t(size_of(P.types.d));
     if (lt.has_c)
-        loop.c = lt.c.batch_stride * std::int64_t(size_of(P.inputs.c_from_bias ? sig.bias->dtype() : P.types.c));
-    if (P.inputs.bias_vector) loop.bias = lt.bias_batch_stride * std::int64_t(size_of(P.types.bias));
-    if (P.inputs.aux == AuxKind::relu_mask) loop.aux = lt.aux_batch_stride / 8;
-    loop.a_scale = a_scale_stride * 4;
-    loop.b_scale = b_scale_stride * 4;
-    const std::array<std::pair<const char*, std::int64_t>, 8> strides = {{{"a", loop.a},
-                                                                          {"b", loop.b},
-                                                                          {"c", loop.c},
-                                                                          {"d", loop.d},
-                                                                          {"bias", loop.bias},
-                                                                          {"aux", loop.aux},
-                                                                          {"scales.a_tensor", loop.a_scale},
-                                                                          {"scales.b_tensor", loop.b_scale}}};
-    for (const auto& [name, bytes] : strides)
-        if (bytes % 16 != 0)
+        loop[slot_c] = lt.c.batch_stride * std::int64_t(size_of(P.inputs.c_from_bias ? sig.bias->dtype() : P.types.c));
+    if (P.inputs.bias_vector) loop[slot_bias] = lt.bias_batch_stride * std::int64_t(size_of(P.types.bias));
+    if (P.inputs.aux == AuxKind::relu_mask) loop[slot_aux] = lt.aux_batch_stride / 8;
+    loop[slot_a_scale] = a_scale_stride * 4;
+    loop[slot_b_scale] = b_scale_stride * 4;
+    for (int slot = 0; slot < layout_slot_count; ++slot)
+        if (loop.bytes[std::size_t(slot)] % 16 != 0)
             unsupported(P.api,
                         "{}: batch stride of {} bytes; batched products with finer scale modes run one cuBLASLt "
                         "call per product (cuBLASLt has no batch stride for scale tensors), and each product's "
                         "pointers must stay 16-byte aligned: make the batch stride a multiple of 16 bytes",
-                        name, bytes);
+                        slot_names[std::size_t(slot)], loop.bytes[std::size_t(slot)]);
     P.lt.loop = loop;
 }
 

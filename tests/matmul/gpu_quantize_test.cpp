@@ -25,22 +25,13 @@
 #include <gpumath/matmul.hpp>
 
 #include "common/test_util.hpp"
+#include "matmul/fp8_test_util.hpp"
 
 using namespace gpumath;
+using namespace gpumath::test::fp8;
 using test::expect_throw_with;
 
 namespace {
-
-constexpr auto bf16 = DataType::bf16;
-constexpr auto f16 = DataType::f16;
-constexpr auto f32 = DataType::f32;
-constexpr auto e4m3 = DataType::e4m3;
-constexpr auto e5m2 = DataType::e5m2;
-
-constexpr ScaleMode all_modes[] = {ScaleMode::tensor, ScaleMode::outer_vector, ScaleMode::block_1x128,
-                                   ScaleMode::block_128x128};
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // ---- element encodings (host) ----
 

@@ -16,10 +16,13 @@
 #include <gpumath/matmul.hpp>
 
 #include "common/test_util.hpp"
+#include "matmul/fp8_test_util.hpp"
 #include "reference.hpp"
 
 using namespace gpumath;
 using namespace gpumath::test::mm;
+using gpumath::test::fp8::blk;
+using gpumath::test::fp8::ceil_div;
 
 namespace {
 
@@ -29,9 +32,6 @@ namespace {
         const auto cc = core::Device::current().compute_capability();                                    \
         if (cc.major != 9) GTEST_SKIP() << "finer FP8 scale modes need compute capability 9.x (Hopper)"; \
     } while (0)
-
-constexpr std::int64_t blk = 128;
-std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1) / y; }
 
 /// One operand's scales: values by (batch, row-or-block, k-block) and the device tensor.
 struct Scales {

@@ -16,6 +16,7 @@
 #include <gpumath/matmul.hpp>
 
 #include "common/test_util.hpp"
+#include "matmul/fp8_test_util.hpp"
 #include "matmul/quantize_source.hpp"
 
 #ifndef GPUMATH_TEST_ARCH
@@ -23,18 +24,10 @@
 #endif
 
 using namespace gpumath;
+using namespace gpumath::test::fp8;
 using test::expect_throw_with;
 
 namespace {
-
-constexpr auto bf16 = DataType::bf16;
-constexpr auto f16 = DataType::f16;
-constexpr auto f32 = DataType::f32;
-constexpr auto e4m3 = DataType::e4m3;
-constexpr auto e5m2 = DataType::e5m2;
-
-constexpr ScaleMode all_modes[] = {ScaleMode::tensor, ScaleMode::outer_vector, ScaleMode::block_1x128,
-                                   ScaleMode::block_128x128};
 
 // Distinct, 256-byte aligned fake device addresses, 16 MiB apart.
 void* addr(int slot, std::uintptr_t offset = 0) {

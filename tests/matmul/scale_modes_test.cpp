@@ -120,18 +120,18 @@ TEST(ScaleModes, BatchedProblemsLoopOverProducts) {
                    .b_tensor = TensorView(addr(4), f32, {3, 2, 2}, {8, 1, 4})};
     const auto p = analyze_call(a, b, d, args);
     ASSERT_TRUE(p.lt.loop.on);
-    EXPECT_EQ(p.lt.loop.a, M * K);
-    EXPECT_EQ(p.lt.loop.b, K * N);
-    EXPECT_EQ(p.lt.loop.d, M * N * 2);
-    EXPECT_EQ(p.lt.loop.a_scale, M * 2 * 4);
-    EXPECT_EQ(p.lt.loop.b_scale, 8 * 4);
+    EXPECT_EQ(p.lt.loop[slot_a], M * K);
+    EXPECT_EQ(p.lt.loop[slot_b], K * N);
+    EXPECT_EQ(p.lt.loop[slot_d], M * N * 2);
+    EXPECT_EQ(p.lt.loop[slot_a_scale], M * 2 * 4);
+    EXPECT_EQ(p.lt.loop[slot_b_scale], 8 * 4);
     // A broadcast b (no batch dimension) and its scales stay put.
     MatmulArgs shared = args;
     shared.scales.b_tensor = TensorView(addr(4), f32, {2, 2}, {1, 4});
     const auto q = analyze_call(a, TensorView(addr(1), e4m3, {K, N}, {1, K}), d, shared);
     ASSERT_TRUE(q.lt.loop.on);
-    EXPECT_EQ(q.lt.loop.b, 0);
-    EXPECT_EQ(q.lt.loop.b_scale, 0);
+    EXPECT_EQ(q.lt.loop[slot_b], 0);
+    EXPECT_EQ(q.lt.loop[slot_b_scale], 0);
 }
 
 TEST(ScaleModes, ModesArePartOfTheKey) {
