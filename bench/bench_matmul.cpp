@@ -454,6 +454,20 @@ int main(int argc, char** argv) {
                     [&](int) { mm.execute(av, bv, dv, args, stream); }, timing);
                 report.add({group, "gpumath bf16", "TFLOP/s", tflops(flops, bf16_ms), bf16_ms / fp8_ms,
                             "ratio = FP8 speedup over bf16 (paired)"});
+                // Both autotuned: the FP8 plan against raw's heuristic choice, and the tuned
+                // speedup over the tuned bf16 plan.
+                mm.autotune(av, bv, dv, args, stream, quick ? 3 : 10);
+                bf.autotune(a16v, b16v, dv, {}, stream, quick ? 3 : 10);
+                auto [raw2_ms, tuned_ms] = compare(
+                    s, [&](int) { raw.run(b.data(), a.data(), d.data(), s); },
+                    [&](int) { mm.execute(av, bv, dv, args, stream); }, timing);
+                report.add({group, "Matmul after autotune", "TFLOP/s", tflops(flops, tuned_ms), raw2_ms / tuned_ms,
+                            config_text(mm.algorithm())});
+                auto [bf16t_ms, fp8t_ms] = compare(
+                    s, [&](int) { bf.execute(a16v, b16v, dv, {}, stream); },
+                    [&](int) { mm.execute(av, bv, dv, args, stream); }, timing);
+                report.add({group, "gpumath bf16 after autotune", "TFLOP/s", tflops(flops, bf16t_ms),
+                            bf16t_ms / fp8t_ms, "ratio = tuned FP8 speedup over tuned bf16 (paired)"});
             }
     }
 
