@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Makes sure what gpumath builds with is installed: a C++20 compiler, CMake >= 3.24, fmt, xxHash,
-# GoogleTest, clang-format and clang-tidy (scripts/lint.sh, scripts/tidy.sh) from Debian's packages,
-# and the CUDA Toolkit (13.x; cudart, cuBLASLt, cuFFT, NVRTC, nvJitLink). Installs missing Debian
-# packages with apt-get when run as root; otherwise prints the exact command to run. The CUDA
-# Toolkit is looked for in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
+# GoogleTest, DLPack (optional for users, installed here so the interop is built and tested),
+# clang-format and clang-tidy (scripts/lint.sh, scripts/tidy.sh) from Debian's packages, and the
+# CUDA Toolkit (13.x; cudart, cuBLASLt, cuFFT, NVRTC, nvJitLink). Installs missing Debian packages
+# with apt-get when run as root; otherwise prints the exact command to run. The CUDA Toolkit is
+# looked for in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
+#
+# Also puts a DLPack 1.x header in build/_deps/dlpack-1/include (Debian 12 ships 0.6, which lacks
+# the versioned structs that the core.dlpack_versioned test covers). It comes from PyPI's
+# apache-tvm-ffi wheel, which carries dlpack's header, and is checked against a known hash; when
+# it cannot be had the step warns and that test reports itself skipped.
 set -eu
+cd "$(dirname "$0")/.."
 missing=()
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
@@ -16,6 +23,7 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 [ -f /usr/include/fmt/format.h ] || missing+=(libfmt-dev)
 [ -f /usr/include/xxhash.h ] || missing+=(libxxhash-dev)
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
+[ -f /usr/include/dlpack/dlpack.h ] || missing+=(libdlpack-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "gpumath: installing ${missing[*]}"
@@ -35,6 +43,31 @@ if [ -z "$cuda" ]; then
   echo "gpumath: the CUDA Toolkit (with cuBLASLt, cuFFT, NVRTC, nvJitLink headers and libraries) was not found" >&2
   echo "gpumath: install it (NVIDIA's cuda-toolkit package) or set CUDA_PATH to its root" >&2
   exit 1
+fi
+dlpack1_wheel="apache-tvm-ffi==0.1.15.post2"
+dlpack1_member="tvm_ffi/include/dlpack/dlpack.h"
+dlpack1_sha256="62052bef24bd69bb7b52e95428f9e99bd7951783850c36c5f2a41e71fd63c2fc"
+dlpack1_dir="build/_deps/dlpack-1/include/dlpack"
+if [ ! -f "$dlpack1_dir/dlpack.h" ]; then
+  tmp=$(mktemp -d)
+  if python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "$dlpack1_wheel" >/dev/null 2>&1 &&
+     python3 - "$tmp" "$dlpack1_member" "$dlpack1_sha256" "$dlpack1_dir" <<'PY'
+import glob, hashlib, os, sys, zipfile
+folder, member, digest, out = sys.argv[1:]
+with zipfile.ZipFile(glob.glob(os.path.join(folder, "*.whl"))[0]) as wheel:
+    data = wheel.read(member)
+if hashlib.sha256(data).hexdigest() != digest:
+    sys.exit(f"{member}: unexpected sha256 {hashlib.sha256(data).hexdigest()}")
+os.makedirs(out, exist_ok=True)
+with open(os.path.join(out, "dlpack.h"), "wb") as f:
+    f.write(data)
+PY
+  then
+    echo "gpumath: DLPack 1.x header for the versioned-struct tests in $dlpack1_dir"
+  else
+    echo "gpumath: warning: could not fetch a DLPack 1.x header ($dlpack1_wheel from PyPI); core.dlpack_versioned will be skipped" >&2
+  fi
+  rm -rf "$tmp"
 fi
 cmake_version=$(cmake --version | head -n1 | sed 's/[^0-9.]*\([0-9.]*\).*/\1/')
 if [ "$(printf '%s\n3.24\n' "$cmake_version" | sort -V | head -n1)" != "3.24" ]; then

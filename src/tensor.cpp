@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tensor: owning device tensors (a Buffer plus a dense layout).
+// Tensor: owning device tensors (a Buffer plus a dense layout, or adopted memory: src/dlpack.cpp).
 #include <gpumath/tensor.hpp>
 
 #include <fmt/format.h>
@@ -29,6 +29,14 @@ void Tensor::check_type(DataType requested) const {
     if (requested != dtype())
         detail::throw_invalid(fmt::format("T: the tensor holds {} elements, to_host was asked for {}",
                                           to_string(dtype()), to_string(requested)),
+                              "Tensor::to_host");
+}
+
+void Tensor::check_contiguous() const {
+    if (!view_.is_contiguous())
+        detail::throw_invalid(fmt::format("the tensor's layout {} is not row-major; to_host copies row-major tensors "
+                                          "(copy it into one first, or read its memory through data())",
+                                          to_string(layout())),
                               "Tensor::to_host");
 }
 

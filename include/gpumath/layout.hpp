@@ -7,6 +7,7 @@
 #include <span>
 #include <type_traits>
 
+#include <gpumath/dlpack.hpp>
 #include <gpumath/error.hpp>
 #include <gpumath/types.hpp>
 
@@ -164,6 +165,17 @@ public:
     TensorView(const void* data, const TensorLayout& layout) : TensorLayout(layout), data_(const_cast<void*>(data)) {
         check_data();
     }
+
+#if defined(GPUMATH_HAS_DLPACK)
+    /// A view of a DLPack tensor's memory (not owned: the producer keeps it alive while the view is
+    /// used). Accepts CUDA device memory (kDLCUDA on a present device), managed memory
+    /// (kDLCUDAManaged) and pinned host memory (kDLCUDAHost); dtypes as `to_data_type`; rank 0 to
+    /// `max_rank`; strides in elements, non-negative (NULL: row-major); `byte_offset` is added to
+    /// `data`, and the result must be aligned to the element size. InvalidArgument naming the
+    /// DLTensor field otherwise (a CPU tensor, bool, lanes > 1, a negative stride, ...). Only the
+    /// device id of a kDLCUDA tensor is checked against the CUDA runtime (last).
+    [[nodiscard]] static TensorView from_dlpack(const DLTensor& tensor);
+#endif
 
     /// The data pointer (to the element at index 0).
     [[nodiscard]] constexpr void* data() const noexcept { return data_; }

@@ -15,18 +15,27 @@
 
 namespace gpumath {
 
-/// An owning device tensor: a `core::Buffer` plus a row-major `TensorLayout`. Move-only;
+namespace detail {
+// The memory of a tensor adopted from another framework (DLPack): defined in src/dlpack.cpp,
+// where it calls the producer's deleter when the last Tensor or exported tensor holding it goes.
+struct ForeignMemory;
+}  // namespace detail
+
+/// An owning device tensor: a `core::Buffer` plus a row-major `TensorLayout`, or memory adopted
+/// from another framework through DLPack (`from_dlpack`, any non-negative strides). Move-only;
 /// converts to `TensorView`.
 class Tensor {
 public:
     /// A tensor with no memory: f32 of shape (0,), so `size() == 0` and `has_data()` is false.
     Tensor() noexcept : view_(empty_view()) {}
-    Tensor(Tensor&& other) noexcept : buffer_(std::move(other.buffer_)), view_(other.view_) {
+    Tensor(Tensor&& other) noexcept
+        : buffer_(std::move(other.buffer_)), foreign_(std::move(other.foreign_)), view_(other.view_) {
         other.view_ = empty_view();
     }
     Tensor& operator=(Tensor&& other) noexcept {
         if (this != &other) {
             buffer_ = std::move(other.buffer_);
+            foreign_ = std::move(other.foreign_);
             view_ = other.view_;
             other.view_ = empty_view();
         }
@@ -75,12 +84,48 @@ public:
     }
 
     /// Copies the tensor to a host vector (row-major). Blocking: synchronizes `stream`.
-    /// InvalidArgument unless `data_type_of<T>() == dtype()`.
+    /// InvalidArgument unless `data_type_of<T>() == dtype()`, and for a tensor adopted with strides
+    /// that are not row-major (`is_contiguous()`).
     template <class T>
     [[nodiscard]] std::vector<T> to_host(core::StreamRef stream = {}) const {
         check_type(data_type_of<T>());
-        return buffer_.to_host<T>(stream);
+        check_contiguous();
+        std::vector<T> out(static_cast<std::size_t>(size()));
+        if (!out.empty()) {
+            detail::copy_async(out.data(), data(), out.size() * sizeof(T), stream);
+            stream.synchronize();
+        }
+        return out;
     }
+
+#if defined(GPUMATH_HAS_DLPACK)
+    /// Adopts a DLPack tensor: the Tensor views its memory (validated as
+    /// `TensorView::from_dlpack`) and calls `managed->deleter` exactly once, when the last owner
+    /// goes (this Tensor, the one it was moved to, or a tensor exported from it with `to_dlpack`),
+    /// or before throwing when validation fails. A null deleter is never called. `buffer()` of
+    /// such a tensor is empty. InvalidArgument for a null `managed` (nothing to call).
+    [[nodiscard]] static Tensor from_dlpack(DLManagedTensor* managed);
+#if defined(GPUMATH_HAS_DLPACK_VERSIONED)
+    /// Adopts a DLPack 1.x tensor as the `DLManagedTensor*` overload does. Also InvalidArgument
+    /// (after calling the deleter) for `version.major` other than 1 and for the READ_ONLY flag
+    /// (a Tensor may be written; `TensorView::from_dlpack(managed->dl_tensor)` reads one).
+    [[nodiscard]] static Tensor from_dlpack(DLManagedTensorVersioned* managed);
+#endif
+
+    /// Moves the tensor into a new DLPack tensor (this one becomes empty) whose deleter releases
+    /// the memory: gpumath's buffer is freed in stream order on `buffer().stream()` (which must
+    /// still exist then), adopted memory goes back to its producer. The consumer calls the deleter
+    /// exactly once. Device: kDLCUDA with the pool's device for gpumath's device memory,
+    /// kDLCUDAHost for pinned and kDLCUDAManaged for managed memory, the producer's device for an
+    /// adopted tensor, otherwise what the CUDA runtime says of the pointer (kDLCUDA, device 0 for
+    /// a tensor without memory). fp8 types export as DLPack 1.1's codes (see `to_dlpack(DataType)`).
+    /// CudaError when the pointer cannot be looked up; the tensor is then unchanged.
+    [[nodiscard]] DLManagedTensor* to_dlpack() &&;
+#if defined(GPUMATH_HAS_DLPACK_VERSIONED)
+    /// `to_dlpack()` as a DLPack 1.x tensor (version of the included header, flags 0).
+    [[nodiscard]] DLManagedTensorVersioned* to_dlpack_versioned() &&;
+#endif
+#endif
 
     [[nodiscard]] TensorView view() const noexcept { return view_; }
     operator TensorView() const noexcept { return view_; }  // NOLINT: implicit by design
@@ -98,7 +143,11 @@ public:
     [[nodiscard]] T* data_as() const {
         return view_.data_as<T>();
     }
+    /// The memory gpumath allocated for the tensor; empty for a tensor adopted with `from_dlpack`,
+    /// whose memory belongs to its producer (`data()` still points to it).
     [[nodiscard]] const core::Buffer& buffer() const noexcept { return buffer_; }
+    /// The memory gpumath allocated for the tensor (empty for an adopted one), e.g. to change the
+    /// stream it is freed on.
     [[nodiscard]] core::Buffer& buffer() noexcept { return buffer_; }
 
 private:
@@ -108,10 +157,58 @@ private:
     }
     static void check_count(const TensorLayout& layout, std::size_t count);
     void check_type(DataType requested) const;
+    void check_contiguous() const;
+#if defined(GPUMATH_HAS_DLPACK)
+    static Tensor adopt_dlpack(const detail::DLPackSource& source);
+#endif
 
     core::Buffer buffer_;
+    std::shared_ptr<detail::ForeignMemory> foreign_;
     TensorView view_;
 };
+
+#if defined(GPUMATH_HAS_DLPACK_VERSIONED)
+inline Tensor Tensor::from_dlpack(DLManagedTensorVersioned* managed) {
+    detail::DLPackSource source;
+    source.versioned = true;
+    if (managed != nullptr) {
+        source.managed = managed;
+        source.release = [](void* m) noexcept {
+            auto* self = static_cast<DLManagedTensorVersioned*>(m);
+            if (self->deleter != nullptr) self->deleter(self);
+        };
+        // version, manager_ctx, deleter and flags keep their places in every major version; the
+        // DLTensor is read only in the major version this header describes.
+        source.major = managed->version.major;
+        source.minor = managed->version.minor;
+        source.flags = managed->flags;
+        if (managed->version.major == DLPACK_MAJOR_VERSION) source.tensor = &managed->dl_tensor;
+    }
+    return adopt_dlpack(source);
+}
+
+inline DLManagedTensorVersioned* Tensor::to_dlpack_versioned() && {
+    // The versioned struct wraps a legacy export, which owns the memory and the shape arrays.
+    struct Exported {
+        DLManagedTensorVersioned managed{};
+        DLManagedTensor* inner = nullptr;
+    };
+    auto exported = std::make_unique<Exported>();
+    DLManagedTensor* inner = std::move(*this).to_dlpack();
+    exported->inner = inner;
+    exported->managed.version.major = DLPACK_MAJOR_VERSION;
+    exported->managed.version.minor = DLPACK_MINOR_VERSION;
+    exported->managed.manager_ctx = exported.get();
+    exported->managed.deleter = [](DLManagedTensorVersioned* self) {
+        auto* e = static_cast<Exported*>(self->manager_ctx);
+        e->inner->deleter(e->inner);
+        delete e;  // NOLINT(cppcoreguidelines-owning-memory): ownership passed through DLPack's C struct
+    };
+    exported->managed.flags = 0;
+    exported->managed.dl_tensor = inner->dl_tensor;
+    return &exported.release()->managed;
+}
+#endif
 
 }  // namespace gpumath
 

@@ -16,6 +16,13 @@
 #include <gpumath/core/device.hpp>
 #include <gpumath/version.hpp>
 
+#if defined(EXPECT_DLPACK) && !defined(GPUMATH_HAS_DLPACK)
+#error "gpumath was built with DLPack interop, but its target does not define GPUMATH_HAS_DLPACK"
+#endif
+#if defined(GPUMATH_HAS_DLPACK)
+#include <gpumath/dlpack.hpp>
+#endif
+
 int main() {
     if (std::strcmp(gpumath::version_string, EXPECTED_VERSION) != 0) {
         std::printf("version mismatch: headers say %s, package says %s\n", gpumath::version_string, EXPECTED_VERSION);
@@ -31,6 +38,22 @@ int main() {
         std::printf("a negative extent was accepted\n");
         return 1;
     } catch (const gpumath::InvalidArgument&) {}
+#if defined(GPUMATH_HAS_DLPACK)
+    // DLPack interop links and validates without a GPU: a CPU tensor is refused.
+    std::int64_t extent = 4;
+    float values[4] = {};  // NOLINT: DLPack points at plain arrays
+    DLTensor host{};
+    host.data = values;
+    host.device.device_type = kDLCPU;
+    host.ndim = 1;
+    host.dtype = gpumath::to_dlpack(gpumath::DataType::f32);
+    host.shape = &extent;
+    try {
+        (void)gpumath::TensorView::from_dlpack(host);
+        std::printf("a CPU DLPack tensor was accepted\n");
+        return 1;
+    } catch (const gpumath::InvalidArgument&) {}
+#endif
 #if defined(GPUMATH_CONSUMER_MATMUL) || !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_FFT))
     // A plan is validated without a GPU.
     const gpumath::Matmul mm(gpumath::TensorLayout(gpumath::DataType::f32, {8, 4}),
