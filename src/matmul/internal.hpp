@@ -109,6 +109,9 @@ public:
     /// Makes `algo` (from a tuning file) the selected candidate if cuBLASLt accepts it for this
     /// problem; returns false (and changes nothing) otherwise.
     bool adopt(const cublasLtMatmulAlgo_t& algo);
+    /// Appends the first candidate's kernel with each other split-K factor cuBLASLt accepts for
+    /// this problem within the workspace limit (autotune times them); returns how many.
+    std::size_t add_split_k_variants();
 
 private:
     void release() noexcept;

@@ -348,6 +348,50 @@ void MatmulPlan::reorder(const std::vector<std::size_t>& order) {
     selected_ = 0;
 }
 
+std::size_t MatmulPlan::add_split_k_variants() {
+    if (results_.empty()) return 0;
+    // The heuristic's first kernel with the other split-K factors cuBLASLt accepts: the heuristic
+    // offers at most one factor per kernel, and products with few output tiles and a long K (a
+    // small M) can fill the GPU better with another.
+    constexpr std::int32_t factors[] = {1, 2, 3, 4, 6, 8, 12, 16};
+    constexpr std::uint32_t schemes[] = {CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE,
+                                         CUBLASLT_REDUCTION_SCHEME_INPLACE};
+    const cublasLtMatmulAlgo_t base = results_.front().algo;
+    const auto base_scheme = algo_config<std::uint32_t>(base, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
+    auto known = [&](const cublasLtMatmulAlgo_t& algo) {
+        return std::any_of(results_.begin(), results_.end(),
+                           [&](const auto& r) { return std::memcmp(&r.algo, &algo, sizeof algo) == 0; });
+    };
+    auto set = [](cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, auto value) {
+        return cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &value, sizeof value) == CUBLAS_STATUS_SUCCESS;
+    };
+    std::size_t added = 0;
+    for (const std::int32_t factor : factors) {
+        std::vector<std::uint32_t> tries;
+        if (factor == 1) tries = {CUBLASLT_REDUCTION_SCHEME_NONE};
+        else if (base_scheme != CUBLASLT_REDUCTION_SCHEME_NONE) tries = {base_scheme};
+        else tries.assign(std::begin(schemes), std::end(schemes));
+        for (const std::uint32_t scheme : tries) {
+            cublasLtMatmulAlgo_t algo = base;
+            if (!set(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, factor) ||
+                !set(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, scheme) || known(algo))
+                continue;
+            cublasLtMatmulHeuristicResult_t checked{};
+            if (cublasLtMatmulAlgoCheck(lt_handle(device_), desc_, la_, lb_, lc_, ld_, &algo, &checked) !=
+                    CUBLAS_STATUS_SUCCESS ||
+                checked.workspaceSize > workspace_limit_)
+                continue;
+            checked.algo = algo;
+            checked.state = CUBLAS_STATUS_SUCCESS;
+            results_.push_back(checked);
+            infos_.push_back(algorithm_info(checked));
+            ++added;
+            break;
+        }
+    }
+    return added;
+}
+
 bool MatmulPlan::adopt(const cublasLtMatmulAlgo_t& algo) {
     cublasLtMatmulHeuristicResult_t checked{};
     const cublasStatus_t s = cublasLtMatmulAlgoCheck(lt_handle(device_), desc_, la_, lb_, lc_, ld_, &algo, &checked);

@@ -97,6 +97,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
 
 void autotune_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
                    const MatmulArgs& args, core::StreamRef stream, int iterations) {
+    plan.add_split_k_variants();
     const std::size_t n = plan.infos().size();
     MatmulOutputs scratch;  // aux / bias-gradient outputs the caller did not pass
     const MatmulPointers p = prepare_pointers(plan, a, b, d, args, stream, scratch);

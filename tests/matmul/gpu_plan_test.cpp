@@ -4,6 +4,7 @@
 // cache's eviction and counters, workspace limits, memory resources and logging.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <unistd.h>
@@ -168,6 +169,33 @@ TEST(MatmulPlans, AutotuneSaveAndLoadRoundTrip) {
     }
     EXPECT_FALSE(Matmul(da.view, db.view).load_tuning(path + ".missing"));
     std::filesystem::remove(path);
+}
+
+TEST(MatmulPlans, AutotuneTriesOtherSplitKFactorsAndEachComputesTheProduct) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = gpumath::test::rng_for_test();
+    // Few output tiles and a long K: the shape split-K exists for.
+    const std::int64_t M = 64, N = 256, K = 8192;
+    const Host a = random_host(DataType::bf16, {M, K}, rng), b = random_host(DataType::bf16, {K, N}, rng);
+    const Dev da = upload(a), db = upload(b);
+    const RefResult want = reference(a, b, DataType::bf16, {});
+    Matmul mm(da.view, db.view);
+    const std::size_t planned = mm.plan().size();
+    const Dev d = poisoned(DataType::bf16, {M, N});
+    const auto ranked = mm.autotune(da.view, db.view, d.view, {}, {}, 3);
+    EXPECT_GT(ranked.size(), planned) << "autotune adds split-K variants of the first candidate";
+    std::vector<int> factors;
+    for (const AlgorithmInfo& info : ranked)
+        if (std::find(factors.begin(), factors.end(), info.split_k) == factors.end()) factors.push_back(info.split_k);
+    EXPECT_GE(factors.size(), 3u) << "split-K factors among the candidates";
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+        SCOPED_TRACE("candidate " + std::to_string(i) + ": " + text(ranked[i]));
+        EXPECT_LE(ranked[i].workspace_bytes, default_workspace_limit);
+        mm.select_algorithm(i);
+        const Dev di = poisoned(DataType::bf16, {M, N});
+        mm.execute(da.view, db.view, di.view);
+        expect_close(download(di.view), want.d, 1e-2, "D");
+    }
 }
 
 TEST(MatmulPlans, AutotuneInPlaceRestoresC) {

@@ -62,11 +62,12 @@ public:
     /// Selects candidate `index` of algorithms(). InvalidArgument when out of range.
     void select_algorithm(std::size_t index);
 
-    /// Plans for these operands (as execute() would), runs every candidate `iterations` times
-    /// (median, with the L2 cache flushed before each run, candidates interleaved) and selects the
-    /// fastest; the heuristic's first choice is kept unless another is more than 1% faster. Blocking:
-    /// synchronizes `stream`. D (and aux / bias-gradient outputs) hold a valid result afterwards;
-    /// a C aliasing D is restored between runs. Returns the candidates, fastest first.
+    /// Plans for these operands (as execute() would), adds the first candidate's kernel with each
+    /// other split-K factor cuBLASLt accepts (the heuristic offers one factor per kernel), runs
+    /// every candidate `iterations` times (median, with the L2 cache flushed before each run,
+    /// candidates interleaved) and selects the fastest; the heuristic's first choice is kept unless another is more
+    /// than 1% faster. Blocking: synchronizes `stream`. D (and aux / bias-gradient outputs) hold a valid result
+    /// afterwards; a C aliasing D is restored between runs. Returns the candidates, fastest first.
     const std::vector<AlgorithmInfo>& autotune(const TensorView& a, const TensorView& b, const TensorView& d,
                                                const MatmulArgs& args = {}, core::StreamRef stream = {},
                                                int iterations = 10);
