@@ -8,7 +8,9 @@
 // strides as they are, no copy. Built when gpumath has DLPack interop (libdlpack-dev). Without a
 // GPU it shows a refused CPU tensor, says why it stops, and exits 77.
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <vector>
 
