@@ -336,6 +336,58 @@ int main(int argc, char** argv) {
         }
     }
 
+    // ---- Epilogs in gpumath's elementwise pass: SiLU + bias (cuBLASLt adds the bias, the pass
+    // applies SiLU) against cuBLASLt's fused GELU + bias, and a bias per row of a row-major D (the
+    // orientation cuBLASLt refuses: added in the pass) against the fused bias per column. x (m, k)
+    // row-major times W^T (W (n, k) row-major), D (m, n) row-major; ratios are fused time / pass time.
+    {
+        struct Shape {
+            std::int64_t m, n, k;
+        };
+        std::vector<Shape> shapes;
+        if (quick) shapes = {{2048, 2048, 2048}, {16, 2048, 2048}};
+        else shapes = {{8192, 8192, 8192}, {16, 8192, 8192}, {64, 8192, 8192}, {256, 8192, 8192}};
+        for (const Shape& sh : shapes) {
+            const std::int64_t m = sh.m, n = sh.n, k = sh.k;
+            const std::string group =
+                "bf16 epilog pass m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+            if (!report.selected(group)) continue;
+            core::Buffer x = random_device(DataType::bf16, std::size_t(m * k), 31, s);
+            core::Buffer w = random_device(DataType::bf16, std::size_t(n * k), 32, s);
+            core::Buffer bias_n = random_device(DataType::bf16, std::size_t(n), 33, s);
+            core::Buffer bias_m = random_device(DataType::bf16, std::size_t(m), 34, s);
+            core::Buffer y(std::size_t(m * n) * 2, stream);
+            const TensorView xv(x.data(), DataType::bf16, {m, k});
+            const TensorView wt(w.data(), DataType::bf16, {k, n}, {1, k});
+            const TensorView yv(y.data(), DataType::bf16, {m, n});
+            const TensorView per_col(bias_n.data(), DataType::bf16, {n}),
+                per_row(bias_m.data(), DataType::bf16, {m, 1});
+            Matmul gelu(xv, wt, {.epilog = Epilog::gelu_bias}), silu(xv, wt, {.epilog = Epilog::silu_bias});
+            Matmul fused_bias(xv, wt, {.epilog = Epilog::bias}), row_bias(xv, wt, {.epilog = Epilog::bias});
+            gelu.execute(xv, wt, yv, {.bias = per_col}, stream);
+            silu.execute(xv, wt, yv, {.bias = per_col}, stream);
+            fused_bias.execute(xv, wt, yv, {.bias = per_col}, stream);
+            row_bias.execute(xv, wt, yv, {.bias = per_row}, stream);
+            const Timing t = m >= 4096 ? timing : (quick ? Timing{3, 11, 4, 0.2} : Timing{10, 51, 6, 2.0});
+            const double flops = 2.0 * double(m) * double(n) * double(k);
+            const bool big = m >= 4096;
+            auto value = [&](double ms) { return big ? tflops(flops, ms) : ms; };
+            const char* unit = big ? "TFLOP/s" : "ms";
+            auto [gelu_ms, silu_ms] = compare(
+                s, [&](int) { gelu.execute(xv, wt, yv, {.bias = per_col}, stream); },
+                [&](int) { silu.execute(xv, wt, yv, {.bias = per_col}, stream); }, t);
+            report.add({group, "GELU + bias (fused)", unit, value(gelu_ms), 0, config_text(gelu.algorithm())});
+            report.add({group, "SiLU + bias (pass)", unit, value(silu_ms), gelu_ms / silu_ms,
+                        "ratio = fused GELU+bias time / SiLU+bias time (target >= 0.95)"});
+            auto [col_ms, row_ms] = compare(
+                s, [&](int) { fused_bias.execute(xv, wt, yv, {.bias = per_col}, stream); },
+                [&](int) { row_bias.execute(xv, wt, yv, {.bias = per_row}, stream); }, t);
+            report.add({group, "bias per column (fused)", unit, value(col_ms), 0, config_text(fused_bias.algorithm())});
+            report.add({group, "bias per row (pass)", unit, value(row_ms), col_ms / row_ms,
+                        "ratio = fused per-column time / per-row time (target >= 0.97)"});
+        }
+    }
+
     // ---- FP8 e4m3 -> bf16 (A row-major, B column-major: cuBLASLt's TN).
     {
         cudaDeviceProp p{};

@@ -235,6 +235,11 @@ cublasLtEpilogue_t lt_epilog_of(Epilog e, bool swap) {
             return swap ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_BGRADA;
         case Epilog::bgradb:
             return swap ? CUBLASLT_EPILOGUE_BGRADA : CUBLASLT_EPILOGUE_BGRADB;
+        // SiLU runs in gpumath's elementwise pass (epilog_pass_stage leaves cuBLASLt the bias).
+        case Epilog::silu:
+            return CUBLASLT_EPILOGUE_DEFAULT;
+        case Epilog::silu_bias:
+            return CUBLASLT_EPILOGUE_BIAS;
     }
     return CUBLASLT_EPILOGUE_DEFAULT;
 }

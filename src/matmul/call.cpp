@@ -3,6 +3,8 @@
 // strings) and the plan-match test.
 #include "matmul/call.hpp"
 
+#include "core/hash.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -111,7 +113,19 @@ MatmulKey make_key(const MatmulCall& call, const MatmulOptions& options, int dev
     push(k, key_tag);
     push(k, std::uint64_t(options.compute_type) | std::uint64_t(options.epilog) << 8 |
                 std::uint64_t(options.result_type ? int(*options.result_type) : 0xff) << 16 |
-                std::uint64_t(options.fast_accumulation) << 24);
+                std::uint64_t(options.fast_accumulation) << 24 |
+                std::uint64_t(options.epilog_function.has_value()) << 25);
+    if (const auto& f = options.epilog_function) {
+        // The function by its digest: the same text in every process, so tuning files keep it.
+        KeyHasher h;
+        h.field(f->source);
+        h.field(f->symbol);
+        const Digest digest = h.finish();
+        std::uint64_t words[2];
+        std::memcpy(words, digest.data(), sizeof words);
+        push(k, words[0]);
+        push(k, words[1]);
+    }
     push(k, std::uint64_t(options.workspace_limit));
     push(k, device < 0 ? 0 : reinterpret_cast<std::uintptr_t>(options.memory_resource.get()));
     push(k, device < 0 ? 0 : std::uint64_t(device) + 1);

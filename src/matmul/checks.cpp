@@ -14,7 +14,7 @@ namespace gpumath::detail {
 
 void check_options(const MatmulOptions& options, const char* api) {
     check_enum(options.compute_type, int(ComputeType::i32) + 1, "a ComputeType", "options.compute_type", api);
-    check_enum(options.epilog, int(Epilog::bgradb) + 1, "an Epilog", "options.epilog", api);
+    check_enum(options.epilog, int(Epilog::silu_bias) + 1, "an Epilog", "options.epilog", api);
     if (options.result_type)
         check_enum(*options.result_type, data_type_count, "a DataType", "options.result_type", api);
 }

@@ -38,6 +38,8 @@ Epilog strip_bias(Epilog e) {
             return Epilog::gelu;
         case Epilog::gelu_aux_bias:
             return Epilog::gelu_aux;
+        case Epilog::silu_bias:
+            return Epilog::silu;
         default:
             return e;
     }
@@ -220,7 +222,7 @@ BiasInput bias_stage(const MatmulSignature& sig, const TensorLayout& d, const Pr
 void epilog_vectors_stage(const MatmulSignature& sig, const BiasInput& bias, MatmulProblem& P) {
     const Epilog epilog = P.inputs.epilog;
     P.inputs.effective = bias.shape.full ? strip_bias(epilog) : epilog;
-    if (bias.present && !bias.shape.full) bias_vector(bias, P);
+    if (bias.present && !bias.shape.full && !P.pass.bias) bias_vector(bias, P);
     if (epilog_writes_aux(epilog) || epilog_reads_aux(epilog)) aux_input(sig, *P.signature.d, P);
     if (epilog_writes_bias_grad(epilog)) bias_grad_output(sig, P);
 }

@@ -25,6 +25,7 @@
 #include <gpumath/matmul/options.hpp>
 
 #include "matmul/call.hpp"
+#include "matmul/epilog_pass.hpp"
 #include "matmul/problem.hpp"
 
 namespace gpumath::detail {
@@ -59,6 +60,8 @@ struct MatmulPointers {
     MatmulScales scales;
     const void* a_scale = nullptr;  // scale tensors of the finer FP8 scale modes
     const void* b_scale = nullptr;
+    const void* pass_bias = nullptr;  // a bias the elementwise pass adds
+    void* user_info = nullptr;        // the user epilog function's
 
     /// Calls `f(slot, pointer)` with each operand's pointer (a reference, so `f` may move it).
     template <class F>
@@ -119,6 +122,7 @@ private:
     void query_heuristics(int max_algorithms);
     void set_pointer(cublasLtMatmulDescAttributes_t attr, int slot, const void* value);
     void set_pointer_attributes(const MatmulPointers& p);
+    void run_lt(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream);
 
     MatmulProblem problem_;
     MatmulCall call_;
@@ -130,6 +134,7 @@ private:
 
     cublasLtMatmulDesc_t desc_ = nullptr;
     cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr, ld_ = nullptr;
+    std::shared_ptr<const EpilogPassKernels> pass_;  // gpumath's elementwise pass over D, when it has one
     std::vector<cublasLtMatmulHeuristicResult_t> results_;
     std::vector<AlgorithmInfo> infos_;
     std::size_t selected_ = 0;

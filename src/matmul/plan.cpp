@@ -146,6 +146,7 @@ MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int 
                             to_string(P.scales.a), to_string(P.scales.b), device_, id.name, id.cc_major, id.cc_minor),
                 P.api);
     }
+    if (P.pass.on) pass_ = load_epilog_pass(P, options, device_);
     workspace_ = stream_workspace(device_, resource_);
     try {
         create_descriptors();
@@ -424,9 +425,14 @@ void MatmulPlan::set_pointer(cublasLtMatmulDescAttributes_t attr, int slot, cons
 
 void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream,
                      int current_device) {
-    const MatmulProblem& P = problem_;
     std::optional<DeviceGuard> guard;
     if (current_device != device_) guard.emplace(device_);
+    run_lt(p, alpha, beta, stream);
+    if (pass_) run_epilog_pass(*pass_, problem_.pass, p.d, p.pass_bias, p.user_info, stream);
+}
+
+void MatmulPlan::run_lt(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream) {
+    const MatmulProblem& P = problem_;
 
     alignas(16) unsigned char alpha_buf[16];
     alignas(16) unsigned char beta_buf[16];
@@ -536,6 +542,8 @@ MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, con
             check_allocated(p.bias_grad, slot_bias_grad);
         }
     }
+    if (P.pass.bias) p.pass_bias = args.bias->data();
+    p.user_info = args.epilog_user_info;
     p.scales = args.scales;
     if (args.scales.a_tensor) p.a_scale = args.scales.a_tensor->data();
     if (args.scales.b_tensor) p.b_scale = args.scales.b_tensor->data();

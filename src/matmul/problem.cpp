@@ -9,6 +9,7 @@
 #include "matmul/arrangement.hpp"
 #include "matmul/checks.hpp"
 #include "matmul/epilog_inputs.hpp"
+#include "matmul/epilog_pass.hpp"
 #include "matmul/scales.hpp"
 #include "matmul/shapes.hpp"
 #include "matmul/types.hpp"
@@ -29,6 +30,14 @@ std::string MatmulProblem::describe() const {
     if (scales.fine)
         text += fmt::format("; scales {} x {}{}", to_string(scales.a), to_string(scales.b),
                             lt.loop.on ? ", one cuBLASLt call per product" : "");
+    if (pass.on) {
+        text += fmt::format("; elementwise pass:{}{}{}", pass.bias ? " bias" : "",
+                            pass.act == EpilogPass::Activation::relu   ? " relu"
+                            : pass.act == EpilogPass::Activation::gelu ? " gelu"
+                            : pass.act == EpilogPass::Activation::silu ? " silu"
+                                                                       : "",
+                            pass.function ? " function" : "");
+    }
     return text;
 }
 
@@ -49,9 +58,12 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     s.d = result_stage(sig, P.shape, P.types, api);
 
     const BiasInput bias = bias_stage(sig, *s.d, P.shape, P.types, options.epilog, api);
-    arrangement_stage(sig, bias, P);
+    epilog_pass_route(bias, options, P);
+    // A bias the elementwise pass adds does not constrain cuBLASLt's arrangement.
+    arrangement_stage(sig, P.pass.bias ? BiasInput{} : bias, P);
     if (P.types.fp8) check_fp8_operands(sig, P.shape, api);
     epilog_vectors_stage(sig, bias, P);
+    epilog_pass_stage(bias, P);
     lt_epilog_stage(P);
     scale_stage(sig, P);
 

@@ -108,6 +108,24 @@ struct LtArrangement {
     BatchLoop loop;
 };
 
+/// What gpumath's elementwise pass over D does after cuBLASLt's product (epilog_pass.cpp): the
+/// activation cuBLASLt lacks (SiLU), a bias in the orientation cuBLASLt cannot add (then also the
+/// activation that follows it), and the user's epilog function. D as cuBLASLt wrote it: column-major
+/// D_lt (`inner` rows with unit stride, `outer` columns `ld` apart), `batch` products.
+struct EpilogPass {
+    enum class Activation : std::uint8_t { none, relu, gelu, silu };
+    bool on = false;
+    Activation act = Activation::none;
+    bool bias = false;        // the pass adds the bias
+    bool bias_inner = false;  // one bias value per D_lt row (else per D_lt column)
+    DataType bias_type = DataType::f32;
+    std::int64_t bias_stride = 0;        // elements between bias values
+    std::int64_t bias_batch_stride = 0;  // elements between products' biases (0: shared)
+    bool function = false;               // the user's epilog function runs last
+    bool swap = false;                   // D_lt = D^T: its rows are D's columns
+    std::int64_t inner = 0, outer = 0, ld = 0, batch = 1, batch_stride = 0;
+};
+
 struct MatmulProblem {
     const char* api = "";
     /// The call with every default filled in (d, the planned bias and aux): the plan's key and
@@ -118,6 +136,7 @@ struct MatmulProblem {
     EpilogInputs inputs;
     ScaleInputs scales;
     LtArrangement lt;
+    EpilogPass pass;
 
     /// "M=.. N=.. K=.. batch=.., a f16 (..) ..., epilog ..., compute ..." for messages and logs.
     [[nodiscard]] std::string describe() const;

@@ -207,7 +207,7 @@ void scale_stage(const MatmulSignature& sig, MatmulProblem& P) {
                     "d: an {} result with {} x {} scaling; cuBLASLt's finer scale modes produce bf16, f16 or f32 "
                     "(quantize the result with quantize_fp8)",
                     to_string(P.types.d), to_string(am), to_string(bm));
-    if (!epilog_supported(P.inputs.epilog))
+    if (!epilog_supported(P.inputs.effective))
         unsupported(api,
                     "epilog: {} with {} x {} scaling; cuBLASLt runs finer scale modes with epilogs none, relu, gelu, "
                     "bias, relu_bias, gelu_bias and relu_aux",

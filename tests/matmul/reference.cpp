@@ -344,6 +344,10 @@ RefResult reference(const Host& a, const Host& b, DataType d_type, const RefArgs
             case Epilog::gelu_aux_bias:
                 y = gelu(x.real());
                 break;
+            case Epilog::silu:
+            case Epilog::silu_bias:
+                y = x.real() / (1.0 + std::exp(-x.real()));
+                break;
             case Epilog::drelu:
             case Epilog::drelu_bgrad:
                 y = args.grad_pre->at(idx).real() > 0 ? x : cd(0.0);

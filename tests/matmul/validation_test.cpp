@@ -281,26 +281,29 @@ TEST(MatmulValidation, BiasNotPacked) {
         {"bias:", "stride 2", "packed"});
 }
 
-TEST(MatmulValidation, PerRowBiasNeedsColumnMajorD) {
+// bias, relu_bias, gelu_bias and silu_bias take a bias in either orientation (the one cuBLASLt
+// refuses runs in gpumath's elementwise pass: epilog_pass_test.cpp); the *_aux_bias epilogs store
+// x + bias as cuBLASLt computes it, so they still need the orientation cuBLASLt takes.
+TEST(MatmulValidation, PerRowBiasWithAuxNeedsColumnMajorD) {
     Problem p;
     expect_throw_with<InvalidArgument>(
         [&] {
-            matmul(p.a, p.b, p.d, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::bias});
+            matmul(p.a, p.b, p.d, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::gelu_aux_bias});
         },
         {"bias:", "(8, 1)", "one value per row", "column-major d"});
     // The allocating call returns a row-major d, so the same holds there.
     expect_throw_with<InvalidArgument>(
         [&] {
-            matmul(p.a, p.b, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::bias});
+            matmul(p.a, p.b, {.bias = v(3, f32, {8, 1})}, {.epilog = Epilog::relu_aux_bias});
         },
         {"bias:", "one value per row"});
 }
 
-TEST(MatmulValidation, PerColumnBiasNeedsRowMajorD) {
+TEST(MatmulValidation, PerColumnBiasWithAuxNeedsRowMajorD) {
     Problem p;
     expect_throw_with<InvalidArgument>(
         [&] {
-            matmul(p.a, p.b, v(2, f32, {8, 6}, {1, 8}), {.bias = v(3, f32, {6})}, {.epilog = Epilog::bias});
+            matmul(p.a, p.b, v(2, f32, {8, 6}, {1, 8}), {.bias = v(3, f32, {6})}, {.epilog = Epilog::gelu_aux_bias});
         },
         {"bias:", "(6,)", "one value per column", "row-major d"});
 }

@@ -48,7 +48,9 @@ enum class ComputeType : std::uint8_t { automatic, f16, f32, f32_fast_f16, f32_f
     return "unknown";
 }
 
-/// What is applied to `alpha * A @ B + beta * C` before it is stored in D: cuBLASLt's epilogues.
+/// What is applied to `alpha * A @ B + beta * C` before it is stored in D: cuBLASLt's epilogues,
+/// and SiLU, which cuBLASLt lacks (gpumath applies it in an elementwise pass over D after the
+/// product, with the bias fused into the product where cuBLASLt can add it).
 ///
 /// | epilog | extra input | extra output | D |
 /// |---|---|---|---|
@@ -62,6 +64,12 @@ enum class ComputeType : std::uint8_t { automatic, f16, f32, f32_fast_f16, f32_f
 /// | drelu_bgrad, dgelu_bgrad | aux | bias_grad = D summed over D's rows or columns | x * act'(aux) |
 /// | bgrada | | bias_grad[m] = sum_k A[m, k] | x |
 /// | bgradb | | bias_grad[n] = sum_k B[k, n] | x |
+/// | silu | | | x * sigmoid(x) |
+/// | silu_bias | bias | | silu(x + bias) |
+///
+/// A bias per row of a row-major D, or per column of a column-major D (the orientation cuBLASLt's
+/// epilog bias cannot run along), is added in the elementwise pass for bias, relu_bias, gelu_bias
+/// and silu_bias; the *_aux_bias epilogs need the orientation cuBLASLt takes.
 ///
 /// GELU is the tanh approximation `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, as cuBLASLt
 /// computes it. docs/matmul.md gives the shapes and dtypes of every input and output.
@@ -82,6 +90,8 @@ enum class Epilog : std::uint8_t {
     dgelu_bgrad,
     bgrada,
     bgradb,
+    silu,
+    silu_bias,
 };
 
 /// The enumerator's name ("gelu_aux_bias", ...).
@@ -119,6 +129,10 @@ enum class Epilog : std::uint8_t {
             return "bgrada";
         case Epilog::bgradb:
             return "bgradb";
+        case Epilog::silu:
+            return "silu";
+        case Epilog::silu_bias:
+            return "silu_bias";
     }
     return "unknown";
 }
@@ -126,7 +140,7 @@ enum class Epilog : std::uint8_t {
 /// True when the epilog adds a bias (`MatmulArgs::bias` required).
 [[nodiscard]] constexpr bool epilog_takes_bias(Epilog e) noexcept {
     return e == Epilog::bias || e == Epilog::relu_bias || e == Epilog::relu_aux_bias || e == Epilog::gelu_bias ||
-           e == Epilog::gelu_aux_bias;
+           e == Epilog::gelu_aux_bias || e == Epilog::silu_bias;
 }
 /// True when the epilog writes an aux output (ReLU bit mask or GELU input).
 [[nodiscard]] constexpr bool epilog_writes_aux(Epilog e) noexcept {
@@ -148,6 +162,27 @@ enum class Epilog : std::uint8_t {
 /// cuBLAS's recommended workspace on Hopper and gpumath's default limit: 32 MiB.
 inline constexpr std::size_t default_workspace_limit = std::size_t(32) << 20;
 
+/// A user epilog: CUDA C++ source defining a `__device__` function that gpumath applies to every
+/// element of D after the built-in `Epilog`, in an elementwise pass over D that reads and writes
+/// D once. It must match `matmul_epilog_signature(symbol)`:
+///
+///     __device__ float symbol(float value, long long batch, long long row, long long col, void* user_info)
+///
+/// `value` is the element (after the built-in epilog) in f32, `row` and `col` its indices in D
+/// (M x N), `batch` the product's index among D's flattened batch dimensions, and `user_info` the
+/// call's `MatmulArgs::epilog_user_info`, so the function can read a bias of any orientation, a
+/// gate or anything else from device memory. Compiled with NVRTC through the compile cache when
+/// the plan is made; D must be f16, bf16 or f32.
+struct MatmulEpilogFunction {
+    /// CUDA C++ source defining `symbol` (it may define other functions and include headers).
+    std::string source{};
+    /// The function's name (may be namespace-qualified, e.g. "act::swish").
+    std::string symbol{};
+};
+
+/// The declaration a user epilog named `symbol` must match.
+[[nodiscard]] std::string matmul_epilog_signature(const std::string& symbol = "epilog");
+
 /// Options of a matrix multiplication, fixed when a Matmul is built (part of the plan cache key of
 /// `matmul()`).
 struct MatmulOptions {
@@ -165,6 +200,8 @@ struct MatmulOptions {
     std::shared_ptr<core::MemoryResource> memory_resource{};
     /// FP8 only: skip the periodic promotion of partial sums (faster, less accurate).
     bool fast_accumulation = false;
+    /// A user function applied to every element of D after `epilog` (see MatmulEpilogFunction).
+    std::optional<MatmulEpilogFunction> epilog_function{};
 };
 
 /// What plan() asks cuBLASLt's heuristics for.
@@ -269,6 +306,9 @@ struct MatmulArgs {
     std::optional<TensorView> bias_grad{};
     /// FP8 scales.
     MatmulScales scales{};
+    /// Handed to the user epilog function (MatmulOptions::epilog_function) as `user_info`:
+    /// device-accessible memory, or null. Ignored without a function.
+    void* epilog_user_info = nullptr;
 };
 
 /// One algorithm cuBLASLt's heuristics proposed, with its configuration.
