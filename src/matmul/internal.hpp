@@ -162,4 +162,10 @@ MatmulOutputs run_plan(MatmulPlan& plan, const TensorView& a, const TensorView& 
 /// Reads the current device (throws CudaError without one).
 [[nodiscard]] int matmul_current_device();
 
+/// The plan for `call` under `options` on `device` from the stateless matmul()'s cache, made from
+/// analyze() on a miss (`created` then set). Shared with grouped_matmul(), whose per-group plans
+/// are the plans matmul() makes for the same operands.
+[[nodiscard]] std::shared_ptr<MatmulPlan> cached_plan(const MatmulCall& call, const MatmulOptions& options, int device,
+                                                      const char* api, bool* created = nullptr);
+
 }  // namespace gpumath::detail

@@ -31,6 +31,16 @@ PlanCache& plan_cache() {
 }
 
 }  // namespace
+
+std::shared_ptr<MatmulPlan> cached_plan(const MatmulCall& call, const MatmulOptions& options, int device,
+                                        const char* api, bool* created) {
+    const MatmulKey key = make_key(call, options, device);
+    return plan_cache().get_or_create(key, [&] {
+        if (created != nullptr) *created = true;
+        return std::make_shared<MatmulPlan>(analyze(MatmulSignature::of(call), options, api), options, device, 1);
+    });
+}
+
 }  // namespace detail
 
 namespace {
@@ -39,13 +49,8 @@ namespace {
 MatmulOutputs matmul_on(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                         const MatmulOptions& options, core::StreamRef stream, int device, const char* api) {
     const detail::MatmulCall call = detail::call_of(a, b, &d, args);
-    const detail::MatmulKey key = detail::make_key(call, options, device);
     bool created = false;
-    const std::shared_ptr<detail::MatmulPlan> plan = detail::plan_cache().get_or_create(key, [&] {
-        created = true;
-        return std::make_shared<detail::MatmulPlan>(detail::analyze(detail::MatmulSignature::of(call), options, api),
-                                                    options, device, 1);
-    });
+    const std::shared_ptr<detail::MatmulPlan> plan = detail::cached_plan(call, options, device, api, &created);
     if (log_enabled(LogLevel::debug))
         detail::log(LogLevel::debug, "matmul plan cache {}: M={} N={} K={} epilog {} algorithm {}",
                     created ? "miss" : "hit", plan->problem().shape.m, plan->problem().shape.n, plan->problem().shape.k,
