@@ -2,6 +2,7 @@
 // Matrix multiplication on cuBLASLt: the Matmul plan, the stateless matmul() and its plan cache.
 #pragma once
 
+#include <gpumath/matmul/grouped.hpp>
 #include <gpumath/matmul/matmul.hpp>
 #include <gpumath/matmul/options.hpp>
 #include <gpumath/matmul/plan_cache.hpp>

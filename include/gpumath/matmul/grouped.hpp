@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+// Grouped products: G matrix products of different M sharing K and N, as a mixture-of-experts
+// layer runs them (each expert's tokens times that expert's weights).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include <gpumath/core/stream.hpp>
+#include <gpumath/layout.hpp>
+#include <gpumath/matmul/options.hpp>
+#include <gpumath/tensor.hpp>
+
+namespace gpumath {
+
+namespace detail {
+class GroupedState;
+}  // namespace detail
+
+/// How a grouped product runs its G products.
+enum class GroupedBackend : std::uint8_t {
+    /// gpumath chooses; today always `loop` (the only backend so far).
+    automatic,
+    /// One cuBLASLt product per non-empty group, on the caller's stream, in group order; each
+    /// group's plan is made once (per M, layout and pointer alignment) and cached.
+    loop,
+};
+
+/// The enumerator's name ("loop", ...).
+[[nodiscard]] constexpr std::string_view to_string(GroupedBackend b) noexcept {
+    switch (b) {
+        case GroupedBackend::automatic:
+            return "automatic";
+        case GroupedBackend::loop:
+            return "loop";
+    }
+    return "invalid GroupedBackend";
+}
+
+/// Options of a grouped product beyond MatmulOptions.
+struct GroupedOptions {
+    /// Which backend runs the products.
+    GroupedBackend backend = GroupedBackend::automatic;
+};
+
+/// The per-call arguments of a grouped product. Views are not owned and must stay valid until the
+/// work enqueued on the stream has finished.
+struct GroupedMatmulArgs {
+    /// Scales every A_g @ B_g.
+    Scalar alpha = 1.0;
+    /// Bias of the *_bias epilogs: (G, N), row g added to every row of D_g (a bias per column of
+    /// D_g, as `MatmulArgs::bias` of shape (N,)); a stride of 0 along G shares one row.
+    std::optional<TensorView> bias{};
+};
+
+/// Group sizes in device memory, as a router kernel writes them, for the form of execute() that
+/// needs no host synchronization.
+struct DeviceGroupSizes {
+    /// (G,) i32 device tensor: the rows of A (and D) of each group, in order.
+    TensorView sizes{};
+    /// Upper bound on the sum of the sizes, known on the host (at most A's rows); required.
+    std::int64_t max_total_rows = -1;
+};
+
+/// G planned products `D_g = epilog(alpha * A_g @ B_g + bias_g)` of different M_g sharing K and N:
+/// the products of a mixture-of-experts layer.
+///
+/// Two forms. Per-group layouts: G layouts of A_g (M_g, K) and of B_g (K, N), executed with G
+/// views of each (and G views of D_g (M_g, N)). Mixture of experts: one A (T, K) whose rows are
+/// sorted by group (group g owns M_g consecutive rows), weights B (G, K, N) and one D (T, N),
+/// executed with the M_g as a host array (or in device memory: DeviceGroupSizes). Every matrix needs
+/// one unit-stride dimension (row- or column-major, per expert too). Groups of 0 rows are legal and
+/// compute nothing.
+///
+/// Types f16, bf16 and f32 (A and B of one type; D of MatmulOptions::result_type or theirs);
+/// epilogs none, relu, gelu, silu and their _bias forms (bias as GroupedMatmulArgs::bias).
+/// Epilogs with aux outputs or inputs, bias gradients, user epilog functions and FP8 are
+/// NotSupported.
+///
+/// The constructor only validates (it runs on machines without a GPU); plan() makes the plans of
+/// the constructed sizes and is implicit on the first execute(). Execution is thread-safe: several
+/// threads may call execute() on one GroupedMatmul with different streams. Nothing is allocated
+/// while a stream captures a CUDA graph.
+///
+/// Throws InvalidArgument or NotSupported naming the operand and the group, before any GPU work;
+/// CudaError without a device, CublasError when cuBLASLt fails.
+class GroupedMatmul {
+public:
+    /// Products of per-group operands laid out like `a[g]` (M_g, K) and `b[g]` (K, N); G =
+    /// a.size() = b.size() > 0. Pointers are not needed yet.
+    GroupedMatmul(std::span<const TensorLayout> a, std::span<const TensorLayout> b, const MatmulOptions& options = {},
+                  const GroupedOptions& grouped = {});
+    /// The mixture-of-experts form: `a` (T, K) with rows sorted by group, weights `b` (G, K, N) and
+    /// `group_sizes` (G values summing to T) that plan() plans for; execute() may pass other sizes.
+    GroupedMatmul(const TensorLayout& a, const TensorLayout& b, std::span<const std::int64_t> group_sizes,
+                  const MatmulOptions& options = {}, const GroupedOptions& grouped = {});
+    /// Moves the plans; the moved-from GroupedMatmul is empty: its methods throw InvalidArgument
+    /// ("moved-from GroupedMatmul") and its noexcept accessors return 0 or defaults.
+    GroupedMatmul(GroupedMatmul&&) noexcept;
+    GroupedMatmul& operator=(GroupedMatmul&&) noexcept;
+    GroupedMatmul(const GroupedMatmul&) = delete;
+    GroupedMatmul& operator=(const GroupedMatmul&) = delete;
+    ~GroupedMatmul();
+
+    /// Makes the plan of every non-empty group of the constructed layouts and sizes (D row-major
+    /// and dense, pointers 256-byte aligned), so that an execute() with such operands plans nothing.
+    /// Needs a device.
+    void plan();
+
+    /// Enqueues the products of the per-group form on `stream`: `a`, `b` and `d` hold G views each,
+    /// `a[g]` and `b[g]` laid out as constructed, `d[g]` (M_g, N) of the result type, row- or
+    /// column-major. No D may overlap another D or any input.
+    void execute(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
+                 const GroupedMatmulArgs& args = {}, core::StreamRef stream = {});
+    /// Enqueues the products of the mixture-of-experts form: `a` (T, K) and `b` (G, K, N) laid out as
+    /// constructed except that T = the sum of `group_sizes` (host memory, G non-negative values);
+    /// `d` (T, N) of the result type, row- or column-major, overlapping no input.
+    void execute(const TensorView& a, const TensorView& b, const TensorView& d,
+                 std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
+                 core::StreamRef stream = {});
+    /// The mixture-of-experts form with group sizes in device memory (capturable: no host
+    /// synchronization). Not supported by the loop backend, which needs each M_g on the host: it
+    /// validates the operands and throws NotSupported (docs/matmul.md, "Grouped products").
+    void execute(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,
+                 const GroupedMatmulArgs& args = {}, core::StreamRef stream = {});
+
+    /// Number of groups G (0 when moved from).
+    [[nodiscard]] std::int64_t group_count() const noexcept;
+    /// N and K shared by every group (0 when moved from).
+    [[nodiscard]] std::int64_t n() const noexcept;
+    [[nodiscard]] std::int64_t k() const noexcept;
+    /// True for the mixture-of-experts form (one A, B (G, K, N), one D).
+    [[nodiscard]] bool contiguous() const noexcept;
+    /// The backend in use (`automatic` resolved; `automatic` when moved from).
+    [[nodiscard]] GroupedBackend backend() const noexcept;
+    /// The element type of every D.
+    [[nodiscard]] DataType result_type() const noexcept;
+    /// The options given at construction.
+    [[nodiscard]] const MatmulOptions& options() const noexcept;
+
+private:
+    detail::GroupedState& state(const char* api) const;
+    std::unique_ptr<detail::GroupedState> state_;
+};
+
+/// The per-group form in one call: `D_g = epilog(alpha * A_g @ B_g + bias_g)` for the G views of
+/// `a`, `b` and `d`, enqueued on `stream`. Each group's plan comes from matmul()'s plan cache
+/// (MatmulPlanCache: a group of the same operands as a matmul() call shares its plan). Throws as
+/// GroupedMatmul.
+void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
+                    const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {}, core::StreamRef stream = {});
+
+/// The mixture-of-experts form in one call: `a` (T, K) rows sorted by group, `b` (G, K, N), `d`
+/// (T, N), `group_sizes` on the host (G values summing to T). Plans as the per-group form.
+void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d,
+                    std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
+                    const MatmulOptions& options = {}, core::StreamRef stream = {});
+
+/// The mixture-of-experts form with group sizes in device memory. Validates, then throws
+/// NotSupported as GroupedMatmul::execute does for the loop backend.
+void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,
+                    const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {}, core::StreamRef stream = {});
+
+}  // namespace gpumath

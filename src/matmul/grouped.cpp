@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+// gpumath::GroupedMatmul: validation at construction, then the loop backend with the plans of this
+// object in a cache of its own, keyed as matmul()'s plans are (one plan per group shape, layout and
+// pointer alignment, so groups of equal M share one).
+#include "matmul/grouped.hpp"
+
+#include <fmt/format.h>
+
+#include "detail/log.hpp"
+#include "detail/lru_cache.hpp"
+#include "matmul/checks.hpp"
+
+namespace gpumath {
+namespace detail {
+
+class GroupedState {
+public:
+    /// Plans kept per object: one per distinct group shape and alignment seen.
+    static constexpr std::size_t plan_capacity = 1024;
+
+    GroupedState(std::span<const TensorLayout> a, std::span<const TensorLayout> b, const MatmulOptions& options,
+                 const GroupedOptions& grouped)
+        : options_(options) {
+        constexpr const char* api = "GroupedMatmul";
+        check_grouped_options(options, grouped, api);
+        shape_ = check_group_layouts(a, b, options, api);
+        a_.assign(a.begin(), a.end());
+        b_.assign(b.begin(), b.end());
+        for (std::size_t g = 0; g < a_.size(); ++g)
+            if (a_[g].shape(0) > 0) (void)analyze_group(group_signature(a_[g], b_[g]), options_, std::int64_t(g), api);
+        resolve_backend(grouped);
+    }
+
+    GroupedState(const TensorLayout& a, const TensorLayout& b, std::span<const std::int64_t> sizes,
+                 const MatmulOptions& options, const GroupedOptions& grouped)
+        : options_(options), contiguous_(true) {
+        constexpr const char* api = "GroupedMatmul";
+        check_grouped_options(options, grouped, api);
+        shape_ = check_moe_layouts(a, b, options, api);
+        check_group_sizes(sizes, shape_.groups, a.shape(0), api);
+        a_ = {a};
+        b_ = {b};
+        sizes_.assign(sizes.begin(), sizes.end());
+        const TensorLayout bg = weights_of(b);
+        for (std::size_t g = 0; g < sizes_.size(); ++g)
+            if (sizes_[g] > 0)
+                (void)analyze_group(group_signature(moe_a(sizes_[g]), bg), options_, std::int64_t(g), api);
+        resolve_backend(grouped);
+    }
+
+    void plan() {
+        constexpr const char* api = "GroupedMatmul::plan";
+        const int device = matmul_current_device();
+        const TensorLayout bg = contiguous_ ? weights_of(b_[0]) : TensorLayout{};
+        for (std::size_t g = 0; g < std::size_t(shape_.groups); ++g) {
+            const std::int64_t M = contiguous_ ? sizes_[g] : a_[g].shape(0);
+            if (M == 0) continue;
+            const MatmulProblem P = contiguous_
+                                        ? analyze_group(group_signature(moe_a(M), bg), options_, std::int64_t(g), api)
+                                        : analyze_group(group_signature(a_[g], b_[g]), options_, std::int64_t(g), api);
+            (void)plans_.get_or_create(make_key(P.signature.call(), options_, -1),
+                                       [&] { return std::make_shared<MatmulPlan>(P, options_, device, 1); });
+        }
+    }
+
+    void execute(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
+                 const GroupedMatmulArgs& args, core::StreamRef stream) {
+        constexpr const char* api = "GroupedMatmul::execute";
+        if (contiguous_)
+            invalid(api,
+                    "a: G views given, but this GroupedMatmul was built in the mixture-of-experts form; pass one a "
+                    "(T, K), b (G, K, N), d (T, N) and the group sizes");
+        if (std::int64_t(a.size()) != shape_.groups || std::int64_t(b.size()) != shape_.groups)
+            invalid(api, "a, b: {} and {} views for the G = {} groups this GroupedMatmul was built for", a.size(),
+                    b.size(), shape_.groups);
+        for (std::size_t g = 0; g < a.size(); ++g) {
+            if (!(static_cast<const TensorLayout&>(a[g]) == a_[g]))
+                invalid(api, "a[{}]: layout {} differs from the layout this GroupedMatmul was built for ({})", g,
+                        to_string(a[g]), to_string(a_[g]));
+            if (!(static_cast<const TensorLayout&>(b[g]) == b_[g]))
+                invalid(api, "b[{}]: layout {} differs from the layout this GroupedMatmul was built for ({})", g,
+                        to_string(b[g]), to_string(b_[g]));
+        }
+        check_group_call(a, b, d, args, shape_, options_.epilog, api);
+        std::vector<GroupOperands> groups;
+        groups_of(a, b, d, args, groups);
+        run(groups, args, stream, api);
+    }
+
+    void execute(const TensorView& a, const TensorView& b, const TensorView& d, std::span<const std::int64_t> sizes,
+                 const GroupedMatmulArgs& args, core::StreamRef stream) {
+        constexpr const char* api = "GroupedMatmul::execute";
+        check_moe_operands(a, b, api);
+        check_group_sizes(sizes, shape_.groups, a.shape(0), api);
+        check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
+        std::vector<GroupOperands> groups;
+        groups_of(a, b, d, sizes, args, groups);
+        run(groups, args, stream, api);
+    }
+
+    void execute(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& sizes,
+                 const GroupedMatmulArgs& args, core::StreamRef stream) {
+        constexpr const char* api = "GroupedMatmul::execute";
+        (void)stream;
+        check_moe_operands(a, b, api);
+        check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
+        check_device_sizes(sizes, d, shape_, a.shape(0), api);
+        device_sizes_not_supported(api);
+    }
+
+    [[nodiscard]] const GroupedShape& shape() const noexcept { return shape_; }
+    [[nodiscard]] bool contiguous() const noexcept { return contiguous_; }
+    [[nodiscard]] GroupedBackend backend() const noexcept { return backend_; }
+    [[nodiscard]] const MatmulOptions& options() const noexcept { return options_; }
+
+private:
+    /// The constructed A's layout with M rows (same strides).
+    [[nodiscard]] TensorLayout moe_a(std::int64_t M) const {
+        const TensorLayout& a = a_[0];
+        const std::int64_t shape[] = {M, a.shape(1)};
+        const std::int64_t strides[] = {a.stride(0), a.stride(1)};
+        return TensorLayout(a.dtype(), shape, strides);
+    }
+
+    void resolve_backend(const GroupedOptions& grouped) {
+        // Only the loop exists so far; `automatic` will choose by measurement once there are others.
+        backend_ = grouped.backend == GroupedBackend::automatic ? GroupedBackend::loop : grouped.backend;
+    }
+
+    void check_moe_operands(const TensorView& a, const TensorView& b, const char* api) const {
+        if (!contiguous_)
+            invalid(api,
+                    "a: one A given, but this GroupedMatmul was built from per-group layouts; pass G views of a, b "
+                    "and d");
+        const TensorLayout& ca = a_[0];
+        if (a.rank() != 2 || a.dtype() != ca.dtype() || a.shape(1) != ca.shape(1) || a.stride(0) != ca.stride(0) ||
+            a.stride(1) != ca.stride(1))
+            invalid(api,
+                    "a: layout {} differs from the layout this GroupedMatmul was built for ({}) in more than its "
+                    "number of rows",
+                    to_string(a), to_string(ca));
+        if (!(static_cast<const TensorLayout&>(b) == b_[0]))
+            invalid(api, "b: layout {} differs from the layout this GroupedMatmul was built for ({})", to_string(b),
+                    to_string(b_[0]));
+    }
+
+    void run(const std::vector<GroupOperands>& groups, const GroupedMatmulArgs& args, core::StreamRef stream,
+             const char* api) {
+        if (groups.empty()) return;
+        const int device = matmul_current_device();
+        run_loop(groups, args.alpha, stream, device, [&](const MatmulCall& call) {
+            return plans_.get_or_create(make_key(call, options_, -1), [&] {
+                auto plan = std::make_shared<MatmulPlan>(analyze(MatmulSignature::of(call), options_, api), options_,
+                                                         device, 1);
+                if (log_enabled(LogLevel::debug))
+                    detail::log(LogLevel::debug, "GroupedMatmul: planned a group of M={} (algorithm {})",
+                                plan->problem().shape.m, plan->infos()[plan->selected()].id);
+                return plan;
+            });
+        });
+    }
+
+    MatmulOptions options_;
+    GroupedShape shape_;
+    bool contiguous_ = false;
+    GroupedBackend backend_ = GroupedBackend::loop;
+    std::vector<TensorLayout> a_, b_;  // per group; the mixture-of-experts form: a_[0] (T, K), b_[0] (G, K, N)
+    std::vector<std::int64_t> sizes_;  // the mixture-of-experts form's planned sizes
+    LruCache<MatmulKey, MatmulPlan, MatmulKeyHash> plans_{plan_capacity};
+};
+
+}  // namespace detail
+
+GroupedMatmul::GroupedMatmul(std::span<const TensorLayout> a, std::span<const TensorLayout> b,
+                             const MatmulOptions& options, const GroupedOptions& grouped)
+    : state_(std::make_unique<detail::GroupedState>(a, b, options, grouped)) {}
+
+GroupedMatmul::GroupedMatmul(const TensorLayout& a, const TensorLayout& b, std::span<const std::int64_t> group_sizes,
+                             const MatmulOptions& options, const GroupedOptions& grouped)
+    : state_(std::make_unique<detail::GroupedState>(a, b, group_sizes, options, grouped)) {}
+
+GroupedMatmul::GroupedMatmul(GroupedMatmul&&) noexcept = default;
+GroupedMatmul& GroupedMatmul::operator=(GroupedMatmul&&) noexcept = default;
+GroupedMatmul::~GroupedMatmul() = default;
+
+detail::GroupedState& GroupedMatmul::state(const char* api) const {
+    if (!state_) [[unlikely]]
+        detail::throw_moved_from("GroupedMatmul", api);
+    return *state_;
+}
+
+void GroupedMatmul::plan() { state("GroupedMatmul::plan").plan(); }
+
+void GroupedMatmul::execute(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
+                            const GroupedMatmulArgs& args, core::StreamRef stream) {
+    state("GroupedMatmul::execute").execute(a, b, d, args, stream);
+}
+
+void GroupedMatmul::execute(const TensorView& a, const TensorView& b, const TensorView& d,
+                            std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args,
+                            core::StreamRef stream) {
+    state("GroupedMatmul::execute").execute(a, b, d, group_sizes, args, stream);
+}
+
+void GroupedMatmul::execute(const TensorView& a, const TensorView& b, const TensorView& d,
+                            const DeviceGroupSizes& group_sizes, const GroupedMatmulArgs& args,
+                            core::StreamRef stream) {
+    state("GroupedMatmul::execute").execute(a, b, d, group_sizes, args, stream);
+}
+
+std::int64_t GroupedMatmul::group_count() const noexcept { return state_ ? state_->shape().groups : 0; }
+std::int64_t GroupedMatmul::n() const noexcept { return state_ ? state_->shape().n : 0; }
+std::int64_t GroupedMatmul::k() const noexcept { return state_ ? state_->shape().k : 0; }
+bool GroupedMatmul::contiguous() const noexcept { return state_ && state_->contiguous(); }
+GroupedBackend GroupedMatmul::backend() const noexcept {
+    return state_ ? state_->backend() : GroupedBackend::automatic;
+}
+DataType GroupedMatmul::result_type() const noexcept { return state_ ? state_->shape().result : DataType::f32; }
+const MatmulOptions& GroupedMatmul::options() const noexcept {
+    static const MatmulOptions none;
+    return state_ ? state_->options() : none;
+}
+
+}  // namespace gpumath

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to src/matmul: grouped products. The rules every group shares (grouped_checks.cpp), the
+// slicing of a call into one matmul per group, and the loop backend: every group's plan is looked
+// up (or made) before the first product is enqueued, then the products run in group order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <gpumath/error.hpp>
+#include <gpumath/matmul/grouped.hpp>
+#include <gpumath/matmul/options.hpp>
+
+#include "matmul/internal.hpp"
+
+namespace gpumath::detail {
+
+/// What every group shares: G, N, K and the types.
+struct GroupedShape {
+    std::int64_t groups = 0;
+    std::int64_t n = 0, k = 0;
+    DataType input = DataType::f32;   // of every A and B
+    DataType result = DataType::f32;  // of every D
+};
+
+/// One non-empty group's operands, as one matmul sees them.
+struct GroupOperands {
+    std::int64_t group = 0;
+    TensorView a, b, d;
+    std::optional<TensorView> bias;  // (N,): row `group` of GroupedMatmulArgs::bias
+};
+
+/// Options: every enum in range, an epilog without aux, bias gradient or user function.
+void check_grouped_options(const MatmulOptions& options, const GroupedOptions& grouped, const char* api);
+
+/// The per-group form's layouts: G > 0, rank 2, one input type of f16/bf16/f32, shared K and N.
+/// Instantiated for TensorLayout and TensorView.
+template <class L>
+[[nodiscard]] GroupedShape check_group_layouts(std::span<const L> a, std::span<const L> b, const MatmulOptions& options,
+                                               const char* api);
+
+/// The mixture-of-experts form's layouts: a (T, K), b (G, K, N) with G > 0, one input type.
+[[nodiscard]] GroupedShape check_moe_layouts(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options,
+                                             const char* api);
+
+/// Host group sizes: G values, none negative, summing to `rows`.
+void check_group_sizes(std::span<const std::int64_t> sizes, std::int64_t groups, std::int64_t rows, const char* api);
+
+/// Everything about a per-group call but its a and b layouts (checked by the caller): d's count,
+/// shapes and type, the bias, pointer alignment and alpha, and that no D overlaps another D or an
+/// input.
+void check_group_call(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
+                      const GroupedMatmulArgs& args, const GroupedShape& shape, Epilog epilog, const char* api);
+
+/// The same for the mixture-of-experts form: d (rows, N) of the result type whose rows do not
+/// overlap, the bias, alignment and alpha, no output overlapping an input.
+void check_moe_call(const TensorView& a, const TensorView& b, const TensorView& d, std::int64_t rows,
+                    const GroupedMatmulArgs& args, const GroupedShape& shape, Epilog epilog, const char* api);
+
+/// Device group sizes: a (G,) i32 tensor and a bound within a's rows.
+void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, const GroupedShape& shape,
+                        std::int64_t rows, const char* api);
+
+/// NotSupported: the loop backend needs every M_g on the host.
+[[noreturn]] void device_sizes_not_supported(const char* api);
+
+/// The matmul signature of group `a` x `b` from layouts alone (d and bias take their defaults).
+[[nodiscard]] MatmulSignature group_signature(const TensorLayout& a, const TensorLayout& b);
+
+/// analyze() of one group, its InvalidArgument or NotSupported naming the group.
+[[nodiscard]] MatmulProblem analyze_group(const MatmulSignature& sig, const MatmulOptions& options, std::int64_t group,
+                                          const char* api);
+
+/// The layout of every B_g of a (G, K, N) weights layout (only the pointer moves with g).
+[[nodiscard]] TensorLayout weights_of(const TensorLayout& b);
+
+/// The non-empty groups of a per-group call.
+void groups_of(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
+               const GroupedMatmulArgs& args, std::vector<GroupOperands>& out);
+/// The non-empty groups of a mixture-of-experts call (rows of a and d sliced by `sizes`).
+void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, std::span<const std::int64_t> sizes,
+               const GroupedMatmulArgs& args, std::vector<GroupOperands>& out);
+
+/// Rethrows the InvalidArgument or NotSupported being handled with "group <g>: " after its api.
+[[noreturn]] void rethrow_for_group(std::int64_t group);
+
+/// The loop backend: finds every group's plan (`lookup(call)`), so that bad input is reported
+/// before any product is enqueued, then runs the products in group order on `stream`.
+template <class Lookup>
+void run_loop(std::span<const GroupOperands> groups, const Scalar& alpha, core::StreamRef stream, int device,
+              Lookup&& lookup) {
+    std::vector<std::shared_ptr<MatmulPlan>> plans;
+    plans.reserve(groups.size());
+    for (const GroupOperands& g : groups) {
+        const MatmulArgs args{.alpha = alpha, .bias = g.bias};
+        try {
+            plans.push_back(lookup(call_of(g.a, g.b, &g.d, args)));
+        } catch (const InvalidArgument&) {
+            rethrow_for_group(g.group);
+        } catch (const NotSupported&) {
+            rethrow_for_group(g.group);
+        }
+    }
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        const GroupOperands& g = groups[i];
+        (void)run_plan(*plans[i], g.a, g.b, g.d, MatmulArgs{.alpha = alpha, .bias = g.bias}, stream, device);
+    }
+}
+
+}  // namespace gpumath::detail

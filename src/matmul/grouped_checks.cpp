@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: Apache-2.0
+// The rules of grouped products that no single matmul checks: the group count, shared K and N, one
+// input type, group sizes, the (G, N) bias, outputs overlapping across groups, and the slicing of a
+// call into one matmul per group. Host only: no CUDA calls.
+#include "matmul/grouped.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "detail/enum_check.hpp"
+#include "matmul/checks.hpp"
+#include "matmul/types.hpp"
+
+namespace gpumath::detail {
+namespace {
+
+bool grouped_epilog(Epilog e) noexcept {
+    return e == Epilog::none || e == Epilog::relu || e == Epilog::gelu || e == Epilog::silu || e == Epilog::bias ||
+           e == Epilog::relu_bias || e == Epilog::gelu_bias || e == Epilog::silu_bias;
+}
+
+/// f16, bf16 or f32; FP8 and the other matmul types are NotSupported.
+void check_input_type(DataType t, const char* name, const char* api) {
+    if (t == DataType::f16 || t == DataType::bf16 || t == DataType::f32) return;
+    if (is_fp8(t))
+        unsupported(api,
+                    "{}: {} grouped products are not supported yet (FP8 needs per-group scales, planned with the "
+                    "grouped backends); use bf16 or f16",
+                    name, to_string(t));
+    unsupported(api, "{}: {} given; grouped products take f16, bf16 or f32", name, to_string(t));
+}
+
+DataType result_of(DataType input, const MatmulOptions& options) {
+    return options.result_type ? *options.result_type : *default_result(input);
+}
+
+struct Range {
+    std::uintptr_t lo = 0, hi = 0;
+    std::int64_t group = 0;
+    const char* name = "";
+};
+
+Range range_of(const TensorView& v, std::int64_t group, const char* name) {
+    const auto p = reinterpret_cast<std::uintptr_t>(v.data());
+    return {p, p + std::uintptr_t(v.span_bytes()), group, name};
+}
+
+/// InvalidArgument when an output overlaps another output or an input (inputs may share memory).
+void check_disjoint(std::vector<Range> outputs, std::vector<Range> inputs, const char* api) {
+    auto by_lo = [](const Range& x, const Range& y) { return x.lo < y.lo; };
+    auto empty = [](const Range& r) { return r.lo == r.hi; };
+    outputs.erase(std::remove_if(outputs.begin(), outputs.end(), empty), outputs.end());
+    inputs.erase(std::remove_if(inputs.begin(), inputs.end(), empty), inputs.end());
+    std::sort(outputs.begin(), outputs.end(), by_lo);
+    for (std::size_t i = 1; i < outputs.size(); ++i)
+        if (outputs[i].lo < outputs[i - 1].hi)
+            invalid(api, "d[{}]: its memory overlaps d[{}]'s; every group's D needs memory of its own",
+                    outputs[i].group, outputs[i - 1].group);
+    // An output overlaps an input when some input starting before the output's end ends after its
+    // start: inputs sorted by start, with the running maximum of their ends.
+    std::sort(inputs.begin(), inputs.end(), by_lo);
+    std::vector<std::size_t> furthest(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        furthest[i] = (i > 0 && inputs[furthest[i - 1]].hi >= inputs[i].hi) ? furthest[i - 1] : i;
+    for (const Range& o : outputs) {
+        const auto end = std::lower_bound(inputs.begin(), inputs.end(), Range{o.hi}, by_lo);
+        if (end == inputs.begin()) continue;
+        const Range& in = inputs[furthest[std::size_t(end - inputs.begin()) - 1]];
+        if (in.hi > o.lo)
+            invalid(api, "d[{}]: its memory overlaps {}[{}]'s; an output must not alias an input", o.group, in.name,
+                    in.group);
+    }
+}
+
+void check_bias(const GroupedMatmulArgs& args, const GroupedShape& shape, Epilog epilog, const char* api) {
+    if (!args.bias) {
+        if (epilog_takes_bias(epilog))
+            invalid(api, "bias: epilog {} needs GroupedMatmulArgs::bias of shape (G, N) = ({}, {})", to_string(epilog),
+                    shape.groups, shape.n);
+        return;
+    }
+    if (!epilog_takes_bias(epilog))
+        invalid(api, "bias: given, but epilog {} takes no bias; use a *_bias epilog (bias, relu_bias, ...)",
+                to_string(epilog));
+    const TensorView& bias = *args.bias;
+    if (bias.rank() != 2 || bias.shape(0) != shape.groups || bias.shape(1) != shape.n)
+        invalid(api, "bias: shape {}; a grouped bias is (G, N) = ({}, {}), row g added to group g's rows",
+                shape_text(bias), shape.groups, shape.n);
+}
+
+/// `group` < 0: the one D of the mixture-of-experts form.
+void check_d_type(const TensorLayout& d, std::int64_t group, const GroupedShape& shape, const char* api) {
+    if (d.dtype() != shape.result)
+        invalid(api, "d{}: dtype {}; the result type is {} (MatmulOptions::result_type or the inputs' default)",
+                group < 0 ? std::string() : fmt::format("[{}]", group), to_string(d.dtype()), to_string(shape.result));
+}
+
+}  // namespace
+
+void check_grouped_options(const MatmulOptions& options, const GroupedOptions& grouped, const char* api) {
+    check_options(options, api);
+    check_enum(grouped.backend, int(GroupedBackend::loop) + 1, "a GroupedBackend", "grouped.backend", api);
+    if (!grouped_epilog(options.epilog))
+        unsupported(api,
+                    "options.epilog: {} in a grouped product; grouped products take none, relu, gelu, silu and "
+                    "their _bias forms (no aux outputs, aux inputs or bias gradients)",
+                    to_string(options.epilog));
+    if (options.epilog_function)
+        unsupported(api,
+                    "options.epilog_function: user epilog functions are not supported in grouped products (their "
+                    "row and batch indices would be group-local); use one Matmul per group");
+}
+
+template <class L>
+GroupedShape check_group_layouts(std::span<const L> a, std::span<const L> b, const MatmulOptions& options,
+                                 const char* api) {
+    if (a.empty()) invalid(api, "a: 0 groups given; a grouped product needs at least one group");
+    if (b.size() != a.size()) invalid(api, "b: {} layouts for {} groups (a has {})", b.size(), a.size(), a.size());
+    GroupedShape s;
+    s.groups = std::int64_t(a.size());
+    for (std::size_t g = 0; g < a.size(); ++g) {
+        if (a[g].rank() != 2)
+            invalid(api, "a[{}]: rank {} {}; each group's A is a matrix (M_g, K)", g, a[g].rank(), shape_text(a[g]));
+        if (b[g].rank() != 2)
+            invalid(api, "b[{}]: rank {} {}; each group's B is a matrix (K, N)", g, b[g].rank(), shape_text(b[g]));
+    }
+    s.input = a[0].dtype();
+    check_input_type(s.input, "a[0]", api);
+    s.k = b[0].shape(0);
+    s.n = b[0].shape(1);
+    if (s.k == 0 || s.n == 0) invalid(api, "b[0]: shape {} is empty; K and N must be positive", shape_text(b[0]));
+    for (std::size_t g = 0; g < a.size(); ++g) {
+        if (a[g].dtype() != s.input)
+            invalid(api, "a[{}]: dtype {} differs from a[0]'s {}; every A and B of a grouped product has one type", g,
+                    to_string(a[g].dtype()), to_string(s.input));
+        if (b[g].dtype() != s.input)
+            invalid(api, "b[{}]: dtype {} differs from a[0]'s {}; every A and B of a grouped product has one type", g,
+                    to_string(b[g].dtype()), to_string(s.input));
+        if (a[g].shape(1) != s.k)
+            invalid(api, "a[{}]: shape {} has K = {}; every group shares K = {} (b[0] is {})", g, shape_text(a[g]),
+                    a[g].shape(1), s.k, shape_text(b[0]));
+        if (b[g].shape(0) != s.k || b[g].shape(1) != s.n)
+            invalid(api, "b[{}]: shape {}; every group shares (K, N) = ({}, {}) (b[0]'s)", g, shape_text(b[g]), s.k,
+                    s.n);
+    }
+    s.result = result_of(s.input, options);
+    return s;
+}
+
+template GroupedShape check_group_layouts<TensorLayout>(std::span<const TensorLayout>, std::span<const TensorLayout>,
+                                                        const MatmulOptions&, const char*);
+template GroupedShape check_group_layouts<TensorView>(std::span<const TensorView>, std::span<const TensorView>,
+                                                      const MatmulOptions&, const char*);
+
+GroupedShape check_moe_layouts(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options,
+                               const char* api) {
+    if (b.rank() != 3)
+        invalid(api, "b: rank {} {}; the weights of the mixture-of-experts form are (G, K, N)", b.rank(),
+                shape_text(b));
+    if (a.rank() != 2)
+        invalid(api, "a: rank {} {}; the mixture-of-experts form takes one A (T, K), rows sorted by group", a.rank(),
+                shape_text(a));
+    GroupedShape s;
+    s.groups = b.shape(0);
+    s.k = b.shape(1);
+    s.n = b.shape(2);
+    if (s.groups == 0) invalid(api, "b: shape {} has 0 groups; a grouped product needs at least one", shape_text(b));
+    if (s.k == 0 || s.n == 0) invalid(api, "b: shape {} is empty; K and N must be positive", shape_text(b));
+    s.input = a.dtype();
+    check_input_type(s.input, "a", api);
+    if (b.dtype() != s.input)
+        invalid(api, "b: dtype {} differs from a's {}; A and B of a grouped product have one type",
+                to_string(b.dtype()), to_string(s.input));
+    if (a.shape(1) != s.k)
+        invalid(api, "a: shape {} has K = {}; b {} has K = {}", shape_text(a), a.shape(1), shape_text(b), s.k);
+    s.result = result_of(s.input, options);
+    return s;
+}
+
+void check_group_sizes(std::span<const std::int64_t> sizes, std::int64_t groups, std::int64_t rows, const char* api) {
+    if (std::int64_t(sizes.size()) != groups)
+        invalid(api, "group_sizes: {} values for G = {} groups", sizes.size(), groups);
+    std::int64_t sum = 0;
+    for (std::size_t g = 0; g < sizes.size(); ++g) {
+        if (sizes[g] < 0) invalid(api, "group_sizes[{}]: {} is negative; a group has 0 or more rows", g, sizes[g]);
+        if (sizes[g] > rows - sum)
+            invalid(api, "group_sizes: the first {} sizes already sum past a's {} rows (group_sizes[{}] = {})", g + 1,
+                    rows, g, sizes[g]);
+        sum += sizes[g];
+    }
+    if (sum != rows)
+        invalid(api, "group_sizes: sum to {}; a and d have {} rows (every row belongs to one group)", sum, rows);
+}
+
+void check_group_call(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
+                      const GroupedMatmulArgs& args, const GroupedShape& shape, Epilog epilog, const char* api) {
+    if (std::int64_t(d.size()) != shape.groups) invalid(api, "d: {} views for G = {} groups", d.size(), shape.groups);
+    check_bias(args, shape, epilog, api);
+    std::vector<Range> outputs, inputs;
+    outputs.reserve(d.size());
+    inputs.reserve(2 * d.size() + 1);
+    for (std::size_t g = 0; g < d.size(); ++g) {
+        const std::int64_t M = a[g].shape(0);
+        if (d[g].rank() != 2 || d[g].shape(0) != M || d[g].shape(1) != shape.n)
+            invalid(api, "d[{}]: shape {}; group {} needs (M_g, N) = ({}, {})", g, shape_text(d[g]), g, M, shape.n);
+        check_d_type(d[g], std::int64_t(g), shape, api);
+        const MatmulArgs margs{.alpha = args.alpha};
+        try {
+            check_call(a[g], b[g], nullptr, margs, api);  // alignment and alpha; overlaps below
+        } catch (const InvalidArgument&) {
+            rethrow_for_group(std::int64_t(g));
+        }
+        if (reinterpret_cast<std::uintptr_t>(d[g].data()) % size_of(d[g].dtype()) != 0)
+            invalid(api, "d[{}]: data pointer {} is not aligned to the {}-byte size of a {} element", g, d[g].data(),
+                    size_of(d[g].dtype()), to_string(d[g].dtype()));
+        outputs.push_back(range_of(d[g], std::int64_t(g), "d"));
+        inputs.push_back(range_of(a[g], std::int64_t(g), "a"));
+        inputs.push_back(range_of(b[g], std::int64_t(g), "b"));
+    }
+    if (args.bias) {
+        if (reinterpret_cast<std::uintptr_t>(args.bias->data()) % size_of(args.bias->dtype()) != 0)
+            invalid(api, "bias: data pointer {} is not aligned to its element size", args.bias->data());
+        inputs.push_back(range_of(*args.bias, 0, "bias"));
+    }
+    check_disjoint(std::move(outputs), std::move(inputs), api);
+}
+
+void check_moe_call(const TensorView& a, const TensorView& b, const TensorView& d, std::int64_t rows,
+                    const GroupedMatmulArgs& args, const GroupedShape& shape, Epilog epilog, const char* api) {
+    if (d.rank() != 2 || d.shape(0) != rows || d.shape(1) != shape.n)
+        invalid(api, "d: shape {}; the mixture-of-experts form writes (T, N) = ({}, {})", shape_text(d), rows, shape.n);
+    check_d_type(d, -1, shape, api);
+    // The groups' D blocks are disjoint when D's rows are: a unit stride along one dimension and a
+    // leading dimension that covers the other.
+    const std::int64_t M = d.shape(0), N = d.shape(1);  // every group's rows together
+    const bool rows_ok = (d.stride(1) == 1 && (M <= 1 || d.stride(0) >= N)) ||
+                         (d.stride(0) == 1 && (N <= 1 || d.stride(1) >= M)) || (M <= 1 && N <= 1);
+    if (!rows_ok)
+        invalid(api,
+                "d: strides {} for shape {} make elements of different rows share memory (or have no unit stride); "
+                "each group writes its own rows of d",
+                strides_text(d), shape_text(d));
+    check_bias(args, shape, epilog, api);
+    MatmulArgs margs{.alpha = args.alpha};
+    if (args.bias) margs.bias = *args.bias;
+    check_call(a, b, &d, margs, api);
+}
+
+void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, const GroupedShape& shape,
+                        std::int64_t rows, const char* api) {
+    const TensorView& s = sizes.sizes;
+    if (s.rank() != 1 || s.shape(0) != shape.groups)
+        invalid(api, "group_sizes.sizes: shape {}; the device sizes are (G,) = ({},)", shape_text(s), shape.groups);
+    if (s.dtype() != DataType::i32)
+        invalid(api, "group_sizes.sizes: dtype {}; device group sizes are i32", to_string(s.dtype()));
+    if (sizes.max_total_rows < 0)
+        invalid(api,
+                "group_sizes.max_total_rows: not given ({}); device group sizes need a host-side upper bound on "
+                "their sum (at most a's {} rows)",
+                sizes.max_total_rows, rows);
+    if (sizes.max_total_rows > rows)
+        invalid(api, "group_sizes.max_total_rows: {} exceeds a's and d's {} rows", sizes.max_total_rows, rows);
+    const auto lo = reinterpret_cast<std::uintptr_t>(s.data()), hi = lo + std::uintptr_t(s.span_bytes());
+    const auto dlo = reinterpret_cast<std::uintptr_t>(d.data()), dhi = dlo + std::uintptr_t(d.span_bytes());
+    if (lo < dhi && dlo < hi && lo != hi && dlo != dhi)
+        invalid(api, "group_sizes.sizes: its memory overlaps d's; pass separate memory");
+}
+
+void device_sizes_not_supported(const char* api) {
+    unsupported(api,
+                "group_sizes: group sizes in device memory need a backend that reads M_g on the device; the loop "
+                "backend (one cuBLASLt product per group, the only backend so far) needs every M_g on the host "
+                "and would have to synchronize, which a graph capture forbids. Pass the sizes in host memory "
+                "(the std::span<const std::int64_t> form)");
+}
+
+MatmulSignature group_signature(const TensorLayout& a, const TensorLayout& b) {
+    MatmulSignature sig;
+    sig.a = a;
+    sig.b = b;
+    sig.from_layouts = true;
+    return sig;
+}
+
+MatmulProblem analyze_group(const MatmulSignature& sig, const MatmulOptions& options, std::int64_t group,
+                            const char* api) {
+    try {
+        return analyze(sig, options, api);
+    } catch (const InvalidArgument&) {
+        rethrow_for_group(group);
+    } catch (const NotSupported&) {
+        rethrow_for_group(group);
+    }
+}
+
+TensorLayout weights_of(const TensorLayout& b) {
+    const std::int64_t shape[] = {b.shape(1), b.shape(2)};
+    const std::int64_t strides[] = {b.stride(1), b.stride(2)};
+    return TensorLayout(b.dtype(), shape, strides);
+}
+
+void groups_of(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
+               const GroupedMatmulArgs& args, std::vector<GroupOperands>& out) {
+    out.clear();
+    for (std::size_t g = 0; g < a.size(); ++g) {
+        if (a[g].shape(0) == 0) continue;
+        GroupOperands& o = out.emplace_back();
+        o.group = std::int64_t(g);
+        o.a = a[g];
+        o.b = b[g];
+        o.d = d[g];
+        if (args.bias) {
+            const TensorView& bias = *args.bias;
+            const std::int64_t shape[] = {bias.shape(1)};
+            const std::int64_t strides[] = {bias.stride(1)};
+            o.bias = TensorView(static_cast<unsigned char*>(bias.data()) +
+                                    std::int64_t(g) * bias.stride(0) * std::int64_t(size_of(bias.dtype())),
+                                bias.dtype(), shape, strides);
+        }
+    }
+}
+
+void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, std::span<const std::int64_t> sizes,
+               const GroupedMatmulArgs& args, std::vector<GroupOperands>& out) {
+    out.clear();
+    const TensorLayout bg = weights_of(b);
+    const std::int64_t ea = std::int64_t(size_of(a.dtype())), eb = std::int64_t(size_of(b.dtype())),
+                       ed = std::int64_t(size_of(d.dtype()));
+    std::int64_t row = 0;
+    for (std::size_t g = 0; g < sizes.size(); ++g) {
+        const std::int64_t M = sizes[g];
+        if (M == 0) continue;
+        GroupOperands& o = out.emplace_back();
+        o.group = std::int64_t(g);
+        const std::int64_t a_shape[] = {M, a.shape(1)}, a_strides[] = {a.stride(0), a.stride(1)};
+        const std::int64_t d_shape[] = {M, d.shape(1)}, d_strides[] = {d.stride(0), d.stride(1)};
+        o.a = TensorView(static_cast<unsigned char*>(a.data()) + row * a.stride(0) * ea, a.dtype(), a_shape, a_strides);
+        o.b = TensorView(static_cast<unsigned char*>(b.data()) + std::int64_t(g) * b.stride(0) * eb, bg);
+        o.d = TensorView(static_cast<unsigned char*>(d.data()) + row * d.stride(0) * ed, d.dtype(), d_shape, d_strides);
+        row += M;
+    }
+    if (!args.bias) return;
+    // The same bias rows as the per-group form.
+    const TensorView& bias = *args.bias;
+    const std::int64_t shape[] = {bias.shape(1)};
+    const std::int64_t strides[] = {bias.stride(1)};
+    for (GroupOperands& o : out)
+        o.bias = TensorView(
+            static_cast<unsigned char*>(bias.data()) + o.group * bias.stride(0) * std::int64_t(size_of(bias.dtype())),
+            bias.dtype(), shape, strides);
+}
+
+void rethrow_for_group(std::int64_t group) {
+    auto with_group = [group](const Error& e) {
+        const std::string what = e.what();
+        const std::string prefix = e.api().empty() ? std::string() : e.api() + ": ";
+        if (!prefix.empty() && what.compare(0, prefix.size(), prefix) == 0)
+            return fmt::format("{}group {}: {}", prefix, group, what.substr(prefix.size()));
+        return fmt::format("group {}: {}", group, what);
+    };
+    try {
+        throw;
+    } catch (const InvalidArgument& e) {
+        throw InvalidArgument(with_group(e), e.api());
+    } catch (const NotSupported& e) {
+        throw NotSupported(with_group(e), e.api(), e.status());
+    }
+}
+
+}  // namespace gpumath::detail

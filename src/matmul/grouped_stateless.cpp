@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// The stateless gpumath::grouped_matmul(): the loop backend with each group's plan from matmul()'s
+// plan cache, so a group and a matmul() call of the same operands share one plan.
+#include "matmul/grouped.hpp"
+
+#include "detail/status.hpp"
+
+namespace gpumath {
+namespace {
+
+/// The current device; without one, bad input of any group is reported first (as matmul() does).
+int device_for(const std::vector<detail::GroupOperands>& groups, const MatmulOptions& options, const Scalar& alpha,
+               const char* api) {
+    int device = 0;
+    if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]] {
+        (void)cudaGetLastError();
+        for (const detail::GroupOperands& g : groups) {
+            const MatmulArgs args{.alpha = alpha, .bias = g.bias};
+            (void)detail::analyze_group(detail::MatmulSignature::of(detail::call_of(g.a, g.b, &g.d, args)), options,
+                                        g.group, api);
+        }
+        detail::throw_cuda(status, "cudaGetDevice", "finding the current device for a grouped matmul");
+    }
+    return device;
+}
+
+void run_stateless(const std::vector<detail::GroupOperands>& groups, const GroupedMatmulArgs& args,
+                   const MatmulOptions& options, core::StreamRef stream, const char* api) {
+    if (groups.empty()) return;
+    const int device = device_for(groups, options, args.alpha, api);
+    detail::run_loop(groups, args.alpha, stream, device,
+                     [&](const detail::MatmulCall& call) { return detail::cached_plan(call, options, device, api); });
+}
+
+}  // namespace
+
+void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
+                    const GroupedMatmulArgs& args, const MatmulOptions& options, core::StreamRef stream) {
+    constexpr const char* api = "grouped_matmul";
+    detail::check_grouped_options(options, {}, api);
+    const detail::GroupedShape shape = detail::check_group_layouts(a, b, options, api);
+    detail::check_group_call(a, b, d, args, shape, options.epilog, api);
+    std::vector<detail::GroupOperands> groups;
+    detail::groups_of(a, b, d, args, groups);
+    run_stateless(groups, args, options, stream, api);
+}
+
+void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d,
+                    std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args,
+                    const MatmulOptions& options, core::StreamRef stream) {
+    constexpr const char* api = "grouped_matmul";
+    detail::check_grouped_options(options, {}, api);
+    const detail::GroupedShape shape = detail::check_moe_layouts(a, b, options, api);
+    detail::check_group_sizes(group_sizes, shape.groups, a.shape(0), api);
+    detail::check_moe_call(a, b, d, a.shape(0), args, shape, options.epilog, api);
+    std::vector<detail::GroupOperands> groups;
+    detail::groups_of(a, b, d, group_sizes, args, groups);
+    run_stateless(groups, args, options, stream, api);
+}
+
+void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,
+                    const GroupedMatmulArgs& args, const MatmulOptions& options, core::StreamRef stream) {
+    constexpr const char* api = "grouped_matmul";
+    (void)stream;
+    detail::check_grouped_options(options, {}, api);
+    const detail::GroupedShape shape = detail::check_moe_layouts(a, b, options, api);
+    detail::check_moe_call(a, b, d, a.shape(0), args, shape, options.epilog, api);
+    detail::check_device_sizes(group_sizes, d, shape, a.shape(0), api);
+    detail::device_sizes_not_supported(api);
+}
+
+}  // namespace gpumath

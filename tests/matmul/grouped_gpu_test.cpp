@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: Apache-2.0
+// Grouped products on a GPU against a double-precision reference: every form (per-group views,
+// mixture of experts; GroupedMatmul and grouped_matmul()), f16/bf16/f32, uneven group sizes with
+// groups of 0 and 1 rows, row- and column-major weights and D, bias epilogs; bitwise equality with
+// per-group matmul() calls; graph capture and replay; 8 threads on 4 streams. Outputs are poisoned
+// (0xFF bytes) before every run, and rows no group owns must stay poisoned.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gpumath/core.hpp>
+#include <gpumath/matmul.hpp>
+
+#include "common/test_util.hpp"
+#include "reference.hpp"
+
+using namespace gpumath;
+using namespace gpumath::test::mm;
+
+namespace {
+
+/// Rows [row, row + m) of a row-major host matrix (T, C).
+Host rows_of(const Host& x, std::int64_t row, std::int64_t m) {
+    const std::int64_t C = x.shape[1];
+    Host out(x.dtype, {m, C});
+    for (std::int64_t i = 0; i < m * C; ++i) out.v[std::size_t(i)] = x.v[std::size_t(row * C + i)];
+    return out;
+}
+
+/// Matrix g of a host (G, R, C) tensor.
+Host matrix_of(const Host& x, std::int64_t g) {
+    const std::int64_t R = x.shape[1], C = x.shape[2];
+    Host out(x.dtype, {R, C});
+    for (std::int64_t i = 0; i < R * C; ++i) out.v[std::size_t(i)] = x.v[std::size_t(g * R * C + i)];
+    return out;
+}
+
+/// Row g of a host (G, N) bias, as (N,).
+Host bias_of(const Host& x, std::int64_t g) {
+    const std::int64_t N = x.shape[1];
+    Host out(x.dtype, {N});
+    for (std::int64_t i = 0; i < N; ++i) out.v[std::size_t(i)] = x.v[std::size_t(g * N + i)];
+    return out;
+}
+
+/// A view of `rows` rows (and `cols` columns) starting at row `row` of a (T, C) view, same strides.
+TensorView slice_rows(const TensorView& x, std::int64_t row, std::int64_t rows) {
+    const std::int64_t shape[] = {rows, x.shape(1)};
+    const std::int64_t strides[] = {x.stride(0), x.stride(1)};
+    auto* p = static_cast<unsigned char*>(x.data()) + row * x.stride(0) * std::int64_t(size_of(x.dtype()));
+    return TensorView(p, x.dtype(), shape, strides);
+}
+
+/// Matrix g of a (G, R, C) view.
+TensorView matrix_view(const TensorView& x, std::int64_t g) {
+    const std::int64_t shape[] = {x.shape(1), x.shape(2)};
+    const std::int64_t strides[] = {x.stride(1), x.stride(2)};
+    auto* p = static_cast<unsigned char*>(x.data()) + g * x.stride(0) * std::int64_t(size_of(x.dtype()));
+    return TensorView(p, x.dtype(), shape, strides);
+}
+
+struct Case {
+    DataType input = DataType::bf16;
+    DataType result = DataType::bf16;
+    std::vector<std::int64_t> sizes;
+    std::int64_t k = 64, n = 96;
+    bool b_col = false;  // column-major weights
+    bool d_col = false;  // column-major D
+    Epilog epilog = Epilog::none;
+    Scalar alpha = 1.0;
+
+    [[nodiscard]] std::int64_t rows() const {
+        std::int64_t t = 0;
+        for (std::int64_t m : sizes) t += m;
+        return t;
+    }
+    [[nodiscard]] std::string describe() const {
+        std::string s = std::string(to_string(input)) + " -> " + std::string(to_string(result)) +
+                        " K=" + std::to_string(k) + " N=" + std::to_string(n) + " sizes";
+        for (std::int64_t m : sizes) s += " " + std::to_string(m);
+        return s + (b_col ? ", column-major B" : ", row-major B") + (d_col ? ", column-major D" : ", row-major D") +
+               ", epilog " + std::string(to_string(epilog));
+    }
+};
+
+/// Inputs on the host and the device, and the expected D (T, N) in double.
+struct Prepared {
+    Host a, b, bias, want;
+    Dev da, db, dbias;
+};
+
+Prepared prepare(const Case& c, core::StreamRef stream = {}) {
+    auto rng = gpumath::test::rng_for_test();
+    const std::int64_t G = std::int64_t(c.sizes.size()), T = c.rows();
+    Prepared p;
+    p.a = random_host(c.input, {T, c.k}, rng);
+    p.b = random_host(c.input, {G, c.k, c.n}, rng);
+    p.da = upload(p.a, {}, 0, stream);
+    p.db = upload(p.b, strides_for(p.b.shape, c.b_col), 0, stream);
+    if (epilog_takes_bias(c.epilog)) {
+        p.bias = random_host(c.result, {G, c.n}, rng);
+        p.dbias = upload(p.bias, {}, 0, stream);
+    }
+    p.want = Host(c.result, {T, c.n});
+    std::int64_t row = 0;
+    for (std::int64_t g = 0; g < G; ++g) {
+        const std::int64_t M = c.sizes[std::size_t(g)];
+        if (M == 0) continue;
+        const Host ag = rows_of(p.a, row, M), bg = matrix_of(p.b, g);
+        const Host biasg = epilog_takes_bias(c.epilog) ? bias_of(p.bias, g) : Host{};
+        const RefResult r = reference(ag, bg, c.result,
+                                      {.alpha = cd(c.alpha.real, c.alpha.imag),
+                                       .bias = epilog_takes_bias(c.epilog) ? &biasg : nullptr,
+                                       .epilog = c.epilog});
+        for (std::int64_t i = 0; i < M * c.n; ++i) p.want.v[std::size_t(row * c.n + i)] = r.d.v[std::size_t(i)];
+        row += M;
+    }
+    return p;
+}
+
+/// D (T, N) with one extra poisoned row after the last when row-major (no group may write it).
+struct Output {
+    Dev storage;
+    TensorView view;
+};
+
+Output output(const Case& c, core::StreamRef stream = {}) {
+    const std::int64_t T = c.rows();
+    Output o;
+    if (c.d_col) {
+        o.storage = poisoned(c.result, {T, c.n}, strides_for({T, c.n}, true), 0, stream);
+        o.view = o.storage.view;
+    } else {
+        o.storage = poisoned(c.result, {T + 1, c.n}, {}, 0, stream);
+        o.view = slice_rows(o.storage.view, 0, T);
+    }
+    return o;
+}
+
+void expect_result(const Case& c, const Output& o, const Host& want, const std::string& path,
+                   core::StreamRef stream = {}) {
+    SCOPED_TRACE(path);
+    const Host got = download(o.view, stream);
+    const double err = relative_error(got, want);
+    const double tol = tolerance(c.input, c.result);
+    EXPECT_LE(err, tol) << "relative error " << err << worst_elements(got, want);
+    if (!c.d_col) {
+        const Host guard = download(slice_rows(o.storage.view, c.rows(), 1), stream);
+        for (const cd& x : guard.v) ASSERT_TRUE(std::isnan(x.real())) << "a row past the last group was written";
+    }
+}
+
+/// The G per-group views of a mixture-of-experts problem.
+struct GroupViews {
+    std::vector<TensorView> a, b, d;
+};
+
+GroupViews group_views(const Case& c, const Prepared& p, const TensorView& d) {
+    GroupViews v;
+    std::int64_t row = 0;
+    for (std::size_t g = 0; g < c.sizes.size(); ++g) {
+        const std::int64_t M = c.sizes[g];
+        v.a.push_back(slice_rows(p.da.view, row, M));
+        v.b.push_back(matrix_view(p.db.view, std::int64_t(g)));
+        v.d.push_back(slice_rows(d, row, M));
+        row += M;
+    }
+    return v;
+}
+
+/// Runs the case through all four entry points (stateless and GroupedMatmul, both forms), each into
+/// freshly poisoned outputs, and compares each with the reference.
+void expect_case(const Case& c) {
+    SCOPED_TRACE(c.describe());
+    const Prepared p = prepare(c);
+    const MatmulOptions options{.epilog = c.epilog, .result_type = c.result};
+    GroupedMatmulArgs args{.alpha = c.alpha};
+    if (epilog_takes_bias(c.epilog)) args.bias = p.dbias.view;
+    {
+        const Output o = output(c);
+        grouped_matmul(p.da.view, p.db.view, o.view, c.sizes, args, options);
+        expect_result(c, o, p.want, "grouped_matmul, mixture-of-experts form");
+    }
+    {
+        const Output o = output(c);
+        GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options);
+        mm.execute(p.da.view, p.db.view, o.view, c.sizes, args);
+        expect_result(c, o, p.want, "GroupedMatmul, mixture-of-experts form");
+    }
+    {
+        const Output o = output(c);
+        const GroupViews v = group_views(c, p, o.view);
+        grouped_matmul(v.a, v.b, v.d, args, options);
+        expect_result(c, o, p.want, "grouped_matmul, per-group views");
+    }
+    {
+        const Output o = output(c);
+        const GroupViews v = group_views(c, p, o.view);
+        const std::vector<TensorLayout> al(v.a.begin(), v.a.end()), bl(v.b.begin(), v.b.end());
+        GroupedMatmul mm(al, bl, options);
+        mm.plan();
+        mm.execute(v.a, v.b, v.d, args);
+        expect_result(c, o, p.want, "GroupedMatmul, per-group views");
+    }
+}
+
+}  // namespace
+
+// ---- against the reference ------------------------------------------------------------------------
+
+TEST(GroupedGpu, LoopBf16UnevenGroups) {
+    GPUMATH_REQUIRE_GPU();
+    for (bool b_col : {false, true}) expect_case({.sizes = {37, 0, 1, 128, 0, 5, 64, 1}, .b_col = b_col});
+}
+
+TEST(GroupedGpu, LoopF16AndF32) {
+    GPUMATH_REQUIRE_GPU();
+    for (bool b_col : {false, true}) {
+        expect_case({.input = DataType::f16, .result = DataType::f16, .sizes = {3, 0, 17, 1}, .b_col = b_col});
+        expect_case({.input = DataType::f32, .result = DataType::f32, .sizes = {1, 40, 0, 9}, .b_col = b_col});
+        expect_case({.input = DataType::bf16, .result = DataType::f32, .sizes = {0, 33, 2}, .b_col = b_col});
+    }
+}
+
+TEST(GroupedGpu, LoopOddShapesAndAlpha) {
+    GPUMATH_REQUIRE_GPU();
+    // K and N odd: group offsets leave pointers 2-byte aligned; every group gets a plan for its alignment.
+    expect_case({.sizes = {3, 5, 0, 1, 7}, .k = 23, .n = 31, .alpha = 0.5});
+    expect_case({.input = DataType::f32, .result = DataType::f32, .sizes = {2, 1, 3}, .k = 9, .n = 5, .b_col = true});
+}
+
+TEST(GroupedGpu, LoopColumnMajorD) {
+    GPUMATH_REQUIRE_GPU();
+    expect_case({.sizes = {12, 0, 1, 30}, .d_col = true});
+    expect_case({.sizes = {12, 0, 1, 30}, .b_col = true, .d_col = true, .epilog = Epilog::relu});
+}
+
+TEST(GroupedGpu, LoopEpilogs) {
+    GPUMATH_REQUIRE_GPU();
+    for (Epilog e : {Epilog::relu, Epilog::gelu, Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias, Epilog::silu,
+                     Epilog::silu_bias})
+        expect_case({.sizes = {9, 0, 1, 24}, .b_col = e == Epilog::gelu_bias, .epilog = e});
+}
+
+TEST(GroupedGpu, AllGroupsEmptyAndOneGroup) {
+    GPUMATH_REQUIRE_GPU();
+    expect_case({.sizes = {0, 0, 16, 0}});
+    expect_case({.sizes = {20}});
+    // Nothing to do: no plan, no product, no error.
+    const TensorView b(reinterpret_cast<void*>(std::uintptr_t(1) << 20), DataType::bf16, {2, 8, 8});
+    const TensorView a(nullptr, DataType::bf16, {0, 8}), d(nullptr, DataType::bf16, {0, 8});
+    EXPECT_NO_THROW(grouped_matmul(a, b, d, std::vector<std::int64_t>{0, 0}));
+}
+
+TEST(GroupedGpu, MatchesPerGroupMatmulBitwise) {
+    GPUMATH_REQUIRE_GPU();
+    // Each group is the product matmul() would run: the same plan, so the same bits.
+    const Case c{.sizes = {64, 0, 1, 17, 128}, .k = 128, .n = 64, .epilog = Epilog::gelu_bias};
+    const Prepared p = prepare(c);
+    const Output grouped = output(c), single = output(c);
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, {.epilog = c.epilog});
+    mm.execute(p.da.view, p.db.view, grouped.view, c.sizes, {.bias = p.dbias.view});
+    const GroupViews v = group_views(c, p, single.view);
+    for (std::size_t g = 0; g < c.sizes.size(); ++g) {
+        if (c.sizes[g] == 0) continue;
+        const std::int64_t shape[] = {c.n}, strides[] = {1};
+        const TensorView bias(static_cast<unsigned char*>(p.dbias.view.data()) + std::int64_t(g) * c.n * 2,
+                              DataType::bf16, shape, strides);
+        matmul(v.a[g], v.b[g], v.d[g], {.bias = bias}, {.epilog = c.epilog});
+    }
+    EXPECT_EQ(download_bytes(grouped.view), download_bytes(single.view));
+}
+
+TEST(GroupedGpu, StatelessSharesMatmulPlanCache) {
+    GPUMATH_REQUIRE_GPU();
+    const Case c{.sizes = {32, 32, 0, 32}, .k = 64, .n = 32};
+    const Prepared p = prepare(c);
+    const Output o = output(c);
+    grouped_matmul(p.da.view, p.db.view, o.view, c.sizes);  // plans (or finds) the group shape
+    matmul_plan_cache().reset_stats();
+    grouped_matmul(p.da.view, p.db.view, o.view, c.sizes);
+    const core::CacheStats s = matmul_plan_cache().stats();
+    EXPECT_EQ(s.misses, 0u);
+    EXPECT_EQ(s.hits, 3u) << "one lookup per non-empty group";
+    expect_result(c, o, p.want, "second call");
+}
+
+// ---- graph capture -------------------------------------------------------------------------------
+
+TEST(GroupedGpu, CapturedAndReplayedLikeEagerCalls) {
+    GPUMATH_REQUIRE_GPU();
+    const Case c{.sizes = {24, 0, 1, 40, 7}, .b_col = true, .epilog = Epilog::relu_bias};
+    core::Stream stream;
+    const Prepared p = prepare(c, stream);
+    const Output eager = output(c, stream), graph = output(c, stream), stateless = output(c, stream);
+    const GroupedMatmulArgs args{.bias = p.dbias.view};
+    const MatmulOptions options{.epilog = c.epilog};
+    GroupedMatmul planned(p.da.view, p.db.view, c.sizes, options);
+    planned.plan();
+    // Other sizes than planned: the plans for them are made inside the capture, which allocates nothing.
+    const std::vector<std::int64_t> other{7, 1, 24, 0, 40};
+    const Output graph_other = output(c, stream), eager_other = output(c, stream);
+    stream.synchronize();
+    core::Graph g = core::Graph::capture(stream, [&](core::StreamRef s) {
+        planned.execute(p.da.view, p.db.view, graph.view, c.sizes, args, s);
+        planned.execute(p.da.view, p.db.view, graph_other.view, other, args, s);
+        grouped_matmul(p.da.view, p.db.view, stateless.view, c.sizes, args, options, s);
+    });
+    EXPECT_TRUE(std::isnan(download(graph.view, stream).v[0].real())) << "nothing ran during the capture";
+    for (int replay = 0; replay < 3; ++replay) g.launch(stream);
+    planned.execute(p.da.view, p.db.view, eager.view, c.sizes, args, stream);
+    planned.execute(p.da.view, p.db.view, eager_other.view, other, args, stream);
+    stream.synchronize();
+    expect_result(c, graph, p.want, "replayed", stream);
+    EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(eager.view, stream)) << "replay == eager, bitwise";
+    EXPECT_EQ(download_bytes(stateless.view, stream), download_bytes(eager.view, stream));
+    EXPECT_EQ(download_bytes(graph_other.view, stream), download_bytes(eager_other.view, stream));
+}
+
+// ---- concurrency ---------------------------------------------------------------------------------
+
+TEST(GroupedGpu, ConcurrentCallsMatchSerialBitwise) {
+    GPUMATH_REQUIRE_GPU();
+    constexpr int threads = 8, streams_n = 4, calls = 4;
+    std::vector<core::Stream> streams;
+    for (int i = 0; i < streams_n; ++i) streams.emplace_back();
+    // One shared GroupedMatmul; sizes differ by call, so plans are made concurrently.
+    const std::vector<std::vector<std::int64_t>> size_sets = {
+        {16, 0, 1, 47}, {1, 1, 30, 32}, {0, 64, 0, 0}, {9, 17, 25, 13}};
+    const Case c{.sizes = size_sets[0], .k = 96, .n = 80, .epilog = Epilog::gelu_bias};
+    auto rng = gpumath::test::rng_for_test();
+    const std::int64_t T = 64;
+    const Host a = random_host(c.input, {T, c.k}, rng), b = random_host(c.input, {4, c.k, c.n}, rng);
+    const Host bias = random_host(c.input, {4, c.n}, rng);
+    const Dev da = upload(a), db = upload(b), dbias = upload(bias);
+    GroupedMatmul shared(da.view, db.view, c.sizes, {.epilog = c.epilog});
+
+    struct Call {
+        std::size_t sizes = 0;
+        bool stateless = false;
+        Dev d;
+        std::vector<unsigned char> serial;
+    };
+    std::vector<std::vector<Call>> work(threads);
+    for (int t = 0; t < threads; ++t)
+        for (int i = 0; i < calls; ++i) {
+            Call call;
+            call.sizes = std::size_t(t + i) % size_sets.size();
+            call.stateless = (t + i) % 2 == 1;
+            call.d = poisoned(c.input, {T, c.n});
+            work[std::size_t(t)].push_back(std::move(call));
+        }
+    auto run = [&](const Call& call, core::StreamRef s) {
+        const GroupedMatmulArgs args{.bias = dbias.view};
+        if (call.stateless)
+            grouped_matmul(da.view, db.view, call.d.view, size_sets[call.sizes], args, {.epilog = c.epilog}, s);
+        else shared.execute(da.view, db.view, call.d.view, size_sets[call.sizes], args, s);
+    };
+    for (auto& list : work)
+        for (Call& call : list) {
+            run(call, streams[0]);
+            call.serial = download_bytes(call.d.view, streams[0]);
+            ASSERT_EQ(
+                cudaMemsetAsync(call.d.view.data(), 0xFF, std::size_t(call.d.view.span_bytes()), streams[0].handle()),
+                cudaSuccess);
+        }
+    streams[0].synchronize();
+
+    std::vector<std::string> errors(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                const core::StreamRef s = streams[std::size_t(t % streams_n)];
+                for (const Call& call : work[std::size_t(t)]) run(call, s);
+                s.synchronize();
+            } catch (const std::exception& e) {
+                errors[std::size_t(t)] = e.what();
+            }
+        });
+    for (auto& th : pool) th.join();
+    for (int t = 0; t < threads; ++t) {
+        ASSERT_TRUE(errors[std::size_t(t)].empty()) << "thread " << t << ": " << errors[std::size_t(t)];
+        for (std::size_t i = 0; i < work[std::size_t(t)].size(); ++i)
+            EXPECT_TRUE(download_bytes(work[std::size_t(t)][i].d.view) == work[std::size_t(t)][i].serial)
+                << "thread " << t << " call " << i << ": D differs from the serial run";
+    }
+}

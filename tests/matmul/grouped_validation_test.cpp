@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bad grouped-product input is rejected before any GPU work, on any machine, with an exception that
+// names the operand and the group. Pointers here are never dereferenced: every call is invalid (or,
+// for the constructors, needs no device).
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gpumath/matmul.hpp>
+
+#include "common/test_util.hpp"
+
+using namespace gpumath;
+using test::expect_throw_with;
+
+namespace {
+
+// Distinct, 256-byte aligned fake device addresses, 16 MiB apart.
+void* addr(int slot, std::uintptr_t offset = 0) {
+    return reinterpret_cast<void*>((std::uintptr_t(slot) + 1) * (std::uintptr_t(1) << 24) + offset);
+}
+
+TensorView v(int slot, DataType t, std::initializer_list<std::int64_t> shape,
+             std::initializer_list<std::int64_t> strides = {}, std::uintptr_t offset = 0) {
+    return TensorView(addr(slot, offset), t, shape, strides);
+}
+
+constexpr auto f32 = DataType::f32;
+constexpr auto f16 = DataType::f16;
+constexpr auto bf16 = DataType::bf16;
+constexpr std::int64_t K = 8, N = 16;
+
+/// Three groups of M = 4, 0, 1, bf16, each operand in its own fake allocation.
+struct Groups {
+    std::vector<TensorView> a{v(0, bf16, {4, K}), v(1, bf16, {0, K}), v(2, bf16, {1, K})};
+    std::vector<TensorView> b{v(3, bf16, {K, N}), v(4, bf16, {K, N}), v(5, bf16, {K, N})};
+    std::vector<TensorView> d{v(6, bf16, {4, N}), v(7, bf16, {0, N}), v(8, bf16, {1, N})};
+    [[nodiscard]] std::vector<TensorLayout> a_layouts() const { return {a.begin(), a.end()}; }
+    [[nodiscard]] std::vector<TensorLayout> b_layouts() const { return {b.begin(), b.end()}; }
+};
+
+/// The mixture-of-experts form: 3 experts, sizes 2, 0, 3 (T = 5).
+struct Moe {
+    std::vector<std::int64_t> sizes{2, 0, 3};
+    TensorView a = v(0, bf16, {5, K});
+    TensorView b = v(1, bf16, {3, K, N});
+    TensorView d = v(2, bf16, {5, N});
+};
+
+}  // namespace
+
+// ---- construction ------------------------------------------------------------------------------
+
+TEST(GroupedValidation, ConstructorsNeedNoDevice) {
+    const Groups g;
+    const auto al = g.a_layouts(), bl = g.b_layouts();
+    GroupedMatmul list(al, bl);
+    EXPECT_EQ(list.group_count(), 3);
+    EXPECT_EQ(list.n(), N);
+    EXPECT_EQ(list.k(), K);
+    EXPECT_FALSE(list.contiguous());
+    EXPECT_EQ(list.backend(), GroupedBackend::loop);
+    EXPECT_EQ(list.result_type(), bf16);
+    const Moe m;
+    GroupedMatmul moe(m.a, m.b, m.sizes, {.epilog = Epilog::gelu_bias, .result_type = f32});
+    EXPECT_TRUE(moe.contiguous());
+    EXPECT_EQ(moe.group_count(), 3);
+    EXPECT_EQ(moe.result_type(), f32);
+    EXPECT_EQ(moe.options().epilog, Epilog::gelu_bias);
+}
+
+TEST(GroupedValidation, ZeroGroups) {
+    const std::vector<TensorLayout> none;
+    expect_throw_with<InvalidArgument>([&] { GroupedMatmul mm(none, none); }, {"GroupedMatmul", "a:", "0 groups"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            GroupedMatmul mm(TensorLayout(bf16, {0, K}), TensorLayout(bf16, {0, K, N}), std::vector<std::int64_t>{});
+        },
+        {"b:", "0 groups"});
+    const std::vector<TensorView> empty;
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(empty, empty, empty); }, {"grouped_matmul", "0 groups"});
+}
+
+TEST(GroupedValidation, GroupCountsDiffer) {
+    const Groups g;
+    const auto al = g.a_layouts();
+    const std::vector<TensorLayout> b2{g.b[0], g.b[1]};
+    expect_throw_with<InvalidArgument>([&] { GroupedMatmul mm(al, b2); }, {"b:", "2 layouts", "3 groups"});
+    const std::vector<TensorView> d2{g.d[0], g.d[1]};
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, d2); }, {"d:", "2 views", "G = 3"});
+}
+
+TEST(GroupedValidation, MismatchedK) {
+    Groups g;
+    g.a[2] = v(2, bf16, {1, K + 1});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"a[2]:", "K = 9", "K = 8"});
+    g = Groups{};
+    g.b[1] = v(4, bf16, {K + 2, N});
+    expect_throw_with<InvalidArgument>([&] { GroupedMatmul mm(g.a_layouts(), g.b_layouts()); },
+                                       {"b[1]:", "(10, 16)", "(K, N) = (8, 16)"});
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(v(0, bf16, {5, K + 1}), m.b, m.d, m.sizes);
+        },
+        {"a:", "K = 9", "K = 8"});
+}
+
+TEST(GroupedValidation, MismatchedN) {
+    Groups g;
+    g.b[2] = v(5, bf16, {K, N + 1});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"b[2]:", "(8, 17)"});
+    g = Groups{};
+    g.d[0] = v(6, bf16, {4, N + 1});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"d[0]:", "(4, 17)", "(4, 16)"});
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, v(2, bf16, {5, N - 1}), m.sizes);
+        },
+        {"d:", "(5, 15)", "(5, 16)"});
+}
+
+TEST(GroupedValidation, RowsOfDMustMatchGroup) {
+    Groups g;
+    g.d[2] = v(8, bf16, {2, N});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"d[2]:", "(1, 16)"});
+}
+
+TEST(GroupedValidation, Ranks) {
+    Groups g;
+    g.a[1] = v(1, bf16, {1, 0, K});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"a[1]:", "rank 3", "(M_g, K)"});
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            GroupedMatmul mm(m.a, TensorLayout(bf16, {K, N}), m.sizes);
+        },
+        {"b:", "rank 2", "(G, K, N)"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(v(0, bf16, {1, 5, K}), m.b, m.d, m.sizes);
+        },
+        {"a:", "rank 3", "(T, K)"});
+}
+
+TEST(GroupedValidation, SizesMustSumToRows) {
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d, std::vector<std::int64_t>{2, 0, 2});
+        },
+        {"group_sizes:", "sum to 4", "5 rows"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d, std::vector<std::int64_t>{2, 4, 3});
+        },
+        {"group_sizes", "past a's 5 rows"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            GroupedMatmul mm(m.a, m.b, std::vector<std::int64_t>{1, 1, 1});
+        },
+        {"GroupedMatmul", "sum to 3"});
+    GroupedMatmul mm(m.a, m.b, m.sizes);
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            mm.execute(m.a, m.b, m.d, std::vector<std::int64_t>{5, 0, 1});
+        },
+        {"GroupedMatmul::execute", "group_sizes"});
+}
+
+TEST(GroupedValidation, SizeCountMustBeG) {
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d, std::vector<std::int64_t>{2, 3});
+        },
+        {"group_sizes:", "2 values", "G = 3"});
+}
+
+TEST(GroupedValidation, NegativeSizes) {
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d, std::vector<std::int64_t>{3, -1, 3});
+        },
+        {"group_sizes[1]:", "-1", "negative"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            GroupedMatmul mm(m.a, m.b, std::vector<std::int64_t>{-2, 4, 3});
+        },
+        {"group_sizes[0]:", "negative"});
+}
+
+TEST(GroupedValidation, DtypeMixes) {
+    Groups g;
+    g.a[2] = v(2, f16, {1, K});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"a[2]:", "f16", "a[0]'s bf16"});
+    g = Groups{};
+    g.b[0] = v(3, f16, {K, N});
+    expect_throw_with<InvalidArgument>([&] { GroupedMatmul mm(g.a_layouts(), g.b_layouts()); },
+                                       {"b[0]:", "f16", "bf16"});
+    g = Groups{};
+    g.d[2] = v(8, f32, {1, N});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"d[2]:", "f32", "result type is bf16"});
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, v(1, f16, {3, K, N}), m.d, m.sizes);
+        },
+        {"b:", "f16", "a's bf16"});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(m.a, m.b, m.d, m.sizes, {}, {.result_type = f32}); },
+                                       {"d:", "bf16", "result type is f32"});
+}
+
+TEST(GroupedValidation, TypesOutsideTheGroupedSet) {
+    Groups g;
+    for (auto& x : g.a) x = TensorView(x.data(), DataType::e4m3, x.shape(), x.strides());
+    for (auto& x : g.b) x = TensorView(x.data(), DataType::e4m3, x.shape(), x.strides());
+    expect_throw_with<NotSupported>([&] { grouped_matmul(g.a, g.b, g.d); }, {"a[0]:", "e4m3", "not supported yet"});
+    const std::vector<TensorLayout> a{TensorLayout(DataType::f64, {2, K})}, b{TensorLayout(DataType::f64, {K, N})};
+    expect_throw_with<NotSupported>([&] { GroupedMatmul mm(a, b); }, {"a[0]:", "f64", "f16, bf16 or f32"});
+}
+
+TEST(GroupedValidation, EpilogRules) {
+    const Moe m;
+    for (Epilog e : {Epilog::relu_aux, Epilog::gelu_aux_bias, Epilog::drelu, Epilog::dgelu_bgrad, Epilog::bgrada})
+        expect_throw_with<NotSupported>([&] { GroupedMatmul mm(m.a, m.b, m.sizes, {.epilog = e}); },
+                                        {"options.epilog:", std::string(to_string(e)), "grouped"});
+    expect_throw_with<NotSupported>(
+        [&] {
+            GroupedMatmul mm(m.a, m.b, m.sizes, {.epilog_function = MatmulEpilogFunction{"", "f"}});
+        },
+        {"options.epilog_function:", "not supported"});
+    // A bias: required by *_bias, refused otherwise, (G, N).
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(m.a, m.b, m.d, m.sizes, {}, {.epilog = Epilog::bias}); },
+                                       {"bias:", "needs", "(G, N) = (3, 16)"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d, m.sizes, {.bias = v(3, bf16, {3, N})});
+        },
+        {"bias:", "takes no bias"});
+    expect_throw_with<InvalidArgument>(
+        [&] { grouped_matmul(m.a, m.b, m.d, m.sizes, {.bias = v(3, bf16, {N})}, {.epilog = Epilog::relu_bias}); },
+        {"bias:", "(G, N)"});
+}
+
+TEST(GroupedValidation, OutOfRangeEnums) {
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] { GroupedMatmul mm(m.a, m.b, m.sizes, {}, {.backend = static_cast<GroupedBackend>(7)}); },
+        {"grouped.backend:", "7", "automatic, loop"});
+    expect_throw_with<InvalidArgument>(
+        [&] { grouped_matmul(m.a, m.b, m.d, m.sizes, {}, {.epilog = static_cast<Epilog>(99)}); },
+        {"options.epilog:", "99"});
+    expect_throw_with<InvalidArgument>(
+        [&] { GroupedMatmul mm(m.a, m.b, m.sizes, {.compute_type = static_cast<ComputeType>(42)}); },
+        {"options.compute_type:", "42"});
+    EXPECT_EQ(to_string(GroupedBackend::loop), "loop");
+    EXPECT_EQ(to_string(static_cast<GroupedBackend>(9)), "invalid GroupedBackend");
+}
+
+TEST(GroupedValidation, OverlappingOutputs) {
+    Groups g;
+    g.d[2] = v(6, bf16, {1, N}, {}, 64);  // inside d[0]
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"d[2]:", "overlaps d[0]"});
+    g = Groups{};
+    g.d[0] = v(2, bf16, {4, N});  // on a[2]
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"d[0]:", "overlaps a[2]"});
+    g = Groups{};
+    g.d[2] = v(3, bf16, {1, N}, {}, 32);  // inside b[0]
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"d[2]:", "overlaps b[0]"});
+    g = Groups{};
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(g.a, g.b, g.d, {.bias = v(6, bf16, {3, N})}, {.epilog = Epilog::bias});
+        },
+        {"d[0]:", "overlaps bias"});
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, v(1, bf16, {5, N}), m.sizes);
+        },
+        {"d:", "overlaps b"});
+    // Rows of one D that share memory would be written by two groups.
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, v(2, bf16, {5, N}, {4, 1}), m.sizes);
+        },
+        {"d:", "strides (4, 1)", "share memory"});
+}
+
+TEST(GroupedValidation, SharedWeightsAndZeroRowGroupsNeedNoGpuToValidate) {
+    // Every group empty: nothing to do, nothing touched, no device needed.
+    const std::vector<std::int64_t> zeros{0, 0, 0};
+    const TensorView a(nullptr, bf16, {0, K}), d(nullptr, bf16, {0, N});
+    const TensorView b = v(1, bf16, {3, K, N});
+    EXPECT_NO_THROW(grouped_matmul(a, b, d, zeros));
+    GroupedMatmul mm(a, b, zeros);
+    EXPECT_NO_THROW(mm.execute(a, b, d, zeros));
+}
+
+TEST(GroupedValidation, FormsMustMatchTheConstructor) {
+    const Groups g;
+    GroupedMatmul list(g.a_layouts(), g.b_layouts());
+    const Moe m;
+    expect_throw_with<InvalidArgument>([&] { list.execute(m.a, m.b, m.d, m.sizes); },
+                                       {"GroupedMatmul::execute", "per-group layouts"});
+    GroupedMatmul moe(m.a, m.b, m.sizes);
+    expect_throw_with<InvalidArgument>([&] { moe.execute(g.a, g.b, g.d); }, {"mixture-of-experts form"});
+    // Layouts other than constructed.
+    std::vector<TensorView> a2 = g.a;
+    a2[0] = v(0, bf16, {4, K}, {1, 4});
+    expect_throw_with<InvalidArgument>([&] { list.execute(a2, g.b, g.d); }, {"a[0]:", "differs"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            moe.execute(m.a, v(1, bf16, {3, K, N}, {1, 1, K}), m.d, m.sizes);
+        },
+        {"b:", "differs"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            moe.execute(v(0, bf16, {5, K}, {1, 5}), m.b, m.d, m.sizes);
+        },
+        {"a:", "more than its number of rows"});
+}
+
+TEST(GroupedValidation, MisalignedPointers) {
+    Groups g;
+    g.a[2] = v(2, bf16, {1, K}, {}, 1);
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"group 2: a:", "not aligned"});
+    g = Groups{};
+    g.d[0] = v(6, bf16, {4, N}, {}, 1);
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"d[0]:", "not aligned"});
+}
+
+TEST(GroupedValidation, AlphaMustBeReal) {
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] { grouped_matmul(m.a, m.b, m.d, m.sizes, {.alpha = std::complex<double>(1.0, 2.0)}); },
+        {"alpha:", "complex"});
+}
+
+TEST(GroupedValidation, DeviceSizes) {
+    const Moe m;
+    const TensorView sizes = v(5, DataType::i32, {3});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes}); },
+                                       {"group_sizes.max_total_rows:", "not given", "upper bound"});
+    expect_throw_with<InvalidArgument>(
+        [&] { grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 6}); },
+        {"max_total_rows:", "6 exceeds", "5 rows"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = v(5, DataType::i32, {2}), .max_total_rows = 5});
+        },
+        {"group_sizes.sizes:", "(G,) = (3,)"});
+    expect_throw_with<InvalidArgument>(
+        [&] { grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = v(5, f32, {3}), .max_total_rows = 5}); },
+        {"group_sizes.sizes:", "f32", "i32"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = v(2, DataType::i32, {3}), .max_total_rows = 5});
+        },
+        {"group_sizes.sizes:", "overlaps d"});
+    // Valid input: the loop backend says why it cannot run it.
+    expect_throw_with<NotSupported>(
+        [&] { grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}); },
+        {"grouped_matmul", "group_sizes:", "loop backend", "host"});
+    GroupedMatmul mm(m.a, m.b, m.sizes);
+    expect_throw_with<NotSupported>(
+        [&] { mm.execute(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 4}); },
+        {"GroupedMatmul::execute", "device"});
+    // Bad operands are reported before the backend's limit.
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            mm.execute(m.a, m.b, v(2, bf16, {5, N + 1}), DeviceGroupSizes{.sizes = sizes, .max_total_rows = 4});
+        },
+        {"d:", "(5, 17)"});
+}
+
+TEST(GroupedValidation, MovedFrom) {
+    const Moe m;
+    GroupedMatmul mm(m.a, m.b, m.sizes);
+    GroupedMatmul other = std::move(mm);
+    EXPECT_EQ(other.group_count(), 3);
+    // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is specified
+    expect_throw_with<InvalidArgument>([&] { mm.execute(m.a, m.b, m.d, m.sizes); },
+                                       {"GroupedMatmul::execute", "moved-from GroupedMatmul"});
+    expect_throw_with<InvalidArgument>([&] { mm.plan(); }, {"GroupedMatmul::plan", "moved-from GroupedMatmul"});
+    EXPECT_EQ(mm.group_count(), 0);
+    EXPECT_EQ(mm.n(), 0);
+    EXPECT_EQ(mm.k(), 0);
+    EXPECT_FALSE(mm.contiguous());
+    EXPECT_EQ(mm.backend(), GroupedBackend::automatic);
+    EXPECT_EQ(mm.options().epilog, Epilog::none);
+    // NOLINTEND(bugprone-use-after-move)
+    mm = std::move(other);
+    EXPECT_EQ(mm.group_count(), 3);
+}
+
+TEST(GroupedValidation, GroupAnalysisNamesTheGroup) {
+    // Each group is analyzed as one matmul; its errors say which group. f16 inputs with an f16
+    // compute type and an f32 result are refused by the matmul type table.
+    const Moe m;
+    const TensorView a = v(0, f16, {5, K});
+    const TensorView b = v(1, f16, {3, K, N});
+    try {
+        GroupedMatmul mm(a, b, m.sizes, {.compute_type = ComputeType::i32});
+        ADD_FAILURE() << "expected an exception";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("GroupedMatmul: group 0: "), std::string::npos) << what;
+    }
+}
