@@ -102,7 +102,7 @@ enum class FileStatus { ok, missing, not_regular, unreadable };
 /// The driver's form of `c` for cuLaunchKernelEx and the occupancy queries: grid, block, dynamic
 /// shared memory and stream, with the cluster and cooperative attributes written into `attrs`.
 [[nodiscard]] inline CUlaunchConfig to_cu_launch_config(const core::LaunchConfig& c, CUstream stream,
-                                                        std::array<CUlaunchAttribute, 2>& attrs) noexcept {
+                                                        std::array<CUlaunchAttribute, 3>& attrs) noexcept {
     CUlaunchConfig cfg{};
     cfg.gridDimX = unsigned(c.grid.x);
     cfg.gridDimY = unsigned(c.grid.y);
@@ -124,6 +124,11 @@ enum class FileStatus { ok, missing, not_regular, unreadable };
     if (c.cooperative) {
         attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
         attrs[n].value.cooperative = 1;
+        ++n;
+    }
+    if (c.programmatic_dependency) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attrs[n].value.programmaticStreamSerializationAllowed = 1;
         ++n;
     }
     cfg.attrs = attrs.data();

@@ -136,14 +136,17 @@ void launch_kernel(core::StreamRef stream, const core::LaunchConfig& c, const Ke
     const auto s = reinterpret_cast<CUstream>(stream.handle());
     CUresult r;
     const char* api = "cuLaunchKernel";
-    if (!c.cluster && !c.cooperative) [[likely]] {
+    const bool dependent = c.programmatic_dependency && k.cc_major >= 9;
+    if (!c.cluster && !c.cooperative && !dependent) [[likely]] {
         r = d.cuLaunchKernel(f, unsigned(c.grid.x), unsigned(c.grid.y), unsigned(c.grid.z), unsigned(c.block.x),
                              unsigned(c.block.y), unsigned(c.block.z), unsigned(c.shared_memory), s, args, nullptr);
     } else {
         api = "cuLaunchKernelEx";
         require_driver_function(reinterpret_cast<const void*>(d.cuLaunchKernelEx), "cuLaunchKernelEx");
-        std::array<CUlaunchAttribute, 2> attrs{};
-        const CUlaunchConfig cfg = to_cu_launch_config(c, s, attrs);
+        std::array<CUlaunchAttribute, 3> attrs{};
+        core::LaunchConfig with = c;
+        with.programmatic_dependency = dependent;
+        const CUlaunchConfig cfg = to_cu_launch_config(with, s, attrs);
         r = d.cuLaunchKernelEx(&cfg, f, args, nullptr);
     }
     if (r != CUDA_SUCCESS) [[unlikely]]

@@ -361,7 +361,7 @@ int Kernel::max_active_clusters(const LaunchConfig& config) const {
     detail::ensure_context();
     LaunchConfig cluster_only = config;  // the occupancy of clusters, whatever else the launch asks
     cluster_only.cooperative = false;
-    std::array<CUlaunchAttribute, 2> attrs{};
+    std::array<CUlaunchAttribute, 3> attrs{};
     const CUlaunchConfig c = detail::to_cu_launch_config(cluster_only, nullptr, attrs);
     int clusters = 0;
     detail::check(d.cuOccupancyMaxActiveClusters(&clusters, reinterpret_cast<CUfunction>(k.kernel), &c),

@@ -107,6 +107,10 @@ __device__ __forceinline__ float gm_apply(float x, gm_i64 b, gm_i64 i, gm_i64 o,
 
 template <int V>
 __device__ __forceinline__ void gm_pass(const gm_pass_params& p) {
+#if __CUDA_ARCH__ >= 900
+    // Launched as a programmatic dependent of the product: wait until D is written.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     const gm_i64 v = gm_i64(blockIdx.x) * blockDim.x + threadIdx.x;
     if (v * V >= p.inner) return;
     const gm_i64 columns = p.batch * p.outer;
@@ -278,7 +282,7 @@ void run_epilog_pass(const EpilogPassKernels& kernels, const EpilogPass& pass, v
                        pass.ld,  pass.batch,       pass.batch_stride,
                        bias,     pass.bias_stride, pass.bias_batch_stride,
                        user_info};
-    core::launch(stream, {.grid = core::Dim3(grid_x, grid_y), .block = threads},
+    core::launch(stream, {.grid = core::Dim3(grid_x, grid_y), .block = threads, .programmatic_dependency = true},
                  vector ? kernels.vector : kernels.scalar, p);
 }
 

@@ -52,6 +52,11 @@ struct LaunchConfig {
     /// Cooperative launch: all blocks resident at once, so grid-wide synchronisation works. The grid
     /// must fit (checked against the kernel's occupancy).
     bool cooperative = false;
+    /// Programmatic dependent launch (compute capability 9.0 and newer; ignored on older devices):
+    /// the kernel may start before the work before it on the stream has finished, overlapping its
+    /// launch with that work's tail. The kernel must execute `griddepcontrol.wait`
+    /// (`cudaGridDependencySynchronize()`) before it reads anything that work writes.
+    bool programmatic_dependency = false;
 };
 
 }  // namespace gpumath::core
