@@ -101,11 +101,11 @@ public:
     void execute(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& sizes,
                  const GroupedMatmulArgs& args, core::StreamRef stream) {
         constexpr const char* api = "GroupedMatmul::execute";
-        (void)stream;
         check_moe_operands(a, b, api);
         check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
         check_device_sizes(sizes, d, shape_, a.shape(0), api);
-        device_sizes_not_supported(api);
+        const GroupedKernelCall call = device_sizes_call(a, b, d, sizes, args, shape_, options_, api);
+        run_grouped_kernel(call.variant, call.params, stream);
     }
 
     [[nodiscard]] const GroupedShape& shape() const noexcept { return shape_; }

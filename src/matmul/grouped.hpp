@@ -15,6 +15,7 @@
 #include <gpumath/matmul/grouped.hpp>
 #include <gpumath/matmul/options.hpp>
 
+#include "matmul/grouped_kernel.hpp"
 #include "matmul/internal.hpp"
 
 namespace gpumath::detail {
@@ -65,8 +66,18 @@ void check_moe_call(const TensorView& a, const TensorView& b, const TensorView& 
 void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, const GroupedShape& shape,
                         std::int64_t rows, const char* api);
 
-/// NotSupported: the loop backend needs every M_g on the host.
-[[noreturn]] void device_sizes_not_supported(const char* api);
+/// A device-sizes call for the grouped kernel.
+struct GroupedKernelCall {
+    GroupedKernelVariant variant;
+    GroupedKernelParams params;
+};
+
+/// The grouped-kernel call of a validated device-sizes call (check_moe_call, check_device_sizes),
+/// after the matmul rules of one group (layouts, types, epilog) and the bias's type.
+[[nodiscard]] GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, const TensorView& d,
+                                                  const DeviceGroupSizes& sizes, const GroupedMatmulArgs& args,
+                                                  const GroupedShape& shape, const MatmulOptions& options,
+                                                  const char* api);
 
 /// The matmul signature of group `a` x `b` from layouts alone (d and bias take their defaults).
 [[nodiscard]] MatmulSignature group_signature(const TensorLayout& a, const TensorLayout& b);

@@ -269,12 +269,51 @@ void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, cons
         invalid(api, "group_sizes.sizes: its memory overlaps d's; pass separate memory");
 }
 
-void device_sizes_not_supported(const char* api) {
-    unsupported(api,
-                "group_sizes: group sizes in device memory need a backend that reads M_g on the device; the loop "
-                "backend (one cuBLASLt product per group, the only backend so far) needs every M_g on the host "
-                "and would have to synchronize, which a graph capture forbids. Pass the sizes in host memory "
-                "(the std::span<const std::int64_t> form)");
+GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, const TensorView& d,
+                                    const DeviceGroupSizes& sizes, const GroupedMatmulArgs& args,
+                                    const GroupedShape& shape, const MatmulOptions& options, const char* api) {
+    if (args.bias && args.bias->dtype() != shape.result)
+        invalid(api, "bias: dtype {}; the bias of a grouped product has the result type {}",
+                to_string(args.bias->dtype()), to_string(shape.result));
+    // The matmul rules (layouts, types, epilog) through one group of one row: every group of the
+    // call has these layouts but for its number of rows.
+    MatmulSignature sig;
+    const std::int64_t a_shape[] = {1, shape.k}, a_strides[] = {a.stride(0), a.stride(1)};
+    const std::int64_t d_shape[] = {1, shape.n}, d_strides[] = {d.stride(0), d.stride(1)};
+    sig.a = TensorLayout(a.dtype(), a_shape, a_strides);
+    sig.b = weights_of(b);
+    sig.d = TensorLayout(d.dtype(), d_shape, d_strides);
+    if (args.bias) {
+        const std::int64_t bias_shape[] = {shape.n}, bias_strides[] = {args.bias->stride(1)};
+        sig.bias = TensorLayout(args.bias->dtype(), bias_shape, bias_strides);
+    }
+    (void)analyze(sig, options, api);
+    GroupedKernelCall c;
+    c.variant = {.input = shape.input, .result = shape.result, .epilog = options.epilog};
+    GroupedKernelParams& p = c.params;
+    p.a = a.data();
+    p.b = b.data();
+    p.d = d.data();
+    p.bias = args.bias ? args.bias->data() : nullptr;
+    p.sizes = static_cast<const std::int32_t*>(sizes.sizes.data());
+    p.groups = shape.groups;
+    p.max_rows = sizes.max_total_rows;
+    p.n = shape.n;
+    p.k = shape.k;
+    p.a_row = a.stride(0);
+    p.a_col = a.stride(1);
+    p.b_group = b.stride(0);
+    p.b_row = b.stride(1);
+    p.b_col = b.stride(2);
+    p.d_row = d.stride(0);
+    p.d_col = d.stride(1);
+    p.bias_group = args.bias ? args.bias->stride(0) : 0;
+    p.bias_col = args.bias ? args.bias->stride(1) : 0;
+    p.alpha = static_cast<float>(args.alpha.real);
+    if ((shape.n + grouped_tile - 1) / grouped_tile > 65535)
+        unsupported(api, "b: N = {}; the grouped kernel covers N in at most 65535 tiles of {} columns", shape.n,
+                    grouped_tile);
+    return c;
 }
 
 MatmulSignature group_signature(const TensorLayout& a, const TensorLayout& b) {

@@ -61,12 +61,12 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,
                     const GroupedMatmulArgs& args, const MatmulOptions& options, core::StreamRef stream) {
     constexpr const char* api = "grouped_matmul";
-    (void)stream;
     detail::check_grouped_options(options, {}, api);
     const detail::GroupedShape shape = detail::check_moe_layouts(a, b, options, api);
     detail::check_moe_call(a, b, d, a.shape(0), args, shape, options.epilog, api);
     detail::check_device_sizes(group_sizes, d, shape, a.shape(0), api);
-    detail::device_sizes_not_supported(api);
+    const detail::GroupedKernelCall call = detail::device_sizes_call(a, b, d, group_sizes, args, shape, options, api);
+    detail::run_grouped_kernel(call.variant, call.params, stream);
 }
 
 }  // namespace gpumath

@@ -79,11 +79,13 @@ struct Case {
         return t;
     }
     [[nodiscard]] std::string describe() const {
-        std::string s = std::string(to_string(input)) + " -> " + std::string(to_string(result)) +
-                        " K=" + std::to_string(k) + " N=" + std::to_string(n) + " sizes";
-        for (std::int64_t m : sizes) s += " " + std::to_string(m);
-        return s + (b_col ? ", column-major B" : ", row-major B") + (d_col ? ", column-major D" : ", row-major D") +
-               ", epilog " + std::string(to_string(epilog));
+        std::string s(to_string(input));
+        s.append(" -> ").append(to_string(result));
+        s.append(" K=").append(std::to_string(k)).append(" N=").append(std::to_string(n)).append(" sizes");
+        for (std::int64_t m : sizes) s.append(" ").append(std::to_string(m));
+        s.append(b_col ? ", column-major B" : ", row-major B").append(d_col ? ", column-major D" : ", row-major D");
+        s.append(", epilog ").append(to_string(epilog));
+        return s;
     }
 };
 
@@ -92,6 +94,25 @@ struct Prepared {
     Host a, b, bias, want;
     Dev da, db, dbias;
 };
+
+/// The reference D (T, N) of `c` for host inputs a (T, K), b (G, K, N) and a (G, N) bias.
+Host expected(const Case& c, const Host& a, const Host& b, const Host& bias) {
+    Host want(c.result, {c.rows(), c.n});
+    std::int64_t row = 0;
+    for (std::size_t g = 0; g < c.sizes.size(); ++g) {
+        const std::int64_t M = c.sizes[g];
+        if (M == 0) continue;
+        const Host ag = rows_of(a, row, M), bg = matrix_of(b, std::int64_t(g));
+        const Host biasg = epilog_takes_bias(c.epilog) ? bias_of(bias, std::int64_t(g)) : Host{};
+        const RefResult r = reference(ag, bg, c.result,
+                                      {.alpha = cd(c.alpha.real, c.alpha.imag),
+                                       .bias = epilog_takes_bias(c.epilog) ? &biasg : nullptr,
+                                       .epilog = c.epilog});
+        for (std::int64_t i = 0; i < M * c.n; ++i) want.v[std::size_t(row * c.n + i)] = r.d.v[std::size_t(i)];
+        row += M;
+    }
+    return want;
+}
 
 Prepared prepare(const Case& c, core::StreamRef stream = {}) {
     auto rng = gpumath::test::rng_for_test();
@@ -105,20 +126,7 @@ Prepared prepare(const Case& c, core::StreamRef stream = {}) {
         p.bias = random_host(c.result, {G, c.n}, rng);
         p.dbias = upload(p.bias, {}, 0, stream);
     }
-    p.want = Host(c.result, {T, c.n});
-    std::int64_t row = 0;
-    for (std::int64_t g = 0; g < G; ++g) {
-        const std::int64_t M = c.sizes[std::size_t(g)];
-        if (M == 0) continue;
-        const Host ag = rows_of(p.a, row, M), bg = matrix_of(p.b, g);
-        const Host biasg = epilog_takes_bias(c.epilog) ? bias_of(p.bias, g) : Host{};
-        const RefResult r = reference(ag, bg, c.result,
-                                      {.alpha = cd(c.alpha.real, c.alpha.imag),
-                                       .bias = epilog_takes_bias(c.epilog) ? &biasg : nullptr,
-                                       .epilog = c.epilog});
-        for (std::int64_t i = 0; i < M * c.n; ++i) p.want.v[std::size_t(row * c.n + i)] = r.d.v[std::size_t(i)];
-        row += M;
-    }
+    p.want = expected(c, p.a, p.b, p.bias);
     return p;
 }
 
@@ -205,6 +213,49 @@ void expect_case(const Case& c) {
         mm.plan();
         mm.execute(v.a, v.b, v.d, args);
         expect_result(c, o, p.want, "GroupedMatmul, per-group views");
+    }
+}
+
+/// The sizes of `sizes` as a device (G,) i32 tensor.
+Dev device_sizes(const std::vector<std::int64_t>& sizes, core::StreamRef stream = {}) {
+    Host h(DataType::i32, {std::int64_t(sizes.size())});
+    for (std::size_t g = 0; g < sizes.size(); ++g) h.v[g] = cd(double(sizes[g]));
+    return upload(h, {}, 0, stream);
+}
+
+/// The case with group sizes in device memory, through grouped_matmul() and GroupedMatmul. With
+/// `unused_rows` > 0 the device sizes give the last group that many rows fewer than `c.sizes` does:
+/// the bound (A's rows) then exceeds the sizes' sum, and those rows of D must stay poisoned.
+void expect_device_case(const Case& c, std::int64_t unused_rows = 0) {
+    std::string trace = c.describe();
+    trace.append(", device sizes, ").append(std::to_string(unused_rows)).append(" rows past the sizes' sum");
+    SCOPED_TRACE(trace);
+    const Prepared p = prepare(c);
+    std::vector<std::int64_t> sizes = c.sizes;
+    sizes.back() -= unused_rows;
+    const Dev ds = device_sizes(sizes);
+    const std::int64_t T = c.rows(), used = T - unused_rows;
+    const MatmulOptions options{.epilog = c.epilog, .result_type = c.result};
+    GroupedMatmulArgs args{.alpha = c.alpha};
+    if (epilog_takes_bias(c.epilog)) args.bias = p.dbias.view;
+    const DeviceGroupSizes dsizes{.sizes = ds.view, .max_total_rows = T};
+    for (int path = 0; path < 2; ++path) {
+        SCOPED_TRACE(path == 0 ? "grouped_matmul" : "GroupedMatmul");
+        const Output o = output(c);
+        if (path == 0) {
+            grouped_matmul(p.da.view, p.db.view, o.view, dsizes, args, options);
+        } else {
+            GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options);
+            mm.execute(p.da.view, p.db.view, o.view, dsizes, args);
+        }
+        const Host got = download(slice_rows(o.view, 0, used));
+        const Host want = rows_of(p.want, 0, used);
+        const double err = relative_error(got, want);
+        EXPECT_LE(err, tolerance(c.input, c.result)) << "relative error " << err << worst_elements(got, want);
+        if (unused_rows > 0) {
+            const Host rest = download(slice_rows(o.view, used, unused_rows));
+            for (const cd& x : rest.v) ASSERT_TRUE(std::isnan(x.real())) << "a row past the sizes' sum was written";
+        }
     }
 }
 
@@ -319,6 +370,80 @@ TEST(GroupedGpu, CapturedAndReplayedLikeEagerCalls) {
     EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(eager.view, stream)) << "replay == eager, bitwise";
     EXPECT_EQ(download_bytes(stateless.view, stream), download_bytes(eager.view, stream));
     EXPECT_EQ(download_bytes(graph_other.view, stream), download_bytes(eager_other.view, stream));
+}
+
+// ---- group sizes in device memory: gpumath's grouped kernel ---------------------------------------
+
+TEST(GroupedGpu, DeviceSizesAgainstReference) {
+    GPUMATH_REQUIRE_GPU();
+    for (bool b_col : {false, true}) {
+        expect_device_case({.sizes = {37, 0, 1, 128, 0, 5, 64, 1}, .b_col = b_col});
+        expect_device_case({.input = DataType::f16, .result = DataType::f32, .sizes = {3, 0, 17, 1}, .b_col = b_col});
+        expect_device_case({.input = DataType::f32, .result = DataType::f32, .sizes = {1, 70, 0, 9}, .b_col = b_col});
+    }
+    // Odd K and N (partial tiles everywhere), alpha, column-major D.
+    expect_device_case({.sizes = {3, 5, 0, 1, 7}, .k = 23, .n = 31, .alpha = 0.5});
+    expect_device_case({.sizes = {12, 0, 1, 30}, .b_col = true, .d_col = true});
+}
+
+TEST(GroupedGpu, DeviceSizesEpilogs) {
+    GPUMATH_REQUIRE_GPU();
+    for (Epilog e : {Epilog::relu, Epilog::gelu, Epilog::silu, Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias,
+                     Epilog::silu_bias})
+        expect_device_case({.sizes = {9, 0, 1, 70}, .b_col = e == Epilog::gelu_bias, .epilog = e});
+}
+
+TEST(GroupedGpu, DeviceSizesBelowTheBound) {
+    GPUMATH_REQUIRE_GPU();
+    // The router sent fewer tokens than the buffers hold: rows past the sizes' sum are not written.
+    expect_device_case({.sizes = {20, 0, 1, 50}}, 30);
+    expect_device_case({.sizes = {64, 64}}, 64);
+}
+
+TEST(GroupedGpu, DeviceSizesPastTheBoundAreCutAtIt) {
+    GPUMATH_REQUIRE_GPU();
+    // Sizes summing past max_total_rows: rows at or past the bound are never computed (nor written).
+    const Case c{.sizes = {40, 40}, .k = 32, .n = 48};
+    const Prepared p = prepare(c);
+    const Dev ds = device_sizes({40, 60});
+    const Output o = output(c);
+    grouped_matmul(p.da.view, p.db.view, o.view, DeviceGroupSizes{.sizes = ds.view, .max_total_rows = 50});
+    const Host got = download(slice_rows(o.view, 0, 50));
+    const double err = relative_error(got, rows_of(p.want, 0, 50));
+    EXPECT_LE(err, tolerance(c.input, c.result)) << "relative error " << err;
+    for (const cd& x : download(slice_rows(o.view, 50, 30)).v) ASSERT_TRUE(std::isnan(x.real()));
+}
+
+TEST(GroupedGpu, DeviceSizesCapturedAndReplayedWithNewSizes) {
+    GPUMATH_REQUIRE_GPU();
+    // The point of device sizes: one graph, replayed after the router wrote other sizes.
+    const Case first{.sizes = {24, 0, 1, 40, 7}, .b_col = true, .epilog = Epilog::gelu_bias};
+    Case second = first;
+    second.sizes = {0, 50, 2, 0, 20};
+    core::Stream stream;
+    const Prepared p = prepare(first, stream);
+    const Dev ds = device_sizes(first.sizes, stream);
+    const Output o = output(first, stream);
+    const GroupedMatmulArgs args{.bias = p.dbias.view};
+    GroupedMatmul mm(p.da.view, p.db.view, first.sizes, {.epilog = first.epilog});
+    const DeviceGroupSizes dsizes{.sizes = ds.view, .max_total_rows = first.rows()};
+    stream.synchronize();
+    core::Graph g = core::Graph::capture(stream, [&](core::StreamRef s) {
+        mm.execute(p.da.view, p.db.view, o.view, dsizes, args, s);
+        grouped_matmul(p.da.view, p.db.view, o.view, dsizes, args, {.epilog = first.epilog}, s);
+    });
+    EXPECT_TRUE(std::isnan(download(o.view, stream).v[0].real())) << "nothing ran during the capture";
+    g.launch(stream);
+    expect_result(first, o, p.want, "first sizes", stream);
+    // New sizes written on the device (as a router kernel would), D poisoned again, same graph.
+    const Dev ds2 = device_sizes(second.sizes, stream);
+    ASSERT_EQ(cudaMemcpyAsync(ds.view.data(), ds2.view.data(), 4 * second.sizes.size(), cudaMemcpyDeviceToDevice,
+                              stream.handle()),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(o.storage.view.data(), 0xFF, std::size_t(o.storage.view.span_bytes()), stream.handle()),
+              cudaSuccess);
+    g.launch(stream);
+    expect_result(second, o, expected(second, p.a, p.b, p.bias), "second sizes", stream);
 }
 
 // ---- concurrency ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 // for the constructors, needs no device).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <complex>
 #include <cstdint>
 #include <string>
@@ -13,6 +14,11 @@
 #include <gpumath/matmul.hpp>
 
 #include "common/test_util.hpp"
+#include "matmul/grouped.hpp"
+
+#ifndef GPUMATH_TEST_ARCH
+#define GPUMATH_TEST_ARCH "sm_90"
+#endif
 
 using namespace gpumath;
 using test::expect_throw_with;
@@ -365,20 +371,93 @@ TEST(GroupedValidation, DeviceSizes) {
             grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = v(2, DataType::i32, {3}), .max_total_rows = 5});
         },
         {"group_sizes.sizes:", "overlaps d"});
-    // Valid input: the loop backend says why it cannot run it.
-    expect_throw_with<NotSupported>(
-        [&] { grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}); },
-        {"grouped_matmul", "group_sizes:", "loop backend", "host"});
+    // Bad operands are reported before anything runs.
     GroupedMatmul mm(m.a, m.b, m.sizes);
-    expect_throw_with<NotSupported>(
-        [&] { mm.execute(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 4}); },
-        {"GroupedMatmul::execute", "device"});
-    // Bad operands are reported before the backend's limit.
     expect_throw_with<InvalidArgument>(
         [&] {
             mm.execute(m.a, m.b, v(2, bf16, {5, N + 1}), DeviceGroupSizes{.sizes = sizes, .max_total_rows = 4});
         },
         {"d:", "(5, 17)"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5},
+                           {.bias = v(3, f32, {3, N})}, {.epilog = Epilog::bias});
+        },
+        {"bias:", "f32", "result type bf16"});
+    // Valid input on a machine without a GPU: the kernel cannot run.
+    if (!test::has_gpu()) {
+        EXPECT_THROW(grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}), CudaError);
+    }
+}
+
+TEST(GroupedKernel, CallCarriesStridesAndBound) {
+    // Column-major A, column-major weights, row-major D, a bias; the kernel's parameters are the
+    // views' pointers and strides in elements.
+    const TensorView a = v(0, bf16, {5, K}, {1, 5});
+    const TensorView b = v(1, bf16, {3, K, N}, {K * N, 1, K});
+    const TensorView d = v(2, f32, {5, N});
+    const TensorView bias = v(3, f32, {3, N});
+    const TensorView sizes = v(4, DataType::i32, {3});
+    const MatmulOptions options{.epilog = Epilog::gelu_bias, .result_type = f32};
+    const detail::GroupedShape shape = detail::check_moe_layouts(a, b, options, "test");
+    const GroupedMatmulArgs args{.alpha = 0.5, .bias = bias};
+    const detail::GroupedKernelCall c =
+        detail::device_sizes_call(a, b, d, {.sizes = sizes, .max_total_rows = 4}, args, shape, options, "test");
+    EXPECT_EQ(c.variant.input, bf16);
+    EXPECT_EQ(c.variant.result, f32);
+    EXPECT_EQ(c.variant.epilog, Epilog::gelu_bias);
+    const detail::GroupedKernelParams& p = c.params;
+    EXPECT_EQ(p.a, a.data());
+    EXPECT_EQ(p.b, b.data());
+    EXPECT_EQ(p.d, d.data());
+    EXPECT_EQ(p.bias, bias.data());
+    EXPECT_EQ(static_cast<const void*>(p.sizes), sizes.data());
+    EXPECT_EQ(p.groups, 3);
+    EXPECT_EQ(p.max_rows, 4);
+    EXPECT_EQ(p.n, N);
+    EXPECT_EQ(p.k, K);
+    EXPECT_EQ(p.a_row, 1);
+    EXPECT_EQ(p.a_col, 5);
+    EXPECT_EQ(p.b_group, K * N);
+    EXPECT_EQ(p.b_row, 1);
+    EXPECT_EQ(p.b_col, K);
+    EXPECT_EQ(p.d_row, N);
+    EXPECT_EQ(p.d_col, 1);
+    EXPECT_EQ(p.bias_group, N);
+    EXPECT_EQ(p.bias_col, 1);
+    EXPECT_EQ(p.alpha, 0.5f);
+    // Enough row tiles for any sizes within the bound: one per 64 rows plus a partial one per group.
+    EXPECT_EQ(detail::grouped_row_tiles(4, 3), 4);
+    EXPECT_EQ(detail::grouped_row_tiles(128, 2), 4);
+    EXPECT_EQ(detail::grouped_row_tiles(0, 5), 5);
+}
+
+TEST(GroupedKernel, MatmulRulesApplyToTheKernel) {
+    // A matrix without a unit stride is refused as matmul() refuses it, before any launch.
+    const Moe m;
+    const TensorView sizes = v(5, DataType::i32, {3});
+    EXPECT_THROW(
+        grouped_matmul(v(0, bf16, {5, K}, {2 * K, 2}), m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}),
+        Error);
+}
+
+TEST(GroupedKernel, CompilesWithNvrtc) {
+    // Every input type, result type and activation, with and without a bias; NVRTC needs no device.
+    const std::pair<DataType, DataType> types[] = {{bf16, bf16}, {bf16, f32}, {f16, f16}, {f16, f32}, {f32, f32}};
+    for (auto [input, result] : types)
+        for (Epilog e : {Epilog::none, Epilog::relu, Epilog::gelu, Epilog::silu, Epilog::bias, Epilog::relu_bias,
+                         Epilog::gelu_bias, Epilog::silu_bias}) {
+            SCOPED_TRACE(std::string(to_string(input)) + " -> " + std::string(to_string(result)) + " " +
+                         std::string(to_string(e)));
+            const core::ObjectCode code =
+                detail::compile_grouped_kernel({.input = input, .result = result, .epilog = e}, GPUMATH_TEST_ARCH);
+            EXPECT_EQ(code.arch(), GPUMATH_TEST_ARCH);
+            const std::vector<std::string> names = code.kernel_names();
+            EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_kernel_name), names.end());
+        }
+    expect_throw_with<InvalidArgument>([] { (void)detail::grouped_kernel_source({.input = DataType::f64}); }, {"f64"});
+    expect_throw_with<InvalidArgument>([] { (void)detail::grouped_kernel_source({.epilog = Epilog::relu_aux}); },
+                                       {"relu_aux"});
 }
 
 TEST(GroupedValidation, MovedFrom) {

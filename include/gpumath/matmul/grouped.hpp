@@ -20,7 +20,8 @@ namespace detail {
 class GroupedState;
 }  // namespace detail
 
-/// How a grouped product runs its G products.
+/// How a grouped product with group sizes on the host runs its G products (sizes in device memory
+/// always run gpumath's grouped kernel: see DeviceGroupSizes).
 enum class GroupedBackend : std::uint8_t {
     /// gpumath chooses; today always `loop` (the only backend so far).
     automatic,
@@ -57,7 +58,11 @@ struct GroupedMatmulArgs {
 };
 
 /// Group sizes in device memory, as a router kernel writes them, for the form of execute() that
-/// needs no host synchronization.
+/// needs no host synchronization: the products run in one launch of gpumath's grouped kernel (run-time
+/// compiled, f32 accumulation), which reads the sizes when it runs, so a captured graph may be
+/// replayed after the sizes changed. The launch covers `max_total_rows` rows (tiles past the groups'
+/// rows exit at once: that is the cost of the bound); negative sizes count as 0, rows at or past the
+/// bound are never computed, and rows of D past the sizes' sum are not written.
 struct DeviceGroupSizes {
     /// (G,) i32 device tensor: the rows of A (and D) of each group, in order.
     TensorView sizes{};
@@ -122,8 +127,8 @@ public:
                  std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
                  core::StreamRef stream = {});
     /// The mixture-of-experts form with group sizes in device memory (capturable: no host
-    /// synchronization). Not supported by the loop backend, which needs each M_g on the host: it
-    /// validates the operands and throws NotSupported (docs/matmul.md, "Grouped products").
+    /// synchronization): `a` and `d` hold at least `group_sizes.max_total_rows` rows, laid out as for
+    /// host sizes. One launch of gpumath's grouped kernel (compiled on first use per type and epilog).
     void execute(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,
                  const GroupedMatmulArgs& args = {}, core::StreamRef stream = {});
 
@@ -159,8 +164,8 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
                     std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
                     const MatmulOptions& options = {}, core::StreamRef stream = {});
 
-/// The mixture-of-experts form with group sizes in device memory. Validates, then throws
-/// NotSupported as GroupedMatmul::execute does for the loop backend.
+/// The mixture-of-experts form with group sizes in device memory, in one launch of gpumath's
+/// grouped kernel (see DeviceGroupSizes).
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,
                     const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {}, core::StreamRef stream = {});
 

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// The grouped kernel: every group's product in one launch, each block finding its group and tile
+// from the sizes in device memory. A plain shared-memory tiled GEMM with f32 accumulation, for any
+// strides: it trades speed for needing no host synchronization.
+#include "matmul/grouped_kernel.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include <gpumath/core/device.hpp>
+#include <gpumath/core/launch.hpp>
+#include <gpumath/core/program.hpp>
+#include "detail/status.hpp"
+
+namespace gpumath::detail {
+namespace {
+
+// After the per-variant macros: gm_in, gm_out, GM_ACT (0 none, 1 relu, 2 gelu, 3 silu), GM_BIAS,
+// GM_TILE, GM_TILE_K, and the loads and stores gm_load_in, gm_load_out, gm_store_out.
+constexpr std::string_view body = R"(
+struct gm_grouped {
+    const void* a;
+    const void* b;
+    void* d;
+    const void* bias;
+    const int* sizes;
+    long long groups;
+    long long max_rows;
+    long long n;
+    long long k;
+    long long a_row, a_col;
+    long long b_group, b_row, b_col;
+    long long d_row, d_col;
+    long long bias_group, bias_col;
+    float alpha;
+    int reserved;
+};
+static_assert(sizeof(gm_grouped) == 152, "gm_grouped must match gpumath::detail::GroupedKernelParams");
+
+static __device__ __forceinline__ float gm_act(float x) {
+#if GM_ACT == 1
+    return x > 0.0f ? x : 0.0f;
+#elif GM_ACT == 2
+    // cuBLASLt's GELU: the tanh approximation.
+    const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+#elif GM_ACT == 3
+    return x / (1.0f + expf(-x));
+#else
+    return x;
+#endif
+}
+
+// Block (x: a tile of GM_TILE rows of some group, y: a tile of GM_TILE columns) of 16 x 16 threads,
+// each computing 4 x 4 elements of D. Row tiles are numbered group after group; a block past the
+// last group's last tile returns at once (the launch covers the host-side bound).
+extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_grouped p) {
+    __shared__ float as[GM_TILE_K][GM_TILE + 4];
+    __shared__ float bs[GM_TILE_K][GM_TILE + 4];
+    const long long tile = blockIdx.x;
+    long long first = 0;  // the row tiles of the groups before g
+    long long row0 = 0;   // the first row of group g
+    long long g = -1, m = 0;
+    for (long long i = 0; i < p.groups; ++i) {
+        long long mi = p.sizes[i];
+        if (mi < 0) mi = 0;
+        if (mi > p.max_rows - row0) mi = p.max_rows - row0;  // rows past the bound are never computed
+        const long long tiles = (mi + GM_TILE - 1) / GM_TILE;
+        if (tile < first + tiles) {
+            g = i;
+            m = mi;
+            break;
+        }
+        first += tiles;
+        row0 += mi;
+    }
+    if (g < 0) return;
+    const long long r0 = (tile - first) * GM_TILE;  // within the group
+    const long long c0 = (long long)blockIdx.y * GM_TILE;
+    if (c0 >= p.n) return;
+    const long long rows = m - r0 < GM_TILE ? m - r0 : GM_TILE;
+    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * 16 + tx;
+    const gm_in* a = static_cast<const gm_in*>(p.a) + (row0 + r0) * p.a_row;
+    const gm_in* b = static_cast<const gm_in*>(p.b) + g * p.b_group;
+    float acc[4][4];
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+    for (long long k0 = 0; k0 < p.k; k0 += GM_TILE_K) {
+        for (int e = t; e < GM_TILE * GM_TILE_K; e += 256) {
+            const int r = e / GM_TILE_K, kk = e % GM_TILE_K;
+            as[kk][r] = (r < rows && k0 + kk < p.k) ? gm_load_in(a + r * p.a_row + (k0 + kk) * p.a_col) : 0.0f;
+        }
+        for (int e = t; e < GM_TILE * GM_TILE_K; e += 256) {
+            const int kk = e / GM_TILE, c = e % GM_TILE;
+            bs[kk][c] = (k0 + kk < p.k && c0 + c < p.n) ? gm_load_in(b + (k0 + kk) * p.b_row + (c0 + c) * p.b_col)
+                                                        : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < GM_TILE_K; ++kk) {
+            float x[4], y[4];
+            for (int i = 0; i < 4; ++i) x[i] = as[kk][ty * 4 + i];
+            for (int j = 0; j < 4; ++j) y[j] = bs[kk][tx * 4 + j];
+            for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 4; ++j) acc[i][j] += x[i] * y[j];
+        }
+        __syncthreads();
+    }
+    gm_out* d = static_cast<gm_out*>(p.d) + (row0 + r0) * p.d_row;
+    for (int i = 0; i < 4; ++i) {
+        const int r = ty * 4 + i;
+        if (r >= rows) continue;
+        for (int j = 0; j < 4; ++j) {
+            const long long c = c0 + tx * 4 + j;
+            if (c >= p.n) continue;
+            float v = p.alpha * acc[i][j];
+#if GM_BIAS
+            v += gm_load_out(static_cast<const gm_out*>(p.bias) + g * p.bias_group + c * p.bias_col);
+#endif
+            gm_store_out(d + r * p.d_row + c * p.d_col, gm_act(v));
+        }
+    }
+}
+)";
+
+const char* type_name(DataType t) {
+    switch (t) {
+        case DataType::f16:
+            return "__half";
+        case DataType::bf16:
+            return "__nv_bfloat16";
+        case DataType::f32:
+            return "float";
+        default:
+            throw_invalid(fmt::format("{}: the grouped kernel takes f16, bf16 and f32", gpumath::to_string(t)),
+                          "grouped_kernel_source");
+    }
+}
+
+/// The load (to float) and store (from float) of one element of `t`, as `name`.
+std::string access(DataType t, const char* load, const char* store) {
+    const char* type = type_name(t);
+    const char* from = t == DataType::f16 ? "__half2float(*q)" : t == DataType::bf16 ? "__bfloat162float(*q)" : "*q";
+    const char* to = t == DataType::f16 ? "__float2half_rn(v)" : t == DataType::bf16 ? "__float2bfloat16_rn(v)" : "v";
+    std::string s =
+        fmt::format("static __device__ __forceinline__ float {}(const {}* q) {{ return {}; }}\n", load, type, from);
+    if (store != nullptr)
+        s += fmt::format("static __device__ __forceinline__ void {}({}* q, float v) {{ *q = {}; }}\n", store, type, to);
+    return s;
+}
+
+int activation(Epilog e) {
+    switch (e) {
+        case Epilog::none:
+        case Epilog::bias:
+            return 0;
+        case Epilog::relu:
+        case Epilog::relu_bias:
+            return 1;
+        case Epilog::gelu:
+        case Epilog::gelu_bias:
+            return 2;
+        case Epilog::silu:
+        case Epilog::silu_bias:
+            return 3;
+        default:
+            throw_invalid(fmt::format("epilog: {} has no grouped-kernel form", gpumath::to_string(e)),
+                          "grouped_kernel_source");
+    }
+}
+
+struct Kernels {
+    core::Kernel gemm;
+};
+
+const Kernels& grouped_kernels(int device, const GroupedKernelVariant& v) {
+    using Key = std::tuple<int, DataType, DataType, Epilog>;
+    static std::mutex mutex;
+    // Never destroyed, like every per-device state: no static destructor may run after the CUDA
+    // runtime has shut down.
+    static auto* cache = new std::map<Key, std::unique_ptr<const Kernels>>();
+    const Key key{device, v.input, v.result, v.epilog};
+    {
+        std::lock_guard lock(mutex);
+        if (auto it = cache->find(key); it != cache->end()) return *it->second;
+    }
+    // Compiled outside the lock; two threads that miss at once both compile (the compile cache
+    // serves the second) and the first one stored wins.
+    const core::Device dev(device);
+    const core::Module module(compile_grouped_kernel(v, dev.arch()));
+    auto k = std::make_unique<Kernels>();
+    k->gemm = module.kernel(grouped_kernel_name, device);
+    std::lock_guard lock(mutex);
+    return *cache->emplace(key, std::move(k)).first->second;
+}
+
+}  // namespace
+
+std::string grouped_kernel_source(const GroupedKernelVariant& v) {
+    std::string s = fmt::format(
+        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef {} gm_in;\ntypedef {} gm_out;\n#define GM_ACT {}\n"
+        "#define GM_BIAS {}\n#define GM_TILE {}\n#define GM_TILE_K {}\n",
+        type_name(v.input), type_name(v.result), activation(v.epilog), epilog_takes_bias(v.epilog) ? 1 : 0,
+        grouped_tile, grouped_tile_k);
+    s += access(v.input, "gm_load_in", nullptr);
+    s += access(v.result, "gm_load_out", "gm_store_out");
+    s += "#line 1 \"gpumath_grouped\"";
+    s += body;
+    return s;
+}
+
+core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std::string& arch) {
+    core::ProgramOptions options;
+    options.name = fmt::format("gpumath_grouped_{}_{}_{}", gpumath::to_string(v.input), gpumath::to_string(v.result),
+                               gpumath::to_string(v.epilog));
+    options.arch = arch;
+    options.std = "c++17";
+    return core::Program(grouped_kernel_source(v), std::move(options)).compile(core::CodeType::cubin);
+}
+
+void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream) {
+    const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups);
+    const std::int64_t col_tiles = (p.n + grouped_tile - 1) / grouped_tile;
+    if (p.max_rows == 0 || row_tiles == 0 || col_tiles == 0) return;
+    const Kernels& k = grouped_kernels(detail::current_device(), v);
+    core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {16, 16}}, k.gemm, p);
+}
+
+}  // namespace gpumath::detail

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to src/matmul: gpumath's grouped kernel, compiled at run time, for grouped products whose
+// group sizes live in device memory. One program per (input type, result type, activation, bias).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <gpumath/core/object_code.hpp>
+#include <gpumath/core/stream.hpp>
+#include <gpumath/matmul/options.hpp>
+#include <gpumath/types.hpp>
+
+namespace gpumath::detail {
+
+/// What a grouped-kernel program is specialized for.
+struct GroupedKernelVariant {
+    DataType input = DataType::bf16;   // of A and B
+    DataType result = DataType::bf16;  // of D (and the bias)
+    Epilog epilog = Epilog::none;      // none, relu, gelu, silu or their _bias forms
+};
+
+/// The one argument of the kernel (`gm_grouped` in the generated source, which checks the size).
+/// Strides in elements; `sizes` holds `groups` i32 values in device memory.
+struct GroupedKernelParams {
+    const void* a = nullptr;
+    const void* b = nullptr;
+    void* d = nullptr;
+    const void* bias = nullptr;
+    const std::int32_t* sizes = nullptr;
+    std::int64_t groups = 0;
+    std::int64_t max_rows = 0;  // the host-side bound: rows at or past it are never computed
+    std::int64_t n = 0, k = 0;
+    std::int64_t a_row = 0, a_col = 0;
+    std::int64_t b_group = 0, b_row = 0, b_col = 0;
+    std::int64_t d_row = 0, d_col = 0;
+    std::int64_t bias_group = 0, bias_col = 0;
+    float alpha = 1.0f;
+    std::int32_t reserved = 0;
+};
+static_assert(sizeof(GroupedKernelParams) == 152, "GroupedKernelParams must match gm_grouped of the generated kernel");
+
+/// Rows and columns of D one block computes (a 16 x 16 thread block, 4 x 4 outputs per thread).
+inline constexpr std::int64_t grouped_tile = 64;
+/// K per shared-memory stage.
+inline constexpr std::int64_t grouped_tile_k = 16;
+/// The kernel's extern "C" name.
+inline constexpr const char* grouped_kernel_name = "gm_grouped_gemm";
+
+/// The CUDA C++ of the grouped kernel of `v`. InvalidArgument for a type or epilog it lacks.
+[[nodiscard]] std::string grouped_kernel_source(const GroupedKernelVariant& v);
+
+/// `grouped_kernel_source(v)` compiled to a cubin for `arch` ("sm_90"); needs NVRTC, not a device.
+[[nodiscard]] core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std::string& arch);
+
+/// Blocks along the rows of the launch: enough for any sizes summing to at most `max_rows` over
+/// `groups` groups (a group's last tile may be partial), so tiles past the groups' rows exit at once.
+[[nodiscard]] constexpr std::int64_t grouped_row_tiles(std::int64_t max_rows, std::int64_t groups) noexcept {
+    return (max_rows + grouped_tile - 1) / grouped_tile + groups;
+}
+
+/// Enqueues the kernel of `v` on `stream` (current device; compiled and loaded on first use, then
+/// kept). Allocates nothing and reads the sizes on the device only, so it may be captured.
+void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream);
+
+}  // namespace gpumath::detail
