@@ -4,6 +4,8 @@
 // pointer alignment, so groups of equal M share one).
 #include "matmul/grouped.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "detail/log.hpp"
@@ -23,6 +25,10 @@ public:
         : options_(options) {
         constexpr const char* api = "GroupedMatmul";
         check_grouped_options(options, grouped, api);
+        if (grouped.backend == GroupedBackend::strided_batched)
+            unsupported(api,
+                        "grouped.backend: strided_batched needs the mixture-of-experts form (one A, weights "
+                        "(G, K, N), one D); per-group views need not form one strided batch");
         shape_ = check_group_layouts(a, b, options, api);
         a_.assign(a.begin(), a.end());
         b_.assign(b.begin(), b.end());
@@ -52,6 +58,13 @@ public:
         constexpr const char* api = "GroupedMatmul::plan";
         const int device = matmul_current_device();
         const TensorLayout bg = contiguous_ ? weights_of(b_[0]) : TensorLayout{};
+        if (contiguous_ && backend_ != GroupedBackend::loop && batched_sizes(sizes_)) {
+            const MatmulSignature sig = batched_signature(a_[0], b_[0], sizes_[0], shape_, options_.epilog);
+            const MatmulProblem P = analyze_group(sig, options_, -1, api);
+            (void)plans_.get_or_create(make_key(P.signature.call(), options_, -1),
+                                       [&] { return std::make_shared<MatmulPlan>(P, options_, device, 1); });
+            return;
+        }
         for (std::size_t g = 0; g < std::size_t(shape_.groups); ++g) {
             const std::int64_t M = contiguous_ ? sizes_[g] : a_[g].shape(0);
             if (M == 0) continue;
@@ -94,7 +107,14 @@ public:
         check_group_sizes(sizes, shape_.groups, a.shape(0), api);
         check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
         std::vector<GroupOperands> groups;
-        groups_of(a, b, d, sizes, args, groups);
+        std::optional<GroupOperands> batched;
+        if (backend_ != GroupedBackend::loop) batched = batched_of(a, b, d, sizes, args);
+        if (backend_ == GroupedBackend::strided_batched && !batched)
+            unsupported(api,
+                        "group_sizes: grouped.backend strided_batched needs every group to have the same number of "
+                        "rows (more than 0, G > 1); use automatic or loop for uneven sizes");
+        if (batched) groups.push_back(*batched);
+        else groups_of(a, b, d, sizes, args, groups);
         run(groups, args, stream, api);
     }
 
@@ -122,9 +142,12 @@ private:
         return TensorLayout(a.dtype(), shape, strides);
     }
 
-    void resolve_backend(const GroupedOptions& grouped) {
-        // Only the loop exists so far; `automatic` will choose by measurement once there are others.
-        backend_ = grouped.backend == GroupedBackend::automatic ? GroupedBackend::loop : grouped.backend;
+    void resolve_backend(const GroupedOptions& grouped) { backend_ = grouped.backend; }
+
+    /// True when sizes fit a strided-batched product: G > 1 groups of one M > 0.
+    static bool batched_sizes(const std::vector<std::int64_t>& sizes) {
+        return sizes.size() > 1 && sizes[0] > 0 &&
+               std::all_of(sizes.begin(), sizes.end(), [&](std::int64_t m) { return m == sizes[0]; });
     }
 
     void check_moe_operands(const TensorView& a, const TensorView& b, const char* api) const {
@@ -153,7 +176,8 @@ private:
                 auto plan = std::make_shared<MatmulPlan>(analyze(MatmulSignature::of(call), options_, api), options_,
                                                          device, 1);
                 if (log_enabled(LogLevel::debug))
-                    detail::log(LogLevel::debug, "GroupedMatmul: planned a group of M={} (algorithm {})",
+                    detail::log(LogLevel::debug, "GroupedMatmul: planned {} of M={} (algorithm {})",
+                                plan->problem().shape.batch > 1 ? "a strided-batched product" : "a group",
                                 plan->problem().shape.m, plan->infos()[plan->selected()].id);
                 return plan;
             });
@@ -163,7 +187,7 @@ private:
     MatmulOptions options_;
     GroupedShape shape_;
     bool contiguous_ = false;
-    GroupedBackend backend_ = GroupedBackend::loop;
+    GroupedBackend backend_ = GroupedBackend::automatic;
     std::vector<TensorLayout> a_, b_;  // per group; the mixture-of-experts form: a_[0] (T, K), b_[0] (G, K, N)
     std::vector<std::int64_t> sizes_;  // the mixture-of-experts form's planned sizes
     LruCache<MatmulKey, MatmulPlan, MatmulKeyHash> plans_{plan_capacity};

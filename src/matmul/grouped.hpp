@@ -96,7 +96,19 @@ void groups_of(std::span<const TensorView> a, std::span<const TensorView> b, std
 void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, std::span<const std::int64_t> sizes,
                const GroupedMatmulArgs& args, std::vector<GroupOperands>& out);
 
-/// Rethrows the InvalidArgument or NotSupported being handled with "group <g>: " after its api.
+/// A mixture-of-experts call whose G > 1 groups all have the same M > 0 rows as one strided-batched
+/// product (`group` -1): a (G, M, K), b (G, K, N), d (G, M, N), bias (G, 1, N). Empty otherwise.
+[[nodiscard]] std::optional<GroupOperands> batched_of(const TensorView& a, const TensorView& b, const TensorView& d,
+                                                      std::span<const std::int64_t> sizes,
+                                                      const GroupedMatmulArgs& args);
+
+/// The signature a strided-batched call of the constructed layouts has (for planning ahead):
+/// dense D and bias, M rows per group.
+[[nodiscard]] MatmulSignature batched_signature(const TensorLayout& a, const TensorLayout& b, std::int64_t m,
+                                                const GroupedShape& shape, Epilog epilog);
+
+/// Rethrows the InvalidArgument or NotSupported being handled with "group <g>: " after its api
+/// ("all groups (strided-batched): " for group -1).
 [[noreturn]] void rethrow_for_group(std::int64_t group);
 
 /// The loop backend: finds every group's plan (`lookup(call)`), so that bad input is reported

@@ -102,7 +102,7 @@ void check_d_type(const TensorLayout& d, std::int64_t group, const GroupedShape&
 
 void check_grouped_options(const MatmulOptions& options, const GroupedOptions& grouped, const char* api) {
     check_options(options, api);
-    check_enum(grouped.backend, int(GroupedBackend::loop) + 1, "a GroupedBackend", "grouped.backend", api);
+    check_enum(grouped.backend, int(GroupedBackend::strided_batched) + 1, "a GroupedBackend", "grouped.backend", api);
     if (!grouped_epilog(options.epilog))
         unsupported(api,
                     "options.epilog: {} in a grouped product; grouped products take none, relu, gelu, silu and "
@@ -392,13 +392,51 @@ void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, st
             bias.dtype(), shape, strides);
 }
 
+std::optional<GroupOperands> batched_of(const TensorView& a, const TensorView& b, const TensorView& d,
+                                        std::span<const std::int64_t> sizes, const GroupedMatmulArgs& args) {
+    if (sizes.size() < 2 || sizes[0] == 0) return std::nullopt;
+    const std::int64_t M = sizes[0];
+    for (const std::int64_t m : sizes)
+        if (m != M) return std::nullopt;
+    const auto groups = std::int64_t(sizes.size());
+    GroupOperands o;
+    o.group = -1;
+    const std::int64_t a_shape[] = {groups, M, a.shape(1)}, a_strides[] = {M * a.stride(0), a.stride(0), a.stride(1)};
+    const std::int64_t d_shape[] = {groups, M, d.shape(1)}, d_strides[] = {M * d.stride(0), d.stride(0), d.stride(1)};
+    o.a = TensorView(a.data(), a.dtype(), a_shape, a_strides);
+    o.b = b;
+    o.d = TensorView(d.data(), d.dtype(), d_shape, d_strides);
+    if (args.bias) {
+        const TensorView& bias = *args.bias;
+        const std::int64_t shape[] = {groups, 1, bias.shape(1)};
+        const std::int64_t strides[] = {bias.stride(0), bias.shape(1) * bias.stride(1), bias.stride(1)};
+        o.bias = TensorView(bias.data(), bias.dtype(), shape, strides);
+    }
+    return o;
+}
+
+MatmulSignature batched_signature(const TensorLayout& a, const TensorLayout& b, std::int64_t m,
+                                  const GroupedShape& shape, Epilog epilog) {
+    const std::int64_t groups = shape.groups;
+    const std::int64_t a_shape[] = {groups, m, shape.k}, a_strides[] = {m * a.stride(0), a.stride(0), a.stride(1)};
+    MatmulSignature sig;
+    sig.a = TensorLayout(a.dtype(), a_shape, a_strides);
+    sig.b = b;
+    sig.d = TensorLayout(shape.result, {groups, m, shape.n});
+    if (epilog_takes_bias(epilog)) sig.bias = TensorLayout(shape.result, {groups, 1, shape.n});
+    sig.from_layouts = true;
+    return sig;
+}
+
 void rethrow_for_group(std::int64_t group) {
     auto with_group = [group](const Error& e) {
         const std::string what = e.what();
         const std::string prefix = e.api().empty() ? std::string() : e.api() + ": ";
+        const std::string which =
+            group < 0 ? std::string("all groups (strided-batched): ") : fmt::format("group {}: ", group);
         if (!prefix.empty() && what.compare(0, prefix.size(), prefix) == 0)
-            return fmt::format("{}group {}: {}", prefix, group, what.substr(prefix.size()));
-        return fmt::format("group {}: {}", group, what);
+            return prefix + which + what.substr(prefix.size());
+        return which + what;
     };
     try {
         throw;

@@ -54,7 +54,9 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
     detail::check_group_sizes(group_sizes, shape.groups, a.shape(0), api);
     detail::check_moe_call(a, b, d, a.shape(0), args, shape, options.epilog, api);
     std::vector<detail::GroupOperands> groups;
-    detail::groups_of(a, b, d, group_sizes, args, groups);
+    if (std::optional<detail::GroupOperands> batched = detail::batched_of(a, b, d, group_sizes, args))
+        groups.push_back(*batched);  // equal sizes: one strided-batched product
+    else detail::groups_of(a, b, d, group_sizes, args, groups);
     run_stateless(groups, args, options, stream, api);
 }
 

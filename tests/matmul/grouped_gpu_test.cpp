@@ -307,6 +307,31 @@ TEST(GroupedGpu, AllGroupsEmptyAndOneGroup) {
     EXPECT_NO_THROW(grouped_matmul(a, b, d, std::vector<std::int64_t>{0, 0}));
 }
 
+TEST(GroupedGpu, EqualSizesRunAsOneStridedBatch) {
+    GPUMATH_REQUIRE_GPU();
+    // automatic picks the strided-batched product for the mixture-of-experts forms (the per-group
+    // forms loop): both against the reference, M = 1 with a bias included.
+    for (bool b_col : {false, true}) {
+        expect_case({.sizes = {48, 48, 48, 48}, .b_col = b_col, .epilog = Epilog::gelu_bias});
+        expect_case({.sizes = {1, 1, 1}, .b_col = b_col, .epilog = Epilog::relu_bias});
+        expect_case({.input = DataType::f32, .result = DataType::f32, .sizes = {7, 7}, .b_col = b_col});
+    }
+    expect_case({.sizes = {16, 16, 16}, .d_col = true, .epilog = Epilog::bias});
+    // Asked for explicitly, and against the loop on the same data.
+    const Case c{.sizes = {32, 32, 32, 32}, .k = 96, .n = 64, .epilog = Epilog::silu_bias};
+    const Prepared p = prepare(c);
+    const MatmulOptions options{.epilog = c.epilog};
+    const GroupedMatmulArgs args{.bias = p.dbias.view};
+    GroupedMatmul batched(p.da.view, p.db.view, c.sizes, options, {.backend = GroupedBackend::strided_batched});
+    GroupedMatmul loop(p.da.view, p.db.view, c.sizes, options, {.backend = GroupedBackend::loop});
+    batched.plan();
+    const Output ob = output(c), ol = output(c);
+    batched.execute(p.da.view, p.db.view, ob.view, c.sizes, args);
+    loop.execute(p.da.view, p.db.view, ol.view, c.sizes, args);
+    expect_result(c, ob, p.want, "strided_batched");
+    expect_result(c, ol, p.want, "loop");
+}
+
 TEST(GroupedGpu, MatchesPerGroupMatmulBitwise) {
     GPUMATH_REQUIRE_GPU();
     // Each group is the product matmul() would run: the same plan, so the same bits.

@@ -69,7 +69,7 @@ TEST(GroupedValidation, ConstructorsNeedNoDevice) {
     EXPECT_EQ(list.n(), N);
     EXPECT_EQ(list.k(), K);
     EXPECT_FALSE(list.contiguous());
-    EXPECT_EQ(list.backend(), GroupedBackend::loop);
+    EXPECT_EQ(list.backend(), GroupedBackend::automatic);
     EXPECT_EQ(list.result_type(), bf16);
     const Moe m;
     GroupedMatmul moe(m.a, m.b, m.sizes, {.epilog = Epilog::gelu_bias, .result_type = f32});
@@ -388,6 +388,43 @@ TEST(GroupedValidation, DeviceSizes) {
     if (!test::has_gpu()) {
         EXPECT_THROW(grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}), CudaError);
     }
+}
+
+TEST(GroupedValidation, StridedBatchedRules) {
+    const Groups g;
+    expect_throw_with<NotSupported>(
+        [&] { GroupedMatmul mm(g.a_layouts(), g.b_layouts(), {}, {.backend = GroupedBackend::strided_batched}); },
+        {"grouped.backend:", "strided_batched", "mixture-of-experts form"});
+    const Moe m;
+    GroupedMatmul mm(m.a, m.b, m.sizes, {}, {.backend = GroupedBackend::strided_batched});
+    EXPECT_EQ(mm.backend(), GroupedBackend::strided_batched);
+    expect_throw_with<NotSupported>([&] { mm.execute(m.a, m.b, m.d, m.sizes); },
+                                    {"GroupedMatmul::execute", "group_sizes:", "same number of rows"});
+    EXPECT_EQ(to_string(GroupedBackend::strided_batched), "strided_batched");
+}
+
+TEST(GroupedKernel, EqualSizesAreOneStridedBatch) {
+    // Row-major A and D, column-major weights, a bias: views of the whole tensors with a batch of G.
+    const TensorView a = v(0, bf16, {6, K}), b = v(1, bf16, {3, K, N}, {K * N, 1, K}), d = v(2, bf16, {6, N});
+    const TensorView bias = v(3, bf16, {3, N});
+    const std::vector<std::int64_t> equal{2, 2, 2};
+    const auto o = detail::batched_of(a, b, d, equal, {.bias = bias});
+    ASSERT_TRUE(o.has_value());
+    EXPECT_EQ(o->group, -1);
+    EXPECT_EQ(o->a, TensorLayout(bf16, {3, 2, K}, {2 * K, K, 1}));
+    EXPECT_EQ(o->a.data(), a.data());
+    EXPECT_EQ(static_cast<const TensorLayout&>(o->b), static_cast<const TensorLayout&>(b));
+    EXPECT_EQ(o->d, TensorLayout(bf16, {3, 2, N}, {2 * N, N, 1}));
+    ASSERT_TRUE(o->bias.has_value());
+    EXPECT_EQ(*o->bias, TensorLayout(bf16, {3, 1, N}, {N, N, 1}));
+    // Column-major A: the batch stride is M elements.
+    const TensorView ac = v(0, bf16, {6, K}, {1, 6});
+    EXPECT_EQ(detail::batched_of(ac, b, d, equal, {})->a, TensorLayout(bf16, {3, 2, K}, {2, 1, 6}));
+    // Uneven sizes, empty groups and a single group run as a loop.
+    EXPECT_FALSE(detail::batched_of(a, b, d, std::vector<std::int64_t>{2, 3, 1}, {}).has_value());
+    EXPECT_FALSE(detail::batched_of(v(0, bf16, {0, K}), b, v(2, bf16, {0, N}), std::vector<std::int64_t>{0, 0, 0}, {})
+                     .has_value());
+    EXPECT_FALSE(detail::batched_of(a, v(1, bf16, {1, K, N}), d, std::vector<std::int64_t>{6}, {}).has_value());
 }
 
 TEST(GroupedKernel, CallCarriesStridesAndBound) {

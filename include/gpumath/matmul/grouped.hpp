@@ -23,11 +23,15 @@ class GroupedState;
 /// How a grouped product with group sizes on the host runs its G products (sizes in device memory
 /// always run gpumath's grouped kernel: see DeviceGroupSizes).
 enum class GroupedBackend : std::uint8_t {
-    /// gpumath chooses; today always `loop` (the only backend so far).
+    /// gpumath chooses per call: `strided_batched` when every group of a mixture-of-experts call has
+    /// the same number of rows (G > 1), else `loop`.
     automatic,
     /// One cuBLASLt product per non-empty group, on the caller's stream, in group order; each
     /// group's plan is made once (per M, layout and pointer alignment) and cached.
     loop,
+    /// One strided-batched cuBLASLt product over every group: the mixture-of-experts form with equal
+    /// group sizes only (NotSupported otherwise, before any GPU work).
+    strided_batched,
 };
 
 /// The enumerator's name ("loop", ...).
@@ -37,6 +41,8 @@ enum class GroupedBackend : std::uint8_t {
             return "automatic";
         case GroupedBackend::loop:
             return "loop";
+        case GroupedBackend::strided_batched:
+            return "strided_batched";
     }
     return "invalid GroupedBackend";
 }
@@ -139,7 +145,8 @@ public:
     [[nodiscard]] std::int64_t k() const noexcept;
     /// True for the mixture-of-experts form (one A, B (G, K, N), one D).
     [[nodiscard]] bool contiguous() const noexcept;
-    /// The backend in use (`automatic` resolved; `automatic` when moved from).
+    /// The backend asked for (GroupedOptions::backend; `automatic` chooses per call, see
+    /// GroupedBackend; `automatic` when moved from).
     [[nodiscard]] GroupedBackend backend() const noexcept;
     /// The element type of every D.
     [[nodiscard]] DataType result_type() const noexcept;
@@ -159,7 +166,8 @@ void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b
                     const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {}, core::StreamRef stream = {});
 
 /// The mixture-of-experts form in one call: `a` (T, K) rows sorted by group, `b` (G, K, N), `d`
-/// (T, N), `group_sizes` on the host (G values summing to T). Plans as the per-group form.
+/// (T, N), `group_sizes` on the host (G values summing to T). Plans as the per-group form; equal
+/// sizes run as one strided-batched product (GroupedBackend::automatic).
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d,
                     std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
                     const MatmulOptions& options = {}, core::StreamRef stream = {});
