@@ -19,6 +19,7 @@
 #include "detail/status.hpp"
 #include "matmul/checks.hpp"
 #include "matmul/shapes.hpp"
+#include "matmul/types.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -58,17 +59,6 @@ bool bias_needs_pass(const BiasInput& bias, const TensorLayout& d, Epilog epilog
     if (bias.shape.per_col && !bias.shape.per_row) return d_col && !d_row;
     if (bias.shape.per_row && !bias.shape.per_col) return d_row && !d_col;
     return false;
-}
-
-const char* element_type(DataType t) {
-    switch (t) {
-        case DataType::f16:
-            return "__half";
-        case DataType::bf16:
-            return "__nv_bfloat16";
-        default:
-            return "float";
-    }
 }
 
 constexpr const char* pass_body = R"(
@@ -209,8 +199,8 @@ std::string epilog_pass_source(const EpilogPass& pass, DataType d, const MatmulE
         "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef long long gm_i64;\ntypedef {} gm_d;\n"
         "typedef {} gm_bias;\n#define GM_ACT {}\n#define GM_BIAS {}\n#define GM_BIAS_INNER {}\n"
         "#define GM_FUNCTION {}\n",
-        element_type(d), element_type(pass.bias_type), int(pass.act), pass.bias ? 1 : 0, pass.bias_inner ? 1 : 0,
-        function != nullptr ? 1 : 0);
+        cuda_element_type(d), cuda_element_type(pass.bias_type), int(pass.act), pass.bias ? 1 : 0,
+        pass.bias_inner ? 1 : 0, function != nullptr ? 1 : 0);
     // GM_SWAP maps D_lt's (inner, outer) to the user's (row, col), which a function sees.
     s += fmt::format("#define GM_SWAP {}\n", pass.swap ? 1 : 0);
     if (function != nullptr) {

@@ -16,6 +16,7 @@
 #include <gpumath/core/launch.hpp>
 #include <gpumath/core/program.hpp>
 #include "detail/status.hpp"
+#include "matmul/types.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -129,17 +130,11 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
 )";
 
 const char* type_name(DataType t) {
-    switch (t) {
-        case DataType::f16:
-            return "__half";
-        case DataType::bf16:
-            return "__nv_bfloat16";
-        case DataType::f32:
-            return "float";
-        default:
-            throw_invalid(fmt::format("{}: the grouped kernel takes f16, bf16 and f32", gpumath::to_string(t)),
-                          "grouped_kernel_source");
-    }
+    const char* name = cuda_element_type(t);
+    if (name == nullptr)
+        throw_invalid(fmt::format("{}: the grouped kernel takes f16, bf16 and f32", gpumath::to_string(t)),
+                      "grouped_kernel_source");
+    return name;
 }
 
 /// The load (to float) and store (from float) of one element of `t`, as `name`.

@@ -130,4 +130,17 @@ ProblemTypes types_stage(const MatmulSignature& sig, const MatmulOptions& option
     return t;
 }
 
+const char* cuda_element_type(DataType t) noexcept {
+    switch (t) {
+        case DataType::f16:
+            return "__half";
+        case DataType::bf16:
+            return "__nv_bfloat16";
+        case DataType::f32:
+            return "float";
+        default:
+            return nullptr;
+    }
+}
+
 }  // namespace gpumath::detail

@@ -14,6 +14,10 @@
 
 namespace gpumath::detail {
 
+/// The CUDA C++ spelling of an element of `t` in run-time compiled kernels ("__half",
+/// "__nv_bfloat16", "float"); null for the other types.
+[[nodiscard]] const char* cuda_element_type(DataType t) noexcept;
+
 /// One row of the type table: inputs of `input` computed with `compute`. An input's first row
 /// is its `automatic` compute type; results[0] of that row is its default result type.
 struct TypeRule {
