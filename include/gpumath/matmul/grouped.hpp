@@ -30,7 +30,7 @@ enum class GroupedBackend : std::uint8_t {
     /// group's plan is made once (per M, layout and pointer alignment) and cached.
     loop,
     /// One strided-batched cuBLASLt product over every group: the mixture-of-experts form with equal
-    /// group sizes only (NotSupported otherwise, before any GPU work).
+    /// group sizes and a row-major D only (NotSupported otherwise, before any GPU work).
     strided_batched,
 };
 
