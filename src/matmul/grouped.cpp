@@ -171,7 +171,7 @@ private:
              const char* api) {
         if (groups.empty()) return;
         const int device = matmul_current_device();
-        run_loop(groups, args.alpha, stream, device, [&](const MatmulCall& call) {
+        const auto plans = group_plans(groups, args.alpha, [&](const MatmulCall& call) {
             return plans_.get_or_create(make_key(call, options_, -1), [&] {
                 auto plan = std::make_shared<MatmulPlan>(analyze(MatmulSignature::of(call), options_, api), options_,
                                                          device, 1);
@@ -182,6 +182,9 @@ private:
                 return plan;
             });
         });
+        const GroupedBackend backend = groups.front().group < 0 ? GroupedBackend::loop : backend_;
+        enqueue_grouped(groups, plans, args.alpha, stream, device, backend, choices_, choice_key(shape_, options_),
+                        api);
     }
 
     MatmulOptions options_;
@@ -191,6 +194,7 @@ private:
     std::vector<TensorLayout> a_, b_;  // per group; the mixture-of-experts form: a_[0] (T, K), b_[0] (G, K, N)
     std::vector<std::int64_t> sizes_;  // the mixture-of-experts form's planned sizes
     LruCache<MatmulKey, MatmulPlan, MatmulKeyHash> plans_{plan_capacity};
+    BackendChoices choices_;
 };
 
 }  // namespace detail

@@ -16,6 +16,7 @@
 #include <gpumath/matmul/options.hpp>
 
 #include "matmul/grouped_kernel.hpp"
+#include "matmul/grouped_streams.hpp"
 #include "matmul/internal.hpp"
 
 namespace gpumath::detail {
@@ -112,11 +113,11 @@ void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, st
 /// ("all groups (strided-batched): " for group -1).
 [[noreturn]] void rethrow_for_group(std::int64_t group);
 
-/// The loop backend: finds every group's plan (`lookup(call)`), so that bad input is reported
-/// before any product is enqueued, then runs the products in group order on `stream`.
+/// Every group's plan (`lookup(call)`), all found before any product is enqueued so that bad input
+/// is reported first, with the group it is in.
 template <class Lookup>
-void run_loop(std::span<const GroupOperands> groups, const Scalar& alpha, core::StreamRef stream, int device,
-              Lookup&& lookup) {
+[[nodiscard]] std::vector<std::shared_ptr<MatmulPlan>> group_plans(std::span<const GroupOperands> groups,
+                                                                   const Scalar& alpha, Lookup&& lookup) {
     std::vector<std::shared_ptr<MatmulPlan>> plans;
     plans.reserve(groups.size());
     for (const GroupOperands& g : groups) {
@@ -129,10 +130,18 @@ void run_loop(std::span<const GroupOperands> groups, const Scalar& alpha, core::
             rethrow_for_group(g.group);
         }
     }
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-        const GroupOperands& g = groups[i];
-        (void)run_plan(*plans[i], g.a, g.b, g.d, MatmulArgs{.alpha = alpha, .bias = g.bias}, stream, device);
-    }
+    return plans;
+}
+
+/// The key of `automatic`'s measured choices for products of `shape` with `options`' epilog (device
+/// and call class filled in per call).
+[[nodiscard]] inline BackendChoiceKey choice_key(const GroupedShape& shape, const MatmulOptions& options) {
+    return {.n = shape.n,
+            .k = shape.k,
+            .input = int(shape.input),
+            .result = int(shape.result),
+            .epilog = int(options.epilog),
+            .calls = {}};
 }
 
 }  // namespace gpumath::detail

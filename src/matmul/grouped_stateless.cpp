@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The stateless gpumath::grouped_matmul(): the loop backend with each group's plan from matmul()'s
-// plan cache, so a group and a matmul() call of the same operands share one plan.
+// The stateless gpumath::grouped_matmul(): the automatic backend with each group's plan from
+// matmul()'s plan cache, so a group and a matmul() call of the same operands share one plan.
 #include "matmul/grouped.hpp"
 
 #include "detail/status.hpp"
@@ -24,12 +24,23 @@ int device_for(const std::vector<detail::GroupOperands>& groups, const MatmulOpt
     return device;
 }
 
-void run_stateless(const std::vector<detail::GroupOperands>& groups, const GroupedMatmulArgs& args,
-                   const MatmulOptions& options, core::StreamRef stream, const char* api) {
+/// The measured choices of every stateless call's `automatic` backend.
+detail::BackendChoices& stateless_choices() {
+    static auto* choices = new detail::BackendChoices;  // NOLINT: never destroyed (used until exit)
+    return *choices;
+}
+
+void run_stateless(const std::vector<detail::GroupOperands>& groups, const detail::GroupedShape& shape,
+                   const GroupedMatmulArgs& args, const MatmulOptions& options, core::StreamRef stream,
+                   const char* api) {
     if (groups.empty()) return;
     const int device = device_for(groups, options, args.alpha, api);
-    detail::run_loop(groups, args.alpha, stream, device,
-                     [&](const detail::MatmulCall& call) { return detail::cached_plan(call, options, device, api); });
+    const auto plans = detail::group_plans(groups, args.alpha, [&](const detail::MatmulCall& call) {
+        return detail::cached_plan(call, options, device, api);
+    });
+    const GroupedBackend backend = groups.front().group < 0 ? GroupedBackend::loop : GroupedBackend::automatic;
+    detail::enqueue_grouped(groups, plans, args.alpha, stream, device, backend, stateless_choices(),
+                            detail::choice_key(shape, options), api);
 }
 
 }  // namespace
@@ -42,7 +53,7 @@ void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b
     detail::check_group_call(a, b, d, args, shape, options.epilog, api);
     std::vector<detail::GroupOperands> groups;
     detail::groups_of(a, b, d, args, groups);
-    run_stateless(groups, args, options, stream, api);
+    run_stateless(groups, shape, args, options, stream, api);
 }
 
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d,
@@ -57,7 +68,7 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
     if (std::optional<detail::GroupOperands> batched = detail::batched_of(a, b, d, group_sizes, args))
         groups.push_back(*batched);  // equal sizes: one strided-batched product
     else detail::groups_of(a, b, d, group_sizes, args, groups);
-    run_stateless(groups, args, options, stream, api);
+    run_stateless(groups, shape, args, options, stream, api);
 }
 
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,

@@ -2,7 +2,8 @@
 // Grouped products on a GPU against a double-precision reference: every form (per-group views,
 // mixture of experts; GroupedMatmul and grouped_matmul()), f16/bf16/f32, uneven group sizes with
 // groups of 0 and 1 rows, row- and column-major weights and D, bias epilogs; bitwise equality with
-// per-group matmul() calls; graph capture and replay; 8 threads on 4 streams. Outputs are poisoned
+// per-group matmul() calls; the streams backend and automatic's measured choice; graph capture and
+// replay (also of side streams, beside eager calls); 8 threads on 4 streams. Outputs are poisoned
 // (0xFF bytes) before every run, and rows no group owns must stay poisoned.
 #include <gtest/gtest.h>
 
@@ -363,6 +364,102 @@ TEST(GroupedGpu, StatelessSharesMatmulPlanCache) {
     EXPECT_EQ(s.misses, 0u);
     EXPECT_EQ(s.hits, 3u) << "one lookup per non-empty group";
     expect_result(c, o, p.want, "second call");
+}
+
+// ---- the streams backend and automatic's measured choice -------------------------------------------
+
+TEST(GroupedGpu, StreamsBackendMatchesReferenceAndLoopBitwise) {
+    GPUMATH_REQUIRE_GPU();
+    // The same plans on side streams: the loop's bits, in both forms, whatever the stream of a group.
+    for (bool b_col : {false, true}) {
+        const Case c{
+            .sizes = {12, 0, 1, 30, 5, 64, 3, 17}, .k = 96, .n = 80, .b_col = b_col, .epilog = Epilog::gelu_bias};
+        SCOPED_TRACE(c.describe());
+        const Prepared p = prepare(c);
+        const MatmulOptions options{.epilog = c.epilog};
+        const GroupedMatmulArgs args{.bias = p.dbias.view};
+        GroupedMatmul streams(p.da.view, p.db.view, c.sizes, options, {.backend = GroupedBackend::streams});
+        GroupedMatmul loop(p.da.view, p.db.view, c.sizes, options, {.backend = GroupedBackend::loop});
+        EXPECT_EQ(streams.backend(), GroupedBackend::streams);
+        const Output os = output(c), ol = output(c), ov = output(c);
+        streams.execute(p.da.view, p.db.view, os.view, c.sizes, args);
+        loop.execute(p.da.view, p.db.view, ol.view, c.sizes, args);
+        expect_result(c, os, p.want, "streams");
+        EXPECT_EQ(download_bytes(os.view), download_bytes(ol.view)) << "streams == loop, bitwise";
+        const GroupViews v = group_views(c, p, ov.view);
+        const std::vector<TensorLayout> al(v.a.begin(), v.a.end()), bl(v.b.begin(), v.b.end());
+        GroupedMatmul per_group(al, bl, options, {.backend = GroupedBackend::streams});
+        per_group.execute(v.a, v.b, v.d, args);
+        expect_result(c, ov, p.want, "streams, per-group views");
+        EXPECT_EQ(download_bytes(ov.view), download_bytes(ol.view));
+    }
+}
+
+TEST(GroupedGpu, StreamsBackendOrdersLaterWorkOnTheCallersStream) {
+    GPUMATH_REQUIRE_GPU();
+    // Work enqueued on the caller's stream after the call sees every group's rows: a copy of D right
+    // after the call, with no synchronization in between, holds the whole result.
+    const Case c{.sizes = {200, 3, 0, 150, 1, 90}, .k = 256, .n = 192};
+    core::Stream stream;
+    const Prepared p = prepare(c, stream);
+    const Output o = output(c, stream), copy = output(c, stream);
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, {}, {.backend = GroupedBackend::streams});
+    mm.plan();
+    stream.synchronize();
+    for (int round = 0; round < 3; ++round) {
+        mm.execute(p.da.view, p.db.view, o.view, c.sizes, {}, stream);
+        ASSERT_EQ(cudaMemcpyAsync(copy.view.data(), o.view.data(), std::size_t(o.view.span_bytes()),
+                                  cudaMemcpyDeviceToDevice, stream.handle()),
+                  cudaSuccess);
+    }
+    expect_result(c, copy, p.want, "copied after the call", stream);
+}
+
+TEST(GroupedGpu, AutomaticMeasuresOnceAndComputesTheProduct) {
+    GPUMATH_REQUIRE_GPU();
+    // The first call of a class measures loop against streams on the caller's operands (its D is the
+    // product); later calls reuse the choice, with the same bits.
+    const Case c{.sizes = {40, 2, 0, 9, 33}, .k = 128, .n = 64, .epilog = Epilog::relu_bias};
+    const Prepared p = prepare(c);
+    const MatmulOptions options{.epilog = c.epilog};
+    const GroupedMatmulArgs args{.bias = p.dbias.view};
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options);
+    EXPECT_EQ(mm.backend(), GroupedBackend::automatic);
+    const Output first = output(c), second = output(c), stateless = output(c);
+    mm.execute(p.da.view, p.db.view, first.view, c.sizes, args);
+    expect_result(c, first, p.want, "measured call");
+    mm.execute(p.da.view, p.db.view, second.view, c.sizes, args);
+    EXPECT_EQ(download_bytes(second.view), download_bytes(first.view));
+    grouped_matmul(p.da.view, p.db.view, stateless.view, c.sizes, args, options);
+    EXPECT_EQ(download_bytes(stateless.view), download_bytes(first.view));
+}
+
+TEST(GroupedGpu, StreamsBackendCapturedWhileOtherCallsRunEagerly) {
+    GPUMATH_REQUIRE_GPU();
+    // The capture takes a set of side streams into the graph; an eager call on another stream in the
+    // middle of the capture must get other side streams (enqueuing on a capturing one would break
+    // the capture or put eager work into the graph).
+    const Case c{.sizes = {24, 0, 1, 40, 7, 12}, .b_col = true, .epilog = Epilog::bias};
+    core::Stream stream, other;
+    const Prepared p = prepare(c, stream);
+    const GroupedMatmulArgs args{.bias = p.dbias.view};
+    const MatmulOptions options{.epilog = c.epilog};
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options, {.backend = GroupedBackend::streams});
+    mm.plan();
+    const Output graph = output(c, stream), eager = output(c, stream), during = output(c, stream);
+    stream.synchronize();
+    core::Graph g = core::Graph::capture(stream, [&](core::StreamRef s) {
+        mm.execute(p.da.view, p.db.view, graph.view, c.sizes, args, s);
+        mm.execute(p.da.view, p.db.view, during.view, c.sizes, args, other);
+    });
+    other.synchronize();
+    expect_result(c, during, p.want, "eager call during the capture", other);
+    EXPECT_TRUE(std::isnan(download(graph.view, stream).v[0].real())) << "nothing ran during the capture";
+    for (int replay = 0; replay < 3; ++replay) g.launch(stream);
+    mm.execute(p.da.view, p.db.view, eager.view, c.sizes, args, stream);
+    stream.synchronize();
+    expect_result(c, graph, p.want, "replayed", stream);
+    EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(eager.view, stream)) << "replay == eager, bitwise";
 }
 
 // ---- graph capture -------------------------------------------------------------------------------

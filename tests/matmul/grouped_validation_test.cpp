@@ -267,6 +267,13 @@ TEST(GroupedValidation, OutOfRangeEnums) {
         [&] { GroupedMatmul mm(m.a, m.b, m.sizes, {.compute_type = static_cast<ComputeType>(42)}); },
         {"options.compute_type:", "42"});
     EXPECT_EQ(to_string(GroupedBackend::loop), "loop");
+    EXPECT_EQ(to_string(GroupedBackend::streams), "streams");
+    // Both forms take the streams backend (it needs no particular layout).
+    const Groups g;
+    const auto al = g.a_layouts(), bl = g.b_layouts();
+    EXPECT_EQ(GroupedMatmul(al, bl, {}, {.backend = GroupedBackend::streams}).backend(), GroupedBackend::streams);
+    EXPECT_EQ(GroupedMatmul(m.a, m.b, m.sizes, {}, {.backend = GroupedBackend::streams}).backend(),
+              GroupedBackend::streams);
     EXPECT_EQ(to_string(static_cast<GroupedBackend>(9)), "invalid GroupedBackend");
 }
 

@@ -24,7 +24,11 @@ class GroupedState;
 /// always run gpumath's grouped kernel: see DeviceGroupSizes).
 enum class GroupedBackend : std::uint8_t {
     /// gpumath chooses per call: `strided_batched` when every group of a mixture-of-experts call has
-    /// the same number of rows (G > 1), else `loop`.
+    /// the same number of rows (G > 1) and D is row-major; otherwise `loop` or `streams`, whichever
+    /// ran faster when this class of call (the number of products, the powers of two of their largest
+    /// and mean rows; per device, N, K, types and epilog) was first met outside a capture: that call
+    /// runs its products with both (and synchronizes the stream once), the choice is kept and logged
+    /// at info level. A capture meeting a class not measured yet runs the loop.
     automatic,
     /// One cuBLASLt product per non-empty group, on the caller's stream, in group order; each
     /// group's plan is made once (per M, layout and pointer alignment) and cached.
@@ -32,6 +36,12 @@ enum class GroupedBackend : std::uint8_t {
     /// One strided-batched cuBLASLt product over every group: the mixture-of-experts form with equal
     /// group sizes and a row-major D only (NotSupported otherwise, before any GPU work).
     strided_batched,
+    /// The loop's products (plans as for `loop`) spread over the caller's stream and up to four side
+    /// streams of gpumath's, forked from the caller's stream and joined back to it with events, so
+    /// that products too small to fill the GPU run side by side: the largest first, each to the
+    /// stream with the least work. Work enqueued on the caller's stream afterwards waits for all of
+    /// them, and a CUDA graph captured on it holds them all (the side streams join the capture).
+    streams,
 };
 
 /// The enumerator's name ("loop", ...).
@@ -43,6 +53,8 @@ enum class GroupedBackend : std::uint8_t {
             return "loop";
         case GroupedBackend::strided_batched:
             return "strided_batched";
+        case GroupedBackend::streams:
+            return "streams";
     }
     return "invalid GroupedBackend";
 }

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: Apache-2.0
+// The loop and streams backends of grouped products, and the measurement `automatic` makes.
+#include "matmul/grouped_streams.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+#include <cuda_runtime_api.h>
+
+#include <gpumath/core/event.hpp>
+
+#include "core/stream_workspace.hpp"
+#include "detail/log.hpp"
+#include "detail/status.hpp"
+#include "matmul/grouped.hpp"
+
+namespace gpumath::detail {
+namespace {
+
+constexpr const char* k_api = "grouped matmul (streams backend)";
+
+/// Side streams of one device with the events that fork them from and join them to a caller.
+struct SideStreamSet {
+    std::array<cudaStream_t, side_stream_count> streams{};
+    cudaEvent_t fork = nullptr;
+    std::array<cudaEvent_t, side_stream_count> joined{};
+    bool leased = false;
+};
+
+/// Every device's sets, made on demand and never destroyed (work may be in flight at exit).
+class SideStreamPool {
+public:
+    static SideStreamPool& of(int device) {
+        static std::mutex m;
+        static auto* pools = new std::map<int, SideStreamPool*>;  // NOLINT: never destroyed
+        std::lock_guard lock(m);
+        SideStreamPool*& p = (*pools)[device];
+        if (p == nullptr) p = new SideStreamPool;  // NOLINT: never destroyed
+        return *p;
+    }
+
+    /// A set none of whose streams is part of a capture, marked leased.
+    SideStreamSet* lease() {
+        {
+            std::lock_guard lock(mutex_);
+            for (const auto& set : sets_) {
+                if (set->leased || in_capture(*set)) continue;
+                set->leased = true;
+                return set.get();
+            }
+        }
+        auto set = make_set();
+        std::lock_guard lock(mutex_);
+        sets_.push_back(std::move(set));
+        return sets_.back().get();
+    }
+
+    void give_back(SideStreamSet* set) {
+        std::lock_guard lock(mutex_);
+        set->leased = false;
+    }
+
+private:
+    static bool in_capture(const SideStreamSet& set) {
+        for (cudaStream_t s : set.streams) {
+            cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+            if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
+                (void)cudaGetLastError();
+                return true;  // an invalidated capture: keep away from it
+            }
+            if (status != cudaStreamCaptureStatusNone) return true;
+        }
+        return false;
+    }
+
+    /// Streams and events made in relaxed capture mode: a caller's capture may be under way.
+    static std::unique_ptr<SideStreamSet> make_set() {
+        auto set = std::make_unique<SideStreamSet>();
+        set->leased = true;
+        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode", k_api);
+        cudaError_t s = cudaEventCreateWithFlags(&set->fork, cudaEventDisableTiming);
+        for (std::size_t i = 0; i < set->streams.size() && s == cudaSuccess; ++i) {
+            s = cudaStreamCreateWithFlags(&set->streams[i], cudaStreamNonBlocking);
+            if (s == cudaSuccess) s = cudaEventCreateWithFlags(&set->joined[i], cudaEventDisableTiming);
+        }
+        (void)cudaThreadExchangeStreamCaptureMode(&mode);
+        check(s, "cudaStreamCreateWithFlags", "creating the side streams of grouped products");
+        return set;
+    }
+
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<SideStreamSet>> sets_;
+};
+
+/// A leased set, given back when the call has enqueued its work.
+class Lease {
+public:
+    explicit Lease(int device) : pool_(SideStreamPool::of(device)), set_(pool_.lease()) {}
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Lease(Lease&&) = delete;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() { pool_.give_back(set_); }
+    SideStreamSet& operator*() const { return *set_; }
+
+private:
+    SideStreamPool& pool_;
+    SideStreamSet* set_;
+};
+
+void run_group(const GroupOperands& g, MatmulPlan& plan, const Scalar& alpha, core::StreamRef stream, int device) {
+    (void)run_plan(plan, g.a, g.b, g.d, MatmulArgs{.alpha = alpha, .bias = g.bias}, stream, device);
+}
+
+double flops_of(const GroupOperands& g) {
+    return double(g.d.shape(-2)) * double(g.d.shape(-1)) * double(g.a.shape(-1));
+}
+
+int log2_ceil(std::int64_t v) { return v <= 1 ? 0 : int(std::bit_width(std::uint64_t(v - 1))); }
+
+}  // namespace
+
+void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
+                  const Scalar& alpha, core::StreamRef stream, int device) {
+    for (std::size_t i = 0; i < groups.size(); ++i) run_group(groups[i], *plans[i], alpha, stream, device);
+}
+
+void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
+                     const Scalar& alpha, core::StreamRef stream, int device) {
+    const int sides = std::min<int>(side_stream_count, int(groups.size()) - 1);
+    if (sides <= 0) {
+        enqueue_loop(groups, plans, alpha, stream, device);
+        return;
+    }
+    // Largest products first, each to the stream with the least work so far (stream 0 the caller's).
+    std::vector<std::size_t> order(groups.size());
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t x, std::size_t y) { return flops_of(groups[x]) > flops_of(groups[y]); });
+    std::array<double, side_stream_count + 1> load{};
+    std::vector<int> lane(groups.size());
+    for (const std::size_t i : order) {
+        const auto it = std::min_element(load.begin(), load.begin() + sides + 1);
+        lane[i] = int(it - load.begin());
+        *it += flops_of(groups[i]);
+    }
+    const Lease lease(device);
+    SideStreamSet& set = *lease;
+    check(cudaEventRecord(set.fork, stream.handle()), "cudaEventRecord", "forking a grouped product's side streams");
+    for (int s = 0; s < sides; ++s)
+        check(cudaStreamWaitEvent(set.streams[std::size_t(s)], set.fork, 0), "cudaStreamWaitEvent",
+              "forking a grouped product's side streams");
+    for (int l = 0; l <= sides; ++l) {
+        const core::StreamRef on = l == 0 ? stream : core::StreamRef(set.streams[std::size_t(l - 1)]);
+        for (const std::size_t i : order)
+            if (lane[i] == l) run_group(groups[i], *plans[i], alpha, on, device);
+    }
+    for (int s = 0; s < sides; ++s) {
+        check(cudaEventRecord(set.joined[std::size_t(s)], set.streams[std::size_t(s)]), "cudaEventRecord",
+              "joining a grouped product's side streams");
+        check(cudaStreamWaitEvent(stream.handle(), set.joined[std::size_t(s)], 0), "cudaStreamWaitEvent",
+              "joining a grouped product's side streams");
+    }
+}
+
+GroupedBackend measure_backends(std::span<const GroupOperands> groups,
+                                std::span<const std::shared_ptr<MatmulPlan>> plans, const Scalar& alpha,
+                                core::StreamRef stream, int device, double* loop_ms, double* streams_ms) {
+    core::Event start(core::EventOptions{.timing = true});
+    core::Event stop(core::EventOptions{.timing = true});
+    auto time = [&](auto&& enqueue) {
+        enqueue();  // warm-up: workspaces, first launches
+        constexpr int runs = 3;
+        float best = 0.0F;
+        for (int r = 0; r < runs; ++r) {
+            start.record(stream);
+            enqueue();
+            stop.record(stream);
+            stop.synchronize();
+            const float ms = core::Event::elapsed_ms(start, stop);
+            best = r == 0 ? ms : std::min(best, ms);
+        }
+        return double(best);
+    };
+    const double loop = time([&] { enqueue_loop(groups, plans, alpha, stream, device); });
+    const double streams = time([&] { enqueue_streams(groups, plans, alpha, stream, device); });
+    if (loop_ms != nullptr) *loop_ms = loop;
+    if (streams_ms != nullptr) *streams_ms = streams;
+    return streams < loop ? GroupedBackend::streams : GroupedBackend::loop;
+}
+
+GroupedCallClass call_class(std::span<const GroupOperands> groups) {
+    GroupedCallClass c;
+    c.products = std::int64_t(groups.size());
+    std::int64_t total = 0, largest = 0;
+    for (const GroupOperands& g : groups) {
+        total += g.d.shape(-2);
+        largest = std::max(largest, g.d.shape(-2));
+    }
+    c.max_rows_log2 = log2_ceil(largest);
+    c.mean_rows_log2 = groups.empty() ? 0 : log2_ceil(total / std::int64_t(groups.size()));
+    return c;
+}
+
+std::optional<GroupedBackend> BackendChoices::find(const BackendChoiceKey& key) const {
+    std::lock_guard lock(mutex_);
+    if (const auto it = choices_.find(key); it != choices_.end()) return it->second;
+    return std::nullopt;
+}
+
+void BackendChoices::remember(const BackendChoiceKey& key, GroupedBackend backend) {
+    std::lock_guard lock(mutex_);
+    choices_[key] = backend;
+}
+
+void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
+                     const Scalar& alpha, core::StreamRef stream, int device, GroupedBackend backend,
+                     BackendChoices& choices, BackendChoiceKey key, const char* who) {
+    if (backend == GroupedBackend::automatic && groups.size() > 1) {
+        key.device = device;
+        key.calls = call_class(groups);
+        if (const std::optional<GroupedBackend> chosen = choices.find(key)) {
+            backend = *chosen;
+        } else if (is_capturing(stream, who)) {
+            backend = GroupedBackend::loop;
+        } else {
+            double loop_ms = 0.0, streams_ms = 0.0;
+            backend = measure_backends(groups, plans, alpha, stream, device, &loop_ms, &streams_ms);
+            choices.remember(key, backend);
+            log(LogLevel::info,
+                "{}: automatic chose {} for {} products of up to 2^{} rows (mean 2^{}), N = {}, K = {}: loop {:.4f} "
+                "ms, "
+                "streams {:.4f} ms",
+                who, to_string(backend), key.calls.products, key.calls.max_rows_log2, key.calls.mean_rows_log2, key.n,
+                key.k, loop_ms, streams_ms);
+            return;  // the measured runs computed the products
+        }
+    }
+    if (backend == GroupedBackend::streams) enqueue_streams(groups, plans, alpha, stream, device);
+    else enqueue_loop(groups, plans, alpha, stream, device);
+}
+
+}  // namespace gpumath::detail

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to src/matmul: how a grouped call's products are enqueued once their plans are found, in
+// order on the caller's stream (the loop backend) or spread over side streams that run them side by
+// side (the streams backend), and the timing that lets `automatic` choose between the two.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <gpumath/core/stream.hpp>
+#include <gpumath/matmul/grouped.hpp>
+
+#include "matmul/internal.hpp"
+
+namespace gpumath::detail {
+
+struct GroupOperands;
+
+/// Side streams a call forks to besides the caller's stream (at most; fewer for fewer groups).
+inline constexpr int side_stream_count = 4;
+
+/// The products of `groups` (their plans in `plans`), in group order on `stream`.
+void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
+                  const Scalar& alpha, core::StreamRef stream, int device);
+
+/// The same products spread over the caller's stream and up to side_stream_count side streams of
+/// `device` (the largest products first, each to the stream with the least work so far), forked
+/// from `stream` and joined back to it with events: work enqueued on `stream` afterwards waits for
+/// every product, and a CUDA graph capture on `stream` captures them all. The side streams are
+/// leased per call, and a set still part of a capture is never leased, so eager calls of other
+/// threads never enqueue on a capturing stream.
+void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
+                     const Scalar& alpha, core::StreamRef stream, int device);
+
+/// The backend `automatic` measures for uneven groups: runs the call with `loop` and with
+/// `streams` (a warm-up and timed runs each, on the caller's operands: each run writes the same
+/// D) and returns the faster. Synchronizes `stream`; never called while it captures.
+[[nodiscard]] GroupedBackend measure_backends(std::span<const GroupOperands> groups,
+                                              std::span<const std::shared_ptr<MatmulPlan>> plans, const Scalar& alpha,
+                                              core::StreamRef stream, int device, double* loop_ms, double* streams_ms);
+
+/// The class of call whose measured choice `automatic` remembers: how many products, and the
+/// powers of two of their largest and mean number of rows.
+struct GroupedCallClass {
+    std::int64_t products = 0;
+    int max_rows_log2 = 0;
+    int mean_rows_log2 = 0;
+    friend bool operator==(const GroupedCallClass&, const GroupedCallClass&) = default;
+    friend auto operator<=>(const GroupedCallClass&, const GroupedCallClass&) = default;
+};
+[[nodiscard]] GroupedCallClass call_class(std::span<const GroupOperands> groups);
+
+/// What a measured choice of `automatic` holds for: the device, what every product shares and the
+/// class of call.
+struct BackendChoiceKey {
+    int device = 0;
+    std::int64_t n = 0, k = 0;
+    int input = 0, result = 0, epilog = 0;
+    GroupedCallClass calls;
+    friend auto operator<=>(const BackendChoiceKey&, const BackendChoiceKey&) = default;
+};
+
+/// The choices `automatic` measured (thread-safe; a few entries per shape of call).
+class BackendChoices {
+public:
+    [[nodiscard]] std::optional<GroupedBackend> find(const BackendChoiceKey& key) const;
+    void remember(const BackendChoiceKey& key, GroupedBackend backend);
+
+private:
+    mutable std::mutex mutex_;
+    std::map<BackendChoiceKey, GroupedBackend> choices_;
+};
+
+/// Enqueues the products with `backend`: loop, streams, or automatic, which takes the choice
+/// measured for this key, measures it now when there is none and `stream` does not capture (and
+/// logs it at info level, `who` naming the caller), and runs the loop while a capture is under way
+/// with nothing measured yet.
+void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
+                     const Scalar& alpha, core::StreamRef stream, int device, GroupedBackend backend,
+                     BackendChoices& choices, BackendChoiceKey key, const char* who);
+
+}  // namespace gpumath::detail
