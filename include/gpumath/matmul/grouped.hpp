@@ -172,14 +172,16 @@ private:
 
 /// The per-group form in one call: `D_g = epilog(alpha * A_g @ B_g + bias_g)` for the G views of
 /// `a`, `b` and `d`, enqueued on `stream`. Each group's plan comes from matmul()'s plan cache
-/// (MatmulPlanCache: a group of the same operands as a matmul() call shares its plan). Throws as
+/// (MatmulPlanCache: a group of the same operands as a matmul() call shares its plan); the products
+/// run with the loop or the streams backend as GroupedBackend::automatic measures. Throws as
 /// GroupedMatmul.
 void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
                     const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {}, core::StreamRef stream = {});
 
 /// The mixture-of-experts form in one call: `a` (T, K) rows sorted by group, `b` (G, K, N), `d`
-/// (T, N), `group_sizes` on the host (G values summing to T). Plans as the per-group form; equal
-/// sizes run as one strided-batched product (GroupedBackend::automatic).
+/// (T, N), `group_sizes` on the host (G values summing to T). Plans as the per-group form and runs
+/// as GroupedBackend::automatic: equal sizes as one strided-batched product, others with the loop or
+/// the streams backend as measured (choices kept process-wide).
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d,
                     std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
                     const MatmulOptions& options = {}, core::StreamRef stream = {});
