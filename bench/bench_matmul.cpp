@@ -7,15 +7,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <cuda_fp8.h>
 
 #include <gpumath/core.hpp>
 #include <gpumath/matmul.hpp>
@@ -23,219 +19,16 @@
 #include "harness.hpp"
 
 using namespace gpumath;
-using bench::Row;
+using bench::compare;
+using bench::config_text;
+using bench::random_device;
+using bench::RawLt;
+using bench::tflops;
+using bench::Timing;
 
 namespace {
 
-/// Device memory holding values uniform in (-0.5, 0.5) of `t`, generated on the host.
-core::Buffer random_device(DataType t, std::size_t count, std::uint64_t seed, cudaStream_t s) {
-    std::vector<unsigned char> host(count * size_of(t));
-    std::uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
-    for (std::size_t i = 0; i < count; ++i) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        const float v = float(double(x >> 11) * 0x1.0p-53 - 0.5);
-        unsigned char* p = host.data() + i * size_of(t);
-        switch (t) {
-            case DataType::bf16: {
-                const __nv_bfloat16 h = __float2bfloat16(v);
-                std::memcpy(p, &h, 2);
-                break;
-            }
-            case DataType::f32:
-                std::memcpy(p, &v, 4);
-                break;
-            case DataType::e4m3: {
-                const __nv_fp8_e4m3 h(v);
-                std::memcpy(p, &h, 1);
-                break;
-            }
-            default:
-                std::memset(p, 0, size_of(t));
-        }
-    }
-    core::Buffer b(host.size(), s);
-    bench::cuda_check(cudaMemcpyAsync(b.data(), host.data(), host.size(), cudaMemcpyHostToDevice, s), "upload");
-    bench::cuda_check(cudaStreamSynchronize(s), "upload");
-    return b;
-}
-
-/// "algorithm 66 tile#18 stages#31 split-K 1 swizzle 0 ws 0": the numbers cuBLASLt reports, so
-/// raw's and gpumath's choices compare field by field.
-std::string config_text(int id, unsigned tile, unsigned stages, int split_k, unsigned swizzle, std::size_t ws) {
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "algorithm %d tile#%u stages#%u split-K %d swizzle %u ws %zu", id, tile, stages,
-                  split_k, swizzle, ws);
-    return buf;
-}
-
-std::string config_text(const AlgorithmInfo& a) {
-    return config_text(a.id, a.tile_id, a.stages_id, a.split_k, a.cta_swizzling, a.workspace_bytes);
-}
-
-/// A raw cuBLASLt product, column-major: D (m x n) = op(A) op(B), descriptors and the heuristic's
-/// first algorithm kept, its own handle and 32 MiB workspace.
-class RawLt {
-public:
-    struct Spec {
-        cudaDataType_t ab = CUDA_R_16BF, d = CUDA_R_16BF, c = CUDA_R_16BF;
-        cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-        cudaDataType_t scale = CUDA_R_32F;
-        std::uint64_t m = 0, n = 0, k = 0;
-        cublasOperation_t op_a = CUBLAS_OP_N, op_b = CUBLAS_OP_N;
-        cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-        const float* scale_a = nullptr;  // FP8 scales of cuBLASLt's A and B
-        const float* scale_b = nullptr;
-        std::int32_t scale_mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;  // their scale modes
-        std::int32_t scale_mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
-    };
-
-    explicit RawLt(const Spec& s) : spec_(s) {
-        bench::check_status(cublasLtCreate(&handle_), CUBLAS_STATUS_SUCCESS, "cublasLtCreate");
-        bench::check_status(cublasLtMatmulDescCreate(&desc_, s.compute, s.scale), CUBLAS_STATUS_SUCCESS,
-                            "cublasLtMatmulDescCreate");
-        const std::int32_t ta = s.op_a, tb = s.op_b;
-        bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
-                            CUBLAS_STATUS_SUCCESS, "TRANSA");
-        bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
-                            CUBLAS_STATUS_SUCCESS, "TRANSB");
-        if (s.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
-            const std::uint32_t e = s.epilogue;
-            bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
-                                CUBLAS_STATUS_SUCCESS, "EPILOGUE");
-            set_pointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, reinterpret_cast<const void*>(256));
-        }
-        // FP8 scales: the real pointers, set before the heuristic (cuBLASLt reads pointer values).
-        if (s.scale_mode_a != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
-            bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
-                                                               &s.scale_mode_a, sizeof s.scale_mode_a),
-                                CUBLAS_STATUS_SUCCESS, "A_SCALE_MODE");
-        if (s.scale_mode_b != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
-            bench::check_status(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
-                                                               &s.scale_mode_b, sizeof s.scale_mode_b),
-                                CUBLAS_STATUS_SUCCESS, "B_SCALE_MODE");
-        if (s.scale_a != nullptr) set_pointer(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, s.scale_a);
-        if (s.scale_b != nullptr) set_pointer(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, s.scale_b);
-        const bool a_t = s.op_a == CUBLAS_OP_T, b_t = s.op_b == CUBLAS_OP_T;
-        bench::check_status(
-            cublasLtMatrixLayoutCreate(&la_, s.ab, a_t ? s.k : s.m, a_t ? s.m : s.k, std::int64_t(a_t ? s.k : s.m)),
-            CUBLAS_STATUS_SUCCESS, "A");
-        bench::check_status(
-            cublasLtMatrixLayoutCreate(&lb_, s.ab, b_t ? s.n : s.k, b_t ? s.k : s.n, std::int64_t(b_t ? s.n : s.k)),
-            CUBLAS_STATUS_SUCCESS, "B");
-        bench::check_status(cublasLtMatrixLayoutCreate(&ld_, s.d, s.m, s.n, std::int64_t(s.m)), CUBLAS_STATUS_SUCCESS,
-                            "D");
-        lc_ = ld_;
-        if (s.c != s.d)
-            bench::check_status(cublasLtMatrixLayoutCreate(&lc_, s.c, s.m, s.n, std::int64_t(s.m)),
-                                CUBLAS_STATUS_SUCCESS, "C");
-        cublasLtMatmulPreference_t pref = nullptr;
-        bench::check_status(cublasLtMatmulPreferenceCreate(&pref), CUBLAS_STATUS_SUCCESS, "pref");
-        const std::uint64_t ws = workspace_bytes;
-        bench::check_status(
-            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
-            CUBLAS_STATUS_SUCCESS, "ws");
-        // The same preferences gpumath sets for 256-byte aligned operands, so both sides get the
-        // same candidates from the heuristic.
-        const std::uint32_t align = 256;
-        for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-            bench::check_status(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align),
-                                CUBLAS_STATUS_SUCCESS, "alignment preference");
-        cublasLtMatmulHeuristicResult_t r[8];
-        int returned = 0;
-        bench::check_status(cublasLtMatmulAlgoGetHeuristic(handle_, desc_, la_, lb_, lc_, ld_, pref, 8, r, &returned),
-                            CUBLAS_STATUS_SUCCESS, "heuristic");
-        cublasLtMatmulPreferenceDestroy(pref);
-        if (returned == 0) {
-            std::fprintf(stderr, "bench: raw cuBLASLt found no algorithm\n");
-            bench::fail_exit();
-        }
-        candidates_.assign(r, r + returned);
-        algo_ = r[0].algo;
-        bench::cuda_check(cudaMalloc(&workspace_, workspace_bytes), "cudaMalloc workspace");
-    }
-    ~RawLt() {
-        cudaFree(workspace_);
-        if (lc_ != ld_) cublasLtMatrixLayoutDestroy(lc_);
-        cublasLtMatrixLayoutDestroy(ld_);
-        cublasLtMatrixLayoutDestroy(lb_);
-        cublasLtMatrixLayoutDestroy(la_);
-        cublasLtMatmulDescDestroy(desc_);
-        cublasLtDestroy(handle_);
-    }
-    RawLt(const RawLt&) = delete;
-    RawLt& operator=(const RawLt&) = delete;
-
-    void set_pointer(cublasLtMatmulDescAttributes_t attr, const void* p) {
-        bench::check_status(cublasLtMatmulDescSetAttribute(desc_, attr, &p, sizeof p), CUBLAS_STATUS_SUCCESS,
-                            "pointer attribute");
-    }
-    void use_candidate(std::size_t i) { algo_ = candidates_[i].algo; }
-    /// The configuration of the algorithm raw runs, in the words config_text() uses.
-    [[nodiscard]] std::string algorithm() const {
-        auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
-            std::uint32_t v = 0;  // every attribute read here is 32 bits wide (cuBLASLt checks the size)
-            std::size_t written = 0;
-            cublasLtMatmulAlgoConfigGetAttribute(&algo_, attr, &v, sizeof v, &written);
-            return v;
-        };
-        return config_text(int(get(CUBLASLT_ALGO_CONFIG_ID)), unsigned(get(CUBLASLT_ALGO_CONFIG_TILE_ID)),
-                           unsigned(get(CUBLASLT_ALGO_CONFIG_STAGES_ID)),
-                           std::max(1, int(get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM))),
-                           unsigned(get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)), candidates_.front().workspaceSize);
-    }
-    [[nodiscard]] std::size_t candidates() const { return candidates_.size(); }
-
-    /// D = A B (+ epilogue); `bias` and scales already set with set_pointer when they change.
-    void run(const void* a, const void* b, void* d, cudaStream_t stream) {
-        const float one = 1.0f, zero = 0.0f;
-        const void* c = spec_.c == spec_.d ? d : nullptr;
-        bench::check_status(cublasLtMatmul(handle_, desc_, &one, a, la_, b, lb_, &zero, c, lc_, d, ld_, &algo_,
-                                           workspace_, workspace_bytes, stream),
-                            CUBLAS_STATUS_SUCCESS, "cublasLtMatmul");
-    }
-
-private:
-    static constexpr std::size_t workspace_bytes = std::size_t(32) << 20;
-    Spec spec_;
-    cublasLtHandle_t handle_ = nullptr;
-    cublasLtMatmulDesc_t desc_ = nullptr;
-    cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr, ld_ = nullptr;
-    cublasLtMatmulAlgo_t algo_{};
-    std::vector<cublasLtMatmulHeuristicResult_t> candidates_;
-    void* workspace_ = nullptr;
-};
-
-double tflops(double flops, double ms) { return flops / (ms * 1e-3) / 1e12; }
-
 std::string cube(std::int64_t n) { return std::to_string(n) + "^3"; }
-
-struct Timing {
-    int warmup = 5, samples = 21, rounds = 3;
-    double burn_seconds = 0;  // sustained load before timing (see bench::burn)
-};
-
-/// Calls per timed sample so that a sample lasts about 2 ms (at most bench::max_gated_calls calls):
-/// back-to-back calls keep the GPU busy,
-/// so the time is the GPU's and not the host's submission latency (measured separately below).
-int calls_per_sample(cudaStream_t s, const std::function<void(int)>& fn) {
-    const double one = bench::gpu_ms(s, fn, 2, 5, 4);
-    return std::clamp(int(2.0 / std::max(one, 1e-4)), 1, bench::max_gated_calls);
-}
-
-/// Median ms per call of raw, and gpumath's from the median ratio of interleaved sample pairs (see
-/// bench::paired_gpu_ms).
-std::pair<double, double> compare(cudaStream_t s, const std::function<void(int)>& raw,
-                                  const std::function<void(int)>& ours, const Timing& t) {
-    bench::burn(s, raw, t.burn_seconds);
-    const int per = calls_per_sample(s, raw);
-    const bench::PairedMs m = bench::paired_gpu_ms(s, raw, ours, t.warmup, t.samples * t.rounds, per);
-    // gpumath's time per call as raw's median divided by the median pair ratio: the ratio printed
-    // (raw / gpumath) is then the median over sample pairs, which pairing makes robust to drift.
-    return {m.a, m.a / m.ratio};
-}
 
 }  // namespace
 
