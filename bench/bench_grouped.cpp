@@ -37,6 +37,7 @@ constexpr GroupedBackend backends[] = {
     GroupedBackend::loop,
     GroupedBackend::automatic,
     GroupedBackend::streams,
+    GroupedBackend::cublas,
 };
 
 /// (K, N) of the weights of the GPU-time cases.

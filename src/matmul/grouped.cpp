@@ -11,6 +11,7 @@
 #include "detail/log.hpp"
 #include "detail/lru_cache.hpp"
 #include "matmul/checks.hpp"
+#include "matmul/grouped_cublas.hpp"
 
 namespace gpumath {
 namespace detail {
@@ -57,6 +58,7 @@ public:
     void plan() {
         constexpr const char* api = "GroupedMatmul::plan";
         const int device = matmul_current_device();
+        if (backend_ == GroupedBackend::cublas) prepare_cublas(device);
         const TensorLayout bg = contiguous_ ? weights_of(b_[0]) : TensorLayout{};
         if (contiguous_ && backend_ != GroupedBackend::loop && batched_sizes(sizes_)) {
             const MatmulSignature sig = batched_signature(a_[0], b_[0], sizes_[0], shape_, options_.epilog);

@@ -128,11 +128,16 @@ void check_d_type(const TensorLayout& d, std::int64_t group, const GroupedShape&
 
 void check_grouped_options(const MatmulOptions& options, const GroupedOptions& grouped, const char* api) {
     check_options(options, api);
-    check_enum(grouped.backend, int(GroupedBackend::streams) + 1, "a GroupedBackend", "grouped.backend", api);
+    check_enum(grouped.backend, int(GroupedBackend::cublas) + 1, "a GroupedBackend", "grouped.backend", api);
     if (!grouped_epilog(options.epilog))
         unsupported(api,
                     "options.epilog: {} in a grouped product; grouped products take none, relu, gelu, silu and "
                     "their _bias forms (no aux outputs, aux inputs or bias gradients)",
+                    to_string(options.epilog));
+    if (grouped.backend == GroupedBackend::cublas && options.epilog != Epilog::none)
+        unsupported(api,
+                    "grouped.backend: cublas (cublasGemmGroupedBatchedEx) has no epilogs; epilog {} needs loop, "
+                    "streams or automatic",
                     to_string(options.epilog));
     if (options.epilog_function)
         unsupported(api,

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
 #include <gpumath/core/event.hpp>
 
@@ -17,6 +18,8 @@
 #include "detail/log.hpp"
 #include "detail/status.hpp"
 #include "matmul/grouped.hpp"
+#include "matmul/checks.hpp"
+#include "matmul/grouped_cublas.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -170,28 +173,38 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
 
 GroupedBackend measure_backends(std::span<const GroupOperands> groups,
                                 std::span<const std::shared_ptr<MatmulPlan>> plans, const Scalar& alpha,
-                                core::StreamRef stream, int device, double* loop_ms, double* streams_ms) {
+                                core::StreamRef stream, int device, bool with_cublas, std::array<double, 3>& ms) {
+    constexpr std::array<GroupedBackend, 3> candidates{GroupedBackend::loop, GroupedBackend::streams,
+                                                       GroupedBackend::cublas};
+    const std::size_t n = with_cublas ? 3 : 2;
+    auto run = [&](GroupedBackend b) {
+        if (b == GroupedBackend::loop) enqueue_loop(groups, plans, alpha, stream, device);
+        else if (b == GroupedBackend::streams) enqueue_streams(groups, plans, alpha, stream, device);
+        else enqueue_cublas(groups, plans, alpha, stream, device);
+    };
     core::Event start(core::EventOptions{.timing = true});
     core::Event stop(core::EventOptions{.timing = true});
-    auto time = [&](auto&& enqueue) {
-        enqueue();  // warm-up: workspaces, first launches
-        constexpr int runs = 3;
-        float best = 0.0F;
-        for (int r = 0; r < runs; ++r) {
+    // Warm-up (workspaces, side streams, first launches), then rounds that time each in turn, so
+    // that clocks ramping up or another process's work weigh on every candidate alike.
+    for (std::size_t i = 0; i < n; ++i) run(candidates[i]);
+    constexpr int rounds = 5;
+    std::array<std::array<float, rounds>, 3> t{};
+    for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i < n; ++i) {
             start.record(stream);
-            enqueue();
+            run(candidates[i]);
             stop.record(stream);
             stop.synchronize();
-            const float ms = core::Event::elapsed_ms(start, stop);
-            best = r == 0 ? ms : std::min(best, ms);
+            t[i][std::size_t(r)] = core::Event::elapsed_ms(start, stop);
         }
-        return double(best);
-    };
-    const double loop = time([&] { enqueue_loop(groups, plans, alpha, stream, device); });
-    const double streams = time([&] { enqueue_streams(groups, plans, alpha, stream, device); });
-    if (loop_ms != nullptr) *loop_ms = loop;
-    if (streams_ms != nullptr) *streams_ms = streams;
-    return streams < loop ? GroupedBackend::streams : GroupedBackend::loop;
+    ms = {};
+    std::size_t best = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        std::sort(t[i].begin(), t[i].end());
+        ms[i] = double(t[i][rounds / 2]);
+        if (ms[i] < ms[best]) best = i;
+    }
+    return candidates[best];
 }
 
 GroupedCallClass call_class(std::span<const GroupOperands> groups) {
@@ -229,17 +242,26 @@ void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std:
         } else if (is_capturing(stream, who)) {
             backend = GroupedBackend::loop;
         } else {
-            double loop_ms = 0.0, streams_ms = 0.0;
-            backend = measure_backends(groups, plans, alpha, stream, device, &loop_ms, &streams_ms);
+            const bool with_cublas = std::all_of(
+                plans.begin(), plans.end(), [](const auto& p) { return cublas_grouped_refusal(p->problem()).empty(); });
+            std::array<double, 3> ms{};
+            backend = measure_backends(groups, plans, alpha, stream, device, with_cublas, ms);
             choices.remember(key, backend);
             log(LogLevel::info,
                 "{}: automatic chose {} for {} products of up to 2^{} rows (mean 2^{}), N = {}, K = {}: loop {:.4f} "
                 "ms, "
-                "streams {:.4f} ms",
+                "streams {:.4f} ms, cublas {}",
                 who, to_string(backend), key.calls.products, key.calls.max_rows_log2, key.calls.mean_rows_log2, key.n,
-                key.k, loop_ms, streams_ms);
+                key.k, ms[0], ms[1], with_cublas ? fmt::format("{:.4f} ms", ms[2]) : std::string("not applicable"));
             return;  // the measured runs computed the products
         }
+    }
+    if (backend == GroupedBackend::cublas) {
+        for (const auto& p : plans)
+            if (std::string why = cublas_grouped_refusal(p->problem()); !why.empty())
+                unsupported(who, "grouped.backend: cublas cannot run this call: {}", why);
+        enqueue_cublas(groups, plans, alpha, stream, device);
+        return;
     }
     if (backend == GroupedBackend::streams) enqueue_streams(groups, plans, alpha, stream, device);
     else enqueue_loop(groups, plans, alpha, stream, device);

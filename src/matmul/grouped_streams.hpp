@@ -4,6 +4,7 @@
 // side (the streams backend), and the timing that lets `automatic` choose between the two.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,12 +38,15 @@ void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::sh
 void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
                      const Scalar& alpha, core::StreamRef stream, int device);
 
-/// The backend `automatic` measures for uneven groups: runs the call with `loop` and with
-/// `streams` (a warm-up and timed runs each, on the caller's operands: each run writes the same
-/// D) and returns the faster. Synchronizes `stream`; never called while it captures.
+/// The backend `automatic` measures for uneven groups: runs the call with `loop`, `streams` and,
+/// when `with_cublas`, `cublas` (a warm-up each, then five rounds timing one run of each in turn,
+/// on the caller's operands: each run writes the same D) and returns the fastest by median;
+/// `ms` receives the three medians (0 for a backend not run). Synchronizes `stream`; never called
+/// while it captures.
 [[nodiscard]] GroupedBackend measure_backends(std::span<const GroupOperands> groups,
                                               std::span<const std::shared_ptr<MatmulPlan>> plans, const Scalar& alpha,
-                                              core::StreamRef stream, int device, double* loop_ms, double* streams_ms);
+                                              core::StreamRef stream, int device, bool with_cublas,
+                                              std::array<double, 3>& ms);
 
 /// The class of call whose measured choice `automatic` remembers: how many products, and the
 /// powers of two of their largest and mean number of rows.
@@ -76,7 +80,7 @@ private:
     std::map<BackendChoiceKey, GroupedBackend> choices_;
 };
 
-/// Enqueues the products with `backend`: loop, streams, or automatic, which takes the choice
+/// Enqueues the products with `backend`: loop, streams, cublas, or automatic, which takes the choice
 /// measured for this key, measures it now when there is none and `stream` does not capture (and
 /// logs it at info level, `who` naming the caller), and runs the loop while a capture is under way
 /// with nothing measured yet.

@@ -462,6 +462,82 @@ TEST(GroupedGpu, StreamsBackendCapturedWhileOtherCallsRunEagerly) {
     EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(eager.view, stream)) << "replay == eager, bitwise";
 }
 
+// ---- the cublas backend (cublasGemmGroupedBatchedEx) ----------------------------------------------
+
+/// `c` through GroupedMatmul with the cublas backend, both forms, against the reference.
+void expect_cublas_case(const Case& c) {
+    SCOPED_TRACE(c.describe() + ", cublas backend");
+    const Prepared p = prepare(c);
+    const MatmulOptions options{.result_type = c.result};
+    const GroupedMatmulArgs args{.alpha = c.alpha};
+    const GroupedOptions cublas{.backend = GroupedBackend::cublas};
+    {
+        const Output o = output(c);
+        GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options, cublas);
+        mm.execute(p.da.view, p.db.view, o.view, c.sizes, args);
+        expect_result(c, o, p.want, "mixture-of-experts form");
+    }
+    {
+        const Output o = output(c);
+        const GroupViews v = group_views(c, p, o.view);
+        const std::vector<TensorLayout> al(v.a.begin(), v.a.end()), bl(v.b.begin(), v.b.end());
+        GroupedMatmul mm(al, bl, options, cublas);
+        mm.execute(v.a, v.b, v.d, args);
+        expect_result(c, o, p.want, "per-group views");
+    }
+}
+
+TEST(GroupedGpu, CublasBackendAgainstReference) {
+    GPUMATH_REQUIRE_GPU();
+    expect_cublas_case({.sizes = {12, 0, 1, 30, 5}});
+    expect_cublas_case({.sizes = {12, 0, 1, 30, 5}, .b_col = true, .alpha = 0.75});
+    expect_cublas_case({.sizes = {9, 1, 0, 24}, .d_col = true});
+    expect_cublas_case({.sizes = {9, 1, 0, 24}, .b_col = true, .d_col = true});
+    expect_cublas_case({.result = DataType::f32, .sizes = {7, 0, 16}, .k = 72, .n = 40});
+    expect_cublas_case({.input = DataType::f16, .result = DataType::f16, .sizes = {3, 17, 0, 1}});
+    expect_cublas_case({.input = DataType::f32, .result = DataType::f32, .sizes = {5, 0, 33}, .k = 40, .n = 24});
+}
+
+TEST(GroupedGpu, CublasBackendMoreGroupsThanOneCallTakes) {
+    GPUMATH_REQUIRE_GPU();
+    // 300 groups: three cublasGemmGroupedBatchedEx calls of up to 128 groups, pointer arrays written
+    // in chunks; sizes 0 to 3 rows.
+    std::vector<std::int64_t> sizes(300);
+    for (std::size_t g = 0; g < sizes.size(); ++g) sizes[g] = std::int64_t((g * 7) % 4);
+    expect_cublas_case({.sizes = sizes, .k = 32, .n = 48});
+}
+
+TEST(GroupedGpu, CublasBackendRefusesWhatItCannotRun) {
+    GPUMATH_REQUIRE_GPU();
+    // A compute type outside f32's: NotSupported at execute, before any GPU work (D stays poisoned).
+    const Case c{.input = DataType::f16, .result = DataType::f16, .sizes = {4, 2}};
+    const Prepared p = prepare(c);
+    const Output o = output(c);
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, {.compute_type = ComputeType::f16},
+                     {.backend = GroupedBackend::cublas});
+    EXPECT_THROW(mm.execute(p.da.view, p.db.view, o.view, c.sizes), NotSupported);
+    EXPECT_TRUE(std::isnan(download(o.view).v[0].real())) << "nothing ran";
+}
+
+TEST(GroupedGpu, CublasBackendCapturedAndReplayed) {
+    GPUMATH_REQUIRE_GPU();
+    const Case c{.sizes = {24, 0, 1, 40, 7}, .b_col = true};
+    core::Stream stream;
+    const Prepared p = prepare(c, stream);
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, {}, {.backend = GroupedBackend::cublas});
+    mm.plan();
+    const Output graph = output(c, stream), eager = output(c, stream);
+    mm.execute(p.da.view, p.db.view, eager.view, c.sizes, {}, stream);  // cuBLAS's handle made outside
+    stream.synchronize();
+    core::Graph g = core::Graph::capture(
+        stream, [&](core::StreamRef s) { mm.execute(p.da.view, p.db.view, graph.view, c.sizes, {}, s); });
+    EXPECT_TRUE(std::isnan(download(graph.view, stream).v[0].real())) << "nothing ran during the capture";
+    for (int replay = 0; replay < 3; ++replay) g.launch(stream);
+    stream.synchronize();
+    expect_result(c, graph, p.want, "replayed", stream);
+    EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(eager.view, stream)) << "replay == eager, bitwise";
+}
+
 // ---- graph capture -------------------------------------------------------------------------------
 
 TEST(GroupedGpu, CapturedAndReplayedLikeEagerCalls) {

@@ -15,6 +15,7 @@
 
 #include "common/test_util.hpp"
 #include "matmul/grouped.hpp"
+#include "matmul/grouped_cublas.hpp"
 
 #ifndef GPUMATH_TEST_ARCH
 #define GPUMATH_TEST_ARCH "sm_90"
@@ -497,6 +498,23 @@ TEST(GroupedKernel, MatmulRulesApplyToTheKernel) {
     EXPECT_THROW(
         grouped_matmul(v(0, bf16, {5, K}, {2 * K, 2}), m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}),
         NotSupported);
+}
+
+TEST(GroupedKernel, CublasPointerKernelCompilesWithNvrtc) {
+    // The kernel that writes cublasGemmGroupedBatchedEx's pointer arrays; NVRTC needs no device.
+    const core::ObjectCode code = detail::compile_pointer_kernel("sm_90");
+    EXPECT_FALSE(code.bytes().empty());
+}
+
+TEST(GroupedValidation, CublasBackendRules) {
+    // cublasGemmGroupedBatchedEx has no epilogs: refused at construction, naming the backend.
+    const Moe m;
+    expect_throw_with<NotSupported>(
+        [&] { GroupedMatmul mm(m.a, m.b, m.sizes, {.epilog = Epilog::relu}, {.backend = GroupedBackend::cublas}); },
+        {"grouped.backend:", "cublas", "no epilogs", "relu"});
+    EXPECT_EQ(GroupedMatmul(m.a, m.b, m.sizes, {}, {.backend = GroupedBackend::cublas}).backend(),
+              GroupedBackend::cublas);
+    EXPECT_EQ(to_string(GroupedBackend::cublas), "cublas");
 }
 
 TEST(GroupedKernel, CompilesWithNvrtc) {

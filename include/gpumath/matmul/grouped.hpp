@@ -24,11 +24,12 @@ class GroupedState;
 /// always run gpumath's grouped kernel: see DeviceGroupSizes).
 enum class GroupedBackend : std::uint8_t {
     /// gpumath chooses per call: `strided_batched` when every group of a mixture-of-experts call has
-    /// the same number of rows (G > 1) and D is row-major; otherwise `loop` or `streams`, whichever
-    /// ran faster when this class of call (the number of products, the powers of two of their largest
-    /// and mean rows; per device, N, K, types and epilog) was first met outside a capture: that call
-    /// runs its products with both (and synchronizes the stream once), the choice is kept and logged
-    /// at info level. A capture meeting a class not measured yet runs the loop.
+    /// the same number of rows (G > 1) and D is row-major; otherwise `loop`, `streams` or `cublas`
+    /// (where it applies), whichever ran fastest when this class of call (the number of products, the
+    /// powers of two of their largest and mean rows; per device, N, K, types and epilog) was first met
+    /// outside a capture: that call runs its products with each (and synchronizes the stream once),
+    /// the choice is kept and logged at info level. A capture meeting a class not measured yet runs
+    /// the loop.
     automatic,
     /// One cuBLASLt product per non-empty group, on the caller's stream, in group order; each
     /// group's plan is made once (per M, layout and pointer alignment) and cached.
@@ -42,6 +43,12 @@ enum class GroupedBackend : std::uint8_t {
     /// stream with the least work. Work enqueued on the caller's stream afterwards waits for all of
     /// them, and a CUDA graph captured on it holds them all (the side streams join the capture).
     streams,
+    /// cuBLAS's cublasGemmGroupedBatchedEx: every group's product in one call (one per 128 groups),
+    /// the operands arranged as the loop's cuBLASLt plans arrange them. It has no epilogs (epilog
+    /// `none` only) and takes f16 and bf16 into their type or f32, f32 into f32, with f32 compute
+    /// types; NotSupported otherwise, before any GPU work. The device arrays of pointers it reads are
+    /// written by a small run-time compiled kernel on the caller's stream.
+    cublas,
 };
 
 /// The enumerator's name ("loop", ...).
@@ -55,6 +62,8 @@ enum class GroupedBackend : std::uint8_t {
             return "strided_batched";
         case GroupedBackend::streams:
             return "streams";
+        case GroupedBackend::cublas:
+            return "cublas";
     }
     return "invalid GroupedBackend";
 }

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cublas backend of grouped products: one cublasGemmGroupedBatchedEx call (per 128 groups), its
+// arrays of device pointers written by a small run-time compiled kernel.
+#include "matmul/grouped_cublas.hpp"
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <fmt/format.h>
+
+#include <gpumath/core/device.hpp>
+#include <gpumath/core/launch.hpp>
+#include <gpumath/core/module.hpp>
+#include <gpumath/core/program.hpp>
+
+#include "core/stream_workspace.hpp"
+#include "detail/device_registry.hpp"
+#include "detail/status.hpp"
+#include "matmul/grouped.hpp"
+
+namespace gpumath::detail {
+namespace {
+
+/// The pointers of up to cublas_groups_per_call groups, by value: the kernel copies them into the
+/// three device arrays cuBLAS reads.
+struct PointerChunk {
+    void** a_out = nullptr;
+    void** b_out = nullptr;
+    void** d_out = nullptr;
+    std::int64_t count = 0;
+    std::array<const void*, cublas_groups_per_call> a{};
+    std::array<const void*, cublas_groups_per_call> b{};
+    std::array<void*, cublas_groups_per_call> d{};
+};
+static_assert(sizeof(PointerChunk) == 32 + 3 * 8 * cublas_groups_per_call, "PointerChunk must match gm_pointers");
+
+constexpr const char* pointer_kernel_source = R"(
+#define GM_GROUPS )"
+                                              "128"
+                                              R"(
+struct gm_pointers {
+    void** a_out; void** b_out; void** d_out; long long count;
+    const void* a[GM_GROUPS]; const void* b[GM_GROUPS]; void* d[GM_GROUPS];
+};
+extern "C" __global__ void gm_write_pointers(const gm_pointers p) {
+    const int i = threadIdx.x;
+    if (i < p.count) {
+        p.a_out[i] = const_cast<void*>(p.a[i]);
+        p.b_out[i] = const_cast<void*>(p.b[i]);
+        p.d_out[i] = p.d[i];
+    }
+}
+)";
+
+/// Per device: a cuBLAS handle (calls serialized: the stream and workspace are handle state) and
+/// the pointer kernel, made on first use and never destroyed.
+struct CublasContext {
+    std::mutex mutex;
+    cublasHandle_t handle = nullptr;
+    core::Kernel write_pointers;
+};
+
+CublasContext& cublas_context(int device) {
+    static auto& contexts = *new DeviceRegistry<CublasContext>();  // never destroyed
+    return contexts.get(device, "grouped matmul (cublas backend)", [](int d) {
+        DeviceGuard guard(d);
+        auto ctx = std::make_unique<CublasContext>();
+        // Relaxed capture mode: the first call may come inside a caller's capture, and cublasCreate
+        // may allocate (not recorded into the graph).
+        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
+              "creating the cuBLAS handle of the cublas grouped backend");
+        const cublasStatus_t created = cublasCreate(&ctx->handle);
+        (void)cudaThreadExchangeStreamCaptureMode(&mode);
+        check_cublas(int(created), "cublasCreate",
+                     [&] { return fmt::format("creating the cuBLAS handle of device {}", d); });
+        const core::Module module(compile_pointer_kernel(core::Device(d).arch()));
+        ctx->write_pointers = module.kernel("gm_write_pointers", d);
+        return ctx.release();
+    });
+}
+
+bool half_type(cudaDataType_t t) { return t == CUDA_R_16F || t == CUDA_R_16BF; }
+
+}  // namespace
+
+void prepare_cublas(int device) { (void)cublas_context(device); }
+
+core::ObjectCode compile_pointer_kernel(const std::string& arch) {
+    core::ProgramOptions options;
+    options.name = "gpumath_grouped_pointers";
+    options.arch = arch;
+    return core::Program(pointer_kernel_source, std::move(options)).compile(core::CodeType::cubin);
+}
+
+std::string cublas_grouped_refusal(const MatmulProblem& P) {
+    const LtArrangement& lt = P.lt;
+    if (lt.epilog != CUBLASLT_EPILOGUE_DEFAULT || P.pass.on) return "an epilog: cublasGemmGroupedBatchedEx has none";
+    if (lt.has_c) return "c: cublasGemmGroupedBatchedEx reads no separate C";
+    if (P.shape.batch != 1 || lt.loop.on) return "a batched product";
+    if (P.types.fp8) return "FP8 inputs: cublasGemmGroupedBatchedEx takes f16, bf16 and f32";
+    const bool types_ok =
+        lt.a.type == lt.b.type && ((half_type(lt.a.type) && (lt.d.type == lt.a.type || lt.d.type == CUDA_R_32F)) ||
+                                   (lt.a.type == CUDA_R_32F && lt.d.type == CUDA_R_32F));
+    if (!types_ok)
+        return fmt::format(
+            "types {} x {} -> {}: cublasGemmGroupedBatchedEx takes f16 or bf16 into their type or f32, "
+            "and f32 into f32",
+            to_string(P.types.a), to_string(P.types.b), to_string(P.types.d));
+    const bool compute_ok = lt.compute == CUBLAS_COMPUTE_32F || lt.compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
+                            lt.compute == CUBLAS_COMPUTE_32F_FAST_16BF || lt.compute == CUBLAS_COMPUTE_32F_FAST_16F;
+    if (!compute_ok || lt.scale_type != CUDA_R_32F)
+        return fmt::format("compute type {}: the cublas backend runs f32 compute types", to_string(P.types.compute));
+    return {};
+}
+
+void enqueue_cublas(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
+                    const Scalar& alpha, core::StreamRef stream, int device) {
+    if (groups.empty()) return;
+    CublasContext& ctx = cublas_context(device);
+    const std::size_t count = groups.size();
+    // Per group, as cuBLAS takes them (host arrays; the pointers go to the device below).
+    std::vector<cublasOperation_t> op_a(count), op_b(count);
+    std::vector<std::int64_t> m(count), n(count), k(count), lda(count), ldb(count), ldd(count), group_size(count, 1);
+    std::vector<float> alphas(count, float(alpha.real)), betas(count, 0.0F);
+    const LtArrangement& first = plans[0]->problem().lt;
+    for (std::size_t i = 0; i < count; ++i) {
+        const LtArrangement& lt = plans[i]->problem().lt;
+        op_a[i] = lt.op_a;
+        op_b[i] = lt.op_b;
+        m[i] = std::int64_t(lt.d.rows);
+        n[i] = std::int64_t(lt.d.cols);
+        k[i] = std::int64_t(lt.op_a == CUBLAS_OP_N ? lt.a.cols : lt.a.rows);
+        lda[i] = lt.a.ld;
+        ldb[i] = lt.b.ld;
+        ldd[i] = lt.d.ld;
+    }
+    // Workspace: the three pointer arrays, then cuBLAS's own (256-byte aligned).
+    const std::size_t array_bytes = (3 * count * sizeof(void*) + 255) / 256 * 256;
+    const std::size_t cublas_bytes = default_workspace_limit;
+    StreamWorkspace::Lease lease = default_stream_workspace(device).acquire(array_bytes + cublas_bytes, stream);
+    auto** arrays = static_cast<void**>(lease.data);
+    void* cublas_work = static_cast<unsigned char*>(lease.data) + array_bytes;
+    for (std::size_t start = 0; start < count; start += cublas_groups_per_call) {
+        PointerChunk chunk;
+        chunk.count = std::int64_t(std::min(cublas_groups_per_call, count - start));
+        chunk.a_out = arrays + start;
+        chunk.b_out = arrays + count + start;
+        chunk.d_out = arrays + 2 * count + start;
+        for (std::size_t j = 0; j < std::size_t(chunk.count); ++j) {
+            const GroupOperands& g = groups[start + j];
+            const bool swap = plans[start + j]->problem().lt.swap;
+            chunk.a[j] = swap ? g.b.data() : g.a.data();
+            chunk.b[j] = swap ? g.a.data() : g.b.data();
+            chunk.d[j] = g.d.data();
+        }
+        core::launch(stream, {.grid = {1}, .block = {unsigned(cublas_groups_per_call)}}, ctx.write_pointers, chunk);
+    }
+    std::lock_guard lock(ctx.mutex);
+    check_cublas(int(cublasSetStream(ctx.handle, stream.handle())), "cublasSetStream", "the cublas grouped backend");
+    // After cublasSetStream, which resets the workspace to cuBLAS's default pool.
+    check_cublas(int(cublasSetWorkspace(ctx.handle, cublas_work, cublas_bytes)), "cublasSetWorkspace",
+                 "the cublas grouped backend");
+    for (std::size_t start = 0; start < count; start += cublas_groups_per_call) {
+        const std::size_t c = std::min(cublas_groups_per_call, count - start);
+        const cublasStatus_t s = cublasGemmGroupedBatchedEx_64(
+            ctx.handle, op_a.data() + start, op_b.data() + start, m.data() + start, n.data() + start, k.data() + start,
+            alphas.data() + start, const_cast<const void* const*>(arrays + start), first.a.type, lda.data() + start,
+            const_cast<const void* const*>(arrays + count + start), first.b.type, ldb.data() + start,
+            betas.data() + start, arrays + 2 * count + start, first.d.type, ldd.data() + start, std::int64_t(c),
+            group_size.data() + start, first.compute);
+        if (s != CUBLAS_STATUS_SUCCESS) [[unlikely]]
+            check_cublas(int(s), "cublasGemmGroupedBatchedEx_64",
+                         [&] { return fmt::format("running {} grouped products", c); });
+    }
+}
+
+}  // namespace gpumath::detail
