@@ -19,8 +19,8 @@ namespace gpumath::detail {
 struct GroupOperands;
 
 /// Why cublasGemmGroupedBatchedEx cannot run a product planned as `P` (empty when it can): it has
-/// no epilogs, no C, no batch and no FP8, takes f16, bf16 and f32 inputs (f16/bf16 into their own
-/// type or f32, f32 into f32) and a 32-bit float compute type.
+/// no epilogs, no C, no batch and no FP8, takes f16, bf16 and f32 inputs each into its own type,
+/// and a 32-bit float compute type.
 [[nodiscard]] std::string cublas_grouped_refusal(const MatmulProblem& P);
 
 /// Makes the cublas backend's per-device state (cuBLAS handle, pointer kernel) if not made yet.

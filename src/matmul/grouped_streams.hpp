@@ -40,7 +40,8 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
 
 /// The backend `automatic` measures for uneven groups: runs the call with `loop`, `streams` and,
 /// when `with_cublas`, `cublas` (a warm-up each, then five rounds timing one run of each in turn,
-/// on the caller's operands: each run writes the same D) and returns the fastest by median;
+/// on the caller's operands: each run writes the same D) and returns the fastest by median GPU time
+/// (up to 256 products, the stream is held by a host function while a timed run is enqueued);
 /// `ms` receives the three medians (0 for a backend not run). Synchronizes `stream`; never called
 /// while it captures.
 [[nodiscard]] GroupedBackend measure_backends(std::span<const GroupOperands> groups,

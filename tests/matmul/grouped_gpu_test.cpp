@@ -493,7 +493,7 @@ TEST(GroupedGpu, CublasBackendAgainstReference) {
     expect_cublas_case({.sizes = {12, 0, 1, 30, 5}, .b_col = true, .alpha = 0.75});
     expect_cublas_case({.sizes = {9, 1, 0, 24}, .d_col = true});
     expect_cublas_case({.sizes = {9, 1, 0, 24}, .b_col = true, .d_col = true});
-    expect_cublas_case({.result = DataType::f32, .sizes = {7, 0, 16}, .k = 72, .n = 40});
+    expect_cublas_case({.sizes = {7, 0, 16}, .k = 72, .n = 40});
     expect_cublas_case({.input = DataType::f16, .result = DataType::f16, .sizes = {3, 17, 0, 1}});
     expect_cublas_case({.input = DataType::f32, .result = DataType::f32, .sizes = {5, 0, 33}, .k = 40, .n = 24});
 }
@@ -509,7 +509,8 @@ TEST(GroupedGpu, CublasBackendMoreGroupsThanOneCallTakes) {
 
 TEST(GroupedGpu, CublasBackendRefusesWhatItCannotRun) {
     GPUMATH_REQUIRE_GPU();
-    // A compute type outside f32's: NotSupported at execute, before any GPU work (D stays poisoned).
+    // A compute type outside f32's, and bf16 into f32 (which cuBLAS refuses): NotSupported at
+    // execute, before any GPU work (D stays poisoned). automatic leaves cublas out of its measurement.
     const Case c{.input = DataType::f16, .result = DataType::f16, .sizes = {4, 2}};
     const Prepared p = prepare(c);
     const Output o = output(c);
@@ -517,6 +518,16 @@ TEST(GroupedGpu, CublasBackendRefusesWhatItCannotRun) {
                      {.backend = GroupedBackend::cublas});
     EXPECT_THROW(mm.execute(p.da.view, p.db.view, o.view, c.sizes), NotSupported);
     EXPECT_TRUE(std::isnan(download(o.view).v[0].real())) << "nothing ran";
+    const Case wide{.result = DataType::f32, .sizes = {7, 0, 16}};
+    const Prepared pw = prepare(wide);
+    const Output ow = output(wide), oa = output(wide);
+    const MatmulOptions to_f32{.result_type = DataType::f32};
+    GroupedMatmul refused(pw.da.view, pw.db.view, wide.sizes, to_f32, {.backend = GroupedBackend::cublas});
+    EXPECT_THROW(refused.execute(pw.da.view, pw.db.view, ow.view, wide.sizes), NotSupported);
+    EXPECT_TRUE(std::isnan(download(ow.view).v[0].real())) << "nothing ran";
+    GroupedMatmul automatic(pw.da.view, pw.db.view, wide.sizes, to_f32);
+    automatic.execute(pw.da.view, pw.db.view, oa.view, wide.sizes);
+    expect_result(wide, oa, pw.want, "automatic, bf16 -> f32");
 }
 
 TEST(GroupedGpu, CublasBackendCapturedAndReplayed) {

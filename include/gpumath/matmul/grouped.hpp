@@ -45,8 +45,8 @@ enum class GroupedBackend : std::uint8_t {
     streams,
     /// cuBLAS's cublasGemmGroupedBatchedEx: every group's product in one call (one per 128 groups),
     /// the operands arranged as the loop's cuBLASLt plans arrange them. It has no epilogs (epilog
-    /// `none` only) and takes f16 and bf16 into their type or f32, f32 into f32, with f32 compute
-    /// types; NotSupported otherwise, before any GPU work. The device arrays of pointers it reads are
+    /// `none` only) and takes f16, bf16 and f32 each into its own type, with f32 compute types;
+    /// NotSupported otherwise, before any GPU work. The device arrays of pointers it reads are
     /// written by a small run-time compiled kernel on the caller's stream.
     cublas,
 };
