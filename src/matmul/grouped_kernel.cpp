@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The grouped kernel: every group's product in one launch, each block finding its group and tile
-// from the sizes in device memory. A plain shared-memory tiled GEMM with f32 accumulation, for any
-// strides: it trades speed for needing no host synchronization.
+// from the sizes in device memory, for any strides, with f32 accumulation: on tensor cores (WMMA)
+// for f16 and bf16 inputs, a plain shared-memory tiled GEMM for f32.
 #include "matmul/grouped_kernel.hpp"
 
 #include <map>
@@ -22,8 +22,8 @@ namespace gpumath::detail {
 namespace {
 
 // After the per-variant macros: gm_in, gm_out, GM_ACT (0 none, 1 relu, 2 gelu, 3 silu), GM_BIAS,
-// GM_TILE, GM_TILE_K, and the loads and stores gm_load_in, gm_load_out, gm_store_out.
-constexpr std::string_view body = R"(
+// the tile sizes, and the loads and stores gm_load_in, gm_load_out, gm_store_out.
+constexpr std::string_view prelude = R"(
 struct gm_grouped {
     const void* a;
     const void* b;
@@ -56,7 +56,10 @@ static __device__ __forceinline__ float gm_act(float x) {
     return x;
 #endif
 }
+)";
 
+// The kernel for f32 inputs (after the prelude).
+constexpr std::string_view simt_body = R"(
 // Block (x: a tile of GM_TILE rows of some group, y: a tile of GM_TILE columns) of 16 x 16 threads,
 // each computing 4 x 4 elements of D. Row tiles are numbered group after group; a block past the
 // last group's last tile returns at once (the launch covers the host-side bound).
@@ -126,6 +129,134 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
             gm_store_out(d + r * p.d_row + c * p.d_col, gm_act(v));
         }
     }
+}
+)";
+
+// The tensor-core kernel for f16 and bf16 inputs (after the same macros and gm_act, with GM_TC_M,
+// GM_TC_N, GM_TC_K): blocks of 256 threads (8 warps, 2 x 4) computing GM_TC_M x GM_TC_N tiles of D
+// with WMMA (16 x 16 x 16, f32 accumulation), K in steps of GM_TC_K through shared memory. Tiles of
+// A and B load 16 bytes per thread where the operand is contiguous along the tile's inner dimension
+// (and aligned), element by element otherwise (any strides); the epilog runs per 16 x 16 fragment,
+// staged through shared memory.
+constexpr std::string_view tc_body = R"(
+#include <mma.h>
+#define GM_LDA (GM_TC_K + 8)
+#define GM_LDB (GM_TC_N + 8)
+#define GM_LDS 20
+
+static __device__ __forceinline__ bool gm_aligned16(const void* q) {
+    return (reinterpret_cast<unsigned long long>(q) & 15ull) == 0;
+}
+
+extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_grouped p) {
+    using namespace nvcuda;
+    __shared__ __align__(16) gm_in as[GM_TC_M][GM_LDA];
+    __shared__ __align__(16) gm_in bs[GM_TC_K][GM_LDB];
+    __shared__ __align__(16) float stage[8][16][GM_LDS];
+    const long long tile = blockIdx.x;
+    long long first = 0, row0 = 0, g = -1, m = 0;
+    for (long long i = 0; i < p.groups; ++i) {
+        long long mi = p.sizes[i];
+        if (mi < 0) mi = 0;
+        if (mi > p.max_rows - row0) mi = p.max_rows - row0;
+        const long long tiles = (mi + GM_TC_M - 1) / GM_TC_M;
+        if (tile < first + tiles) {
+            g = i;
+            m = mi;
+            break;
+        }
+        first += tiles;
+        row0 += mi;
+    }
+    if (g < 0) return;
+    const long long r0 = (tile - first) * GM_TC_M;
+    const long long c0 = (long long)blockIdx.y * GM_TC_N;
+    if (c0 >= p.n) return;
+    const long long rows = m - r0 < GM_TC_M ? m - r0 : GM_TC_M;
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int wr = warp / 4, wc = warp % 4;  // the warp's 64 x 32 part of the tile
+    const gm_in* a = static_cast<const gm_in*>(p.a) + (row0 + r0) * p.a_row;
+    const gm_in* b = static_cast<const gm_in*>(p.b) + g * p.b_group + c0 * p.b_col;
+    // 16-byte loads: A contiguous along K, B contiguous along N, every row start 16-byte aligned.
+    const bool a_vec = p.a_col == 1 && p.k % 8 == 0 && p.a_row % 8 == 0 && gm_aligned16(a);
+    const bool b_vec = p.b_col == 1 && p.n % 8 == 0 && p.b_row % 8 == 0 && gm_aligned16(b);
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+    for (long long k0 = 0; k0 < p.k; k0 += GM_TC_K) {
+        if (a_vec) {
+            for (int e = t * 8; e < GM_TC_M * GM_TC_K; e += 256 * 8) {
+                const int r = e / GM_TC_K, kk = e % GM_TC_K;
+                const bool in = r < rows && k0 + kk < p.k;
+                *reinterpret_cast<uint4*>(&as[r][kk]) =
+                    in ? *reinterpret_cast<const uint4*>(a + r * p.a_row + (k0 + kk)) : zero;
+            }
+        } else if (p.a_row == 1) {  // column-major A: consecutive threads along M
+            for (int e = t; e < GM_TC_M * GM_TC_K; e += 256) {
+                const int r = e % GM_TC_M, kk = e / GM_TC_M;
+                as[r][kk] = (r < rows && k0 + kk < p.k) ? a[r + (k0 + kk) * p.a_col] : gm_in(0.0f);
+            }
+        } else {
+            for (int e = t; e < GM_TC_M * GM_TC_K; e += 256) {
+                const int r = e / GM_TC_K, kk = e % GM_TC_K;
+                as[r][kk] = (r < rows && k0 + kk < p.k) ? a[r * p.a_row + (k0 + kk) * p.a_col] : gm_in(0.0f);
+            }
+        }
+        if (b_vec) {
+            for (int e = t * 8; e < GM_TC_K * GM_TC_N; e += 256 * 8) {
+                const int kk = e / GM_TC_N, c = e % GM_TC_N;
+                const bool in = k0 + kk < p.k && c0 + c < p.n;  // N % 8 == 0: all 8 or none
+                *reinterpret_cast<uint4*>(&bs[kk][c]) =
+                    in ? *reinterpret_cast<const uint4*>(b + (k0 + kk) * p.b_row + c) : zero;
+            }
+        } else if (p.b_row == 1) {  // column-major B: consecutive threads along K
+            for (int e = t; e < GM_TC_K * GM_TC_N; e += 256) {
+                const int kk = e % GM_TC_K, c = e / GM_TC_K;
+                bs[kk][c] = (k0 + kk < p.k && c0 + c < p.n) ? b[(k0 + kk) + c * p.b_col] : gm_in(0.0f);
+            }
+        } else {
+            for (int e = t; e < GM_TC_K * GM_TC_N; e += 256) {
+                const int kk = e / GM_TC_N, c = e % GM_TC_N;
+                bs[kk][c] = (k0 + kk < p.k && c0 + c < p.n) ? b[(k0 + kk) * p.b_row + c * p.b_col] : gm_in(0.0f);
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int ks = 0; ks < GM_TC_K; ks += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, gm_in, wmma::row_major> af[4];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, gm_in, wmma::row_major> bf[2];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(af[i], &as[wr * 64 + i * 16][ks], GM_LDA);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(bf[j], &bs[ks][wc * 32 + j * 16], GM_LDB);
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], af[i], bf[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+
+    gm_out* d = static_cast<gm_out*>(p.d) + (row0 + r0) * p.d_row;
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 2; ++j) {
+            wmma::store_matrix_sync(&stage[warp][0][0], acc[i][j], GM_LDS, wmma::mem_row_major);
+            __syncwarp();
+            for (int e = lane; e < 256; e += 32) {
+                const long long r = wr * 64 + i * 16 + e / 16;
+                const long long c = c0 + wc * 32 + j * 16 + e % 16;
+                if (r >= rows || c >= p.n) continue;
+                float v = p.alpha * stage[warp][e / 16][e % 16];
+#if GM_BIAS
+                v += gm_load_out(static_cast<const gm_out*>(p.bias) + g * p.bias_group + c * p.bias_col);
+#endif
+                gm_store_out(d + r * p.d_row + c * p.d_col, gm_act(v));
+            }
+            __syncwarp();
+        }
 }
 )";
 
@@ -199,13 +330,15 @@ const Kernels& grouped_kernels(int device, const GroupedKernelVariant& v) {
 std::string grouped_kernel_source(const GroupedKernelVariant& v) {
     std::string s = fmt::format(
         "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef {} gm_in;\ntypedef {} gm_out;\n#define GM_ACT {}\n"
-        "#define GM_BIAS {}\n#define GM_TILE {}\n#define GM_TILE_K {}\n",
+        "#define GM_BIAS {}\n#define GM_TILE {}\n#define GM_TILE_K {}\n#define GM_TC_M {}\n#define GM_TC_N {}\n"
+        "#define GM_TC_K {}\n",
         type_name(v.input), type_name(v.result), activation(v.epilog), epilog_takes_bias(v.epilog) ? 1 : 0,
-        grouped_tile, grouped_tile_k);
+        grouped_tile, grouped_tile_k, grouped_tc_tile_m, grouped_tc_tile_n, grouped_tc_tile_k);
     s += access(v.input, "gm_load_in", nullptr);
     s += access(v.result, "gm_load_out", "gm_store_out");
     s += "#line 1 \"gpumath_grouped\"";
-    s += body;
+    s += prelude;
+    s += uses_tensor_cores(v) ? tc_body : simt_body;
     return s;
 }
 
@@ -219,11 +352,14 @@ core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std
 }
 
 void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream) {
-    const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups);
-    const std::int64_t col_tiles = (p.n + grouped_tile - 1) / grouped_tile;
+    const bool tc = uses_tensor_cores(v);
+    const std::int64_t tile_m = tc ? grouped_tc_tile_m : grouped_tile, tile_n = tc ? grouped_tc_tile_n : grouped_tile;
+    const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, tile_m);
+    const std::int64_t col_tiles = (p.n + tile_n - 1) / tile_n;
     if (p.max_rows == 0 || row_tiles == 0 || col_tiles == 0) return;
     const Kernels& k = grouped_kernels(detail::current_device(), v);
-    core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {16, 16}}, k.gemm, p);
+    if (tc) core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {256}}, k.gemm, p);
+    else core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {16, 16}}, k.gemm, p);
 }
 
 }  // namespace gpumath::detail

@@ -53,10 +53,23 @@ inline constexpr const char* grouped_kernel_name = "gm_grouped_gemm";
 /// `grouped_kernel_source(v)` compiled to a cubin for `arch` ("sm_90"); needs NVRTC, not a device.
 [[nodiscard]] core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std::string& arch);
 
+/// The tiles (rows, columns, K step) of the tensor-core kernel, for f16 and bf16 inputs (blocks of
+/// 256 threads).
+inline constexpr std::int64_t grouped_tc_tile_m = 128;
+inline constexpr std::int64_t grouped_tc_tile_n = 128;
+inline constexpr std::int64_t grouped_tc_tile_k = 32;
+
+/// True when the variant runs the tensor-core kernel (f16 and bf16 inputs).
+[[nodiscard]] constexpr bool uses_tensor_cores(const GroupedKernelVariant& v) noexcept {
+    return v.input == DataType::f16 || v.input == DataType::bf16;
+}
+
 /// Blocks along the rows of the launch: enough for any sizes summing to at most `max_rows` over
-/// `groups` groups (a group's last tile may be partial), so tiles past the groups' rows exit at once.
-[[nodiscard]] constexpr std::int64_t grouped_row_tiles(std::int64_t max_rows, std::int64_t groups) noexcept {
-    return (max_rows + grouped_tile - 1) / grouped_tile + groups;
+/// `groups` groups in tiles of `tile` rows (a group's last tile may be partial), so tiles past the
+/// groups' rows exit at once.
+[[nodiscard]] constexpr std::int64_t grouped_row_tiles(std::int64_t max_rows, std::int64_t groups,
+                                                       std::int64_t tile = grouped_tile) noexcept {
+    return (max_rows + tile - 1) / tile + groups;
 }
 
 /// Enqueues the kernel of `v` on `stream` (current device; compiled and loaded on first use, then

@@ -590,6 +590,11 @@ TEST(GroupedGpu, DeviceSizesAgainstReference) {
         expect_device_case({.input = DataType::f16, .result = DataType::f32, .sizes = {3, 0, 17, 1}, .b_col = b_col});
         expect_device_case({.input = DataType::f32, .result = DataType::f32, .sizes = {1, 70, 0, 9}, .b_col = b_col});
     }
+    // Several K steps, column tiles and row tiles per group (the tensor-core kernel's 128 x 128
+    // tiles, 16-byte loads of A and row-major weights, element loads of column-major ones).
+    for (bool b_col : {false, true})
+        expect_device_case(
+            {.sizes = {130, 0, 257, 3}, .k = 264, .n = 392, .b_col = b_col, .epilog = Epilog::gelu_bias});
     // Odd K and N (partial tiles everywhere), alpha, column-major D.
     expect_device_case({.sizes = {3, 5, 0, 1, 7}, .k = 23, .n = 31, .alpha = 0.5});
     expect_device_case({.sizes = {12, 0, 1, 30}, .b_col = true, .d_col = true});
