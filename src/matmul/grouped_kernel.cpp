@@ -134,10 +134,11 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
 
 // The tensor-core kernel for f16 and bf16 inputs (after the same macros and gm_act, with GM_TC_M,
 // GM_TC_N, GM_TC_K): blocks of 256 threads (8 warps, 2 x 4) computing GM_TC_M x GM_TC_N tiles of D
-// with WMMA (16 x 16 x 16, f32 accumulation), K in steps of GM_TC_K through shared memory. Tiles of
-// A and B load 16 bytes per thread where the operand is contiguous along the tile's inner dimension
-// (and aligned), element by element otherwise (any strides); the epilog runs per 16 x 16 fragment,
-// staged through shared memory.
+// with WMMA (16 x 16 x 16, f32 accumulation), K in steps of GM_TC_K through two shared-memory stages
+// (the next step's tiles copied with cp.async while this one computes). Tiles of A and B copy 16
+// bytes per thread where the operand is contiguous along the tile's inner dimension (and aligned),
+// element by element otherwise (any strides); the epilog runs per 16 x 16 fragment, staged through
+// shared memory.
 constexpr std::string_view tc_body = R"(
 #include <mma.h>
 #define GM_LDA (GM_TC_K + 8)
@@ -148,10 +149,18 @@ static __device__ __forceinline__ bool gm_aligned16(const void* q) {
     return (reinterpret_cast<unsigned long long>(q) & 15ull) == 0;
 }
 
+// 16 bytes global -> shared without passing through registers; zeros when `in` is false (nothing
+// is read then).
+static __device__ __forceinline__ void gm_cp16(void* smem, const void* gmem, bool in) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(in ? 16 : 0));
+}
+
 extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_grouped p) {
     using namespace nvcuda;
-    __shared__ __align__(16) gm_in as[GM_TC_M][GM_LDA];
-    __shared__ __align__(16) gm_in bs[GM_TC_K][GM_LDB];
+    // Two stages: the next K step loads (cp.async) while this one computes.
+    __shared__ __align__(16) gm_in as[2][GM_TC_M][GM_LDA];
+    __shared__ __align__(16) gm_in bs[2][GM_TC_K][GM_LDB];
     __shared__ __align__(16) float stage[8][16][GM_LDS];
     const long long tile = blockIdx.x;
     long long first = 0, row0 = 0, g = -1, m = 0;
@@ -177,51 +186,62 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
     const int wr = warp / 4, wc = warp % 4;  // the warp's 64 x 32 part of the tile
     const gm_in* a = static_cast<const gm_in*>(p.a) + (row0 + r0) * p.a_row;
     const gm_in* b = static_cast<const gm_in*>(p.b) + g * p.b_group + c0 * p.b_col;
-    // 16-byte loads: A contiguous along K, B contiguous along N, every row start 16-byte aligned.
+    // 16-byte copies: A contiguous along K, B contiguous along N, every row start 16-byte aligned.
     const bool a_vec = p.a_col == 1 && p.k % 8 == 0 && p.a_row % 8 == 0 && gm_aligned16(a);
     const bool b_vec = p.b_col == 1 && p.n % 8 == 0 && p.b_row % 8 == 0 && gm_aligned16(b);
-    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
-    for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-
-    for (long long k0 = 0; k0 < p.k; k0 += GM_TC_K) {
+    auto load = [&](int st, long long k0) {
         if (a_vec) {
             for (int e = t * 8; e < GM_TC_M * GM_TC_K; e += 256 * 8) {
                 const int r = e / GM_TC_K, kk = e % GM_TC_K;
                 const bool in = r < rows && k0 + kk < p.k;
-                *reinterpret_cast<uint4*>(&as[r][kk]) =
-                    in ? *reinterpret_cast<const uint4*>(a + r * p.a_row + (k0 + kk)) : zero;
+                gm_cp16(&as[st][r][kk], in ? a + r * p.a_row + (k0 + kk) : a, in);
             }
         } else if (p.a_row == 1) {  // column-major A: consecutive threads along M
             for (int e = t; e < GM_TC_M * GM_TC_K; e += 256) {
                 const int r = e % GM_TC_M, kk = e / GM_TC_M;
-                as[r][kk] = (r < rows && k0 + kk < p.k) ? a[r + (k0 + kk) * p.a_col] : gm_in(0.0f);
+                as[st][r][kk] = (r < rows && k0 + kk < p.k) ? a[r + (k0 + kk) * p.a_col] : gm_in(0.0f);
             }
         } else {
             for (int e = t; e < GM_TC_M * GM_TC_K; e += 256) {
                 const int r = e / GM_TC_K, kk = e % GM_TC_K;
-                as[r][kk] = (r < rows && k0 + kk < p.k) ? a[r * p.a_row + (k0 + kk) * p.a_col] : gm_in(0.0f);
+                as[st][r][kk] = (r < rows && k0 + kk < p.k) ? a[r * p.a_row + (k0 + kk) * p.a_col] : gm_in(0.0f);
             }
         }
         if (b_vec) {
             for (int e = t * 8; e < GM_TC_K * GM_TC_N; e += 256 * 8) {
                 const int kk = e / GM_TC_N, c = e % GM_TC_N;
                 const bool in = k0 + kk < p.k && c0 + c < p.n;  // N % 8 == 0: all 8 or none
-                *reinterpret_cast<uint4*>(&bs[kk][c]) =
-                    in ? *reinterpret_cast<const uint4*>(b + (k0 + kk) * p.b_row + c) : zero;
+                gm_cp16(&bs[st][kk][c], in ? b + (k0 + kk) * p.b_row + c : b, in);
             }
         } else if (p.b_row == 1) {  // column-major B: consecutive threads along K
             for (int e = t; e < GM_TC_K * GM_TC_N; e += 256) {
                 const int kk = e % GM_TC_K, c = e / GM_TC_K;
-                bs[kk][c] = (k0 + kk < p.k && c0 + c < p.n) ? b[(k0 + kk) + c * p.b_col] : gm_in(0.0f);
+                bs[st][kk][c] = (k0 + kk < p.k && c0 + c < p.n) ? b[(k0 + kk) + c * p.b_col] : gm_in(0.0f);
             }
         } else {
             for (int e = t; e < GM_TC_K * GM_TC_N; e += 256) {
                 const int kk = e / GM_TC_N, c = e % GM_TC_N;
-                bs[kk][c] = (k0 + kk < p.k && c0 + c < p.n) ? b[(k0 + kk) * p.b_row + c * p.b_col] : gm_in(0.0f);
+                bs[st][kk][c] =
+                    (k0 + kk < p.k && c0 + c < p.n) ? b[(k0 + kk) * p.b_row + c * p.b_col] : gm_in(0.0f);
             }
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+    const long long steps = (p.k + GM_TC_K - 1) / GM_TC_K;
+    load(0, 0);
+    for (long long s = 0; s < steps; ++s) {
+        const int st = int(s & 1);
+        if (s + 1 < steps) {
+            load(st ^ 1, (s + 1) * GM_TC_K);
+            asm volatile("cp.async.wait_group 1;\n" ::);
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::);
         }
         __syncthreads();
 #pragma unroll
@@ -229,15 +249,15 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
             wmma::fragment<wmma::matrix_a, 16, 16, 16, gm_in, wmma::row_major> af[4];
             wmma::fragment<wmma::matrix_b, 16, 16, 16, gm_in, wmma::row_major> bf[2];
 #pragma unroll
-            for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(af[i], &as[wr * 64 + i * 16][ks], GM_LDA);
+            for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(af[i], &as[st][wr * 64 + i * 16][ks], GM_LDA);
 #pragma unroll
-            for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(bf[j], &bs[ks][wc * 32 + j * 16], GM_LDB);
+            for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(bf[j], &bs[st][ks][wc * 32 + j * 16], GM_LDB);
 #pragma unroll
             for (int i = 0; i < 4; ++i)
 #pragma unroll
                 for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], af[i], bf[j], acc[i][j]);
         }
-        __syncthreads();
+        __syncthreads();  // the next step's load overwrites this stage
     }
 
     gm_out* d = static_cast<gm_out*>(p.d) + (row0 + r0) * p.d_row;
