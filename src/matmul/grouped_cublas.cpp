@@ -35,7 +35,8 @@ struct PointerChunk {
     std::array<const void*, cublas_groups_per_call> b{};
     std::array<void*, cublas_groups_per_call> d{};
 };
-static_assert(sizeof(PointerChunk) == 32 + 3 * 8 * cublas_groups_per_call, "PointerChunk must match gm_pointers");
+static_assert(sizeof(PointerChunk) == 32 + 3 * sizeof(void*) * cublas_groups_per_call,
+              "PointerChunk must match gm_pointers");
 
 constexpr const char* pointer_kernel_source = R"(
 #define GM_GROUPS )"

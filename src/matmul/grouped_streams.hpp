@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include <gpumath/core/stream.hpp>
@@ -56,7 +57,10 @@ struct GroupedCallClass {
     int max_rows_log2 = 0;
     int mean_rows_log2 = 0;
     friend bool operator==(const GroupedCallClass&, const GroupedCallClass&) = default;
-    friend auto operator<=>(const GroupedCallClass&, const GroupedCallClass&) = default;
+    friend bool operator<(const GroupedCallClass& x, const GroupedCallClass& y) noexcept {
+        return std::tie(x.products, x.max_rows_log2, x.mean_rows_log2) <
+               std::tie(y.products, y.max_rows_log2, y.mean_rows_log2);
+    }
 };
 [[nodiscard]] GroupedCallClass call_class(std::span<const GroupOperands> groups);
 
@@ -67,7 +71,10 @@ struct BackendChoiceKey {
     std::int64_t n = 0, k = 0;
     int input = 0, result = 0, epilog = 0;
     GroupedCallClass calls;
-    friend auto operator<=>(const BackendChoiceKey&, const BackendChoiceKey&) = default;
+    friend bool operator<(const BackendChoiceKey& x, const BackendChoiceKey& y) noexcept {
+        return std::tie(x.device, x.n, x.k, x.input, x.result, x.epilog, x.calls) <
+               std::tie(y.device, y.n, y.k, y.input, y.result, y.epilog, y.calls);
+    }
 };
 
 /// The choices `automatic` measured (thread-safe; a few entries per shape of call).
