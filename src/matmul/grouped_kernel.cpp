@@ -56,6 +56,34 @@ static __device__ __forceinline__ float gm_act(float x) {
     return x;
 #endif
 }
+
+// Where row tile `tile` (tiles of `tile_m` rows, numbered group after group) lies: its group g, the
+// group's first row in A and D, the tile's first row within the group and its number of rows.
+// False for a tile past the last group's rows (the launch covers the host-side bound); sizes below 0
+// count as 0 and rows at or past the bound are never computed.
+struct gm_tile {
+    long long g, row0, r0, rows;
+};
+static __device__ __forceinline__ bool gm_find_tile(const gm_grouped& p, long long tile, long long tile_m,
+                                                    gm_tile& out) {
+    long long first = 0, row0 = 0;  // the row tiles and rows of the groups before i
+    for (long long i = 0; i < p.groups; ++i) {
+        long long mi = p.sizes[i];
+        if (mi < 0) mi = 0;
+        if (mi > p.max_rows - row0) mi = p.max_rows - row0;
+        const long long tiles = (mi + tile_m - 1) / tile_m;
+        if (tile < first + tiles) {
+            out.g = i;
+            out.row0 = row0;
+            out.r0 = (tile - first) * tile_m;
+            out.rows = mi - out.r0 < tile_m ? mi - out.r0 : tile_m;
+            return true;
+        }
+        first += tiles;
+        row0 += mi;
+    }
+    return false;
+}
 )";
 
 // The kernel for f32 inputs (after the prelude).
@@ -66,28 +94,11 @@ constexpr std::string_view simt_body = R"(
 extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_grouped p) {
     __shared__ float as[GM_TILE_K][GM_TILE + 4];
     __shared__ float bs[GM_TILE_K][GM_TILE + 4];
-    const long long tile = blockIdx.x;
-    long long first = 0;  // the row tiles of the groups before g
-    long long row0 = 0;   // the first row of group g
-    long long g = -1, m = 0;
-    for (long long i = 0; i < p.groups; ++i) {
-        long long mi = p.sizes[i];
-        if (mi < 0) mi = 0;
-        if (mi > p.max_rows - row0) mi = p.max_rows - row0;  // rows past the bound are never computed
-        const long long tiles = (mi + GM_TILE - 1) / GM_TILE;
-        if (tile < first + tiles) {
-            g = i;
-            m = mi;
-            break;
-        }
-        first += tiles;
-        row0 += mi;
-    }
-    if (g < 0) return;
-    const long long r0 = (tile - first) * GM_TILE;  // within the group
+    gm_tile where;
+    if (!gm_find_tile(p, blockIdx.x, GM_TILE, where)) return;
+    const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
     const long long c0 = (long long)blockIdx.y * GM_TILE;
     if (c0 >= p.n) return;
-    const long long rows = m - r0 < GM_TILE ? m - r0 : GM_TILE;
     const int tx = threadIdx.x, ty = threadIdx.y, t = ty * 16 + tx;
     const gm_in* a = static_cast<const gm_in*>(p.a) + (row0 + r0) * p.a_row;
     const gm_in* b = static_cast<const gm_in*>(p.b) + g * p.b_group;
@@ -162,26 +173,11 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
     __shared__ __align__(16) gm_in as[2][GM_TC_M][GM_LDA];
     __shared__ __align__(16) gm_in bs[2][GM_TC_K][GM_LDB];
     __shared__ __align__(16) float stage[8][16][GM_LDS];
-    const long long tile = blockIdx.x;
-    long long first = 0, row0 = 0, g = -1, m = 0;
-    for (long long i = 0; i < p.groups; ++i) {
-        long long mi = p.sizes[i];
-        if (mi < 0) mi = 0;
-        if (mi > p.max_rows - row0) mi = p.max_rows - row0;
-        const long long tiles = (mi + GM_TC_M - 1) / GM_TC_M;
-        if (tile < first + tiles) {
-            g = i;
-            m = mi;
-            break;
-        }
-        first += tiles;
-        row0 += mi;
-    }
-    if (g < 0) return;
-    const long long r0 = (tile - first) * GM_TC_M;
+    gm_tile where;
+    if (!gm_find_tile(p, blockIdx.x, GM_TC_M, where)) return;
+    const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
     const long long c0 = (long long)blockIdx.y * GM_TC_N;
     if (c0 >= p.n) return;
-    const long long rows = m - r0 < GM_TC_M ? m - r0 : GM_TC_M;
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
     const int wr = warp / 4, wc = warp % 4;  // the warp's 64 x 32 part of the tile
     const gm_in* a = static_cast<const gm_in*>(p.a) + (row0 + r0) * p.a_row;

@@ -662,21 +662,26 @@ TEST(GroupedGpu, DeviceSizesCapturedAndReplayedWithNewSizes) {
 
 // ---- concurrency ---------------------------------------------------------------------------------
 
-TEST(GroupedGpu, ConcurrentCallsMatchSerialBitwise) {
-    GPUMATH_REQUIRE_GPU();
+namespace {
+
+/// 8 threads on 4 streams, each running its calls (other sizes per call, so plans are made
+/// concurrently) through one shared GroupedMatmul with `backend` and, every other call, the
+/// stateless grouped_matmul(); every D must equal the serial run's bitwise.
+void expect_concurrent_calls_match_serial(GroupedBackend backend, Epilog epilog) {
+    SCOPED_TRACE(std::string("backend ") + std::string(to_string(backend)));
     constexpr int threads = 8, streams_n = 4, calls = 4;
     std::vector<core::Stream> streams;
     for (int i = 0; i < streams_n; ++i) streams.emplace_back();
     // One shared GroupedMatmul; sizes differ by call, so plans are made concurrently.
     const std::vector<std::vector<std::int64_t>> size_sets = {
         {16, 0, 1, 47}, {1, 1, 30, 32}, {0, 64, 0, 0}, {9, 17, 25, 13}};
-    const Case c{.sizes = size_sets[0], .k = 96, .n = 80, .epilog = Epilog::gelu_bias};
+    const Case c{.sizes = size_sets[0], .k = 96, .n = 80, .epilog = epilog};
     auto rng = gpumath::test::rng_for_test();
     const std::int64_t T = 64;
     const Host a = random_host(c.input, {T, c.k}, rng), b = random_host(c.input, {4, c.k, c.n}, rng);
     const Host bias = random_host(c.input, {4, c.n}, rng);
     const Dev da = upload(a), db = upload(b), dbias = upload(bias);
-    GroupedMatmul shared(da.view, db.view, c.sizes, {.epilog = c.epilog});
+    GroupedMatmul shared(da.view, db.view, c.sizes, {.epilog = c.epilog}, {.backend = backend});
 
     struct Call {
         std::size_t sizes = 0;
@@ -694,7 +699,8 @@ TEST(GroupedGpu, ConcurrentCallsMatchSerialBitwise) {
             work[std::size_t(t)].push_back(std::move(call));
         }
     auto run = [&](const Call& call, core::StreamRef s) {
-        const GroupedMatmulArgs args{.bias = dbias.view};
+        GroupedMatmulArgs args;
+        if (epilog_takes_bias(c.epilog)) args.bias = dbias.view;
         if (call.stateless)
             grouped_matmul(da.view, db.view, call.d.view, size_sets[call.sizes], args, {.epilog = c.epilog}, s);
         else shared.execute(da.view, db.view, call.d.view, size_sets[call.sizes], args, s);
@@ -728,4 +734,14 @@ TEST(GroupedGpu, ConcurrentCallsMatchSerialBitwise) {
             EXPECT_TRUE(download_bytes(work[std::size_t(t)][i].d.view) == work[std::size_t(t)][i].serial)
                 << "thread " << t << " call " << i << ": D differs from the serial run";
     }
+}
+
+}  // namespace
+
+TEST(GroupedGpu, ConcurrentCallsMatchSerialBitwise) {
+    GPUMATH_REQUIRE_GPU();
+    expect_concurrent_calls_match_serial(GroupedBackend::automatic, Epilog::gelu_bias);
+    // Side-stream sets leased by several threads at once, and the shared cuBLAS handle.
+    expect_concurrent_calls_match_serial(GroupedBackend::streams, Epilog::gelu_bias);
+    expect_concurrent_calls_match_serial(GroupedBackend::cublas, Epilog::none);
 }
