@@ -70,13 +70,6 @@ struct gm_pass_params {
     void* user_info;
 };
 
-__device__ __forceinline__ float gm_load(__half x) { return __half2float(x); }
-__device__ __forceinline__ float gm_load(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float gm_load(float x) { return x; }
-__device__ __forceinline__ void gm_store(__half& out, float x) { out = __float2half_rn(x); }
-__device__ __forceinline__ void gm_store(__nv_bfloat16& out, float x) { out = __float2bfloat16_rn(x); }
-__device__ __forceinline__ void gm_store(float& out, float x) { out = x; }
-
 // Element (i, o) of product b of D_lt: i along the unit-stride dimension.
 __device__ __forceinline__ float gm_apply(float x, gm_i64 b, gm_i64 i, gm_i64 o, const gm_pass_params& p) {
 #if GM_BIAS
@@ -208,6 +201,7 @@ std::string epilog_pass_source(const EpilogPass& pass, DataType d, const MatmulE
         s += function->source;
         s += "\n";
     }
+    s += cuda_element_conversions;  // gm_load, gm_store
     s += "#line 1 \"gpumath_epilog_pass\"";
     s += pass_body;
     return s;

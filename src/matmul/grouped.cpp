@@ -184,8 +184,7 @@ private:
                 return plan;
             });
         });
-        const GroupedBackend backend = groups.front().group < 0 ? GroupedBackend::loop : backend_;
-        enqueue_grouped(groups, plans, args.alpha, stream, device, backend, choices_, choice_key(shape_, options_),
+        enqueue_grouped(groups, plans, args.alpha, stream, device, backend_, choices_, choice_key(shape_, options_),
                         api);
     }
 

@@ -22,7 +22,7 @@ namespace gpumath::detail {
 namespace {
 
 // After the per-variant macros: gm_in, gm_out, GM_ACT (0 none, 1 relu, 2 gelu, 3 silu), GM_BIAS,
-// the tile sizes, and the loads and stores gm_load_in, gm_load_out, gm_store_out.
+// the tile sizes, and the element conversions gm_load and gm_store (cuda_element_conversions).
 constexpr std::string_view prelude = R"(
 struct gm_grouped {
     const void* a;
@@ -108,11 +108,11 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
     for (long long k0 = 0; k0 < p.k; k0 += GM_TILE_K) {
         for (int e = t; e < GM_TILE * GM_TILE_K; e += 256) {
             const int r = e / GM_TILE_K, kk = e % GM_TILE_K;
-            as[kk][r] = (r < rows && k0 + kk < p.k) ? gm_load_in(a + r * p.a_row + (k0 + kk) * p.a_col) : 0.0f;
+            as[kk][r] = (r < rows && k0 + kk < p.k) ? gm_load(a[r * p.a_row + (k0 + kk) * p.a_col]) : 0.0f;
         }
         for (int e = t; e < GM_TILE * GM_TILE_K; e += 256) {
             const int kk = e / GM_TILE, c = e % GM_TILE;
-            bs[kk][c] = (k0 + kk < p.k && c0 + c < p.n) ? gm_load_in(b + (k0 + kk) * p.b_row + (c0 + c) * p.b_col)
+            bs[kk][c] = (k0 + kk < p.k && c0 + c < p.n) ? gm_load(b[(k0 + kk) * p.b_row + (c0 + c) * p.b_col])
                                                         : 0.0f;
         }
         __syncthreads();
@@ -135,9 +135,9 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
             if (c >= p.n) continue;
             float v = p.alpha * acc[i][j];
 #if GM_BIAS
-            v += gm_load_out(static_cast<const gm_out*>(p.bias) + g * p.bias_group + c * p.bias_col);
+            v += gm_load(static_cast<const gm_out*>(p.bias)[g * p.bias_group + c * p.bias_col]);
 #endif
-            gm_store_out(d + r * p.d_row + c * p.d_col, gm_act(v));
+            gm_store(d[r * p.d_row + c * p.d_col], gm_act(v));
         }
     }
 }
@@ -267,9 +267,9 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
                 if (r >= rows || c >= p.n) continue;
                 float v = p.alpha * stage[warp][e / 16][e % 16];
 #if GM_BIAS
-                v += gm_load_out(static_cast<const gm_out*>(p.bias) + g * p.bias_group + c * p.bias_col);
+                v += gm_load(static_cast<const gm_out*>(p.bias)[g * p.bias_group + c * p.bias_col]);
 #endif
-                gm_store_out(d + r * p.d_row + c * p.d_col, gm_act(v));
+                gm_store(d[r * p.d_row + c * p.d_col], gm_act(v));
             }
             __syncwarp();
         }
@@ -282,18 +282,6 @@ const char* type_name(DataType t) {
         throw_invalid(fmt::format("{}: the grouped kernel takes f16, bf16 and f32", gpumath::to_string(t)),
                       "grouped_kernel_source");
     return name;
-}
-
-/// The load (to float) and store (from float) of one element of `t`, as `name`.
-std::string access(DataType t, const char* load, const char* store) {
-    const char* type = type_name(t);
-    const char* from = t == DataType::f16 ? "__half2float(*q)" : t == DataType::bf16 ? "__bfloat162float(*q)" : "*q";
-    const char* to = t == DataType::f16 ? "__float2half_rn(v)" : t == DataType::bf16 ? "__float2bfloat16_rn(v)" : "v";
-    std::string s =
-        fmt::format("static __device__ __forceinline__ float {}(const {}* q) {{ return {}; }}\n", load, type, from);
-    if (store != nullptr)
-        s += fmt::format("static __device__ __forceinline__ void {}({}* q, float v) {{ *q = {}; }}\n", store, type, to);
-    return s;
 }
 
 int activation(Epilog e) {
@@ -350,8 +338,7 @@ std::string grouped_kernel_source(const GroupedKernelVariant& v) {
         "#define GM_TC_K {}\n",
         type_name(v.input), type_name(v.result), activation(v.epilog), epilog_takes_bias(v.epilog) ? 1 : 0,
         grouped_tile, grouped_tile_k, grouped_tc_tile_m, grouped_tc_tile_n, grouped_tc_tile_k);
-    s += access(v.input, "gm_load_in", nullptr);
-    s += access(v.result, "gm_load_out", "gm_store_out");
+    s += cuda_element_conversions;
     s += "#line 1 \"gpumath_grouped\"";
     s += prelude;
     s += uses_tensor_cores(v) ? tc_body : simt_body;

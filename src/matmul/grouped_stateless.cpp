@@ -38,8 +38,7 @@ void run_stateless(const std::vector<detail::GroupOperands>& groups, const detai
     const auto plans = detail::group_plans(groups, args.alpha, [&](const detail::MatmulCall& call) {
         return detail::cached_plan(call, options, device, api);
     });
-    const GroupedBackend backend = groups.front().group < 0 ? GroupedBackend::loop : GroupedBackend::automatic;
-    detail::enqueue_grouped(groups, plans, args.alpha, stream, device, backend, stateless_choices(),
+    detail::enqueue_grouped(groups, plans, args.alpha, stream, device, GroupedBackend::automatic, stateless_choices(),
                             detail::choice_key(shape, options), api);
 }
 

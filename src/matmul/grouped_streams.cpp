@@ -6,7 +6,6 @@
 #include <array>
 #include <atomic>
 #include <bit>
-#include <map>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -17,6 +16,7 @@
 #include <gpumath/core/event.hpp>
 
 #include "core/stream_workspace.hpp"
+#include "detail/device_registry.hpp"
 #include "detail/log.hpp"
 #include "detail/scope_exit.hpp"
 #include "detail/status.hpp"
@@ -41,12 +41,8 @@ struct SideStreamSet {
 class SideStreamPool {
 public:
     static SideStreamPool& of(int device) {
-        static std::mutex m;
-        static auto* pools = new std::map<int, SideStreamPool*>;  // NOLINT: never destroyed
-        std::lock_guard lock(m);
-        SideStreamPool*& p = (*pools)[device];
-        if (p == nullptr) p = new SideStreamPool;  // NOLINT: never destroyed
-        return *p;
+        static auto& pools = *new DeviceRegistry<SideStreamPool>();  // never destroyed (see above)
+        return pools.get(device, k_api, [](int) { return new SideStreamPool; });
     }
 
     /// A set none of whose streams is part of a capture, marked leased.
@@ -266,6 +262,7 @@ void BackendChoices::remember(const BackendChoiceKey& key, GroupedBackend backen
 void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
                      const Scalar& alpha, core::StreamRef stream, int device, GroupedBackend backend,
                      BackendChoices& choices, BackendChoiceKey key, const char* who) {
+    if (groups.size() == 1 && groups.front().group < 0) backend = GroupedBackend::loop;  // one strided batch
     if (backend == GroupedBackend::automatic && groups.size() > 1) {
         key.device = device;
         key.calls = call_class(groups);

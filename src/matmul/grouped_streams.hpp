@@ -88,7 +88,8 @@ private:
     std::map<BackendChoiceKey, GroupedBackend> choices_;
 };
 
-/// Enqueues the products with `backend`: loop, streams, cublas, or automatic, which takes the choice
+/// Enqueues the products with `backend` (a single strided-batched product, group -1, always runs
+/// as it is): loop, streams, cublas, or automatic, which takes the choice
 /// measured for this key, measures it now when there is none and `stream` does not capture (and
 /// logs it at info level, `who` naming the caller), and runs the loop while a capture is under way
 /// with nothing measured yet.
