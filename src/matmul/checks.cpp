@@ -88,13 +88,23 @@ void check_epilog_operands(const MatmulSignature& sig, const ProblemTypes& types
                 to_string(epilog), epilog_aux_is_relu_mask(epilog) ? "relu_aux" : "gelu_aux");
 }
 
-void check_fp8_operands(const MatmulSignature& sig, const ProblemShape& shape, const char* api) {
+void check_fp8_operands(const MatmulSignature& sig, const ProblemShape& shape, bool swap, const char* api) {
     const std::int64_t M = shape.m, N = shape.n, K = shape.k;
-    if (M % 16 != 0 || N % 16 != 0 || K % 16 != 0)
+    const bool fine =
+        a_scale_mode(sig.scale_modes) != ScaleMode::tensor || b_scale_mode(sig.scale_modes) != ScaleMode::tensor;
+    if (fine && (M % 16 != 0 || N % 16 != 0 || K % 16 != 0))
         unsupported(api,
-                    "a, b: FP8 products need M, N and K to be multiples of 16 (cuBLASLt's rule); M = {}, N = {}, "
-                    "K = {}",
+                    "a, b: FP8 products with scale modes finer than a tensor need M, N and K to be multiples of 16; "
+                    "M = {}, N = {}, K = {}",
                     M, N, K);
+    // cuBLASLt's FP8 kernels need K and the rows of its column-major D (N when gpumath swaps the
+    // operands for a row-major D, else M) in multiples of 16; its columns may number anything, so a
+    // row-major D takes any number of tokens M.
+    if (K % 16 != 0 || (swap ? N : M) % 16 != 0)
+        unsupported(api,
+                    "a, b: FP8 products need K and {} to be multiples of 16 (cuBLASLt's rule; {} may be any with a "
+                    "{} d); M = {}, N = {}, K = {}",
+                    swap ? "N" : "M", swap ? "M" : "N", swap ? "row-major" : "column-major", M, N, K);
     for (int s : {int(slot_a), int(slot_b), int(slot_c), int(slot_d)})
         if (sig.align[std::size_t(s)] < 16)
             unsupported(api, "{}: pointer is {}-byte aligned; FP8 products need 16-byte aligned operands",

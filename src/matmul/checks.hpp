@@ -35,7 +35,7 @@ void check_epilog_operands(const MatmulSignature& sig, const ProblemTypes& types
                            const char* api);
 
 /// FP8's dimension and pointer-alignment rules (the layout rule depends on the device: checked when
-/// planning).
-void check_fp8_operands(const MatmulSignature& sig, const ProblemShape& shape, const char* api);
+/// planning). `swap`: the arrangement swaps the operands (cuBLASLt computes D^T for a row-major D).
+void check_fp8_operands(const MatmulSignature& sig, const ProblemShape& shape, bool swap, const char* api);
 
 }  // namespace gpumath::detail

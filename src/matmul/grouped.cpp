@@ -12,6 +12,7 @@
 #include "detail/lru_cache.hpp"
 #include "matmul/checks.hpp"
 #include "matmul/grouped_cublas.hpp"
+#include "matmul/grouped_scales.hpp"
 
 namespace gpumath {
 namespace detail {
@@ -61,7 +62,7 @@ public:
         if (backend_ == GroupedBackend::cublas) prepare_cublas(device);
         const TensorLayout bg = contiguous_ ? weights_of(b_[0]) : TensorLayout{};
         if (contiguous_ && backend_ != GroupedBackend::loop && batched_sizes(sizes_)) {
-            const MatmulSignature sig = batched_signature(a_[0], b_[0], sizes_[0], shape_, options_.epilog);
+            const MatmulSignature sig = planned(batched_signature(a_[0], b_[0], sizes_[0], shape_, options_.epilog));
             const MatmulProblem P = analyze_group(sig, options_, -1, api);
             (void)plans_.get_or_create(make_key(P.signature.call(), options_, -1),
                                        [&] { return std::make_shared<MatmulPlan>(P, options_, device, 1); });
@@ -70,9 +71,9 @@ public:
         for (std::size_t g = 0; g < std::size_t(shape_.groups); ++g) {
             const std::int64_t M = contiguous_ ? sizes_[g] : a_[g].shape(0);
             if (M == 0) continue;
-            const MatmulProblem P = contiguous_
-                                        ? analyze_group(group_signature(moe_a(M), bg), options_, std::int64_t(g), api)
-                                        : analyze_group(group_signature(a_[g], b_[g]), options_, std::int64_t(g), api);
+            const MatmulProblem P =
+                analyze_group(planned(contiguous_ ? group_signature(moe_a(M), bg) : group_signature(a_[g], b_[g])),
+                              options_, std::int64_t(g), api);
             (void)plans_.get_or_create(make_key(P.signature.call(), options_, -1),
                                        [&] { return std::make_shared<MatmulPlan>(P, options_, device, 1); });
         }
@@ -114,7 +115,8 @@ public:
         if (backend_ == GroupedBackend::strided_batched && !batched)
             unsupported(api,
                         "group_sizes: grouped.backend strided_batched needs every group to have the same number of "
-                        "rows (more than 0, G > 1) and a row-major d; use automatic or loop otherwise");
+                        "rows (more than 0, G > 1), a row-major d and FP8 scales (if any) shared by every group "
+                        "(stride 0) without amax_d; use automatic or loop otherwise");
         if (batched) groups.push_back(*batched);
         else groups_of(a, b, d, sizes, args, groups);
         run(groups, args, stream, api);
@@ -144,7 +146,29 @@ private:
         return TensorLayout(a.dtype(), shape, strides);
     }
 
-    void resolve_backend(const GroupedOptions& grouped) { backend_ = grouped.backend; }
+    void resolve_backend(const GroupedOptions& grouped) {
+        if (grouped.backend == GroupedBackend::cublas && is_fp8(shape_.input))
+            unsupported("GroupedMatmul",
+                        "grouped.backend: cublas with {} inputs; cublasGemmGroupedBatchedEx takes f16, bf16 and f32 "
+                        "(FP8 runs with loop, streams, strided_batched or automatic)",
+                        to_string(shape_.input));
+        backend_ = grouped.backend;
+    }
+
+    /// The signature plan() plans a group with: FP8 with per-group scales a and b (and d for an FP8
+    /// result), as execute() passes them most often.
+    [[nodiscard]] MatmulSignature planned(MatmulSignature sig) const {
+        if (!is_fp8(shape_.input)) return sig;
+        GroupedScales scales;
+        const TensorView any;  // only presence matters to scale_placeholders
+        scales.a = any;
+        scales.b = any;
+        if (is_fp8(shape_.result)) scales.d = any;
+        const MatmulScales m = scale_placeholders(scales);
+        sig.scales = scales_mask(m);
+        sig.align[slot_scales] = scales_alignment(m);
+        return sig;
+    }
 
     /// True when sizes fit a strided-batched product: G > 1 groups of one M > 0.
     static bool batched_sizes(const std::vector<std::int64_t>& sizes) {
@@ -169,7 +193,7 @@ private:
                     to_string(b_[0]));
     }
 
-    void run(const std::vector<GroupOperands>& groups, const GroupedMatmulArgs& args, core::StreamRef stream,
+    void run(std::vector<GroupOperands>& groups, const GroupedMatmulArgs& args, core::StreamRef stream,
              const char* api) {
         if (groups.empty()) return;
         const int device = matmul_current_device();
@@ -184,8 +208,8 @@ private:
                 return plan;
             });
         });
-        enqueue_grouped(groups, plans, args.alpha, stream, device, backend_, choices_, choice_key(shape_, options_),
-                        api);
+        enqueue_grouped_call(groups, plans, args, shape_.groups, stream, device, backend_, choices_,
+                             choice_key(shape_, options_), api);
     }
 
     MatmulOptions options_;

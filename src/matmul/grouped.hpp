@@ -34,7 +34,13 @@ struct GroupOperands {
     std::int64_t group = 0;
     TensorView a, b, d;
     std::optional<TensorView> bias;  // (N,): row `group` of GroupedMatmulArgs::bias
+    MatmulScales scales;             // FP8: the group's per-tensor scales (see scale_placeholders)
 };
+
+/// Per-tensor scale pointers that stand in for a group's scale slots until the call writes them
+/// (grouped_scales.hpp): which scales a product has and their alignment (16 bytes, as the slots')
+/// choose its plan, so every group is planned for the slots before any GPU work.
+[[nodiscard]] MatmulScales scale_placeholders(const GroupedScales& scales) noexcept;
 
 /// Options: every enum in range, an epilog without aux, bias gradient or user function.
 void check_grouped_options(const MatmulOptions& options, const GroupedOptions& grouped, const char* api);
@@ -97,9 +103,9 @@ void groups_of(std::span<const TensorView> a, std::span<const TensorView> b, std
 void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, std::span<const std::int64_t> sizes,
                const GroupedMatmulArgs& args, std::vector<GroupOperands>& out);
 
-/// A mixture-of-experts call whose G > 1 groups all have the same M > 0 rows, with a row-major d,
-/// as one strided-batched product (`group` -1): a (G, M, K), b (G, K, N), d (G, M, N), bias
-/// (G, 1, N). Empty otherwise.
+/// A mixture-of-experts call whose G > 1 groups all have the same M > 0 rows, with a row-major d
+/// and FP8 scales (if any) shared by every group without amax_d, as one strided-batched product
+/// (`group` -1): a (G, M, K), b (G, K, N), d (G, M, N), bias (G, 1, N). Empty otherwise.
 [[nodiscard]] std::optional<GroupOperands> batched_of(const TensorView& a, const TensorView& b, const TensorView& d,
                                                       std::span<const std::int64_t> sizes,
                                                       const GroupedMatmulArgs& args);
@@ -121,7 +127,7 @@ template <class Lookup>
     std::vector<std::shared_ptr<MatmulPlan>> plans;
     plans.reserve(groups.size());
     for (const GroupOperands& g : groups) {
-        const MatmulArgs args{.alpha = alpha, .bias = g.bias};
+        const MatmulArgs args{.alpha = alpha, .bias = g.bias, .scales = g.scales};
         try {
             plans.push_back(lookup(call_of(g.a, g.b, &g.d, args)));
         } catch (const InvalidArgument&) {

@@ -22,15 +22,10 @@ bool grouped_epilog(Epilog e) noexcept {
            e == Epilog::relu_bias || e == Epilog::gelu_bias || e == Epilog::silu_bias;
 }
 
-/// f16, bf16 or f32; FP8 and the other matmul types are NotSupported.
+/// f16, bf16, f32 or FP8; the other matmul types are NotSupported.
 void check_input_type(DataType t, const char* name, const char* api) {
-    if (t == DataType::f16 || t == DataType::bf16 || t == DataType::f32) return;
-    if (is_fp8(t))
-        unsupported(api,
-                    "{}: {} grouped products are not supported yet (FP8 needs per-group scales, planned with the "
-                    "grouped backends); use bf16 or f16",
-                    name, to_string(t));
-    unsupported(api, "{}: {} given; grouped products take f16, bf16 or f32", name, to_string(t));
+    if (t == DataType::f16 || t == DataType::bf16 || t == DataType::f32 || is_fp8(t)) return;
+    unsupported(api, "{}: {} given; grouped products take f16, bf16, f32 or FP8 (e4m3)", name, to_string(t));
 }
 
 DataType result_of(DataType input, const MatmulOptions& options) {
@@ -96,8 +91,8 @@ void check_disjoint(std::vector<Range> outputs, std::vector<Range> inputs, const
         if (end == inputs.begin()) continue;
         const Range& in = inputs[furthest[std::size_t(end - inputs.begin()) - 1]];
         if (in.hi > o.lo)
-            invalid(api, "d[{}]: its memory overlaps {}[{}]'s; an output must not alias an input", o.group, in.name,
-                    in.group);
+            invalid(api, "d[{}]: its memory overlaps {}{}'s; an output must not alias an input", o.group, in.name,
+                    in.group < 0 ? std::string() : fmt::format("[{}]", in.group));
     }
 }
 
@@ -115,6 +110,51 @@ void check_bias(const GroupedMatmulArgs& args, const GroupedShape& shape, Epilog
     if (bias.rank() != 2 || bias.shape(0) != shape.groups || bias.shape(1) != shape.n)
         invalid(api, "bias: shape {}; a grouped bias is (G, N) = ({}, {}), row g added to group g's rows",
                 shape_text(bias), shape.groups, shape.n);
+}
+
+/// The per-group FP8 scales: (G,) f32 tensors (strides are never negative), only for FP8 inputs (d and
+/// amax_d for an FP8 result), amax_d with an element per group.
+void check_scales(const GroupedScales& scales, const GroupedShape& shape, const char* api) {
+    auto one = [&](const std::optional<TensorView>& t, const char* name) {
+        if (!t) return;
+        if (!is_fp8(shape.input))
+            invalid(api, "scales.{}: per-group scales apply to FP8 inputs only; a is {}", name, to_string(shape.input));
+        if (t->rank() != 1 || t->shape(0) != shape.groups)
+            invalid(api, "scales.{}: shape {}; per-group scales are (G,) = ({},), one f32 per group", name,
+                    shape_text(*t), shape.groups);
+        if (t->dtype() != DataType::f32)
+            invalid(api, "scales.{}: dtype {}; scales are f32", name, to_string(t->dtype()));
+        if (reinterpret_cast<std::uintptr_t>(t->data()) % sizeof(float) != 0)
+            invalid(api, "scales.{}: data pointer {} is not aligned to the 4 bytes of an f32", name, t->data());
+    };
+    one(scales.a, "a");
+    one(scales.b, "b");
+    one(scales.d, "d");
+    one(scales.amax_d, "amax_d");
+    if ((scales.d || scales.amax_d) && !is_fp8(shape.result))
+        invalid(api, "scales.{}: applies to an FP8 result only; d is {}", scales.d ? "d" : "amax_d",
+                to_string(shape.result));
+    if (scales.amax_d && shape.groups > 1 && scales.amax_d->stride(0) == 0)
+        invalid(api,
+                "scales.amax_d: stride 0 makes every group write the same element; give each group its own (a "
+                "stride other than 0)");
+}
+
+/// InvalidArgument when amax_d shares memory with any of `others` (the outputs and inputs).
+void check_amax_apart(const GroupedScales& scales, const std::vector<Range>& others, const char* api) {
+    if (!scales.amax_d) return;
+    const Range amax = range_of(*scales.amax_d, 0, "scales.amax_d");
+    for (const Range& o : others)
+        if (o.lo < amax.hi && amax.lo < o.hi && o.lo != o.hi)
+            invalid(api, "scales.amax_d: its memory overlaps {}{}'s; an output needs memory of its own", o.name,
+                    o.group < 0 ? std::string() : fmt::format("[{}]", o.group));
+}
+
+/// The scale tensors that are inputs, as ranges.
+void push_scale_inputs(const GroupedScales& scales, std::vector<Range>& inputs) {
+    if (scales.a) inputs.push_back(range_of(*scales.a, -1, "scales.a"));
+    if (scales.b) inputs.push_back(range_of(*scales.b, -1, "scales.b"));
+    if (scales.d) inputs.push_back(range_of(*scales.d, -1, "scales.d"));
 }
 
 /// `group` < 0: the one D of the mixture-of-experts form.
@@ -254,8 +294,13 @@ void check_group_call(std::span<const TensorView> a, std::span<const TensorView>
     if (args.bias) {
         if (reinterpret_cast<std::uintptr_t>(args.bias->data()) % size_of(args.bias->dtype()) != 0)
             invalid(api, "bias: data pointer {} is not aligned to its element size", args.bias->data());
-        inputs.push_back(range_of(*args.bias, 0, "bias"));
+        inputs.push_back(range_of(*args.bias, -1, "bias"));
     }
+    check_scales(args.scales, shape, api);
+    push_scale_inputs(args.scales, inputs);
+    std::vector<Range> others = outputs;
+    others.insert(others.end(), inputs.begin(), inputs.end());
+    check_amax_apart(args.scales, others, api);
     check_disjoint(std::move(outputs), std::move(inputs), api);
 }
 
@@ -278,6 +323,18 @@ void check_moe_call(const TensorView& a, const TensorView& b, const TensorView& 
     MatmulArgs margs{.alpha = args.alpha};
     if (args.bias) margs.bias = *args.bias;
     check_call(a, b, &d, margs, api);
+    check_scales(args.scales, shape, api);
+    // D must not overlap the scales it is computed from either (check_call saw the rest).
+    std::vector<Range> scale_inputs;
+    push_scale_inputs(args.scales, scale_inputs);
+    const Range out = range_of(d, -1, "d");
+    for (const Range& s : scale_inputs)
+        if (s.lo < out.hi && out.lo < s.hi && s.lo != s.hi && out.lo != out.hi)
+            invalid(api, "d: its memory overlaps {}'s; an output must not alias an input", s.name);
+    std::vector<Range> others{out, range_of(a, -1, "a"), range_of(b, -1, "b")};
+    if (args.bias) others.push_back(range_of(*args.bias, -1, "bias"));
+    others.insert(others.end(), scale_inputs.begin(), scale_inputs.end());
+    check_amax_apart(args.scales, others, api);
 }
 
 void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, const GroupedShape& shape,
@@ -303,6 +360,11 @@ void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, cons
 GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, const TensorView& d,
                                     const DeviceGroupSizes& sizes, const GroupedMatmulArgs& args,
                                     const GroupedShape& shape, const MatmulOptions& options, const char* api) {
+    if (is_fp8(shape.input))
+        unsupported(api,
+                    "a: {} inputs with group sizes in device memory; gpumath's grouped kernel takes f16, bf16 and "
+                    "f32 (FP8 grouped products run with host group sizes)",
+                    to_string(shape.input));
     if (args.bias && args.bias->dtype() != shape.result)
         invalid(api, "bias: dtype {}; the bias of a grouped product has the result type {}",
                 to_string(args.bias->dtype()), to_string(shape.result));
@@ -349,6 +411,18 @@ GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, co
     return c;
 }
 
+MatmulScales scale_placeholders(const GroupedScales& scales) noexcept {
+    // An address 16 bytes past a 32-byte boundary: alignment class 16. Never read or written.
+    alignas(32) static float stand_in[8] = {};
+    float* const p = &stand_in[4];
+    MatmulScales m;
+    if (scales.a) m.a = p;
+    if (scales.b) m.b = p;
+    if (scales.d) m.d = p;
+    if (scales.amax_d) m.amax_d = p;
+    return m;
+}
+
 MatmulSignature group_signature(const TensorLayout& a, const TensorLayout& b) {
     MatmulSignature sig;
     sig.a = a;
@@ -384,6 +458,7 @@ void groups_of(std::span<const TensorView> a, std::span<const TensorView> b, std
         o.a = a[g];
         o.b = b[g];
         o.d = d[g];
+        o.scales = scale_placeholders(args.scales);
         if (args.bias) {
             const TensorView& bias = *args.bias;
             const std::int64_t shape[] = {bias.shape(1)};
@@ -412,6 +487,7 @@ void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, st
         o.a = TensorView(static_cast<unsigned char*>(a.data()) + row * a.stride(0) * ea, a.dtype(), a_shape, a_strides);
         o.b = TensorView(static_cast<unsigned char*>(b.data()) + std::int64_t(g) * b.stride(0) * eb, bg);
         o.d = TensorView(static_cast<unsigned char*>(d.data()) + row * d.stride(0) * ed, d.dtype(), d_shape, d_strides);
+        o.scales = scale_placeholders(args.scales);
         row += M;
     }
     if (!args.bias) return;
@@ -431,6 +507,10 @@ std::optional<GroupOperands> batched_of(const TensorView& a, const TensorView& b
     // Each group's rows of d one block of the batch: a row-major d (a column-major one interleaves
     // the groups' outputs, and a batched product's outputs may not interleave).
     if (d.stride(1) != 1) return std::nullopt;
+    // cuBLASLt scales a batch with one value per operand, and writes one amax.
+    const GroupedScales& s = args.scales;
+    auto per_group = [](const std::optional<TensorView>& t) { return t && t->stride(0) != 0; };
+    if (per_group(s.a) || per_group(s.b) || per_group(s.d) || s.amax_d) return std::nullopt;
     const std::int64_t M = sizes[0];
     for (const std::int64_t m : sizes)
         if (m != M) return std::nullopt;
@@ -442,6 +522,7 @@ std::optional<GroupOperands> batched_of(const TensorView& a, const TensorView& b
     o.a = TensorView(a.data(), a.dtype(), a_shape, a_strides);
     o.b = b;
     o.d = TensorView(d.data(), d.dtype(), d_shape, d_strides);
+    o.scales = scale_placeholders(s);
     if (args.bias) {
         const TensorView& bias = *args.bias;
         const std::int64_t shape[] = {groups, 1, bias.shape(1)};

@@ -4,6 +4,7 @@
 #include "matmul/grouped.hpp"
 
 #include "detail/status.hpp"
+#include "matmul/grouped_scales.hpp"
 
 namespace gpumath {
 namespace {
@@ -15,7 +16,7 @@ int device_for(const std::vector<detail::GroupOperands>& groups, const MatmulOpt
     if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]] {
         (void)cudaGetLastError();
         for (const detail::GroupOperands& g : groups) {
-            const MatmulArgs args{.alpha = alpha, .bias = g.bias};
+            const MatmulArgs args{.alpha = alpha, .bias = g.bias, .scales = g.scales};
             (void)detail::analyze_group(detail::MatmulSignature::of(detail::call_of(g.a, g.b, &g.d, args)), options,
                                         g.group, api);
         }
@@ -30,7 +31,7 @@ detail::BackendChoices& stateless_choices() {
     return *choices;
 }
 
-void run_stateless(const std::vector<detail::GroupOperands>& groups, const detail::GroupedShape& shape,
+void run_stateless(std::vector<detail::GroupOperands>& groups, const detail::GroupedShape& shape,
                    const GroupedMatmulArgs& args, const MatmulOptions& options, core::StreamRef stream,
                    const char* api) {
     if (groups.empty()) return;
@@ -38,8 +39,8 @@ void run_stateless(const std::vector<detail::GroupOperands>& groups, const detai
     const auto plans = detail::group_plans(groups, args.alpha, [&](const detail::MatmulCall& call) {
         return detail::cached_plan(call, options, device, api);
     });
-    detail::enqueue_grouped(groups, plans, args.alpha, stream, device, GroupedBackend::automatic, stateless_choices(),
-                            detail::choice_key(shape, options), api);
+    detail::enqueue_grouped_call(groups, plans, args, shape.groups, stream, device, GroupedBackend::automatic,
+                                 stateless_choices(), detail::choice_key(shape, options), api);
 }
 
 }  // namespace

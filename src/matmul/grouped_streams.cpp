@@ -115,8 +115,11 @@ private:
     SideStreamSet* set_;
 };
 
-void run_group(const GroupOperands& g, MatmulPlan& plan, const Scalar& alpha, core::StreamRef stream, int device) {
-    (void)run_plan(plan, g.a, g.b, g.d, MatmulArgs{.alpha = alpha, .bias = g.bias}, stream, device);
+/// `area`: the call's held area when `stream` is the caller's, else null.
+void run_group(const GroupOperands& g, MatmulPlan& plan, const GroupCall& call, core::StreamRef stream, int device,
+               const WorkspaceArea* area) {
+    (void)run_plan(plan, g.a, g.b, g.d, MatmulArgs{.alpha = call.alpha, .bias = g.bias, .scales = g.scales}, stream,
+                   device, area);
 }
 
 /// Products of a call whose timed run is enqueued behind a held stream (more would risk filling
@@ -139,15 +142,15 @@ int log2_ceil(std::int64_t v) { return v <= 1 ? 0 : int(std::bit_width(std::uint
 }  // namespace
 
 void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                  const Scalar& alpha, core::StreamRef stream, int device) {
-    for (std::size_t i = 0; i < groups.size(); ++i) run_group(groups[i], *plans[i], alpha, stream, device);
+                  const GroupCall& call, core::StreamRef stream, int device) {
+    for (std::size_t i = 0; i < groups.size(); ++i) run_group(groups[i], *plans[i], call, stream, device, call.area);
 }
 
 void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                     const Scalar& alpha, core::StreamRef stream, int device) {
+                     const GroupCall& call, core::StreamRef stream, int device) {
     const int sides = std::min<int>(side_stream_count, int(groups.size()) - 1);
     if (sides <= 0) {
-        enqueue_loop(groups, plans, alpha, stream, device);
+        enqueue_loop(groups, plans, call, stream, device);
         return;
     }
     // Largest products first, each to the stream with the least work so far (stream 0 the caller's).
@@ -171,7 +174,7 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
     for (int l = 0; l <= sides; ++l) {
         const core::StreamRef on = l == 0 ? stream : core::StreamRef(set.streams[std::size_t(l - 1)]);
         for (const std::size_t i : order)
-            if (lane[i] == l) run_group(groups[i], *plans[i], alpha, on, device);
+            if (lane[i] == l) run_group(groups[i], *plans[i], call, on, device, l == 0 ? call.area : nullptr);
     }
     for (int s = 0; s < sides; ++s) {
         check(cudaEventRecord(set.joined[std::size_t(s)], set.streams[std::size_t(s)]), "cudaEventRecord",
@@ -182,15 +185,15 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
 }
 
 GroupedBackend measure_backends(std::span<const GroupOperands> groups,
-                                std::span<const std::shared_ptr<MatmulPlan>> plans, const Scalar& alpha,
+                                std::span<const std::shared_ptr<MatmulPlan>> plans, const GroupCall& call,
                                 core::StreamRef stream, int device, bool with_cublas, std::array<double, 3>& ms) {
     constexpr std::array<GroupedBackend, 3> candidates{GroupedBackend::loop, GroupedBackend::streams,
                                                        GroupedBackend::cublas};
     const std::size_t n = with_cublas ? 3 : 2;
     auto run = [&](GroupedBackend b) {
-        if (b == GroupedBackend::loop) enqueue_loop(groups, plans, alpha, stream, device);
-        else if (b == GroupedBackend::streams) enqueue_streams(groups, plans, alpha, stream, device);
-        else enqueue_cublas(groups, plans, alpha, stream, device);
+        if (b == GroupedBackend::loop) enqueue_loop(groups, plans, call, stream, device);
+        else if (b == GroupedBackend::streams) enqueue_streams(groups, plans, call, stream, device);
+        else enqueue_cublas(groups, plans, call.alpha, stream, device);
     };
     core::Event start(core::EventOptions{.timing = true});
     core::Event stop(core::EventOptions{.timing = true});
@@ -260,7 +263,7 @@ void BackendChoices::remember(const BackendChoiceKey& key, GroupedBackend backen
 }
 
 void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                     const Scalar& alpha, core::StreamRef stream, int device, GroupedBackend backend,
+                     const GroupCall& call, core::StreamRef stream, int device, GroupedBackend backend,
                      BackendChoices& choices, BackendChoiceKey key, const char* who) {
     if (groups.size() == 1 && groups.front().group < 0) backend = GroupedBackend::loop;  // one strided batch
     if (backend == GroupedBackend::automatic && groups.size() > 1) {
@@ -274,7 +277,7 @@ void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std:
             const bool with_cublas = std::all_of(
                 plans.begin(), plans.end(), [](const auto& p) { return cublas_grouped_refusal(p->problem()).empty(); });
             std::array<double, 3> ms{};
-            backend = measure_backends(groups, plans, alpha, stream, device, with_cublas, ms);
+            backend = measure_backends(groups, plans, call, stream, device, with_cublas, ms);
             choices.remember(key, backend);
             log(LogLevel::info,
                 "{}: automatic chose {} for {} products of up to 2^{} rows (mean 2^{}), N = {}, K = {}: loop {:.4f} "
@@ -289,11 +292,11 @@ void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std:
         for (const auto& p : plans)
             if (std::string why = cublas_grouped_refusal(p->problem()); !why.empty())
                 unsupported(who, "grouped.backend: cublas cannot run this call: {}", why);
-        enqueue_cublas(groups, plans, alpha, stream, device);
+        enqueue_cublas(groups, plans, call.alpha, stream, device);
         return;
     }
-    if (backend == GroupedBackend::streams) enqueue_streams(groups, plans, alpha, stream, device);
-    else enqueue_loop(groups, plans, alpha, stream, device);
+    if (backend == GroupedBackend::streams) enqueue_streams(groups, plans, call, stream, device);
+    else enqueue_loop(groups, plans, call, stream, device);
 }
 
 }  // namespace gpumath::detail

@@ -26,9 +26,18 @@ struct GroupOperands;
 /// Side streams a call forks to besides the caller's stream (at most; fewer for fewer groups).
 inline constexpr int side_stream_count = 4;
 
+/// What every product of one grouped call shares besides its operands.
+struct GroupCall {
+    Scalar alpha{1.0};
+    /// Scratch memory the call holds for the caller's stream (FP8 scale slots live past it):
+    /// products enqueued on the caller's stream run with it instead of leasing their own, which
+    /// would wait for the call's lease. Null without one.
+    const WorkspaceArea* area = nullptr;
+};
+
 /// The products of `groups` (their plans in `plans`), in group order on `stream`.
 void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                  const Scalar& alpha, core::StreamRef stream, int device);
+                  const GroupCall& call, core::StreamRef stream, int device);
 
 /// The same products spread over the caller's stream and up to side_stream_count side streams of
 /// `device` (the largest products first, each to the stream with the least work so far), forked
@@ -37,7 +46,7 @@ void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::sh
 /// leased per call, and a set still part of a capture is never leased, so eager calls of other
 /// threads never enqueue on a capturing stream.
 void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                     const Scalar& alpha, core::StreamRef stream, int device);
+                     const GroupCall& call, core::StreamRef stream, int device);
 
 /// The backend `automatic` measures for uneven groups: runs the call with `loop`, `streams` and,
 /// when `with_cublas`, `cublas` (a warm-up each, then five rounds timing one run of each in turn,
@@ -46,7 +55,7 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
 /// `ms` receives the three medians (0 for a backend not run). Synchronizes `stream`; never called
 /// while it captures.
 [[nodiscard]] GroupedBackend measure_backends(std::span<const GroupOperands> groups,
-                                              std::span<const std::shared_ptr<MatmulPlan>> plans, const Scalar& alpha,
+                                              std::span<const std::shared_ptr<MatmulPlan>> plans, const GroupCall& call,
                                               core::StreamRef stream, int device, bool with_cublas,
                                               std::array<double, 3>& ms);
 
@@ -94,7 +103,7 @@ private:
 /// logs it at info level, `who` naming the caller), and runs the loop while a capture is under way
 /// with nothing measured yet.
 void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                     const Scalar& alpha, core::StreamRef stream, int device, GroupedBackend backend,
+                     const GroupCall& call, core::StreamRef stream, int device, GroupedBackend backend,
                      BackendChoices& choices, BackendChoiceKey key, const char* who);
 
 }  // namespace gpumath::detail

@@ -49,6 +49,14 @@ struct DeviceIdentity {
 // ---------------------------------------------------------------------------------------------
 // Plans.
 
+/// Scratch memory a caller already holds (a StreamWorkspace lease for the stream the product runs
+/// on), for a plan to use instead of acquiring its own: a grouped call that keeps data of its own in
+/// the same area cannot let each product lock the area again.
+struct WorkspaceArea {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+};
+
 struct MatmulPointers {
     const void* a = nullptr;
     const void* b = nullptr;
@@ -90,9 +98,16 @@ public:
     MatmulPlan& operator=(MatmulPlan&&) = delete;
 
     /// Enqueues the product; `current_device` is the caller's current device (the plan's device is
-    /// made current around the call when they differ).
+    /// made current around the call when they differ). With `area`, cuBLASLt's scratch memory is the
+    /// first workspace_bytes() of it (the caller holds it for `stream`) instead of a lease of the
+    /// plan's own.
     void run(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream,
-             int current_device);
+             int current_device, const WorkspaceArea* area = nullptr);
+
+    /// The scratch bytes run() uses (0 when the selected algorithm needs none).
+    [[nodiscard]] std::size_t workspace_bytes() const noexcept;
+    /// The stream workspace run() leases from (its memory resource's, on its device).
+    [[nodiscard]] StreamWorkspace& workspace() const noexcept { return *workspace_; }
 
     [[nodiscard]] const MatmulProblem& problem() const noexcept { return problem_; }
     [[nodiscard]] const MatmulKey& key() const noexcept { return key_; }
@@ -122,7 +137,8 @@ private:
     void query_heuristics(int max_algorithms);
     void set_pointer(cublasLtMatmulDescAttributes_t attr, int slot, const void* value);
     void set_pointer_attributes(const MatmulPointers& p);
-    void run_lt(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream);
+    void run_lt(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream,
+                const WorkspaceArea* area);
 
     MatmulProblem problem_;
     MatmulCall call_;
@@ -157,7 +173,8 @@ private:
                                               MatmulOutputs& out);
 /// Allocates the outputs the caller did not pass, fills the pointers and runs the plan.
 MatmulOutputs run_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
-                       const MatmulArgs& args, core::StreamRef stream, int current_device);
+                       const MatmulArgs& args, core::StreamRef stream, int current_device,
+                       const WorkspaceArea* area = nullptr);
 
 /// Reads the current device (throws CudaError without one).
 [[nodiscard]] int matmul_current_device();

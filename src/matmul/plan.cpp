@@ -424,14 +424,21 @@ void MatmulPlan::set_pointer(cublasLtMatmulDescAttributes_t attr, int slot, cons
 }
 
 void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream,
-                     int current_device) {
+                     int current_device, const WorkspaceArea* area) {
     std::optional<DeviceGuard> guard;
     if (current_device != device_) guard.emplace(device_);
-    run_lt(p, alpha, beta, stream);
+    run_lt(p, alpha, beta, stream, area);
     if (pass_) run_epilog_pass(*pass_, problem_.pass, p.d, p.pass_bias, p.user_info, stream);
 }
 
-void MatmulPlan::run_lt(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream) {
+std::size_t MatmulPlan::workspace_bytes() const noexcept {
+    const std::size_t needed = results_[selected_].workspaceSize;
+    // At least the default limit, so that plans on one stream share one buffer that rarely grows.
+    return needed == 0 ? 0 : std::max(needed, std::min(workspace_limit_, default_workspace_limit));
+}
+
+void MatmulPlan::run_lt(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream,
+                        const WorkspaceArea* area) {
     const MatmulProblem& P = problem_;
 
     alignas(16) unsigned char alpha_buf[16];
@@ -441,15 +448,10 @@ void MatmulPlan::run_lt(const MatmulPointers& p, const Scalar& alpha, const Scal
     encode_scalar(P.inputs.c_from_bias ? Scalar(1.0) : beta, P.lt.scale_type, beta_buf);
 
     const cublasLtMatmulHeuristicResult_t& algo = results_[selected_];
-    std::size_t ws_bytes = 0;
+    const std::size_t ws_bytes = workspace_bytes();
     StreamWorkspace::Lease lease;  // held until cublasLtMatmul has enqueued the product
-    if (algo.workspaceSize > 0) {
-        // Ask for at least the default limit so that plans on one stream share one buffer that
-        // rarely has to grow.
-        ws_bytes = std::max(algo.workspaceSize, std::min(workspace_limit_, default_workspace_limit));
-        lease = workspace_->acquire(ws_bytes, stream);
-    }
-    void* ws = lease.data;
+    if (ws_bytes > 0 && area == nullptr) lease = workspace_->acquire(ws_bytes, stream);
+    void* ws = area != nullptr && ws_bytes > 0 ? area->data : lease.data;
     auto matmul = [&](const MatmulPointers& q) {
         const void* lt_a = P.lt.swap ? q.b : q.a;
         const void* lt_b = P.lt.swap ? q.a : q.b;
@@ -551,10 +553,10 @@ MatmulPointers prepare_pointers(const MatmulPlan& plan, const TensorView& a, con
 }
 
 MatmulOutputs run_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
-                       const MatmulArgs& args, core::StreamRef stream, int current_device) {
+                       const MatmulArgs& args, core::StreamRef stream, int current_device, const WorkspaceArea* area) {
     MatmulOutputs out;
     const MatmulPointers p = prepare_pointers(plan, a, b, d, args, stream, out);
-    plan.run(p, args.alpha, args.beta, stream, current_device);
+    plan.run(p, args.alpha, args.beta, stream, current_device, area);
     return out;
 }
 

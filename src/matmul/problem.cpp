@@ -61,7 +61,7 @@ MatmulProblem analyze(const MatmulSignature& sig, const MatmulOptions& options, 
     epilog_pass_route(bias, options, P);
     // A bias the elementwise pass adds does not constrain cuBLASLt's arrangement.
     arrangement_stage(sig, P.pass.bias ? BiasInput{} : bias, P);
-    if (P.types.fp8) check_fp8_operands(sig, P.shape, api);
+    if (P.types.fp8) check_fp8_operands(sig, P.shape, P.lt.swap, api);
     epilog_vectors_stage(sig, bias, P);
     epilog_pass_stage(bias, P);
     lt_epilog_stage(P);

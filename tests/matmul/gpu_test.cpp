@@ -146,6 +146,11 @@ TEST(MatmulGpu, Fp8) {
     expect_product(DataType::e4m3, DataType::e5m2, DataType::bf16, s, tn, {.fast_accumulation = true});
     // Column-major D: no operand swap, still TN for cuBLASLt.
     expect_product(DataType::e4m3, DataType::e4m3, DataType::bf16, s, {.b_col = true, .d_col = true});
+    // Any M with a row-major D (cuBLASLt's columns), any N with a column-major one: 1, 37 and 100
+    // tokens, as a mixture-of-experts group or a decoding step has.
+    for (std::int64_t m : {1, 37, 100}) expect_product(DataType::e4m3, DataType::e4m3, DataType::bf16, {m, 48, 96}, tn);
+    expect_product(DataType::e4m3, DataType::e4m3, DataType::e4m3, {37, 48, 96}, tn, {.result_type = DataType::e4m3});
+    expect_product(DataType::e4m3, DataType::e4m3, DataType::bf16, {64, 37, 96}, {.b_col = true, .d_col = true});
 }
 
 TEST(MatmulGpu, Fp8ScalesAmaxAndFp8Result) {

@@ -3,12 +3,16 @@
 // mixture of experts; GroupedMatmul and grouped_matmul()), f16/bf16/f32, uneven group sizes with
 // groups of 0 and 1 rows, row- and column-major weights and D, bias epilogs; bitwise equality with
 // per-group matmul() calls; the streams backend and automatic's measured choice; graph capture and
-// replay (also of side streams, beside eager calls); 8 threads on 4 streams. Outputs are poisoned
-// (0xFF bytes) before every run, and rows no group owns must stay poisoned.
+// replay (also of side streams, beside eager calls); 8 threads on 4 streams; FP8 with per-group
+// scales and amax. Outputs are poisoned (0xFF bytes) before every run, and rows no group owns must
+// stay poisoned.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -744,4 +748,307 @@ TEST(GroupedGpu, ConcurrentCallsMatchSerialBitwise) {
     // Side-stream sets leased by several threads at once, and the shared cuBLAS handle.
     expect_concurrent_calls_match_serial(GroupedBackend::streams, Epilog::gelu_bias);
     expect_concurrent_calls_match_serial(GroupedBackend::cublas, Epilog::none);
+}
+
+// ---- FP8 with per-group scales --------------------------------------------------------------------
+
+#define REQUIRE_FP8()                                                                              \
+    do {                                                                                           \
+        if (!device_at_least(8, 9)) GTEST_SKIP() << "FP8 products need compute capability >= 8.9"; \
+    } while (0)
+
+namespace {
+
+/// An FP8 mixture-of-experts problem: e4m3 A (T, K) row-major and weights (G, K, N) column-major per
+/// expert (cuBLASLt's FP8 layout), per-group f32 scales in [0.25, 2).
+struct Fp8Case {
+    std::vector<std::int64_t> sizes;
+    DataType result = DataType::bf16;
+    std::int64_t k = 64, n = 96;
+    bool shared_a = false;  // one A scale for every group: a (G,) view of stride 0
+    Epilog epilog = Epilog::none;
+
+    [[nodiscard]] std::int64_t rows() const {
+        std::int64_t t = 0;
+        for (std::int64_t m : sizes) t += m;
+        return t;
+    }
+    [[nodiscard]] std::int64_t groups() const { return std::int64_t(sizes.size()); }
+    [[nodiscard]] Case as_case() const {
+        return {
+            .input = DataType::e4m3, .result = result, .sizes = sizes, .k = k, .n = n, .b_col = true, .epilog = epilog};
+    }
+};
+
+std::vector<float> random_scales(std::size_t count, std::mt19937_64& rng) {
+    std::uniform_real_distribution<float> u(0.25F, 2.0F);
+    std::vector<float> s(count);
+    for (float& x : s) x = u(rng);
+    return s;
+}
+
+/// Inputs, scales (host values and device buffers) and the expected D and amax of each group.
+struct Fp8Prepared {
+    Host a, b, bias, want;
+    Dev da, db, dbias;
+    std::vector<float> sa, sb, sd;  // sa holds one value when shared
+    core::Buffer bsa, bsb, bsd;
+    std::vector<double> amax;  // per group; 0 for a group of no rows
+
+    [[nodiscard]] GroupedScales scales(const Fp8Case& c, const TensorView* amax_d = nullptr) const {
+        GroupedScales s;
+        const std::int64_t G = c.groups();
+        const std::int64_t shape[] = {G};
+        const std::int64_t shared[] = {0};
+        s.a = c.shared_a ? TensorView(bsa.data(), DataType::f32, shape, shared)
+                         : TensorView(bsa.data(), DataType::f32, shape);
+        s.b = TensorView(bsb.data(), DataType::f32, shape);
+        if (is_fp8(c.result)) s.d = TensorView(bsd.data(), DataType::f32, shape);
+        if (amax_d != nullptr) s.amax_d = *amax_d;
+        return s;
+    }
+};
+
+/// The expected D and amax for the current scale values.
+void fp8_expected(const Fp8Case& c, Fp8Prepared& p) {
+    p.want = Host(c.result, {c.rows(), c.n});
+    p.amax.assign(c.sizes.size(), 0.0);
+    std::int64_t row = 0;
+    for (std::size_t g = 0; g < c.sizes.size(); ++g) {
+        const std::int64_t M = c.sizes[g];
+        if (M == 0) continue;
+        const Host ag = rows_of(p.a, row, M), bg = matrix_of(p.b, std::int64_t(g));
+        const Host biasg = epilog_takes_bias(c.epilog) ? bias_of(p.bias, std::int64_t(g)) : Host{};
+        const double sa = c.shared_a ? p.sa[0] : p.sa[g];
+        const RefResult r = reference(ag, bg, c.result,
+                                      {.bias = epilog_takes_bias(c.epilog) ? &biasg : nullptr,
+                                       .epilog = c.epilog,
+                                       .scale_ab = sa * double(p.sb[g]),
+                                       .scale_d = is_fp8(c.result) ? double(p.sd[g]) : 1.0});
+        for (std::int64_t i = 0; i < M * c.n; ++i) p.want.v[std::size_t(row * c.n + i)] = r.d.v[std::size_t(i)];
+        p.amax[g] = r.amax;
+        row += M;
+    }
+}
+
+Fp8Prepared fp8_prepare(const Fp8Case& c, core::StreamRef stream = {}) {
+    auto rng = gpumath::test::rng_for_test();
+    const std::int64_t G = c.groups(), T = c.rows();
+    Fp8Prepared p;
+    p.a = random_host(DataType::e4m3, {T, c.k}, rng);
+    p.b = random_host(DataType::e4m3, {G, c.k, c.n}, rng);
+    p.da = upload(p.a, {}, 0, stream);
+    p.db = upload(p.b, strides_for(p.b.shape, true), 0, stream);
+    if (epilog_takes_bias(c.epilog)) {
+        // cuBLASLt's FP8 bias is bf16 (f16 with an f16 D).
+        p.bias = random_host(c.result == DataType::f16 ? DataType::f16 : DataType::bf16, {G, c.n}, rng);
+        p.dbias = upload(p.bias, {}, 0, stream);
+    }
+    p.sa = random_scales(c.shared_a ? 1 : std::size_t(G), rng);
+    p.sb = random_scales(std::size_t(G), rng);
+    p.sd = random_scales(std::size_t(G), rng);
+    p.bsa = core::Buffer::from_host(p.sa, stream);
+    p.bsb = core::Buffer::from_host(p.sb, stream);
+    p.bsd = core::Buffer::from_host(p.sd, stream);
+    fp8_expected(c, p);
+    return p;
+}
+
+/// A (G,) f32 amax output, poisoned.
+Dev poisoned_amax(const Fp8Case& c, core::StreamRef stream = {}) {
+    return poisoned(DataType::f32, {c.groups()}, {}, 0, stream);
+}
+
+void expect_amax(const Fp8Prepared& p, const Dev& amax, const std::string& path, core::StreamRef stream = {}) {
+    SCOPED_TRACE(path);
+    const Host got = download(amax.view, stream);
+    for (std::size_t g = 0; g < p.amax.size(); ++g)
+        EXPECT_NEAR(got.v[g].real(), p.amax[g], 1e-3 * std::max(1.0, p.amax[g])) << "amax of group " << g;
+}
+
+/// The case through GroupedMatmul (each backend that runs FP8) and grouped_matmul() in both forms.
+void expect_fp8_case(const Fp8Case& c) {
+    const Case cc = c.as_case();
+    SCOPED_TRACE(cc.describe() + (c.shared_a ? ", one A scale" : ", per-group A scales"));
+    const Fp8Prepared p = fp8_prepare(c);
+    const MatmulOptions options{.epilog = c.epilog, .result_type = c.result};
+    const bool amax = is_fp8(c.result);
+    auto args_for = [&](const Dev* amax_d) {
+        GroupedMatmulArgs args{.scales = p.scales(c, amax_d ? &amax_d->view : nullptr)};
+        if (epilog_takes_bias(c.epilog)) args.bias = p.dbias.view;
+        return args;
+    };
+    for (GroupedBackend backend : {GroupedBackend::loop, GroupedBackend::streams, GroupedBackend::automatic}) {
+        const std::string path = std::string("GroupedMatmul, backend ") + std::string(to_string(backend));
+        const Output o = output(cc);
+        const Dev am = poisoned_amax(c);
+        GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options, {.backend = backend});
+        mm.plan();
+        mm.execute(p.da.view, p.db.view, o.view, c.sizes, args_for(amax ? &am : nullptr));
+        expect_result(cc, o, p.want, path);
+        if (amax) expect_amax(p, am, path);
+    }
+    {
+        const Output o = output(cc);
+        const Dev am = poisoned_amax(c);
+        grouped_matmul(p.da.view, p.db.view, o.view, c.sizes, args_for(amax ? &am : nullptr), options);
+        expect_result(cc, o, p.want, "grouped_matmul, mixture-of-experts form");
+        if (amax) expect_amax(p, am, "grouped_matmul, mixture-of-experts form");
+    }
+    {
+        const Output o = output(cc);
+        const Dev am = poisoned_amax(c);
+        std::vector<TensorView> a, b, d;
+        std::int64_t row = 0;
+        for (std::size_t g = 0; g < c.sizes.size(); ++g) {
+            a.push_back(slice_rows(p.da.view, row, c.sizes[g]));
+            b.push_back(matrix_view(p.db.view, std::int64_t(g)));
+            d.push_back(slice_rows(o.view, row, c.sizes[g]));
+            row += c.sizes[g];
+        }
+        grouped_matmul(a, b, d, args_for(amax ? &am : nullptr), options);
+        expect_result(cc, o, p.want, "grouped_matmul, per-group views");
+        if (amax) expect_amax(p, am, "grouped_matmul, per-group views");
+    }
+}
+
+}  // namespace
+
+TEST(GroupedGpu, Fp8PerGroupScalesIntoHalfPrecision) {
+    GPUMATH_REQUIRE_GPU();
+    REQUIRE_FP8();
+    // Group sizes that are no multiples of 16 (cuBLASLt's FP8 rule is on N and K with a row-major D).
+    expect_fp8_case({.sizes = {37, 0, 1, 64, 19, 128}});
+    expect_fp8_case({.sizes = {37, 0, 1, 64, 19, 128}, .shared_a = true});
+    expect_fp8_case({.sizes = {5, 48, 0, 3}, .result = DataType::f16, .k = 128, .n = 48});
+    expect_fp8_case({.sizes = {5, 48, 0, 3}, .result = DataType::f32, .k = 32, .n = 64});
+    expect_fp8_case({.sizes = {21, 0, 33}, .epilog = Epilog::relu_bias});
+}
+
+TEST(GroupedGpu, Fp8ResultWithPerGroupScaleAndAmax) {
+    GPUMATH_REQUIRE_GPU();
+    REQUIRE_FP8();
+    // D scales per group, and each group's max |D| before its scale (0 for the empty group).
+    expect_fp8_case({.sizes = {37, 0, 1, 64, 19}, .result = DataType::e4m3});
+}
+
+TEST(GroupedGpu, Fp8EqualSizesWithSharedScalesRunAsOneStridedBatch) {
+    GPUMATH_REQUIRE_GPU();
+    REQUIRE_FP8();
+    // One A and one B scale for every expert (stride 0): a single strided-batched product.
+    Fp8Case c{.sizes = {32, 32, 32, 32}, .shared_a = true};
+    Fp8Prepared p = fp8_prepare(c);
+    const std::vector<float> one_b(1, p.sb[0]);
+    p.sb.assign(c.sizes.size(), one_b[0]);
+    fp8_expected(c, p);
+    const std::int64_t shape[] = {c.groups()};
+    const std::int64_t shared[] = {0};
+    const GroupedScales scales{.a = TensorView(p.bsa.data(), DataType::f32, shape, shared),
+                               .b = TensorView(p.bsb.data(), DataType::f32, shape, shared)};
+    const Case cc = c.as_case();
+    const Output o = output(cc);
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, {.result_type = c.result},
+                     {.backend = GroupedBackend::strided_batched});
+    mm.execute(p.da.view, p.db.view, o.view, c.sizes, {.scales = scales});
+    expect_result(cc, o, p.want, "strided_batched, shared scales");
+    // Per-group B scales cannot share one batch.
+    EXPECT_THROW(mm.execute(p.da.view, p.db.view, o.view, c.sizes,
+                            {.scales = {.b = TensorView(p.bsb.data(), DataType::f32, shape)}}),
+                 NotSupported);
+}
+
+TEST(GroupedGpu, Fp8CapturedReplaysReadTheScalesOfTheirLaunch) {
+    GPUMATH_REQUIRE_GPU();
+    REQUIRE_FP8();
+    // The scales are copied to their slots inside the graph: new values written to the user's scale
+    // tensors before a replay are the ones that replay uses.
+    Fp8Case c{.sizes = {24, 0, 1, 40, 7}, .result = DataType::e4m3};
+    core::Stream stream;
+    Fp8Prepared p = fp8_prepare(c, stream);
+    for (GroupedBackend backend : {GroupedBackend::loop, GroupedBackend::streams}) {
+        SCOPED_TRACE(to_string(backend));
+        const Case cc = c.as_case();
+        const Output o = output(cc, stream);
+        const Dev am = poisoned_amax(c, stream);
+        GroupedMatmul mm(p.da.view, p.db.view, c.sizes, {.result_type = c.result}, {.backend = backend});
+        mm.plan();
+        const GroupedMatmulArgs args{.scales = p.scales(c, &am.view)};
+        core::Graph g = core::Graph::capture(
+            stream, [&](core::StreamRef s) { mm.execute(p.da.view, p.db.view, o.view, c.sizes, args, s); });
+        EXPECT_TRUE(std::isnan(download(o.view, stream).v[0].real())) << "nothing ran during the capture";
+        g.launch(stream);
+        stream.synchronize();
+        expect_result(cc, o, p.want, "first replay", stream);
+        expect_amax(p, am, "first replay", stream);
+        auto rng = gpumath::test::rng_for_test();
+        p.sb = random_scales(p.sb.size(), rng);
+        p.sd = random_scales(p.sd.size(), rng);
+        p.bsb.copy_from(std::span<const float>(p.sb), stream);
+        p.bsd.copy_from(std::span<const float>(p.sd), stream);
+        fp8_expected(c, p);
+        g.launch(stream);
+        stream.synchronize();
+        expect_result(cc, o, p.want, "replay with new scales", stream);
+        expect_amax(p, am, "replay with new scales", stream);
+    }
+}
+
+TEST(GroupedGpu, Fp8ConcurrentCallsMatchSerialBitwise) {
+    GPUMATH_REQUIRE_GPU();
+    REQUIRE_FP8();
+    // Threads sharing streams: each call holds its stream's workspace while it enqueues its products
+    // (the slots live there), so calls on one stream take turns and never see each other's scales.
+    const Fp8Case c{.sizes = {37, 0, 1, 64, 19}, .result = DataType::e4m3};
+    const Fp8Prepared p = fp8_prepare(c);
+    const Case cc = c.as_case();
+    constexpr int threads = 6, streams_n = 2, calls = 4;
+    std::vector<core::Stream> streams(streams_n);
+    GroupedMatmul shared(p.da.view, p.db.view, c.sizes, {.result_type = c.result},
+                         {.backend = GroupedBackend::streams});
+    struct Call {
+        Output d;
+        Dev amax;
+        std::vector<unsigned char> serial, serial_amax;
+    };
+    std::vector<std::vector<Call>> work(threads);
+    auto run = [&](const Call& call, core::StreamRef s) {
+        const GroupedMatmulArgs args{.scales = p.scales(c, &call.amax.view)};
+        shared.execute(p.da.view, p.db.view, call.d.view, c.sizes, args, s);
+    };
+    for (auto& list : work)
+        for (int i = 0; i < calls; ++i) {
+            Call call{.d = output(cc), .amax = poisoned_amax(c), .serial = {}, .serial_amax = {}};
+            run(call, streams[0]);
+            if (list.empty()) expect_result(cc, call.d, p.want, "serial", streams[0]);
+            call.serial = download_bytes(call.d.view, streams[0]);
+            call.serial_amax = download_bytes(call.amax.view, streams[0]);
+            ASSERT_EQ(
+                cudaMemsetAsync(call.d.view.data(), 0xFF, std::size_t(call.d.view.span_bytes()), streams[0].handle()),
+                cudaSuccess);
+            ASSERT_EQ(cudaMemsetAsync(call.amax.view.data(), 0xFF, 4 * std::size_t(c.groups()), streams[0].handle()),
+                      cudaSuccess);
+            list.push_back(std::move(call));
+        }
+    streams[0].synchronize();
+    std::vector<std::string> errors(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                const core::StreamRef s = streams[std::size_t(t % streams_n)];
+                for (const Call& call : work[std::size_t(t)]) run(call, s);
+                s.synchronize();
+            } catch (const std::exception& e) {
+                errors[std::size_t(t)] = e.what();
+            }
+        });
+    for (auto& th : pool) th.join();
+    for (int t = 0; t < threads; ++t) {
+        ASSERT_TRUE(errors[std::size_t(t)].empty()) << "thread " << t << ": " << errors[std::size_t(t)];
+        for (std::size_t i = 0; i < work[std::size_t(t)].size(); ++i) {
+            const Call& call = work[std::size_t(t)][i];
+            EXPECT_TRUE(download_bytes(call.d.view) == call.serial) << "thread " << t << " call " << i << ": D";
+            EXPECT_TRUE(download_bytes(call.amax.view) == call.serial_amax) << "thread " << t << " call " << i;
+        }
+    }
 }

@@ -16,6 +16,7 @@
 #include "common/test_util.hpp"
 #include "matmul/grouped.hpp"
 #include "matmul/grouped_cublas.hpp"
+#include "matmul/grouped_scales.hpp"
 
 #ifndef GPUMATH_TEST_ARCH
 #define GPUMATH_TEST_ARCH "sm_90"
@@ -225,12 +226,94 @@ TEST(GroupedValidation, DtypeMixes) {
 }
 
 TEST(GroupedValidation, TypesOutsideTheGroupedSet) {
-    Groups g;
-    for (auto& x : g.a) x = TensorView(x.data(), DataType::e4m3, x.shape(), x.strides());
-    for (auto& x : g.b) x = TensorView(x.data(), DataType::e4m3, x.shape(), x.strides());
-    expect_throw_with<NotSupported>([&] { grouped_matmul(g.a, g.b, g.d); }, {"a[0]:", "e4m3", "not supported yet"});
     const std::vector<TensorLayout> a{TensorLayout(DataType::f64, {2, K})}, b{TensorLayout(DataType::f64, {K, N})};
-    expect_throw_with<NotSupported>([&] { GroupedMatmul mm(a, b); }, {"a[0]:", "f64", "f16, bf16 or f32"});
+    expect_throw_with<NotSupported>([&] { GroupedMatmul mm(a, b); }, {"a[0]:", "f64", "f16, bf16, f32 or FP8"});
+    expect_throw_with<NotSupported>(
+        [&] {
+            grouped_matmul(std::vector<TensorView>{v(0, DataType::c64, {2, K})},
+                           std::vector<TensorView>{v(1, DataType::c64, {K, N})},
+                           std::vector<TensorView>{v(2, DataType::c64, {2, N})});
+        },
+        {"a[0]:", "c64"});
+}
+
+namespace {
+
+constexpr auto e4m3 = DataType::e4m3;
+constexpr std::int64_t K8 = 32;  // FP8 needs K (and N) in multiples of 16
+
+/// The mixture-of-experts form in FP8: sizes 2, 0, 3, A row-major (5, K), weights column-major per
+/// expert (K the unit-stride dimension, as cuBLASLt's FP8 kernels need), scales in slots 3..6.
+struct Fp8Moe {
+    std::vector<std::int64_t> sizes{2, 0, 3};
+    TensorView a = v(0, e4m3, {5, K8});
+    TensorView b = v(1, e4m3, {3, K8, N}, {K8 * N, 1, K8});
+    TensorView d = v(2, bf16, {5, N});
+    TensorView d8 = v(2, e4m3, {5, N});
+    TensorView scale_a = v(3, f32, {3});
+    TensorView scale_b = v(4, f32, {3});
+    TensorView scale_d = v(5, f32, {3});
+    TensorView amax = v(6, f32, {3});
+};
+
+}  // namespace
+
+TEST(GroupedValidation, Fp8ScaleRules) {
+    const Fp8Moe m;
+    const MatmulOptions to_bf16{.result_type = bf16}, to_e4m3{.result_type = e4m3};
+    // FP8 constructs (no device needed); the cublas backend does not take it.
+    GroupedMatmul mm(m.a, m.b, m.sizes, to_bf16);
+    EXPECT_EQ(mm.result_type(), bf16);
+    expect_throw_with<NotSupported>(
+        [&] { GroupedMatmul c(m.a, m.b, m.sizes, to_bf16, {.backend = GroupedBackend::cublas}); },
+        {"grouped.backend:", "cublas", "e4m3"});
+    // Scales only with FP8 inputs.
+    const Moe h;
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(h.a, h.b, h.d, h.sizes, {.scales = {.a = m.scale_a}}); },
+                                       {"scales.a:", "FP8 inputs only"});
+    auto call = [&](const GroupedScales& s, const TensorView& d, const MatmulOptions& o) {
+        grouped_matmul(m.a, m.b, d, m.sizes, {.scales = s}, o);
+    };
+    // (G,) f32, 4-byte aligned.
+    expect_throw_with<InvalidArgument>([&] { call({.b = v(4, f32, {4})}, m.d, to_bf16); },
+                                       {"scales.b:", "(G,) = (3,)"});
+    expect_throw_with<InvalidArgument>([&] { call({.a = v(3, f32, {3, 1})}, m.d, to_bf16); }, {"scales.a:", "(G,)"});
+    expect_throw_with<InvalidArgument>([&] { call({.a = v(3, f16, {3})}, m.d, to_bf16); }, {"scales.a:", "f16", "f32"});
+    expect_throw_with<InvalidArgument>([&] { call({.a = v(3, f32, {3}, {}, 2)}, m.d, to_bf16); },
+                                       {"scales.a:", "4 bytes"});
+    // d and amax_d only with an FP8 result; amax_d an element per group, apart from everything.
+    expect_throw_with<InvalidArgument>([&] { call({.d = m.scale_d}, m.d, to_bf16); },
+                                       {"scales.d:", "FP8 result only", "bf16"});
+    expect_throw_with<InvalidArgument>([&] { call({.amax_d = m.amax}, m.d, to_bf16); },
+                                       {"scales.amax_d:", "FP8 result only"});
+    expect_throw_with<InvalidArgument>([&] { call({.amax_d = v(6, f32, {3}, {0})}, m.d8, to_e4m3); },
+                                       {"scales.amax_d:", "stride 0", "its own"});
+    expect_throw_with<InvalidArgument>([&] { call({.amax_d = v(2, f32, {3}, {}, 16)}, m.d8, to_e4m3); },
+                                       {"scales.amax_d:", "overlaps d"});
+    expect_throw_with<InvalidArgument>([&] { call({.a = m.scale_a, .amax_d = v(3, f32, {3}, {}, 4)}, m.d8, to_e4m3); },
+                                       {"scales.amax_d:", "overlaps scales.a"});
+    expect_throw_with<InvalidArgument>([&] { call({.b = v(2, f32, {3}, {}, 32)}, m.d, to_bf16); },
+                                       {"d:", "overlaps scales.b"});
+    // The per-group form checks the same, naming the group's D.
+    const std::vector<TensorView> a{v(0, e4m3, {2, K8}), v(1, e4m3, {3, K8})};
+    const std::vector<TensorView> b{v(2, e4m3, {K8, N}, {1, K8}), v(3, e4m3, {K8, N}, {1, K8})};
+    const std::vector<TensorView> d{v(4, e4m3, {2, N}), v(5, e4m3, {3, N})};
+    expect_throw_with<InvalidArgument>(
+        [&] { grouped_matmul(a, b, d, {.scales = {.amax_d = v(5, f32, {2}, {}, 8)}}, to_e4m3); },
+        {"scales.amax_d:", "overlaps d[1]"});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(a, b, d, {.scales = {.a = v(6, f32, {3})}}, to_e4m3); },
+                                       {"scales.a:", "(G,) = (2,)"});
+    // Device group sizes run gpumath's kernel, which has no FP8.
+    const TensorView sizes = v(7, DataType::i32, {3});
+    expect_throw_with<NotSupported>(
+        [&] { mm.execute(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}); },
+        {"a:", "e4m3", "device memory"});
+    // A strided batch has one scale per operand and one amax.
+    const TensorView a6 = v(0, e4m3, {6, K8}), d6 = v(2, bf16, {6, N});
+    const std::vector<std::int64_t> even{2, 2, 2};
+    GroupedMatmul batched(a6, m.b, even, to_bf16, {.backend = GroupedBackend::strided_batched});
+    expect_throw_with<NotSupported>([&] { batched.execute(a6, m.b, d6, even, {.scales = {.b = m.scale_b}}); },
+                                    {"strided_batched", "shared by every group"});
 }
 
 TEST(GroupedValidation, EpilogRules) {
@@ -569,4 +652,10 @@ TEST(GroupedValidation, GroupAnalysisNamesTheGroup) {
         const std::string what = e.what();
         EXPECT_NE(what.find("GroupedMatmul: group 0: "), std::string::npos) << what;
     }
+}
+
+TEST(GroupedKernel, ScaleKernelsCompileWithNvrtc) {
+    // The kernels that copy per-group FP8 scales to 16-byte slots and amax values back.
+    const core::ObjectCode code = detail::compile_scale_kernels(GPUMATH_TEST_ARCH);
+    EXPECT_FALSE(code.bytes().empty());
 }

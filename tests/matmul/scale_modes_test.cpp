@@ -160,6 +160,18 @@ TEST(ScaleModes, ModesArePartOfTheKey) {
 
 // ---- rejected before any GPU work -------------------------------------------------------------
 
+TEST(ScaleModes, DimensionsMultipleOf16) {
+    // Per-tensor FP8 takes any M with a row-major D; the finer modes keep M, N and K multiples of 16.
+    const TensorView a(addr(0), e4m3, {24, 128}), b(addr(1), e4m3, {128, 16}, {1, 128}), d(addr(2), bf16, {24, 16});
+    EXPECT_EQ(analyze_call(a, b, d, {}).shape.m, 24);
+    MatmulArgs args;
+    args.scales.a_mode = outer;
+    args.scales.b_mode = outer;
+    args.scales.a_tensor = TensorView(addr(3), f32, {24});
+    args.scales.b_tensor = TensorView(addr(4), f32, {16});
+    expect_throw_with<NotSupported>([&] { (void)analyze_call(a, b, d, args); }, {"finer than a tensor", "M = 24"});
+}
+
 TEST(ScaleModes, OnlyForFp8Inputs) {
     const TensorView a(addr(0), bf16, {64, 64}), b(addr(1), bf16, {64, 64}), d(addr(2), bf16, {64, 64});
     MatmulArgs args;

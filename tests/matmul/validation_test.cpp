@@ -415,11 +415,19 @@ TEST(MatmulValidation, GradientEpilogWithKOne) {
 // ---- FP8 ----------------------------------------------------------------------------------------
 
 TEST(MatmulValidation, Fp8DimensionsMultipleOf16) {
+    // A row-major D takes any M (cuBLASLt's columns); N and K are multiples of 16.
+    const Matmul any_m(TensorLayout(DataType::e4m3, {24, 32}), TensorLayout(DataType::e4m3, {32, 16}, {1, 32}));
+    EXPECT_EQ(any_m.result_layout().shape(0), 24);
     expect_throw_with<NotSupported>(
         [&] {
-            Matmul mm(TensorLayout(DataType::e4m3, {24, 32}), TensorLayout(DataType::e4m3, {32, 16}, {1, 32}));
+            Matmul mm(TensorLayout(DataType::e4m3, {16, 32}), TensorLayout(DataType::e4m3, {32, 24}, {1, 32}));
         },
-        {"multiples of 16", "M = 24"});
+        {"K and N to be multiples of 16", "N = 24"});
+    expect_throw_with<NotSupported>(
+        [&] {
+            Matmul mm(TensorLayout(DataType::e4m3, {16, 40}), TensorLayout(DataType::e4m3, {40, 16}, {1, 40}));
+        },
+        {"multiples of 16", "K = 40"});
 }
 
 TEST(MatmulValidation, Fp8BothE5m2) {

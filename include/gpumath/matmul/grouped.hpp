@@ -35,7 +35,8 @@ enum class GroupedBackend : std::uint8_t {
     /// group's plan is made once (per M, layout and pointer alignment) and cached.
     loop,
     /// One strided-batched cuBLASLt product over every group: the mixture-of-experts form with equal
-    /// group sizes and a row-major D only (NotSupported otherwise, before any GPU work).
+    /// group sizes and a row-major D only, and FP8 scales (if any) shared by every group (stride 0)
+    /// without amax_d (NotSupported otherwise, before any GPU work).
     strided_batched,
     /// The loop's products (plans as for `loop`) spread over the caller's stream and up to four side
     /// streams of gpumath's, forked from the caller's stream and joined back to it with events, so
@@ -45,7 +46,7 @@ enum class GroupedBackend : std::uint8_t {
     streams,
     /// cuBLAS's cublasGemmGroupedBatchedEx: every group's product in one call (one per 128 groups),
     /// the operands arranged as the loop's cuBLASLt plans arrange them. It has no epilogs (epilog
-    /// `none` only) and takes f16, bf16 and f32 each into its own type, with f32 compute types;
+    /// `none` only) and takes f16, bf16 and f32 each into its own type (no FP8), with f32 compute types;
     /// NotSupported otherwise, before any GPU work. The device arrays of pointers it reads are
     /// written by a small run-time compiled kernel on the caller's stream.
     cublas,
@@ -74,6 +75,25 @@ struct GroupedOptions {
     GroupedBackend backend = GroupedBackend::automatic;
 };
 
+/// FP8 scales of a grouped product, one f32 per group in device memory: each a (G,) f32 tensor of
+/// any stride (0 shares one value among the groups). Group g computes
+/// `D_g = d[g] * epilog(alpha * (a[g] * A_g) @ (b[g] * B_g) + bias_g)` and writes max |D_g| (before
+/// d[g] is applied) to amax_d[g]. An absent scale is 1. Only for FP8 inputs; `d` and `amax_d` only
+/// with an FP8 result. cuBLASLt reads scales from 16-byte aligned addresses only, so gpumath copies
+/// them to slots of its own on the stream first (one small kernel; the amax values are copied back
+/// by another after the products), within the stream's workspace: capturable, nothing allocated.
+struct GroupedScales {
+    /// Scale of each A_g (for a per-tensor scale of all tokens, a stride of 0).
+    std::optional<TensorView> a{};
+    /// Scale of each B_g (each expert's weights).
+    std::optional<TensorView> b{};
+    /// Scale of each D_g (an FP8 result only).
+    std::optional<TensorView> d{};
+    /// Output: max |D_g| of each group before its D scale (an FP8 result only); 0 for a group of no
+    /// rows. Its G elements must be distinct (a stride other than 0 when G > 1).
+    std::optional<TensorView> amax_d{};
+};
+
 /// The per-call arguments of a grouped product. Views are not owned and must stay valid until the
 /// work enqueued on the stream has finished.
 struct GroupedMatmulArgs {
@@ -82,6 +102,8 @@ struct GroupedMatmulArgs {
     /// Bias of the *_bias epilogs: (G, N), row g added to every row of D_g (a bias per column of
     /// D_g, as `MatmulArgs::bias` of shape (N,)); a stride of 0 along G shares one row.
     std::optional<TensorView> bias{};
+    /// Per-group FP8 scales.
+    GroupedScales scales{};
 };
 
 /// Group sizes in device memory, as a router kernel writes them, for the form of execute() that
@@ -107,10 +129,12 @@ struct DeviceGroupSizes {
 /// one unit-stride dimension (row- or column-major, per expert too). Groups of 0 rows are legal and
 /// compute nothing.
 ///
-/// Types f16, bf16 and f32 (A and B of one type; D of MatmulOptions::result_type or theirs);
-/// epilogs none, relu, gelu, silu and their _bias forms (bias as GroupedMatmulArgs::bias).
-/// Epilogs with aux outputs or inputs, bias gradients, user epilog functions and FP8 are
-/// NotSupported.
+/// Types f16, bf16, f32 and FP8 e4m3 (A and B of one type; D of MatmulOptions::result_type or
+/// theirs), FP8 with per-group scales (GroupedScales) and cuBLASLt's FP8 rules for each group (on
+/// Hopper: A row-major and every B_g column-major, i.e. K the unit-stride dimension of both); epilogs
+/// none, relu, gelu, silu and their _bias forms (bias as GroupedMatmulArgs::bias). Epilogs with aux
+/// outputs or inputs, bias gradients and user epilog functions are NotSupported, and so is FP8 with
+/// the cublas backend or device group sizes.
 ///
 /// The constructor only validates (it runs on machines without a GPU); plan() makes the plans of
 /// the constructed sizes and is implicit on the first execute(). Execution is thread-safe: several
@@ -138,8 +162,8 @@ public:
     ~GroupedMatmul();
 
     /// Makes the plan of every non-empty group of the constructed layouts and sizes (D row-major
-    /// and dense, pointers 256-byte aligned), so that an execute() with such operands plans nothing.
-    /// Needs a device.
+    /// and dense, pointers 256-byte aligned; FP8 with scales a and b, and d for an FP8 result), so
+    /// that an execute() with such operands plans nothing. Needs a device.
     void plan();
 
     /// Enqueues the products of the per-group form on `stream`: `a`, `b` and `d` hold G views each,
