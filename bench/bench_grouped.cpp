@@ -4,6 +4,8 @@
 //   - "grouped gpu ...": uneven group sizes from a fixed-seed skewed routing (one group empty), each
 //     backend of `backends` and the device-sizes path against a loop of planned Matmul executions
 //     (one per non-empty group, in group order), plus one dense Matmul of the same total size;
+//   - "grouped fp8 ...": e4m3 inputs with a scale per group, automatic against a loop of FP8
+//     Matmul executions with per-group scale pointers, plus one dense FP8 Matmul;
 //   - "grouped strided ...": equal group sizes, backend strided_batched against raw cuBLASLt's
 //     strided-batched product;
 //   - "grouped host ...": host time per execute() of tiny problems.
@@ -104,6 +106,14 @@ TensorView rows_of(const TensorView& x, std::int64_t row, std::int64_t m) {
 TensorView expert_of(const TensorView& b, std::int64_t g) {
     const auto* p = static_cast<const char*>(b.data()) + g * b.stride(0) * std::int64_t(size_of(b.dtype()));
     return TensorView(p, b.dtype(), {b.shape(1), b.shape(2)});
+}
+
+/// Group g's weights (K, N) of the weights `b` (G, K, N), with b's strides.
+TensorView expert_of_strided(const TensorView& b, std::int64_t g) {
+    const auto* p = static_cast<const char*>(b.data()) + g * b.stride(0) * std::int64_t(size_of(b.dtype()));
+    const std::int64_t shape[] = {b.shape(1), b.shape(2)};
+    const std::int64_t strides[] = {b.stride(1), b.stride(2)};
+    return TensorView(p, b.dtype(), shape, strides);
 }
 
 /// The baseline: one planned Matmul per non-empty group, executed in group order on per-group
@@ -265,6 +275,94 @@ void gpu_time(bench::Reporter& report, core::Stream& stream, const Settings& set
         }
 }
 
+/// FP8: e4m3 A (T, K) row-major and weights (G, K, N) column-major per expert, bf16 D, a scale per
+/// group for A and for B. The baseline is what a user of Matmul writes: one planned FP8 Matmul per
+/// non-empty group with per-tensor scale pointers into 16-byte slots of the user's own; gpumath
+/// takes the scales as (G,) f32 tensors (4-byte steps) and copies them to slots itself.
+void fp8_time(bench::Reporter& report, core::Stream& stream, const Settings& settings) {
+    const cudaStream_t s = stream.handle();
+    const std::vector<Shape> shapes =
+        settings.quick ? std::vector<Shape>{{7168, 2048}} : std::vector<Shape>{{4096, 14336}, {7168, 2048}};
+    const std::vector<std::int64_t> means =
+        settings.quick ? std::vector<std::int64_t>{128} : std::vector<std::int64_t>{128, 1024};
+    constexpr auto e4m3 = DataType::e4m3;
+    for (std::int64_t g : {8, 64})
+        for (const Shape& shape : shapes)
+            for (std::int64_t mean : means) {
+                const std::string group = "grouped fp8 G=" + std::to_string(g) + " K=" + std::to_string(shape.k) +
+                                          " N=" + std::to_string(shape.n) + " mean=" + std::to_string(mean);
+                if (!report.selected(group)) continue;
+                const std::int64_t k = shape.k, n = shape.n, tokens = g * mean;
+                const std::vector<std::int64_t> sizes = routed_sizes(g, tokens, std::uint64_t(g * 20000 + mean));
+                const core::Buffer a = bench::random_device(e4m3, std::size_t(tokens * k), 5, s, host_values);
+                const core::Buffer b = bench::random_device(e4m3, std::size_t(g * k * n), 6, s, host_values);
+                const core::Buffer d(std::size_t(tokens * n) * 2, stream);
+                const TensorView av(a.data(), e4m3, {tokens, k}), bv(b.data(), e4m3, {g, k, n}, {k * n, 1, k}),
+                    dv(d.data(), DataType::bf16, {tokens, n});
+                // Scales: (G,) f32 for gpumath; 16-byte slots (4 floats per group) for the baseline.
+                std::vector<float> scale(std::size_t(g), 1.0F), slots(std::size_t(4 * g), 1.0F);
+                const core::Buffer sa = core::Buffer::from_host(scale, stream),
+                                   sb = core::Buffer::from_host(scale, stream);
+                const core::Buffer slot_a = core::Buffer::from_host(slots, stream),
+                                   slot_b = core::Buffer::from_host(slots, stream);
+                const GroupedScales scales{.a = TensorView(sa.data(), DataType::f32, {g}),
+                                           .b = TensorView(sb.data(), DataType::f32, {g})};
+                const MatmulOptions options{.result_type = DataType::bf16};
+
+                std::vector<Matmul> loop;
+                std::vector<std::int64_t> first_row;
+                std::int64_t row = 0;
+                for (std::int64_t x = 0; x < g; ++x) {
+                    const std::int64_t m = sizes[std::size_t(x)];
+                    if (m > 0) {
+                        loop.emplace_back(rows_of(av, row, m), expert_of_strided(bv, x), options).plan();
+                        first_row.push_back(row);
+                    }
+                    row += m;
+                }
+                const std::function<void(int)> baseline = [&](int) {
+                    std::size_t i = 0;
+                    for (std::int64_t x = 0; x < g; ++x) {
+                        const std::int64_t m = sizes[std::size_t(x)];
+                        if (m == 0) continue;
+                        const std::int64_t r = first_row[i];
+                        MatmulArgs args;
+                        args.scales.a = static_cast<const float*>(slot_a.data()) + 4 * x;
+                        args.scales.b = static_cast<const float*>(slot_b.data()) + 4 * x;
+                        loop[i++].execute(rows_of(av, r, m), expert_of_strided(bv, x), rows_of(dv, r, m), args, stream);
+                    }
+                };
+                GroupedMatmul grouped(av, bv, sizes, options);
+                grouped.plan();
+                const std::function<void(int)> ours = [&](int) {
+                    grouped.execute(av, bv, dv, sizes, {.scales = scales}, stream);
+                };
+                warm(s, baseline);
+                warm(s, ours);
+                bench::Timing timing = settings.timing;
+                timing.max_per_sample = calls_within_queue(loop.size());
+                const auto [base_ms, ms] = bench::compare(s, baseline, ours, timing);
+                const double flops = 2.0 * double(tokens) * double(n) * double(k);
+                report.add({group, "loop of FP8 Matmul", "ms", base_ms, 0,
+                            tflops_text(flops, base_ms) + "; baseline, " + sizes_text(sizes)});
+                report.add({group, "backend automatic, (G,) scales", "ms", ms, base_ms / ms,
+                            tflops_text(flops, ms) + "; ratio = loop time / this (DeepGEMM: 1297 TFLOP/s grouped "
+                                                     "FP8 contiguous layout on an H800)"});
+                const TensorView b0 = expert_of_strided(bv, 0);
+                Matmul dense(av, b0, options);
+                dense.plan();
+                const std::function<void(int)> one = [&](int) { dense.execute(av, b0, dv, {}, stream); };
+                warm(s, one);
+                const auto [unused, dense_ms] = bench::compare(s, baseline, one, timing);
+                (void)unused;
+                char note[128];
+                std::snprintf(note, sizeof note,
+                              "reference: one FP8 Matmul (T, K) x (K, N); the loop reaches %.2f of it",
+                              dense_ms / base_ms);
+                report.add({group, "dense FP8 Matmul", "TFLOP/s", bench::tflops(flops, dense_ms), 0, note});
+            }
+}
+
 /// Equal sizes (128 rows per group): backend strided_batched against raw cuBLASLt's strided-batched
 /// product (D^T = B^T A^T column-major, as gpumath computes a row-major D).
 void strided_time(bench::Reporter& report, core::Stream& stream, const Settings& settings) {
@@ -395,6 +493,7 @@ int main(int argc, char** argv) try {
             ? bench::Timing{.warmup = 2, .samples = 7, .rounds = 2, .burn_seconds = 0.2, .max_seconds = 2.0}
             : bench::Timing{.warmup = 5, .samples = 21, .rounds = 3, .burn_seconds = 1.0, .max_seconds = 6.0};
     gpu_time(report, stream, settings);
+    fp8_time(report, stream, settings);
     strided_time(report, stream, settings);
     host_time(report, stream, settings);
     return 0;
