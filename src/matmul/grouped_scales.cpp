@@ -92,6 +92,23 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
         enqueue_grouped(groups, plans, GroupCall{.alpha = args.alpha}, stream, device, backend, choices, key, who);
         return;
     }
+    // Scales whose every group's address is 16-byte aligned (a base so aligned and a stride of 0 or
+    // a multiple of 4 floats) need no slots, unless there is an amax to zero for empty groups.
+    auto aligned = [](const std::optional<TensorView>& t) {
+        return !t || (reinterpret_cast<std::uintptr_t>(t->data()) % 16 == 0 && t->stride(0) % 4 == 0);
+    };
+    if (!s.amax_d && aligned(s.a) && aligned(s.b) && aligned(s.d)) {
+        auto at = [](const std::optional<TensorView>& t, std::int64_t g) {
+            return static_cast<const float*>(t->data()) + std::max<std::int64_t>(g, 0) * t->stride(0);
+        };
+        for (GroupOperands& g : groups) {
+            if (s.a) g.scales.a = at(s.a, g.group);
+            if (s.b) g.scales.b = at(s.b, g.group);
+            if (s.d) g.scales.d = at(s.d, g.group);
+        }
+        enqueue_grouped(groups, plans, GroupCall{.alpha = args.alpha}, stream, device, backend, choices, key, who);
+        return;
+    }
     ScaleKernels& kernels = scale_kernels(device);
     // The products' scratch first (each plan uses the start of the area), then the slots.
     std::size_t scratch = 0;

@@ -1052,3 +1052,28 @@ TEST(GroupedGpu, Fp8ConcurrentCallsMatchSerialBitwise) {
         }
     }
 }
+
+TEST(GroupedGpu, Fp8ScalesAlreadyAlignedAreReadInPlace) {
+    GPUMATH_REQUIRE_GPU();
+    REQUIRE_FP8();
+    // Scales 16 bytes apart (the first column of a (G, 4) tensor) and a shared one at an aligned
+    // address: no copy to slots; the result is the same as for (G,) scales.
+    const Fp8Case c{.sizes = {37, 0, 1, 64, 19}, .shared_a = true};
+    const Fp8Prepared p = fp8_prepare(c);
+    const Case cc = c.as_case();
+    std::vector<float> padded(4 * p.sb.size(), -1.0F);
+    for (std::size_t g = 0; g < p.sb.size(); ++g) padded[4 * g] = p.sb[g];
+    const core::Buffer bsb = core::Buffer::from_host(padded);
+    const std::int64_t shape[] = {c.groups()};
+    const std::int64_t every_fourth[] = {4}, shared[] = {0};
+    const GroupedScales scales{.a = TensorView(p.bsa.data(), DataType::f32, shape, shared),
+                               .b = TensorView(bsb.data(), DataType::f32, shape, every_fourth)};
+    for (GroupedBackend backend : {GroupedBackend::loop, GroupedBackend::streams}) {
+        const Output o = output(cc), in_slots = output(cc);
+        GroupedMatmul mm(p.da.view, p.db.view, c.sizes, {.result_type = c.result}, {.backend = backend});
+        mm.execute(p.da.view, p.db.view, o.view, c.sizes, {.scales = scales});
+        expect_result(cc, o, p.want, std::string("aligned scales, ") + std::string(to_string(backend)));
+        mm.execute(p.da.view, p.db.view, in_slots.view, c.sizes, {.scales = p.scales(c)});
+        EXPECT_EQ(download_bytes(o.view), download_bytes(in_slots.view)) << "in place == copied to slots, bitwise";
+    }
+}

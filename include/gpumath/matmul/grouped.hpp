@@ -82,6 +82,9 @@ struct GroupedOptions {
 /// with an FP8 result. cuBLASLt reads scales from 16-byte aligned addresses only, so gpumath copies
 /// them to slots of its own on the stream first (one small kernel; the amax values are copied back
 /// by another after the products), within the stream's workspace: capturable, nothing allocated.
+/// Scales whose every element is 16-byte aligned (e.g. the first column of a (G, 4) tensor, or a
+/// stride of 0 at an aligned address) are read where they are, without the copy, when there is no
+/// amax_d.
 struct GroupedScales {
     /// Scale of each A_g (for a per-tensor scale of all tokens, a stride of 0).
     std::optional<TensorView> a{};
