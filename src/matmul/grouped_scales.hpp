@@ -30,10 +30,11 @@ inline constexpr std::size_t scale_slot_stride = 64;
 
 /// Enqueues the products of a validated grouped call as enqueue_grouped() does. Without scales
 /// that is all, and so it is with scales already 16-byte aligned for every group and no amax_d
-/// (each group's scales then point into the user's tensors). Otherwise it first leases the caller stream's workspace
-/// for the products' scratch plus the slots of `group_count` groups, copies the scales to the slots, points every
-/// group's scales (placeholders until now) at its slots and runs the products with the leased area (held until the last
-/// one is enqueued), then copies the groups' amax values to `args.scales.amax_d`.
+/// (each group's scales then point into the user's tensors). Otherwise it first leases the caller
+/// stream's workspace for the products' scratch plus the slots of `group_count` groups, copies the
+/// scales to the slots, points every group's scales (placeholders until now) at its slots and runs
+/// the products with the leased area (held until the last one is enqueued), then copies the
+/// groups' amax values to `args.scales.amax_d`.
 void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
                           const GroupedMatmulArgs& args, std::int64_t group_count, core::StreamRef stream, int device,
                           GroupedBackend backend, BackendChoices& choices, const BackendChoiceKey& key,
