@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include <gpumath/core/device.hpp>
+#include <gpumath/core/stream.hpp>
 #include <gpumath/error.hpp>
 
 namespace gpumath::test {
@@ -78,6 +80,27 @@ void expect_throw_with(F&& f, std::initializer_list<std::string> needles) {
     } catch (const std::exception& e) {
         ADD_FAILURE() << "wrong exception type; message: " << e.what();
     }
+}
+
+/// Runs `work(t, stream)` on `threads` threads at once, thread t on `streams[t % streams.size()]`,
+/// each synchronizing its stream when its work is enqueued. Returns what each thread threw (empty
+/// where it threw nothing).
+template <class Streams, class Work>
+std::vector<std::string> run_on_threads(int threads, const Streams& streams, Work&& work) {
+    std::vector<std::string> errors(static_cast<std::size_t>(threads));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                const core::StreamRef s = streams[std::size_t(t) % streams.size()];
+                work(t, s);
+                s.synchronize();
+            } catch (const std::exception& e) {
+                errors[std::size_t(t)] = e.what();
+            }
+        });
+    for (auto& th : pool) th.join();
+    return errors;
 }
 
 }  // namespace gpumath::test

@@ -410,27 +410,18 @@ TEST_F(FftGpu, EightThreadsFourStreamsThroughTheCache) {
             j.out = poisoned(TensorLayout(DataType::c32, s));
             jobs[std::size_t(t)].push_back(std::move(j));
         }
-    std::atomic<int> errors{0};
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            try {
-                const core::StreamRef s = streams[std::size_t(t % 4)];
-                for (int i = 0; i < iterations; ++i)
-                    for (Job& j : jobs[std::size_t(t)]) {
-                        // Alternate directions so that both directions' plans serve all streams.
-                        fft(j.in.view(), j.out.view(), {}, s);
-                        ifft(j.out.view(), j.out.view(), {}, s);
-                        fft(j.out.view(), j.out.view(), {}, s);
-                    }
-                s.synchronize();
-            } catch (const std::exception& e) {
-                ++errors;
-                ADD_FAILURE() << "thread " << t << ": " << e.what();
-            }
+    const std::vector<std::string> errors =
+        gpumath::test::run_on_threads(threads, streams, [&](int t, core::StreamRef s) {
+            for (int i = 0; i < iterations; ++i)
+                for (Job& j : jobs[std::size_t(t)]) {
+                    // Alternate directions so that both directions' plans serve all streams.
+                    fft(j.in.view(), j.out.view(), {}, s);
+                    ifft(j.out.view(), j.out.view(), {}, s);
+                    fft(j.out.view(), j.out.view(), {}, s);
+                }
         });
-    for (auto& th : pool) th.join();
-    EXPECT_EQ(errors.load(), 0);
+    for (int t = 0; t < threads; ++t)
+        EXPECT_TRUE(errors[std::size_t(t)].empty()) << "thread " << t << ": " << errors[std::size_t(t)];
     for (int t = 0; t < threads; ++t)
         for (const Job& j : jobs[std::size_t(t)])
             GPUMATH_EXPECT_CLOSE(download(j.out), dft(j.x, j.shape, {1}, -1), 2e-5,

@@ -301,19 +301,10 @@ TEST(MatmulPlans, ConcurrentCallsMatchSerialBitwise) {
     streams[0].synchronize();
 
     std::vector<std::vector<std::vector<unsigned char>>> aux(threads);
-    std::vector<std::string> errors(threads);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            try {
-                const core::StreamRef s = streams[std::size_t(t % streams_n)];
-                for (Call& c : work[std::size_t(t)]) aux[std::size_t(t)].push_back(run(c, s));
-                s.synchronize();
-            } catch (const std::exception& e) {
-                errors[std::size_t(t)] = e.what();
-            }
+    const std::vector<std::string> errors =
+        gpumath::test::run_on_threads(threads, streams, [&](int t, core::StreamRef s) {
+            for (Call& c : work[std::size_t(t)]) aux[std::size_t(t)].push_back(run(c, s));
         });
-    for (auto& th : pool) th.join();
     for (int t = 0; t < threads; ++t) {
         ASSERT_TRUE(errors[std::size_t(t)].empty()) << "thread " << t << ": " << errors[std::size_t(t)];
         for (std::size_t i = 0; i < work[std::size_t(t)].size(); ++i) {

@@ -719,19 +719,10 @@ void expect_concurrent_calls_match_serial(GroupedBackend backend, Epilog epilog)
         }
     streams[0].synchronize();
 
-    std::vector<std::string> errors(threads);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            try {
-                const core::StreamRef s = streams[std::size_t(t % streams_n)];
-                for (const Call& call : work[std::size_t(t)]) run(call, s);
-                s.synchronize();
-            } catch (const std::exception& e) {
-                errors[std::size_t(t)] = e.what();
-            }
+    const std::vector<std::string> errors =
+        gpumath::test::run_on_threads(threads, streams, [&](int t, core::StreamRef s) {
+            for (const Call& call : work[std::size_t(t)]) run(call, s);
         });
-    for (auto& th : pool) th.join();
     for (int t = 0; t < threads; ++t) {
         ASSERT_TRUE(errors[std::size_t(t)].empty()) << "thread " << t << ": " << errors[std::size_t(t)];
         for (std::size_t i = 0; i < work[std::size_t(t)].size(); ++i)
@@ -1030,19 +1021,10 @@ TEST(GroupedGpu, Fp8ConcurrentCallsMatchSerialBitwise) {
             list.push_back(std::move(call));
         }
     streams[0].synchronize();
-    std::vector<std::string> errors(threads);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            try {
-                const core::StreamRef s = streams[std::size_t(t % streams_n)];
-                for (const Call& call : work[std::size_t(t)]) run(call, s);
-                s.synchronize();
-            } catch (const std::exception& e) {
-                errors[std::size_t(t)] = e.what();
-            }
+    const std::vector<std::string> errors =
+        gpumath::test::run_on_threads(threads, streams, [&](int t, core::StreamRef s) {
+            for (const Call& call : work[std::size_t(t)]) run(call, s);
         });
-    for (auto& th : pool) th.join();
     for (int t = 0; t < threads; ++t) {
         ASSERT_TRUE(errors[std::size_t(t)].empty()) << "thread " << t << ": " << errors[std::size_t(t)];
         for (std::size_t i = 0; i < work[std::size_t(t)].size(); ++i) {
