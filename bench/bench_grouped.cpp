@@ -36,9 +36,7 @@ namespace {
 
 /// The backends timed on uneven sizes and for host time, one line each.
 constexpr GroupedBackend backends[] = {
-    GroupedBackend::loop,
-    GroupedBackend::automatic,
-    GroupedBackend::streams,
+    GroupedBackend::loop,   GroupedBackend::automatic, GroupedBackend::streams, GroupedBackend::streams_partitioned,
     GroupedBackend::cublas,
 };
 

@@ -168,7 +168,8 @@ void check_d_type(const TensorLayout& d, std::int64_t group, const GroupedShape&
 
 void check_grouped_options(const MatmulOptions& options, const GroupedOptions& grouped, const char* api) {
     check_options(options, api);
-    check_enum(grouped.backend, int(GroupedBackend::cublas) + 1, "a GroupedBackend", "grouped.backend", api);
+    check_enum(grouped.backend, int(GroupedBackend::streams_partitioned) + 1, "a GroupedBackend", "grouped.backend",
+               api);
     if (!grouped_epilog(options.epilog))
         unsupported(api,
                     "options.epilog: {} in a grouped product; grouped products take none, relu, gelu, silu and "

@@ -12,6 +12,8 @@
 
 #include "core/stream_workspace.hpp"
 #include "detail/device_registry.hpp"
+#include "detail/scope_exit.hpp"
+#include "detail/status.hpp"
 #include "matmul/grouped.hpp"
 
 namespace gpumath::detail {
@@ -46,10 +48,11 @@ extern "C" __global__ void gm_spread_scales(const gm_scale_slots p) {
         s[12] = 0.0f;  // a group of no rows runs no product: its amax is 0
     }
 }
+// Without slots (a call of no products): every group's amax is 0.
 extern "C" __global__ void gm_gather_amax(const gm_scale_slots p) {
     for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < p.groups;
          g += (long long)gridDim.x * blockDim.x)
-        p.amax[g * p.samax] = p.slots[16 * g + 12];
+        p.amax[g * p.samax] = p.slots ? p.slots[16 * g + 12] : 0.0f;
 }
 )";
 
@@ -64,6 +67,12 @@ ScaleKernels& scale_kernels(int device) {
     return kernels.get(device, "grouped matmul (FP8 scales)", [](int d) {
         DeviceGuard guard(d);
         auto k = std::make_unique<ScaleKernels>();
+        // Relaxed capture mode: the first call may come inside a caller's capture, and loading a
+        // module is not stream work (nothing of it is recorded into the graph).
+        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
+              "loading the kernels of grouped FP8 scales");
+        const ScopeExit restore([&] { (void)cudaThreadExchangeStreamCaptureMode(&mode); });
         const core::Module module(compile_scale_kernels(core::Device(d).arch()));
         k->spread = module.kernel("gm_spread_scales", d);
         k->gather = module.kernel("gm_gather_amax", d);
@@ -83,13 +92,25 @@ core::ObjectCode compile_scale_kernels(const std::string& arch) {
 }
 
 void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                          const GroupedMatmulArgs& args, std::int64_t group_count, core::StreamRef stream, int device,
-                          GroupedBackend backend, BackendChoices& choices, const BackendChoiceKey& key,
-                          const char* who) {
+                          PartitionedPlans& partitioned, const GroupedMatmulArgs& args, std::int64_t group_count,
+                          core::StreamRef stream, int device, GroupedBackend backend, BackendChoices& choices,
+                          const BackendChoiceKey& key, const char* who) {
     const GroupedScales& s = args.scales;
-    if (groups.empty()) return;
+    if (groups.empty()) {
+        // No products, but amax_d promises 0 for every group of no rows.
+        if (s.amax_d) {
+            ScaleSlotParams params;
+            params.amax = static_cast<float*>(s.amax_d->data());
+            params.amax_stride = s.amax_d->stride(0);
+            params.groups = group_count;
+            const auto grid = unsigned(std::min<std::int64_t>((group_count + 127) / 128, 1024));
+            core::launch(stream, {.grid = {grid}, .block = {128}}, scale_kernels(device).gather, params);
+        }
+        return;
+    }
     if (!s.a && !s.b && !s.d && !s.amax_d) {
-        enqueue_grouped(groups, plans, GroupCall{.alpha = args.alpha}, stream, device, backend, choices, key, who);
+        enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha}, stream, device, backend, choices,
+                        key, who);
         return;
     }
     // Scales whose every group's address is 16-byte aligned (a base so aligned and a stride of 0 or
@@ -106,12 +127,15 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
             if (s.b) g.scales.b = at(s.b, g.group);
             if (s.d) g.scales.d = at(s.d, g.group);
         }
-        enqueue_grouped(groups, plans, GroupCall{.alpha = args.alpha}, stream, device, backend, choices, key, who);
+        enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha}, stream, device, backend, choices,
+                        key, who);
         return;
     }
     ScaleKernels& kernels = scale_kernels(device);
-    // The products' scratch first (each plan uses the start of the area), then the slots.
-    std::size_t scratch = 0;
+    // The products' scratch first (each plan uses the start of the area), then the slots. The
+    // workspace limit bounds every plan of these options, also those of streams_partitioned,
+    // which are looked up later.
+    std::size_t scratch = plans.front()->workspace_limit();
     for (const auto& p : plans) scratch = std::max(scratch, p->workspace_bytes());
     scratch = round_up(scratch, 256);
     const std::size_t slot_bytes = round_up(std::size_t(group_count) * scale_slot_stride, 256);
@@ -145,8 +169,8 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
         if (s.d) g.scales.d = slot + 2 * floats_per_slot;
         if (s.amax_d) g.scales.amax_d = slot + 3 * floats_per_slot;
     }
-    enqueue_grouped(groups, plans, GroupCall{.alpha = args.alpha, .area = &area}, stream, device, backend, choices, key,
-                    who);
+    enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha, .area = &area}, stream, device, backend,
+                    choices, key, who);
     if (s.amax_d) core::launch(stream, {.grid = {grid}, .block = {block}}, kernels.gather, params);
 }
 

@@ -36,8 +36,8 @@ inline constexpr std::size_t scale_slot_stride = 64;
 /// the products with the leased area (held until the last one is enqueued), then copies the
 /// groups' amax values to `args.scales.amax_d`.
 void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                          const GroupedMatmulArgs& args, std::int64_t group_count, core::StreamRef stream, int device,
-                          GroupedBackend backend, BackendChoices& choices, const BackendChoiceKey& key,
-                          const char* who);
+                          PartitionedPlans& partitioned, const GroupedMatmulArgs& args, std::int64_t group_count,
+                          core::StreamRef stream, int device, GroupedBackend backend, BackendChoices& choices,
+                          const BackendChoiceKey& key, const char* who);
 
 }  // namespace gpumath::detail

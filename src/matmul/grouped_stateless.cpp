@@ -3,6 +3,7 @@
 // matmul()'s plan cache, so a group and a matmul() call of the same operands share one plan.
 #include "matmul/grouped.hpp"
 
+#include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
 #include "matmul/grouped_scales.hpp"
 
@@ -25,6 +26,12 @@ int device_for(const std::vector<detail::GroupOperands>& groups, const MatmulOpt
     return device;
 }
 
+/// The plans of stateless calls' streams_partitioned products (never destroyed: used until exit).
+detail::LruCache<detail::MatmulKey, detail::MatmulPlan, detail::MatmulKeyHash>& partitioned_cache() {
+    static auto* cache = new detail::LruCache<detail::MatmulKey, detail::MatmulPlan, detail::MatmulKeyHash>(512);
+    return *cache;
+}
+
 /// The measured choices of every stateless call's `automatic` backend.
 detail::BackendChoices& stateless_choices() {
     static auto* choices = new detail::BackendChoices;  // NOLINT: never destroyed (used until exit)
@@ -34,13 +41,36 @@ detail::BackendChoices& stateless_choices() {
 void run_stateless(std::vector<detail::GroupOperands>& groups, const detail::GroupedShape& shape,
                    const GroupedMatmulArgs& args, const MatmulOptions& options, core::StreamRef stream,
                    const char* api) {
-    if (groups.empty()) return;
+    if (groups.empty() && !args.scales.amax_d) return;  // amax_d gets 0 for every group even then
     const int device = device_for(groups, options, args.alpha, api);
     const auto plans = detail::group_plans(groups, args.alpha, [&](const detail::MatmulCall& call) {
         return detail::cached_plan(call, options, device, api);
     });
-    detail::enqueue_grouped_call(groups, plans, args, shape.groups, stream, device, GroupedBackend::automatic,
-                                 stateless_choices(), detail::choice_key(shape, options), api);
+    // Plans for streams_partitioned: their own process-wide cache (matmul() never uses them).
+    struct Partitioned final : detail::PartitionedPlans {
+        std::span<const detail::GroupOperands> groups;
+        const Scalar& alpha;
+        const MatmulOptions& options;
+        int device;
+        const char* api;
+        Partitioned(std::span<const detail::GroupOperands> g, const Scalar& a, const MatmulOptions& o, int d,
+                    const char* w)
+            : groups(g), alpha(a), options(o), device(d), api(w) {}
+        std::vector<std::shared_ptr<detail::MatmulPlan>> plans(int sm_count_target) override {
+            return detail::group_plans(groups, alpha, [&](const detail::MatmulCall& call) {
+                const detail::MatmulKey key =
+                    detail::partitioned_key(detail::make_key(call, options, device), sm_count_target);
+                return partitioned_cache().get_or_create(key, [&] {
+                    detail::MatmulProblem P = detail::analyze(detail::MatmulSignature::of(call), options, api);
+                    P.sm_count_target = sm_count_target;
+                    return std::make_shared<detail::MatmulPlan>(std::move(P), options, device, 1);
+                });
+            });
+        }
+    } partitioned(groups, args.alpha, options, device, api);
+    detail::enqueue_grouped_call(groups, plans, partitioned, args, shape.groups, stream, device,
+                                 GroupedBackend::automatic, stateless_choices(), detail::choice_key(shape, options),
+                                 api);
 }
 
 }  // namespace

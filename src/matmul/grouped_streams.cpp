@@ -9,10 +9,12 @@
 #include <mutex>
 #include <numeric>
 #include <thread>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <gpumath/core/device.hpp>
 #include <gpumath/core/event.hpp>
 
 #include "core/stream_workspace.hpp"
@@ -171,10 +173,19 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
     for (int s = 0; s < sides; ++s)
         check(cudaStreamWaitEvent(set.streams[std::size_t(s)], set.fork, 0), "cudaStreamWaitEvent",
               "forking a grouped product's side streams");
-    for (int l = 0; l <= sides; ++l) {
-        const core::StreamRef on = l == 0 ? stream : core::StreamRef(set.streams[std::size_t(l - 1)]);
-        for (const std::size_t i : order)
-            if (lane[i] == l) run_group(groups[i], *plans[i], call, on, device, l == 0 ? call.area : nullptr);
+    try {
+        for (int l = 0; l <= sides; ++l) {
+            const core::StreamRef on = l == 0 ? stream : core::StreamRef(set.streams[std::size_t(l - 1)]);
+            for (const std::size_t i : order)
+                if (lane[i] == l) run_group(groups[i], *plans[i], call, on, device, l == 0 ? call.area : nullptr);
+        }
+    } catch (...) {
+        // Join what was enqueued before rethrowing: work the caller enqueues next (or memory it
+        // frees in stream order, such as the workspace holding FP8 scale slots) must wait for it.
+        for (int s = 0; s < sides; ++s)
+            if (cudaEventRecord(set.joined[std::size_t(s)], set.streams[std::size_t(s)]) == cudaSuccess)
+                (void)cudaStreamWaitEvent(stream.handle(), set.joined[std::size_t(s)], 0);
+        throw;
     }
     for (int s = 0; s < sides; ++s) {
         check(cudaEventRecord(set.joined[std::size_t(s)], set.streams[std::size_t(s)]), "cudaEventRecord",
@@ -184,15 +195,32 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
     }
 }
 
+int partition_sm_target(std::size_t products, int device) {
+    const int lanes = std::max(1, std::min<int>(side_stream_count, int(products) - 1) + 1);
+    return std::max(1, core::Device(device).multiprocessor_count() / lanes);
+}
+
+MatmulKey partitioned_key(MatmulKey key, int sm_count_target) noexcept {
+    if (key.size < MatmulKey::capacity) {
+        constexpr std::uint64_t tag = 0x534d5400ULL << 32;  // "SMT"
+        key.words[key.size++] = tag | std::uint32_t(sm_count_target);
+        key.hash = hash_key(key);
+    }
+    return key;
+}
+
 GroupedBackend measure_backends(std::span<const GroupOperands> groups,
-                                std::span<const std::shared_ptr<MatmulPlan>> plans, const GroupCall& call,
-                                core::StreamRef stream, int device, bool with_cublas, std::array<double, 3>& ms) {
-    constexpr std::array<GroupedBackend, 3> candidates{GroupedBackend::loop, GroupedBackend::streams,
-                                                       GroupedBackend::cublas};
-    const std::size_t n = with_cublas ? 3 : 2;
+                                std::span<const std::shared_ptr<MatmulPlan>> plans,
+                                std::span<const std::shared_ptr<MatmulPlan>> partitioned, const GroupCall& call,
+                                core::StreamRef stream, int device, bool with_cublas, std::array<double, 4>& ms) {
+    std::vector<GroupedBackend> candidates{GroupedBackend::loop, GroupedBackend::streams,
+                                           GroupedBackend::streams_partitioned};
+    if (with_cublas) candidates.push_back(GroupedBackend::cublas);
+    const std::size_t n = candidates.size();
     auto run = [&](GroupedBackend b) {
         if (b == GroupedBackend::loop) enqueue_loop(groups, plans, call, stream, device);
         else if (b == GroupedBackend::streams) enqueue_streams(groups, plans, call, stream, device);
+        else if (b == GroupedBackend::streams_partitioned) enqueue_streams(groups, partitioned, call, stream, device);
         else enqueue_cublas(groups, plans, call.alpha, stream, device);
     };
     core::Event start(core::EventOptions{.timing = true});
@@ -205,7 +233,7 @@ GroupedBackend measure_backends(std::span<const GroupOperands> groups,
     // back to back as they do when a caller's stream is busy.
     const bool gated = groups.size() <= max_gated_products;
     constexpr int rounds = 5;
-    std::array<std::array<float, rounds>, 3> t{};
+    std::array<std::array<float, rounds>, 4> t{};
     for (int r = 0; r < rounds; ++r)
         for (std::size_t i = 0; i < n; ++i) {
             // The host function frees the flag once it has seen it open: it may run after an
@@ -263,8 +291,8 @@ void BackendChoices::remember(const BackendChoiceKey& key, GroupedBackend backen
 }
 
 void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                     const GroupCall& call, core::StreamRef stream, int device, GroupedBackend backend,
-                     BackendChoices& choices, BackendChoiceKey key, const char* who) {
+                     PartitionedPlans& partitioned, const GroupCall& call, core::StreamRef stream, int device,
+                     GroupedBackend backend, BackendChoices& choices, BackendChoiceKey key, const char* who) {
     if (groups.size() == 1 && groups.front().group < 0) backend = GroupedBackend::loop;  // one strided batch
     if (backend == GroupedBackend::automatic && groups.size() > 1) {
         key.device = device;
@@ -276,27 +304,37 @@ void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std:
         } else {
             const bool with_cublas = std::all_of(
                 plans.begin(), plans.end(), [](const auto& p) { return cublas_grouped_refusal(p->problem()).empty(); });
-            std::array<double, 3> ms{};
-            backend = measure_backends(groups, plans, call, stream, device, with_cublas, ms);
+            std::array<double, 4> ms{};
+            const auto narrow = partitioned.plans(partition_sm_target(groups.size(), device));
+            backend = measure_backends(groups, plans, narrow, call, stream, device, with_cublas, ms);
             choices.remember(key, backend);
             log(LogLevel::info,
                 "{}: automatic chose {} for {} products of up to 2^{} rows (mean 2^{}), N = {}, K = {}: loop {:.4f} "
-                "ms, "
-                "streams {:.4f} ms, cublas {}",
+                "ms, streams {:.4f} ms, streams_partitioned {:.4f} ms, cublas {}",
                 who, to_string(backend), key.calls.products, key.calls.max_rows_log2, key.calls.mean_rows_log2, key.n,
-                key.k, ms[0], ms[1], with_cublas ? fmt::format("{:.4f} ms", ms[2]) : std::string("not applicable"));
+                key.k, ms[0], ms[1], ms[2],
+                with_cublas ? fmt::format("{:.4f} ms", ms[3]) : std::string("not applicable"));
             return;  // the measured runs computed the products
         }
     }
     if (backend == GroupedBackend::cublas) {
+        // cuBLAS leases the caller stream's workspace itself: never with a call holding it (FP8,
+        // the only case with an area, is refused before).
+        if (call.area != nullptr) unsupported(who, "grouped.backend: cublas cannot run FP8 products");
         for (const auto& p : plans)
             if (std::string why = cublas_grouped_refusal(p->problem()); !why.empty())
                 unsupported(who, "grouped.backend: cublas cannot run this call: {}", why);
         enqueue_cublas(groups, plans, call.alpha, stream, device);
         return;
     }
-    if (backend == GroupedBackend::streams) enqueue_streams(groups, plans, call, stream, device);
-    else enqueue_loop(groups, plans, call, stream, device);
+    if (backend == GroupedBackend::streams_partitioned) {
+        const auto narrow = partitioned.plans(partition_sm_target(groups.size(), device));
+        enqueue_streams(groups, narrow, call, stream, device);
+    } else if (backend == GroupedBackend::streams) {
+        enqueue_streams(groups, plans, call, stream, device);
+    } else {
+        enqueue_loop(groups, plans, call, stream, device);
+    }
 }
 
 }  // namespace gpumath::detail

@@ -35,6 +35,28 @@ struct GroupCall {
     const WorkspaceArea* area = nullptr;
 };
 
+/// The plans of a call's products for `streams_partitioned`, looked up only when that backend runs
+/// or is measured (a lookup per group costs host time).
+class PartitionedPlans {
+public:
+    PartitionedPlans() = default;
+    PartitionedPlans(const PartitionedPlans&) = delete;
+    PartitionedPlans& operator=(const PartitionedPlans&) = delete;
+    PartitionedPlans(PartitionedPlans&&) = delete;
+    PartitionedPlans& operator=(PartitionedPlans&&) = delete;
+    virtual ~PartitionedPlans() = default;
+    /// Each product's plan for `sm_count_target` SMs (MatmulProblem::sm_count_target), in the
+    /// order of the call's products.
+    [[nodiscard]] virtual std::vector<std::shared_ptr<MatmulPlan>> plans(int sm_count_target) = 0;
+};
+
+/// The SM count target of each product of a `streams_partitioned` call of `products` products on
+/// `device`: the device's SMs divided by the streams the call uses.
+[[nodiscard]] int partition_sm_target(std::size_t products, int device);
+
+/// The key of the plan for `key`'s call made for `sm_count_target` SMs.
+[[nodiscard]] MatmulKey partitioned_key(MatmulKey key, int sm_count_target) noexcept;
+
 /// The products of `groups` (their plans in `plans`), in group order on `stream`.
 void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
                   const GroupCall& call, core::StreamRef stream, int device);
@@ -48,16 +70,17 @@ void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::sh
 void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
                      const GroupCall& call, core::StreamRef stream, int device);
 
-/// The backend `automatic` measures for uneven groups: runs the call with `loop`, `streams` and,
-/// when `with_cublas`, `cublas` (a warm-up each, then five rounds timing one run of each in turn,
-/// on the caller's operands: each run writes the same D) and returns the fastest by median GPU time
-/// (up to 256 products, the stream is held by a host function while a timed run is enqueued);
-/// `ms` receives the three medians (0 for a backend not run). Synchronizes `stream`; never called
-/// while it captures.
+/// The backend `automatic` measures for uneven groups: runs the call with `loop`, `streams`,
+/// `streams_partitioned` (with `partitioned`, the plans for it) and, when `with_cublas`, `cublas`
+/// (a warm-up each, then five rounds timing one run of each in turn, on the caller's operands: each
+/// run writes the same D) and returns the fastest by median GPU time (up to 256 products, the
+/// stream is held by a host function while a timed run is enqueued); `ms` receives the medians in
+/// that order (0 for a backend not run). Synchronizes `stream`; never called while it captures.
 [[nodiscard]] GroupedBackend measure_backends(std::span<const GroupOperands> groups,
-                                              std::span<const std::shared_ptr<MatmulPlan>> plans, const GroupCall& call,
-                                              core::StreamRef stream, int device, bool with_cublas,
-                                              std::array<double, 3>& ms);
+                                              std::span<const std::shared_ptr<MatmulPlan>> plans,
+                                              std::span<const std::shared_ptr<MatmulPlan>> partitioned,
+                                              const GroupCall& call, core::StreamRef stream, int device,
+                                              bool with_cublas, std::array<double, 4>& ms);
 
 /// The class of call whose measured choice `automatic` remembers: how many products, and the
 /// powers of two of their largest and mean number of rows.
@@ -98,12 +121,11 @@ private:
 };
 
 /// Enqueues the products with `backend` (a single strided-batched product, group -1, always runs
-/// as it is): loop, streams, cublas, or automatic, which takes the choice
-/// measured for this key, measures it now when there is none and `stream` does not capture (and
-/// logs it at info level, `who` naming the caller), and runs the loop while a capture is under way
-/// with nothing measured yet.
+/// as it is): loop, streams, streams_partitioned (plans from `partitioned`), cublas, or automatic, which takes the
+/// choice measured for this key, measures it now when there is none and `stream` does not capture (and logs it at info
+/// level, `who` naming the caller), and runs the loop while a capture is under way with nothing measured yet.
 void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                     const GroupCall& call, core::StreamRef stream, int device, GroupedBackend backend,
-                     BackendChoices& choices, BackendChoiceKey key, const char* who);
+                     PartitionedPlans& partitioned, const GroupCall& call, core::StreamRef stream, int device,
+                     GroupedBackend backend, BackendChoices& choices, BackendChoiceKey key, const char* who);
 
 }  // namespace gpumath::detail

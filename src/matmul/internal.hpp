@@ -104,8 +104,11 @@ public:
     void run(const MatmulPointers& p, const Scalar& alpha, const Scalar& beta, core::StreamRef stream,
              int current_device, const WorkspaceArea* area = nullptr);
 
-    /// The scratch bytes run() uses (0 when the selected algorithm needs none).
+    /// The scratch bytes run() uses (0 when the selected algorithm needs none); never more than
+    /// workspace_limit().
     [[nodiscard]] std::size_t workspace_bytes() const noexcept;
+    /// MatmulOptions::workspace_limit of the plan: what any plan of the same options may use.
+    [[nodiscard]] std::size_t workspace_limit() const noexcept { return workspace_limit_; }
     /// The stream workspace run() leases from (its memory resource's, on its device).
     [[nodiscard]] StreamWorkspace& workspace() const noexcept { return *workspace_; }
 

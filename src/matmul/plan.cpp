@@ -175,6 +175,9 @@ void MatmulPlan::create_descriptors() {
                  "creating the matmul descriptor");
     set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSA, std::int32_t(P.lt.op_a), "setting TRANSA");
     set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSB, std::int32_t(P.lt.op_b), "setting TRANSB");
+    if (P.sm_count_target > 0)
+        set_desc(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, std::int32_t(P.sm_count_target),
+                 "setting the SM count target");
     if (P.lt.epilog != CUBLASLT_EPILOGUE_DEFAULT)
         set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, std::uint32_t(P.lt.epilog), "setting the epilogue");
     // A per-product loop (P.lt.loop) describes one product to cuBLASLt and offsets the pointers.
@@ -450,6 +453,10 @@ void MatmulPlan::run_lt(const MatmulPointers& p, const Scalar& alpha, const Scal
     const cublasLtMatmulHeuristicResult_t& algo = results_[selected_];
     const std::size_t ws_bytes = workspace_bytes();
     StreamWorkspace::Lease lease;  // held until cublasLtMatmul has enqueued the product
+    if (area != nullptr && ws_bytes > area->bytes) [[unlikely]]
+        throw_not_supported(fmt::format("the grouped call's workspace area holds {} bytes; this product needs {}",
+                                        area->bytes, ws_bytes),
+                            P.api);
     if (ws_bytes > 0 && area == nullptr) lease = workspace_->acquire(ws_bytes, stream);
     void* ws = area != nullptr && ws_bytes > 0 ? area->data : lease.data;
     auto matmul = [&](const MatmulPointers& q) {

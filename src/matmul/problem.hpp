@@ -137,6 +137,9 @@ struct MatmulProblem {
     ScaleInputs scales;
     LtArrangement lt;
     EpilogPass pass;
+    /// cuBLASLt's SM count target: the plan is for a product that shares the device with others
+    /// and may use about this many SMs (0: the whole device). Set by grouped products only.
+    int sm_count_target = 0;
 
     /// "M=.. N=.. K=.. batch=.., a f16 (..) ..., epilog ..., compute ..." for messages and logs.
     [[nodiscard]] std::string describe() const;

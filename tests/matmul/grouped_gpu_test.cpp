@@ -399,6 +399,40 @@ TEST(GroupedGpu, StreamsBackendMatchesReferenceAndLoopBitwise) {
     }
 }
 
+TEST(GroupedGpu, StreamsPartitionedBackendAgainstReference) {
+    GPUMATH_REQUIRE_GPU();
+    // Plans of their own (cuBLASLt's SM count target set to a share of the device): other
+    // algorithms than the loop's, the same product. Both forms, captured and replayed too.
+    for (bool d_col : {false, true}) {
+        const Case c{.sizes = {12, 0, 1, 30, 5, 64, 3, 17},
+                     .k = 96,
+                     .n = 80,
+                     .b_col = true,
+                     .d_col = d_col,
+                     .epilog = Epilog::gelu_bias};
+        SCOPED_TRACE(c.describe());
+        const Prepared p = prepare(c);
+        const MatmulOptions options{.epilog = c.epilog};
+        const GroupedMatmulArgs args{.bias = p.dbias.view};
+        const GroupedOptions partitioned{.backend = GroupedBackend::streams_partitioned};
+        GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options, partitioned);
+        const Output o = output(c), ov = output(c), graph = output(c);
+        mm.execute(p.da.view, p.db.view, o.view, c.sizes, args);
+        expect_result(c, o, p.want, "streams_partitioned");
+        const GroupViews v = group_views(c, p, ov.view);
+        const std::vector<TensorLayout> al(v.a.begin(), v.a.end()), bl(v.b.begin(), v.b.end());
+        GroupedMatmul per_group(al, bl, options, partitioned);
+        per_group.execute(v.a, v.b, v.d, args);
+        expect_result(c, ov, p.want, "streams_partitioned, per-group views");
+        core::Stream stream;
+        core::Graph g = core::Graph::capture(
+            stream, [&](core::StreamRef s) { mm.execute(p.da.view, p.db.view, graph.view, c.sizes, args, s); });
+        g.launch(stream);
+        stream.synchronize();
+        EXPECT_EQ(download_bytes(graph.view), download_bytes(o.view)) << "replay == eager, bitwise";
+    }
+}
+
 TEST(GroupedGpu, StreamsBackendOrdersLaterWorkOnTheCallersStream) {
     GPUMATH_REQUIRE_GPU();
     // Work enqueued on the caller's stream after the call sees every group's rows: a copy of D right
@@ -921,6 +955,32 @@ TEST(GroupedGpu, Fp8ResultWithPerGroupScaleAndAmax) {
     REQUIRE_FP8();
     // D scales per group, and each group's max |D| before its scale (0 for the empty group).
     expect_fp8_case({.sizes = {37, 0, 1, 64, 19}, .result = DataType::e4m3});
+}
+
+TEST(GroupedGpu, Fp8AmaxOfACallWithoutRowsIsZero) {
+    GPUMATH_REQUIRE_GPU();
+    REQUIRE_FP8();
+    // Every group empty: no product runs, and every amax is still written (0).
+    const Fp8Case c{.sizes = {5, 3}, .result = DataType::e4m3};
+    const Fp8Prepared p = fp8_prepare(c);
+    const std::vector<TensorView> a{slice_rows(p.da.view, 0, 0), slice_rows(p.da.view, 5, 0)};
+    const std::vector<TensorView> b{matrix_view(p.db.view, 0), matrix_view(p.db.view, 1)};
+    const Dev d = poisoned(DataType::e4m3, {1, c.n});
+    const std::vector<TensorView> dv{slice_rows(d.view, 0, 0), slice_rows(d.view, 0, 0)};
+    for (int path = 0; path < 2; ++path) {
+        const Dev am = poisoned_amax(c);
+        const GroupedMatmulArgs args{.scales = p.scales(c, &am.view)};
+        if (path == 0) {
+            grouped_matmul(a, b, dv, args, {.result_type = c.result});
+        } else {
+            const std::vector<TensorLayout> al(a.begin(), a.end()), bl(b.begin(), b.end());
+            GroupedMatmul mm(al, bl, {.result_type = c.result});
+            mm.execute(a, b, dv, args);
+        }
+        const Host got = download(am.view);
+        for (const cd& x : got.v) EXPECT_EQ(x.real(), 0.0) << (path == 0 ? "grouped_matmul" : "GroupedMatmul");
+    }
+    EXPECT_TRUE(std::isnan(download(d.view).v[0].real())) << "no D written";
 }
 
 TEST(GroupedGpu, Fp8EqualSizesWithSharedScalesRunAsOneStridedBatch) {

@@ -659,3 +659,19 @@ TEST(GroupedKernel, ScaleKernelsCompileWithNvrtc) {
     const core::ObjectCode code = detail::compile_scale_kernels(GPUMATH_TEST_ARCH);
     EXPECT_FALSE(code.bytes().empty());
 }
+
+TEST(GroupedValidation, PartitionedPlansHaveKeysOfTheirOwn) {
+    // streams_partitioned's plans are keyed apart from the loop's and per SM count target.
+    EXPECT_EQ(to_string(GroupedBackend::streams_partitioned), "streams_partitioned");
+    const Moe m;
+    GroupedMatmul mm(m.a, m.b, m.sizes, {}, {.backend = GroupedBackend::streams_partitioned});
+    EXPECT_EQ(mm.backend(), GroupedBackend::streams_partitioned);
+    const TensorView a = v(0, bf16, {4, K}), b = v(1, bf16, {K, N}), d = v(2, bf16, {4, N});
+    const detail::MatmulKey base = detail::make_key(detail::call_of(a, b, &d, {}), {}, -1);
+    const detail::MatmulKey k26 = detail::partitioned_key(base, 26), k44 = detail::partitioned_key(base, 44);
+    EXPECT_FALSE(k26.same_layouts(base));
+    EXPECT_FALSE(k26.same_layouts(k44));
+    EXPECT_TRUE(k26.same_layouts(detail::partitioned_key(base, 26)));
+    EXPECT_EQ(k26.hash, detail::hash_key(k26));
+    EXPECT_NE(k26.hash, base.hash);
+}

@@ -24,8 +24,9 @@ class GroupedState;
 /// always run gpumath's grouped kernel: see DeviceGroupSizes).
 enum class GroupedBackend : std::uint8_t {
     /// gpumath chooses per call: `strided_batched` when every group of a mixture-of-experts call has
-    /// the same number of rows (G > 1) and D is row-major; otherwise `loop`, `streams` or `cublas`
-    /// (where it applies), whichever ran fastest when this class of call (the number of products, the
+    /// the same number of rows (G > 1) and D is row-major; otherwise `loop`, `streams`,
+    /// `streams_partitioned` or `cublas` (where it applies), whichever ran fastest when this class of call (the number
+    /// of products, the
     /// powers of two of their largest and mean rows; per device, N, K, types and epilog) was first met
     /// outside a capture: that call runs its products with each (and synchronizes the stream once),
     /// the choice is kept and logged at info level. A capture meeting a class not measured yet runs
@@ -50,6 +51,11 @@ enum class GroupedBackend : std::uint8_t {
     /// NotSupported otherwise, before any GPU work. The device arrays of pointers it reads are
     /// written by a small run-time compiled kernel on the caller's stream.
     cublas,
+    /// `streams` with each product planned for its share of the device: cuBLASLt's SM count target
+    /// set to the SMs divided by the streams the call uses, so that its heuristics pick kernels
+    /// that leave room for the products beside them (separate plans from the loop's, hence other
+    /// algorithms and other bits than `loop` and `streams`).
+    streams_partitioned,
 };
 
 /// The enumerator's name ("loop", ...).
@@ -65,6 +71,8 @@ enum class GroupedBackend : std::uint8_t {
             return "streams";
         case GroupedBackend::cublas:
             return "cublas";
+        case GroupedBackend::streams_partitioned:
+            return "streams_partitioned";
     }
     return "invalid GroupedBackend";
 }
