@@ -202,7 +202,7 @@ private:
             return plans_.get_or_create(key, [&] {
                 MatmulProblem P = analyze(MatmulSignature::of(call), options_, api);
                 P.sm_count_target = sm_count_target;
-                auto plan = std::make_shared<MatmulPlan>(std::move(P), options_, device, 1);
+                auto plan = std::make_shared<MatmulPlan>(P, options_, device, 1);
                 if (log_enabled(LogLevel::debug))
                     detail::log(LogLevel::debug, "GroupedMatmul: planned {} of M={} (algorithm {}, SM target {})",
                                 plan->problem().shape.batch > 1 ? "a strided-batched product" : "a group",

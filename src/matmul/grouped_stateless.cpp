@@ -63,7 +63,7 @@ void run_stateless(std::vector<detail::GroupOperands>& groups, const detail::Gro
                 return partitioned_cache().get_or_create(key, [&] {
                     detail::MatmulProblem P = detail::analyze(detail::MatmulSignature::of(call), options, api);
                     P.sm_count_target = sm_count_target;
-                    return std::make_shared<detail::MatmulPlan>(std::move(P), options, device, 1);
+                    return std::make_shared<detail::MatmulPlan>(P, options, device, 1);
                 });
             });
         }
