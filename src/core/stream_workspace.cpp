@@ -9,10 +9,11 @@
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
-#include "detail/status.hpp"
 
+#include "detail/capture_mode.hpp"
 #include "detail/device_registry.hpp"
 #include "detail/log.hpp"
+#include "detail/status.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -114,15 +115,15 @@ private:
         constexpr std::size_t granule = std::size_t(2) << 20;  // few distinct sizes, so areas get reused
         const std::size_t size = (bytes + granule - 1) / granule * granule;
         void* data = nullptr;
-        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-        check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
-              "allowing a workspace allocation during a capture");
-        int current = -1;
-        cudaError_t s = cudaGetDevice(&current);
-        if (s == cudaSuccess && current != device_) s = cudaSetDevice(device_);
-        if (s == cudaSuccess) s = cudaMalloc(&data, size);
-        if (current >= 0 && current != device_) (void)cudaSetDevice(current);
-        (void)cudaThreadExchangeStreamCaptureMode(&mode);
+        cudaError_t s = cudaSuccess;
+        {
+            const RelaxedCaptureMode relaxed("allowing a workspace allocation during a capture");
+            int current = -1;
+            s = cudaGetDevice(&current);
+            if (s == cudaSuccess && current != device_) s = cudaSetDevice(device_);
+            if (s == cudaSuccess) s = cudaMalloc(&data, size);
+            if (current >= 0 && current != device_) (void)cudaSetDevice(current);
+        }
         check(s, "cudaMalloc", [&] {
             return fmt::format("allocating a {}-byte workspace area for work captured into a CUDA graph", size);
         });

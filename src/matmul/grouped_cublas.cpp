@@ -17,6 +17,7 @@
 #include <gpumath/core/program.hpp>
 
 #include "core/stream_workspace.hpp"
+#include "detail/capture_mode.hpp"
 #include "detail/device_registry.hpp"
 #include "detail/status.hpp"
 #include "matmul/grouped.hpp"
@@ -69,13 +70,9 @@ CublasContext& cublas_context(int device) {
     return contexts.get(device, "grouped matmul (cublas backend)", [](int d) {
         DeviceGuard guard(d);
         auto ctx = std::make_unique<CublasContext>();
-        // Relaxed capture mode: the first call may come inside a caller's capture, and cublasCreate
-        // may allocate (not recorded into the graph).
-        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-        check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
-              "creating the cuBLAS handle of the cublas grouped backend");
+        // The first call may come inside a caller's capture; cublasCreate may allocate.
+        const RelaxedCaptureMode relaxed("creating the cuBLAS handle of the cublas grouped backend");
         const cublasStatus_t created = cublasCreate(&ctx->handle);
-        (void)cudaThreadExchangeStreamCaptureMode(&mode);
         check_cublas(int(created), "cublasCreate",
                      [&] { return fmt::format("creating the cuBLAS handle of device {}", d); });
         const core::Module module(compile_pointer_kernel(core::Device(d).arch()));

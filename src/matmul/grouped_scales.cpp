@@ -11,9 +11,8 @@
 #include <gpumath/core/program.hpp>
 
 #include "core/stream_workspace.hpp"
+#include "detail/capture_mode.hpp"
 #include "detail/device_registry.hpp"
-#include "detail/scope_exit.hpp"
-#include "detail/status.hpp"
 #include "matmul/grouped.hpp"
 
 namespace gpumath::detail {
@@ -67,12 +66,7 @@ ScaleKernels& scale_kernels(int device) {
     return kernels.get(device, "grouped matmul (FP8 scales)", [](int d) {
         DeviceGuard guard(d);
         auto k = std::make_unique<ScaleKernels>();
-        // Relaxed capture mode: the first call may come inside a caller's capture, and loading a
-        // module is not stream work (nothing of it is recorded into the graph).
-        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-        check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode",
-              "loading the kernels of grouped FP8 scales");
-        const ScopeExit restore([&] { (void)cudaThreadExchangeStreamCaptureMode(&mode); });
+        const RelaxedCaptureMode relaxed("loading the kernels of grouped FP8 scales");  // may be in a capture
         const core::Module module(compile_scale_kernels(core::Device(d).arch()));
         k->spread = module.kernel("gm_spread_scales", d);
         k->gather = module.kernel("gm_gather_amax", d);

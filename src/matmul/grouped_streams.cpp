@@ -18,6 +18,7 @@
 #include <gpumath/core/event.hpp>
 
 #include "core/stream_workspace.hpp"
+#include "detail/capture_mode.hpp"
 #include "detail/device_registry.hpp"
 #include "detail/log.hpp"
 #include "detail/scope_exit.hpp"
@@ -85,14 +86,15 @@ private:
     static std::unique_ptr<SideStreamSet> make_set() {
         auto set = std::make_unique<SideStreamSet>();
         set->leased = true;
-        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-        check(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode", k_api);
-        cudaError_t s = cudaEventCreateWithFlags(&set->fork, cudaEventDisableTiming);
-        for (std::size_t i = 0; i < set->streams.size() && s == cudaSuccess; ++i) {
-            s = cudaStreamCreateWithFlags(&set->streams[i], cudaStreamNonBlocking);
-            if (s == cudaSuccess) s = cudaEventCreateWithFlags(&set->joined[i], cudaEventDisableTiming);
+        cudaError_t s = cudaSuccess;
+        {
+            const RelaxedCaptureMode relaxed(k_api);
+            s = cudaEventCreateWithFlags(&set->fork, cudaEventDisableTiming);
+            for (std::size_t i = 0; i < set->streams.size() && s == cudaSuccess; ++i) {
+                s = cudaStreamCreateWithFlags(&set->streams[i], cudaStreamNonBlocking);
+                if (s == cudaSuccess) s = cudaEventCreateWithFlags(&set->joined[i], cudaEventDisableTiming);
+            }
         }
-        (void)cudaThreadExchangeStreamCaptureMode(&mode);
         check(s, "cudaStreamCreateWithFlags", "creating the side streams of grouped products");
         return set;
     }
