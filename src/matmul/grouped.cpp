@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "detail/log.hpp"
 #include "detail/lru_cache.hpp"
 #include "matmul/checks.hpp"
 #include "matmul/grouped_cublas.hpp"
@@ -193,42 +192,18 @@ private:
                     to_string(b_[0]));
     }
 
-    /// Each group's plan for `sm_count_target` SMs (0: the whole device), from this object's cache.
-    std::vector<std::shared_ptr<MatmulPlan>> plans_for(std::span<const GroupOperands> groups, const Scalar& alpha,
-                                                       int device, int sm_count_target, const char* api) {
-        return group_plans(groups, alpha, [&](const MatmulCall& call) {
-            MatmulKey key = make_key(call, options_, -1);
-            if (sm_count_target > 0) key = partitioned_key(key, sm_count_target);
-            return plans_.get_or_create(key, [&] {
-                MatmulProblem P = analyze(MatmulSignature::of(call), options_, api);
-                P.sm_count_target = sm_count_target;
-                auto plan = std::make_shared<MatmulPlan>(P, options_, device, 1);
-                if (log_enabled(LogLevel::debug))
-                    detail::log(LogLevel::debug, "GroupedMatmul: planned {} of M={} (algorithm {}, SM target {})",
-                                plan->problem().shape.batch > 1 ? "a strided-batched product" : "a group",
-                                plan->problem().shape.m, plan->infos()[plan->selected()].id, sm_count_target);
-                return plan;
-            });
-        });
-    }
-
     void run(std::vector<GroupOperands>& groups, const GroupedMatmulArgs& args, core::StreamRef stream,
              const char* api) {
         if (groups.empty() && !args.scales.amax_d) return;
         const int device = matmul_current_device();
-        const auto plans = plans_for(groups, args.alpha, device, 0, api);
-        struct Partitioned final : PartitionedPlans {
-            GroupedState& self;
-            std::span<const GroupOperands> groups;
-            const Scalar& alpha;
-            int device;
-            const char* api;
-            Partitioned(GroupedState& s, std::span<const GroupOperands> g, const Scalar& a, int d, const char* w)
-                : self(s), groups(g), alpha(a), device(d), api(w) {}
-            std::vector<std::shared_ptr<MatmulPlan>> plans(int sm_count_target) override {
-                return self.plans_for(groups, alpha, device, sm_count_target, api);
-            }
-        } partitioned(*this, groups, args.alpha, device, api);
+        const auto plans = group_plans(groups, args.alpha, [&](const MatmulCall& call) {
+            return plans_.get_or_create(make_key(call, options_, -1),
+                                        [&] { return make_group_plan(call, options_, device, 0, api); });
+        });
+        PartitionedLookup partitioned(groups, args.alpha, [&](const MatmulCall& call, int sm_count_target) {
+            return plans_.get_or_create(partitioned_key(make_key(call, options_, -1), sm_count_target),
+                                        [&] { return make_group_plan(call, options_, device, sm_count_target, api); });
+        });
         enqueue_grouped_call(groups, plans, partitioned, args, shape_.groups, stream, device, backend_, choices_,
                              choice_key(shape_, options_), api);
     }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gpumath/error.hpp>
@@ -138,6 +139,27 @@ template <class Lookup>
     }
     return plans;
 }
+
+/// A plan for `call` under `options` on `device`, made for `sm_count_target` SMs (0: the whole
+/// device; MatmulProblem::sm_count_target), logged at debug level.
+[[nodiscard]] std::shared_ptr<MatmulPlan> make_group_plan(const MatmulCall& call, const MatmulOptions& options,
+                                                          int device, int sm_count_target, const char* api);
+
+/// The PartitionedPlans of `groups`: each product's plan from `lookup(call, sm_count_target)`.
+template <class Lookup>
+class PartitionedLookup final : public PartitionedPlans {
+public:
+    PartitionedLookup(std::span<const GroupOperands> groups, const Scalar& alpha, Lookup lookup)
+        : groups_(groups), alpha_(alpha), lookup_(std::move(lookup)) {}
+    [[nodiscard]] std::vector<std::shared_ptr<MatmulPlan>> plans(int sm_count_target) override {
+        return group_plans(groups_, alpha_, [&](const MatmulCall& call) { return lookup_(call, sm_count_target); });
+    }
+
+private:
+    std::span<const GroupOperands> groups_;
+    const Scalar& alpha_;
+    Lookup lookup_;
+};
 
 /// The key of `automatic`'s measured choices for products of `shape` with `options`' epilog (device
 /// and call class filled in per call).

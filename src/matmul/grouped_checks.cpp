@@ -44,6 +44,11 @@ Range range_of(const TensorView& v, std::int64_t group, const char* name) {
     return {p, p + std::uintptr_t(v.span_bytes()), group, name, &v};
 }
 
+/// Whether two ranges of memory, neither empty, share a byte.
+bool meet(const Range& x, const Range& y) noexcept {
+    return x.lo < y.hi && y.lo < x.hi && x.lo != x.hi && y.lo != y.hi;
+}
+
 /// Whether two matrices whose memory ranges meet may share an element. Exact for two blocks of one
 /// parent matrix (the same element size and strides, a unit stride, and blocks that do not wrap
 /// past the leading dimension: column-major slices of a D, say, interleave in memory without
@@ -145,7 +150,7 @@ void check_amax_apart(const GroupedScales& scales, const std::vector<Range>& oth
     if (!scales.amax_d) return;
     const Range amax = range_of(*scales.amax_d, 0, "scales.amax_d");
     for (const Range& o : others)
-        if (o.lo < amax.hi && amax.lo < o.hi && o.lo != o.hi)
+        if (meet(o, amax))
             invalid(api, "scales.amax_d: its memory overlaps {}{}'s; an output needs memory of its own", o.name,
                     o.group < 0 ? std::string() : fmt::format("[{}]", o.group));
 }
@@ -330,8 +335,7 @@ void check_moe_call(const TensorView& a, const TensorView& b, const TensorView& 
     push_scale_inputs(args.scales, scale_inputs);
     const Range out = range_of(d, -1, "d");
     for (const Range& s : scale_inputs)
-        if (s.lo < out.hi && out.lo < s.hi && s.lo != s.hi && out.lo != out.hi)
-            invalid(api, "d: its memory overlaps {}'s; an output must not alias an input", s.name);
+        if (meet(s, out)) invalid(api, "d: its memory overlaps {}'s; an output must not alias an input", s.name);
     std::vector<Range> others{out, range_of(a, -1, "a"), range_of(b, -1, "b")};
     if (args.bias) others.push_back(range_of(*args.bias, -1, "bias"));
     others.insert(others.end(), scale_inputs.begin(), scale_inputs.end());
@@ -352,9 +356,7 @@ void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, cons
                 sizes.max_total_rows, rows);
     if (sizes.max_total_rows > rows)
         invalid(api, "group_sizes.max_total_rows: {} exceeds a's and d's {} rows", sizes.max_total_rows, rows);
-    const auto lo = reinterpret_cast<std::uintptr_t>(s.data()), hi = lo + std::uintptr_t(s.span_bytes());
-    const auto dlo = reinterpret_cast<std::uintptr_t>(d.data()), dhi = dlo + std::uintptr_t(d.span_bytes());
-    if (lo < dhi && dlo < hi && lo != hi && dlo != dhi)
+    if (meet(range_of(s, -1, "group_sizes.sizes"), range_of(d, -1, "d")))
         invalid(api, "group_sizes.sizes: its memory overlaps d's; pass separate memory");
 }
 

@@ -76,6 +76,12 @@ ScaleKernels& scale_kernels(int device) {
 
 constexpr std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
+/// Both kernels: a thread per group, grid-stride beyond 1024 blocks.
+core::LaunchConfig scale_launch(std::int64_t groups) {
+    constexpr unsigned block = 128;
+    return {.grid = {unsigned(std::min<std::int64_t>((groups + block - 1) / block, 1024))}, .block = {block}};
+}
+
 }  // namespace
 
 core::ObjectCode compile_scale_kernels(const std::string& arch) {
@@ -97,8 +103,7 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
             params.amax = static_cast<float*>(s.amax_d->data());
             params.amax_stride = s.amax_d->stride(0);
             params.groups = group_count;
-            const auto grid = unsigned(std::min<std::int64_t>((group_count + 127) / 128, 1024));
-            core::launch(stream, {.grid = {grid}, .block = {128}}, scale_kernels(device).gather, params);
+            core::launch(stream, scale_launch(group_count), scale_kernels(device).gather, params);
         }
         return;
     }
@@ -150,9 +155,7 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
     params.d_stride = stride(s.d);
     params.amax_stride = stride(s.amax_d);
     params.groups = group_count;
-    constexpr unsigned block = 128;
-    const auto grid = unsigned(std::min<std::int64_t>((group_count + block - 1) / block, 1024));
-    core::launch(stream, {.grid = {grid}, .block = {block}}, kernels.spread, params);
+    core::launch(stream, scale_launch(group_count), kernels.spread, params);
 
     constexpr std::size_t floats_per_slot = scale_slot_stride / sizeof(float) / 4;  // 4: a, b, d, amax
     for (GroupOperands& g : groups) {
@@ -165,7 +168,7 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
     }
     enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha, .area = &area}, stream, device, backend,
                     choices, key, who);
-    if (s.amax_d) core::launch(stream, {.grid = {grid}, .block = {block}}, kernels.gather, params);
+    if (s.amax_d) core::launch(stream, scale_launch(group_count), kernels.gather, params);
 }
 
 }  // namespace gpumath::detail

@@ -47,27 +47,11 @@ void run_stateless(std::vector<detail::GroupOperands>& groups, const detail::Gro
         return detail::cached_plan(call, options, device, api);
     });
     // Plans for streams_partitioned: their own process-wide cache (matmul() never uses them).
-    struct Partitioned final : detail::PartitionedPlans {
-        std::span<const detail::GroupOperands> groups;
-        const Scalar& alpha;
-        const MatmulOptions& options;
-        int device;
-        const char* api;
-        Partitioned(std::span<const detail::GroupOperands> g, const Scalar& a, const MatmulOptions& o, int d,
-                    const char* w)
-            : groups(g), alpha(a), options(o), device(d), api(w) {}
-        std::vector<std::shared_ptr<detail::MatmulPlan>> plans(int sm_count_target) override {
-            return detail::group_plans(groups, alpha, [&](const detail::MatmulCall& call) {
-                const detail::MatmulKey key =
-                    detail::partitioned_key(detail::make_key(call, options, device), sm_count_target);
-                return partitioned_cache().get_or_create(key, [&] {
-                    detail::MatmulProblem P = detail::analyze(detail::MatmulSignature::of(call), options, api);
-                    P.sm_count_target = sm_count_target;
-                    return std::make_shared<detail::MatmulPlan>(P, options, device, 1);
-                });
-            });
-        }
-    } partitioned(groups, args.alpha, options, device, api);
+    detail::PartitionedLookup partitioned(groups, args.alpha, [&](const detail::MatmulCall& call, int sm_count_target) {
+        return partitioned_cache().get_or_create(
+            detail::partitioned_key(detail::make_key(call, options, device), sm_count_target),
+            [&] { return detail::make_group_plan(call, options, device, sm_count_target, api); });
+    });
     detail::enqueue_grouped_call(groups, plans, partitioned, args, shape.groups, stream, device,
                                  GroupedBackend::automatic, stateless_choices(), detail::choice_key(shape, options),
                                  api);

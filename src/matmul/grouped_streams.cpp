@@ -197,6 +197,18 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
     }
 }
 
+std::shared_ptr<MatmulPlan> make_group_plan(const MatmulCall& call, const MatmulOptions& options, int device,
+                                            int sm_count_target, const char* api) {
+    MatmulProblem P = analyze(MatmulSignature::of(call), options, api);
+    P.sm_count_target = sm_count_target;
+    auto plan = std::make_shared<MatmulPlan>(P, options, device, 1);
+    if (log_enabled(LogLevel::debug))
+        log(LogLevel::debug, "{}: planned {} of M={} (algorithm {}, SM count target {})", api,
+            plan->problem().shape.batch > 1 ? "a strided-batched product" : "a group", plan->problem().shape.m,
+            plan->infos()[plan->selected()].id, sm_count_target);
+    return plan;
+}
+
 int partition_sm_target(std::size_t products, int device) {
     const int lanes = std::max(1, std::min<int>(side_stream_count, int(products) - 1) + 1);
     return std::max(1, core::Device(device).multiprocessor_count() / lanes);
