@@ -2,7 +2,8 @@
 // gpumath's elementwise epilog pass on a GPU against a double reference on fresh random data, into
 // poisoned outputs: SiLU with and without a bias (fused or in the pass), the bias orientation
 // cuBLASLt refuses (per row of a row-major D, per column of a column-major D) for every epilog
-// that takes a bias, matching the fused orientation; user functions reading a gate through
+// that takes a bias, matching the fused orientation, written into D before the product or added
+// after it (with c); user functions reading a gate through
 // user_info with D's row and column (both D layouts, batched, scalar and vector paths), the
 // stateless cache, graph capture and replay.
 #include <gtest/gtest.h>
@@ -107,6 +108,30 @@ TEST(MatmulEpilogPass, BiasAlongTheStridedDimensionMatchesTheFusedOrientation) {
             }
 }
 
+TEST(MatmulEpilogPass, BiasAlongTheStridedDimensionWithAlphaAndC) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = gpumath::test::rng_for_test();
+    const std::int64_t M = 72, N = 144, K = 56;
+    const DataType t = DataType::bf16;
+    const Host a = random_host(t, {M, K}, rng, -2, 2), b = random_host(t, {K, N}, rng, -2, 2);
+    const Host c = random_host(t, {M, N}, rng, -2, 2), bias = random_host(t, {M, 1}, rng, -2, 2);
+    const Dev da = upload(a), db = upload(b), dc = upload(c), dbias = upload(bias);
+    for (Epilog e : {Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias}) {
+        SCOPED_TRACE(std::string(to_string(e)));
+        // Without c the bias is written into D before the product (alpha scales only A @ B).
+        const Dev d = poisoned(t, {M, N});
+        matmul(da.view, db.view, d.view, {.alpha = 0.5, .bias = dbias.view}, {.epilog = e});
+        expect_close(download(d.view), reference(a, b, t, {.alpha = 0.5, .bias = &bias, .epilog = e}).d,
+                     tolerance(t, t), "alpha 0.5");
+        // With c the pass adds it after the product.
+        const Dev dd = poisoned(t, {M, N});
+        const MatmulArgs args{.alpha = 0.5, .beta = -0.75, .c = dc.view, .bias = dbias.view};
+        matmul(da.view, db.view, dd.view, args, {.epilog = e});
+        const RefResult want = reference(a, b, t, {.alpha = 0.5, .beta = -0.75, .c = &c, .bias = &bias, .epilog = e});
+        expect_close(download(dd.view), want.d, tolerance(t, t), "alpha 0.5, beta -0.75, c");
+    }
+}
+
 TEST(MatmulEpilogPass, BatchedBiasWithStridesAndOddShapesTakeTheScalarPath) {
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
@@ -188,21 +213,25 @@ TEST(MatmulEpilogPass, CapturedAndReplayedLikeEagerCalls) {
     const Host bias = random_host(t, {M, 1}, rng, -2, 2);
     core::Stream stream;
     const Dev da = upload(a, {}, 0, stream), db = upload(b, {}, 0, stream), dbias = upload(bias, {}, 0, stream);
-    const Dev eager = poisoned(t, {M, N}, {}, 0, stream), graph = poisoned(t, {M, N}, {}, 0, stream);
-    const Dev stateless = poisoned(t, {M, N}, {}, 0, stream);
-    const MatmulArgs args{.bias = dbias.view};
-    // A fresh plan with a pass is made inside the capture; the stateless call's plan too.
-    Matmul mm(da.view, db.view, {.epilog = Epilog::silu_bias});
-    core::Graph g = core::Graph::capture(stream, [&](core::StreamRef s) {
-        mm.execute(da.view, db.view, graph.view, args, s);
-        matmul(da.view, db.view, stateless.view, args, {.epilog = Epilog::silu_bias}, s);
-    });
-    EXPECT_TRUE(std::isnan(download(graph.view, stream).v[0].real())) << "nothing ran during the capture";
-    for (int replay = 0; replay < 3; ++replay) g.launch(stream);
-    mm.execute(da.view, db.view, eager.view, args, stream);
-    const RefResult want = reference(a, b, t, {.bias = &bias, .epilog = Epilog::silu_bias});
-    const Host got = download(graph.view, stream);
-    expect_close(got, want.d, tolerance(t, t), "replayed D");
-    EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(eager.view, stream)) << "replay == eager, bitwise";
-    EXPECT_EQ(download_bytes(stateless.view, stream), download_bytes(eager.view, stream));
+    // SiLU + bias runs in the pass after the product; GELU + bias writes the bias into D before it.
+    for (Epilog e : {Epilog::silu_bias, Epilog::gelu_bias}) {
+        SCOPED_TRACE(std::string(to_string(e)));
+        const Dev eager = poisoned(t, {M, N}, {}, 0, stream), graph = poisoned(t, {M, N}, {}, 0, stream);
+        const Dev stateless = poisoned(t, {M, N}, {}, 0, stream);
+        const MatmulArgs args{.bias = dbias.view};
+        // A fresh plan with a pass is made inside the capture; the stateless call's plan too.
+        Matmul mm(da.view, db.view, {.epilog = e});
+        core::Graph g = core::Graph::capture(stream, [&](core::StreamRef s) {
+            mm.execute(da.view, db.view, graph.view, args, s);
+            matmul(da.view, db.view, stateless.view, args, {.epilog = e}, s);
+        });
+        EXPECT_TRUE(std::isnan(download(graph.view, stream).v[0].real())) << "nothing ran during the capture";
+        for (int replay = 0; replay < 3; ++replay) g.launch(stream);
+        mm.execute(da.view, db.view, eager.view, args, stream);
+        const RefResult want = reference(a, b, t, {.bias = &bias, .epilog = e});
+        const Host got = download(graph.view, stream);
+        expect_close(got, want.d, tolerance(t, t), "replayed D");
+        EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(eager.view, stream)) << "replay == eager, bitwise";
+        EXPECT_EQ(download_bytes(stateless.view, stream), download_bytes(eager.view, stream));
+    }
 }
