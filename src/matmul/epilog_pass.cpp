@@ -29,8 +29,6 @@ using Activation = EpilogPass::Activation;
 constexpr int pass_threads = 256;
 constexpr const char* kernel_vector = "gm_epilog_pass_v";
 constexpr const char* kernel_scalar = "gm_epilog_pass_s";
-constexpr const char* kernel_fill_vector = "gm_epilog_fill_v";
-constexpr const char* kernel_fill_scalar = "gm_epilog_fill_s";
 
 bool pass_type(DataType t) { return t == DataType::f16 || t == DataType::bf16 || t == DataType::f32; }
 
@@ -61,16 +59,6 @@ bool bias_needs_pass(const BiasInput& bias, const TensorLayout& d, Epilog epilog
     if (bias.shape.per_col && !bias.shape.per_row) return d_col && !d_row;
     if (bias.shape.per_row && !bias.shape.per_col) return d_row && !d_col;
     return false;
-}
-
-/// True when the pass can write the bias into D before the product instead of adding it after:
-/// no c (beta is free to be 1), an activation cuBLASLt has without a bias, no function, C and the
-/// bias of D's type (D holds the bias exactly), f32 scaling and no FP8.
-bool bias_prefills(const BiasInput& bias, const MatmulProblem& P) {
-    const EpilogPass& pass = P.pass;
-    const DataType d = P.types.d;
-    return !pass.function && pass.act != Activation::silu && !P.lt.has_c && P.types.c == d && !P.types.fp8 &&
-           P.lt.scale_type == CUDA_R_32F && bias.layout.dtype() == d;
 }
 
 constexpr const char* pass_body = R"(
@@ -128,39 +116,6 @@ extern "C" __global__ void __launch_bounds__(256) gm_epilog_pass_v(gm_pass_param
     gm_pass<int(16 / sizeof(gm_d))>(p);
 }
 extern "C" __global__ void __launch_bounds__(256) gm_epilog_pass_s(gm_pass_params p) { gm_pass<1>(p); }
-
-#if GM_BIAS
-// The bias written into D before the product (which adds D back as C): D is not read.
-template <int V>
-__device__ __forceinline__ void gm_fill(const gm_pass_params& p) {
-#if __CUDA_ARCH__ >= 900
-    // D may still be read by the work before: wait for it like the pass waits for the product.
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-    const gm_i64 v = gm_i64(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (v * V >= p.inner) return;
-    const gm_i64 columns = p.batch * p.outer;
-    for (gm_i64 y = blockIdx.y; y < columns; y += gridDim.y) {
-        const gm_i64 b = y / p.outer, o = y - b * p.outer;
-        const gm_bias* bias = p.bias + b * p.bias_batch_stride;
-        gm_d* at = p.d + b * p.batch_stride + o * p.ld + v * V;
-        if (V == 1) {
-            gm_store(*at, gm_load(bias[(GM_BIAS_INNER ? v : o) * p.bias_stride]));
-        } else {
-            uint4 raw;
-            gm_d* e = reinterpret_cast<gm_d*>(&raw);
-#pragma unroll
-            for (int j = 0; j < V; ++j) gm_store(e[j], gm_load(bias[(GM_BIAS_INNER ? v * V + j : o) * p.bias_stride]));
-            *reinterpret_cast<uint4*>(at) = raw;
-        }
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(256) gm_epilog_fill_v(gm_pass_params p) {
-    gm_fill<int(16 / sizeof(gm_d))>(p);
-}
-extern "C" __global__ void __launch_bounds__(256) gm_epilog_fill_s(gm_pass_params p) { gm_fill<1>(p); }
-#endif
 )";
 
 /// Kernel parameters; the layout of gm_pass_params.
@@ -177,8 +132,7 @@ struct PassParams {
 struct EpilogPassKernels {
     core::Module module;
     core::Kernel vector, scalar;
-    core::Kernel fill_vector, fill_scalar;  // with a bias
-    std::size_t vector_elements = 1;        // elements per 16 bytes
+    std::size_t vector_elements = 1;  // elements per 16 bytes
 };
 
 void epilog_pass_route(const BiasInput& bias, const MatmulOptions& options, MatmulProblem& P) {
@@ -215,13 +169,6 @@ void epilog_pass_stage(const BiasInput& bias, MatmulProblem& P) {
     if (pass.bias || lt == Epilog::silu) lt = Epilog::none;
     else if (lt == Epilog::silu_bias) lt = Epilog::bias;
     if (!pass.on) return;
-    if (pass.bias && bias_prefills(bias, P)) {
-        // D = act(alpha A B + 1 * C) with C = D holding the bias: cuBLASLt's epilog applies the
-        // activation after C, so the numbers are those of the fused orientation.
-        pass.prefill = true;
-        lt = pass.act == Activation::relu ? Epilog::relu : pass.act == Activation::gelu ? Epilog::gelu : Epilog::none;
-        pass.act = Activation::none;
-    }
     const LtMatrix& d = P.lt.d;
     pass.swap = P.lt.swap;
     pass.inner = std::int64_t(d.rows);
@@ -297,21 +244,13 @@ std::shared_ptr<const EpilogPassKernels> load_epilog_pass(const MatmulProblem& P
     k->module = core::Module(code);
     k->vector = k->module.kernel(kernel_vector, device);
     k->scalar = k->module.kernel(kernel_scalar, device);
-    if (P.pass.bias) {
-        k->fill_vector = k->module.kernel(kernel_fill_vector, device);
-        k->fill_scalar = k->module.kernel(kernel_fill_scalar, device);
-    }
     k->vector_elements = 16 / size_of(P.types.d);
     std::lock_guard lock(mutex);
     return cache->emplace(key, std::move(k)).first->second;
 }
 
-namespace {
-
-/// One launch over D_lt's elements: the pass or the fill.
-void launch_over_d(const EpilogPassKernels& kernels, const core::Kernel& vector_kernel,
-                   const core::Kernel& scalar_kernel, const EpilogPass& pass, void* d, const void* bias,
-                   void* user_info, core::StreamRef stream) {
+void run_epilog_pass(const EpilogPassKernels& kernels, const EpilogPass& pass, void* d, const void* bias,
+                     void* user_info, core::StreamRef stream) {
     const std::int64_t columns = pass.batch * pass.outer;
     if (columns == 0 || pass.inner == 0) return;
     const auto v = std::int64_t(kernels.vector_elements);
@@ -328,19 +267,7 @@ void launch_over_d(const EpilogPassKernels& kernels, const core::Kernel& vector_
                        bias,     pass.bias_stride, pass.bias_batch_stride,
                        user_info};
     core::launch(stream, {.grid = core::Dim3(grid_x, grid_y), .block = threads, .programmatic_dependency = true},
-                 vector ? vector_kernel : scalar_kernel, p);
-}
-
-}  // namespace
-
-void run_epilog_pass(const EpilogPassKernels& kernels, const EpilogPass& pass, void* d, const void* bias,
-                     void* user_info, core::StreamRef stream) {
-    launch_over_d(kernels, kernels.vector, kernels.scalar, pass, d, bias, user_info, stream);
-}
-
-void run_bias_fill(const EpilogPassKernels& kernels, const EpilogPass& pass, void* d, const void* bias,
-                   core::StreamRef stream) {
-    launch_over_d(kernels, kernels.fill_vector, kernels.fill_scalar, pass, d, bias, nullptr, stream);
+                 vector ? kernels.vector : kernels.scalar, p);
 }
 
 }  // namespace gpumath::detail

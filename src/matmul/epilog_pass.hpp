@@ -20,9 +20,7 @@ namespace gpumath::detail {
 void epilog_pass_route(const BiasInput& bias, const MatmulOptions& options, MatmulProblem& P);
 
 /// Stage, after the epilog vectors: cuBLASLt's share of the epilog (P.inputs.effective) and the
-/// pass's geometry over D as cuBLASLt writes it. A bias along D's strided dimension is written
-/// into D before the product (pass.prefill, the product adding it as C with beta 1) when there is
-/// no c, no function and no SiLU; otherwise the pass adds it after the product.
+/// pass's geometry over D as cuBLASLt writes it.
 void epilog_pass_stage(const BiasInput& bias, MatmulProblem& P);
 
 /// The CUDA C++ of the pass of `pass` over a D of `d` elements, with the user's function if any.
@@ -46,10 +44,5 @@ struct EpilogPassKernels;
 /// Enqueues the pass over `d` on `stream` (the kernels' device must be current). Allocates nothing.
 void run_epilog_pass(const EpilogPassKernels& kernels, const EpilogPass& pass, void* d, const void* bias,
                      void* user_info, core::StreamRef stream);
-
-/// Enqueues the bias's copy into every element of `d` (pass.prefill: before the product, which
-/// adds D as C). Allocates nothing.
-void run_bias_fill(const EpilogPassKernels& kernels, const EpilogPass& pass, void* d, const void* bias,
-                   core::StreamRef stream);
 
 }  // namespace gpumath::detail

@@ -430,10 +430,8 @@ void MatmulPlan::run(const MatmulPointers& p, const Scalar& alpha, const Scalar&
                      int current_device, const WorkspaceArea* area) {
     std::optional<DeviceGuard> guard;
     if (current_device != device_) guard.emplace(device_);
-    const bool prefill = pass_ && problem_.pass.prefill;
-    if (prefill) run_bias_fill(*pass_, problem_.pass, p.d, p.pass_bias, stream);
     run_lt(p, alpha, beta, stream, area);
-    if (pass_ && !prefill) run_epilog_pass(*pass_, problem_.pass, p.d, p.pass_bias, p.user_info, stream);
+    if (pass_) run_epilog_pass(*pass_, problem_.pass, p.d, p.pass_bias, p.user_info, stream);
 }
 
 std::size_t MatmulPlan::workspace_bytes() const noexcept {
@@ -449,9 +447,8 @@ void MatmulPlan::run_lt(const MatmulPointers& p, const Scalar& alpha, const Scal
     alignas(16) unsigned char alpha_buf[16];
     alignas(16) unsigned char beta_buf[16];
     encode_scalar(alpha, P.lt.scale_type, alpha_buf);
-    // A full (M, N) bias is C with beta = 1, and so is a bias written into D before the product
-    // (the caller's beta is 0: there is no c).
-    encode_scalar(P.inputs.c_from_bias || P.pass.prefill ? Scalar(1.0) : beta, P.lt.scale_type, beta_buf);
+    // A full (M, N) bias is C with beta = 1 (the caller's beta is 0: there is no c).
+    encode_scalar(P.inputs.c_from_bias ? Scalar(1.0) : beta, P.lt.scale_type, beta_buf);
 
     const cublasLtMatmulHeuristicResult_t& algo = results_[selected_];
     const std::size_t ws_bytes = workspace_bytes();

@@ -30,9 +30,7 @@ std::string MatmulProblem::describe() const {
     if (scales.fine)
         text += fmt::format("; scales {} x {}{}", to_string(scales.a), to_string(scales.b),
                             lt.loop.on ? ", one cuBLASLt call per product" : "");
-    if (pass.prefill) {
-        text += "; bias written into d before the product (added as c with beta 1)";
-    } else if (pass.on) {
+    if (pass.on) {
         text += fmt::format("; elementwise pass:{}{}{}", pass.bias ? " bias" : "",
                             pass.act == EpilogPass::Activation::relu   ? " relu"
                             : pass.act == EpilogPass::Activation::gelu ? " gelu"

@@ -122,10 +122,7 @@ struct EpilogPass {
     std::int64_t bias_stride = 0;        // elements between bias values
     std::int64_t bias_batch_stride = 0;  // elements between products' biases (0: shared)
     bool function = false;               // the user's epilog function runs last
-    /// The bias is written into D before the product, which adds it as C with beta 1 (cuBLASLt
-    /// then applies the activation): no pass after the product.
-    bool prefill = false;
-    bool swap = false;  // D_lt = D^T: its rows are D's columns
+    bool swap = false;                   // D_lt = D^T: its rows are D's columns
     std::int64_t inner = 0, outer = 0, ld = 0, batch = 1, batch_stride = 0;
 };
 

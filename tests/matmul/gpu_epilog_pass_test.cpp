@@ -2,10 +2,9 @@
 // gpumath's elementwise epilog pass on a GPU against a double reference on fresh random data, into
 // poisoned outputs: SiLU with and without a bias (fused or in the pass), the bias orientation
 // cuBLASLt refuses (per row of a row-major D, per column of a column-major D) for every epilog
-// that takes a bias, matching the fused orientation, written into D before the product or added
-// after it (with c); user functions reading a gate through
-// user_info with D's row and column (both D layouts, batched, scalar and vector paths), the
-// stateless cache, graph capture and replay.
+// that takes a bias, matching the fused orientation, with alpha, beta and c; user functions
+// reading a gate through user_info with D's row and column (both D layouts, batched, scalar and
+// vector paths), the stateless cache, graph capture and replay of the pass with SiLU and GELU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -118,12 +117,12 @@ TEST(MatmulEpilogPass, BiasAlongTheStridedDimensionWithAlphaAndC) {
     const Dev da = upload(a), db = upload(b), dc = upload(c), dbias = upload(bias);
     for (Epilog e : {Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias}) {
         SCOPED_TRACE(std::string(to_string(e)));
-        // Without c the bias is written into D before the product (alpha scales only A @ B).
+        // alpha scales only A @ B.
         const Dev d = poisoned(t, {M, N});
         matmul(da.view, db.view, d.view, {.alpha = 0.5, .bias = dbias.view}, {.epilog = e});
         expect_close(download(d.view), reference(a, b, t, {.alpha = 0.5, .bias = &bias, .epilog = e}).d,
                      tolerance(t, t), "alpha 0.5");
-        // With c the pass adds it after the product.
+        // beta scales only c.
         const Dev dd = poisoned(t, {M, N});
         const MatmulArgs args{.alpha = 0.5, .beta = -0.75, .c = dc.view, .bias = dbias.view};
         matmul(da.view, db.view, dd.view, args, {.epilog = e});
@@ -213,7 +212,7 @@ TEST(MatmulEpilogPass, CapturedAndReplayedLikeEagerCalls) {
     const Host bias = random_host(t, {M, 1}, rng, -2, 2);
     core::Stream stream;
     const Dev da = upload(a, {}, 0, stream), db = upload(b, {}, 0, stream), dbias = upload(bias, {}, 0, stream);
-    // SiLU + bias runs in the pass after the product; GELU + bias writes the bias into D before it.
+    // The pass adds the bias and applies SiLU or GELU.
     for (Epilog e : {Epilog::silu_bias, Epilog::gelu_bias}) {
         SCOPED_TRACE(std::string(to_string(e)));
         const Dev eager = poisoned(t, {M, N}, {}, 0, stream), graph = poisoned(t, {M, N}, {}, 0, stream);
