@@ -228,6 +228,24 @@ Dev device_sizes(const std::vector<std::int64_t>& sizes, core::StreamRef stream 
     return upload(h, {}, 0, stream);
 }
 
+/// Sets every byte of `v` to 0xFF (NaN in every float type) on `stream`.
+void poison_bytes(const TensorView& v, core::StreamRef stream) {
+    ASSERT_EQ(cudaMemsetAsync(v.data(), 0xFF, std::size_t(v.span_bytes()), stream.handle()), cudaSuccess);
+}
+
+/// After run_on_threads: no thread threw, and `same(call)` holds for every call of every thread
+/// (`work[t]` lists thread t's calls).
+template <class Work, class Same>
+void expect_threads_match(const std::vector<std::string>& errors, const Work& work, Same same) {
+    for (std::size_t t = 0; t < work.size(); ++t) {
+        ASSERT_TRUE(errors[t].empty()) << "thread " << t << ": " << errors[t];
+        for (std::size_t i = 0; i < work[t].size(); ++i) {
+            SCOPED_TRACE("thread " + std::to_string(t) + " call " + std::to_string(i));
+            same(work[t][i]);
+        }
+    }
+}
+
 /// The case with group sizes in device memory, through grouped_matmul() and GroupedMatmul. With
 /// `unused_rows` > 0 the device sizes give the last group that many rows fewer than `c.sizes` does:
 /// the bound (A's rows) then exceeds the sizes' sum, and those rows of D must stay poisoned.
@@ -747,9 +765,7 @@ void expect_concurrent_calls_match_serial(GroupedBackend backend, Epilog epilog)
         for (Call& call : list) {
             run(call, streams[0]);
             call.serial = download_bytes(call.d.view, streams[0]);
-            ASSERT_EQ(
-                cudaMemsetAsync(call.d.view.data(), 0xFF, std::size_t(call.d.view.span_bytes()), streams[0].handle()),
-                cudaSuccess);
+            poison_bytes(call.d.view, streams[0]);
         }
     streams[0].synchronize();
 
@@ -757,12 +773,9 @@ void expect_concurrent_calls_match_serial(GroupedBackend backend, Epilog epilog)
         gpumath::test::run_on_threads(threads, streams, [&](int t, core::StreamRef s) {
             for (const Call& call : work[std::size_t(t)]) run(call, s);
         });
-    for (int t = 0; t < threads; ++t) {
-        ASSERT_TRUE(errors[std::size_t(t)].empty()) << "thread " << t << ": " << errors[std::size_t(t)];
-        for (std::size_t i = 0; i < work[std::size_t(t)].size(); ++i)
-            EXPECT_TRUE(download_bytes(work[std::size_t(t)][i].d.view) == work[std::size_t(t)][i].serial)
-                << "thread " << t << " call " << i << ": D differs from the serial run";
-    }
+    expect_threads_match(errors, work, [](const Call& call) {
+        EXPECT_TRUE(download_bytes(call.d.view) == call.serial) << "D differs from the serial run";
+    });
 }
 
 }  // namespace
@@ -1073,11 +1086,8 @@ TEST(GroupedGpu, Fp8ConcurrentCallsMatchSerialBitwise) {
             if (list.empty()) expect_result(cc, call.d, p.want, "serial", streams[0]);
             call.serial = download_bytes(call.d.view, streams[0]);
             call.serial_amax = download_bytes(call.amax.view, streams[0]);
-            ASSERT_EQ(
-                cudaMemsetAsync(call.d.view.data(), 0xFF, std::size_t(call.d.view.span_bytes()), streams[0].handle()),
-                cudaSuccess);
-            ASSERT_EQ(cudaMemsetAsync(call.amax.view.data(), 0xFF, 4 * std::size_t(c.groups()), streams[0].handle()),
-                      cudaSuccess);
+            poison_bytes(call.d.view, streams[0]);
+            poison_bytes(call.amax.view, streams[0]);
             list.push_back(std::move(call));
         }
     streams[0].synchronize();
@@ -1085,14 +1095,10 @@ TEST(GroupedGpu, Fp8ConcurrentCallsMatchSerialBitwise) {
         gpumath::test::run_on_threads(threads, streams, [&](int t, core::StreamRef s) {
             for (const Call& call : work[std::size_t(t)]) run(call, s);
         });
-    for (int t = 0; t < threads; ++t) {
-        ASSERT_TRUE(errors[std::size_t(t)].empty()) << "thread " << t << ": " << errors[std::size_t(t)];
-        for (std::size_t i = 0; i < work[std::size_t(t)].size(); ++i) {
-            const Call& call = work[std::size_t(t)][i];
-            EXPECT_TRUE(download_bytes(call.d.view) == call.serial) << "thread " << t << " call " << i << ": D";
-            EXPECT_TRUE(download_bytes(call.amax.view) == call.serial_amax) << "thread " << t << " call " << i;
-        }
-    }
+    expect_threads_match(errors, work, [](const Call& call) {
+        EXPECT_TRUE(download_bytes(call.d.view) == call.serial) << "D differs from the serial run";
+        EXPECT_TRUE(download_bytes(call.amax.view) == call.serial_amax) << "amax differs from the serial run";
+    });
 }
 
 TEST(GroupedGpu, Fp8ScalesAlreadyAlignedAreReadInPlace) {
