@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -121,8 +122,17 @@ bool lookup_data_type(std::uint8_t code, std::uint8_t bits, DataType& out) {
     return false;
 }
 
+// The device type as the producer wrote it. DLPack before 1.0 declares DLDeviceType without a fixed
+// underlying type, so reading a value past its enumerators (1000, -1) through the enum is undefined.
+std::int32_t device_type_of(const DLDevice& device) noexcept {
+    static_assert(sizeof(device.device_type) == sizeof(std::int32_t), "DLPack's device_type is 32 bits");
+    std::int32_t type = 0;
+    std::memcpy(&type, &device.device_type, sizeof type);
+    return type;
+}
+
 void check_device(const DLDevice& device, const char* api) {
-    const int type = device.device_type;
+    const int type = device_type_of(device);
     if (type == kDLCPU)
         throw_invalid(fmt::format("DLTensor.device.device_type: kDLCPU ({}) is host memory; gpumath works on CUDA "
                                   "memory (kDLCUDA, kDLCUDAManaged, kDLCUDAHost): copy the tensor to the GPU first",
@@ -140,7 +150,7 @@ void check_device(const DLDevice& device, const char* api) {
 // Last, since it asks the CUDA runtime: the device of a kDLCUDA tensor must be present. Pinned and
 // managed memory are not tied to one device.
 void check_device_present(const DLDevice& device, const char* api) {
-    if (device.device_type != kDLCUDA) return;
+    if (device_type_of(device) != kDLCUDA) return;
     const int count = core::Device::count();
     if (device.device_id >= count)
         throw_invalid(fmt::format("DLTensor.device.device_id: CUDA device {} is not present; this machine has {} "
@@ -201,7 +211,9 @@ void* check_data(const DLTensor& t, const TensorLayout& layout, const char* api)
                                   "elements of {}",
                                   t.data, t.byte_offset, element, to_string(layout.dtype())),
                       api);
-    return static_cast<char*>(t.data) + t.byte_offset;
+    // The sum as an address, not pointer arithmetic: an offset past PTRDIFF_MAX is no pointer index.
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a foreign device address, never dereferenced here
+    return reinterpret_cast<void*>(base + t.byte_offset);
 }
 
 TensorView import_view(const DLTensor& t, const char* api) {

@@ -63,11 +63,11 @@ public:
     }
     /// Elements between the first and one past the last addressed element (0 when empty).
     [[nodiscard]] constexpr std::int64_t span_elements() const noexcept {
-        std::int64_t last = 0;
-        for (int i = 0; i < rank_; ++i) {
+        // Empty first: the strides of an empty layout are not bounded, and their products may overflow.
+        for (int i = 0; i < rank_; ++i)
             if (shape_[std::size_t(i)] == 0) return 0;
-            last += (shape_[std::size_t(i)] - 1) * strides_[std::size_t(i)];
-        }
+        std::int64_t last = 0;
+        for (int i = 0; i < rank_; ++i) last += (shape_[std::size_t(i)] - 1) * strides_[std::size_t(i)];
         return last + 1;
     }
     /// Bytes spanned in memory: `span_elements() * size_of(dtype())`.

@@ -9,6 +9,18 @@
 namespace gpumath::detail {
 namespace {
 
+/// a * b for the aux's leading dimension or batch stride, which cuBLASLt takes in int64 elements
+/// (bits for the ReLU mask); NotSupported naming `what` past int64.
+std::int64_t aux_product(std::int64_t a, std::int64_t b, const char* what, const char* api) {
+    std::int64_t p = 0;
+    if (__builtin_mul_overflow(a, b, &p))
+        unsupported(api,
+                    "aux: its {} ({} x {}) does not fit in int64, in which cuBLASLt addresses the aux (in bits "
+                    "for a ReLU mask); split the product into smaller ones",
+                    what, a, b);
+    return p;
+}
+
 BiasShape bias_shape_of(const TensorLayout& l, std::int64_t m, std::int64_t n) {
     BiasShape s;
     if (l.rank() == 1) {
@@ -80,9 +92,10 @@ void gelu_aux_given(const TensorLayout& x, const TensorLayout& d, MatmulProblem&
                 strides_text(x), swap ? "row" : "column", r, strides_text(P.inputs.aux_view));
     P.lt.aux_ld = x_lt->ld;
     P.lt.aux_batch_stride = batch_stride_of(x, P.shape.batch_dims, 2, "aux", api);
-    if (P.shape.batch > 1 && (P.lt.aux_batch_stride % 8 != 0 || P.lt.aux_batch_stride < x_lt->ld * cdim))
+    const std::int64_t matrix = aux_product(x_lt->ld, cdim, "matrix size", api);
+    if (P.shape.batch > 1 && (P.lt.aux_batch_stride % 8 != 0 || P.lt.aux_batch_stride < matrix))
         invalid(api, "aux: batch stride {} must be a multiple of 8 and hold a whole matrix ({} elements)",
-                P.lt.aux_batch_stride, x_lt->ld * cdim);
+                P.lt.aux_batch_stride, matrix);
 }
 
 /// A caller's ReLU bit mask: i8 (..., C, >= ceil(R / 8)), rows 16-byte aligned.
@@ -104,12 +117,12 @@ void relu_mask_given(const TensorLayout& x, MatmulProblem& P) {
                 "aux: strides {} given; the ReLU bit mask needs unit stride along its last dimension "
                 "and a row stride that is a multiple of 16 bytes",
                 strides_text(x));
-    P.lt.aux_ld = ldb * 8;
+    P.lt.aux_ld = aux_product(ldb, 8, "row stride in bits", api);
     const std::int64_t bs = batch_stride_of(x, full, 2, "aux", api);
-    if (P.shape.batch > 1 && (bs % 16 != 0 || bs < ldb * cdim))
-        invalid(api, "aux: batch stride {} must be a multiple of 16 bytes and hold a whole mask ({} bytes)", bs,
-                ldb * cdim);
-    P.lt.aux_batch_stride = bs * 8;
+    const std::int64_t mask = aux_product(ldb, cdim, "mask size in bytes", api);
+    if (P.shape.batch > 1 && (bs % 16 != 0 || bs < mask))
+        invalid(api, "aux: batch stride {} must be a multiple of 16 bytes and hold a whole mask ({} bytes)", bs, mask);
+    P.lt.aux_batch_stride = aux_product(bs, 8, "batch stride in bits", api);
 }
 
 /// The aux: column-major over D_lt; allocated storage and view, or the caller's layout checked.
@@ -132,8 +145,9 @@ void aux_input(const MatmulSignature& sig, const TensorLayout& d, MatmulProblem&
         const std::int64_t bytes = round_up((r + 7) / 8, 16);
         in.aux_storage = dense(DataType::i8, full, cdim, bytes);
         in.aux_view = in.aux_storage;
-        P.lt.aux_ld = bytes * 8;
-        P.lt.aux_batch_stride = bytes * cdim * 8;
+        P.lt.aux_ld = aux_product(bytes, 8, "row stride in bits", P.api);
+        P.lt.aux_batch_stride =
+            aux_product(aux_product(bytes, cdim, "mask size in bytes", P.api), 8, "mask size in bits", P.api);
         if (sig.aux) relu_mask_given(*sig.aux, P);
     }
 }

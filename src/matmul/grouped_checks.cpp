@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include <fmt/format.h>
@@ -349,6 +350,8 @@ void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, cons
         invalid(api, "group_sizes.sizes: shape {}; the device sizes are (G,) = ({},)", shape_text(s), shape.groups);
     if (s.dtype() != DataType::i32)
         invalid(api, "group_sizes.sizes: dtype {}; device group sizes are i32", to_string(s.dtype()));
+    if (reinterpret_cast<std::uintptr_t>(s.data()) % sizeof(std::int32_t) != 0)
+        invalid(api, "group_sizes.sizes: data pointer {} is not aligned to the 4 bytes of an i32", s.data());
     if (sizes.max_total_rows < 0)
         invalid(api,
                 "group_sizes.max_total_rows: not given ({}); device group sizes need a host-side upper bound on "
@@ -411,6 +414,11 @@ GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, co
     if ((shape.n + grouped_tile - 1) / grouped_tile > 65535)
         unsupported(api, "b: N = {}; the grouped kernel covers N in at most 65535 tiles of {} columns", shape.n,
                     grouped_tile);
+    if (grouped_row_tiles(p.max_rows, p.groups) > std::numeric_limits<std::int32_t>::max())
+        unsupported(api,
+                    "group_sizes.max_total_rows: {} rows over {} groups; the grouped kernel covers them in at most "
+                    "2^31 - 1 row tiles of {} rows plus one per group: split the call, or pass the sizes on the host",
+                    p.max_rows, p.groups, grouped_tile);
     return c;
 }
 

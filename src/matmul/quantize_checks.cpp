@@ -241,6 +241,9 @@ QuantizeCall quantize_call(const TensorView& x, ScaleMode mode, const TensorView
     check_input(x, api);
     QuantizeCall c;
     c.geometry = geometry_of(x, mode, "x", api);
+    // Before the outputs: a launchable grid also bounds the scales' storage (padding included), so
+    // that their bytes fit in int64.
+    check_grid(mode, c.geometry, api);
     check_enum(data.dtype(), data_type_count, "a DataType", "data.dtype()", api);
     if (!is_fp8(data.dtype()))
         invalid(api, "data: {}; the quantized data must be an e4m3 or e5m2 tensor of x's shape, dense row-major",
@@ -255,7 +258,6 @@ QuantizeCall quantize_call(const TensorView& x, ScaleMode mode, const TensorView
     if (reinterpret_cast<std::uintptr_t>(amax) % alignof(float) != 0)
         invalid(api, "amax: pointer {} is not aligned to 4 bytes (one f32)", static_cast<const void*>(amax));
     check_no_overlaps(x, data, static_cast<const float*>(scales.data()), scale_storage(mode, c.geometry), amax, api);
-    check_grid(mode, c.geometry, api);
     c.element = x.dtype();
     c.fp8 = data.dtype();
     c.mode = mode;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <string>
 
 #include "detail/enum_check.hpp"
@@ -136,7 +137,9 @@ TensorLayout scale_layout(ScaleMode mode, std::span<const std::int64_t> batch, s
     for (int i = nb - 1; i >= 0; --i) {
         shape[std::size_t(i)] = batch[std::size_t(i)];
         strides[std::size_t(i)] = s;
-        s *= batch[std::size_t(i)];
+        // Padded blocks may outnumber the elements past int64: saturate, and TensorLayout refuses
+        // the layout (its bytes do not fit).
+        if (__builtin_mul_overflow(s, batch[std::size_t(i)], &s)) s = std::numeric_limits<std::int64_t>::max();
     }
     return TensorLayout(DataType::f32, std::span<const std::int64_t>(shape.data(), std::size_t(rank)),
                         std::span<const std::int64_t>(strides.data(), std::size_t(rank)));

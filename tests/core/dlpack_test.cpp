@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -143,6 +144,24 @@ TEST(DLPackView, RefusesHostAndForeignDevices) {
     expect_refused(f.tensor, {"DLTensor.device.device_type", "(15)"});
 }
 
+TEST(DLPackView, RefusesDeviceTypesPastTheEnumerators) {
+    // A C producer may write any int32 into device_type, which DLPack 0.6's DLDeviceType cannot hold
+    // in C++: gpumath reads the field's bits (reading 1000 through the enum was a UBSan report).
+    for (const std::int32_t type : {1000, -1, INT32_MIN}) {
+        FakeDLTensor f;
+        std::memcpy(&f.tensor.device.device_type, &type, sizeof type);
+        std::string value = "(";  // built in steps: GCC 12's -Wrestrict misfires on "(" + std::string
+        value += std::to_string(type);
+        value += ")";
+        expect_refused(f.tensor, {"DLTensor.device.device_type", value, "not CUDA memory"});
+        Producer p;
+        std::memcpy(&p.fake.tensor.device.device_type, &type, sizeof type);
+        expect_throw_with<InvalidArgument>([&] { (void)Tensor::from_dlpack(p.refresh()); },
+                                           {"Tensor::from_dlpack", "DLTensor.device.device_type"});
+        EXPECT_EQ(p.deletes, 1);
+    }
+}
+
 TEST(DLPackView, RefusesDevicesGpumathCannotUse) {
     FakeDLTensor f;
     f.tensor.device.device_id = -1;
@@ -192,6 +211,13 @@ TEST(DLPackView, RefusesMissingAndMisalignedData) {
     expect_refused(f.tensor, {"DLTensor.byte_offset", "16-byte", "c64"});
     f.tensor.byte_offset = UINT64_MAX - 3;
     expect_refused(f.tensor, {"DLTensor.byte_offset", "overflows"});
+    // An offset past PTRDIFF_MAX that stays below the top of the address space is added as an
+    // address (as a pointer index it was a UBSan report).
+    f.tensor.dtype = dl_type(kDLFloat, 32);
+    f.tensor.byte_offset = std::uint64_t{1} << 63;
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(TensorView::from_dlpack(f.tensor).data()),
+              reinterpret_cast<std::uintptr_t>(fake_device_pointer()) + (std::uintptr_t{1} << 63));
+    f.tensor.dtype = dl_type(kDLComplex, 128);
     // An offset aligned to the element is fine.
     f.tensor.byte_offset = 32;
     EXPECT_EQ(TensorView::from_dlpack(f.tensor).data(), static_cast<char*>(fake_device_pointer()) + 32);

@@ -74,6 +74,11 @@ TEST(TensorLayout, ScalarEmptyAndMaxRank) {
     TensorLayout empty(DataType::f16, {3, 0, 5});
     EXPECT_EQ(empty.size(), 0);
     EXPECT_EQ(empty.span_bytes(), 0);
+    // The strides of an empty layout are not bounded: 127 * 2^61 before the empty dimension once
+    // overflowed in span_elements (a UBSan report from the validation fuzz).
+    const TensorLayout huge_stride(DataType::f32, {128, 0}, {std::int64_t(1) << 61, 1});
+    EXPECT_EQ(huge_stride.span_elements(), 0);
+    EXPECT_EQ(huge_stride.span_bytes(), 0);
     TensorLayout r8(DataType::i8, {1, 2, 1, 2, 1, 2, 1, 2});
     EXPECT_EQ(r8.rank(), 8);
     EXPECT_EQ(r8.stride(0), 16);

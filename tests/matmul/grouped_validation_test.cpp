@@ -493,6 +493,29 @@ TEST(GroupedValidation, DeviceSizes) {
     }
 }
 
+TEST(GroupedValidation, DeviceSizesMisaligned) {
+    // The grouped kernel reads the sizes as i32: a misaligned pointer would fault on the device.
+    const Moe m;
+    const TensorView sizes = v(5, DataType::i32, {3}, {}, 2);
+    expect_throw_with<InvalidArgument>(
+        [&] { grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}); },
+        {"grouped_matmul", "group_sizes.sizes:", "not aligned", "4 bytes of an i32"});
+    GroupedMatmul mm(m.a, m.b, m.sizes);
+    expect_throw_with<InvalidArgument>(
+        [&] { mm.execute(m.a, m.b, m.d, DeviceGroupSizes{.sizes = sizes, .max_total_rows = 5}); },
+        {"GroupedMatmul::execute", "group_sizes.sizes:", "not aligned"});
+}
+
+TEST(GroupedValidation, DeviceSizesPastTheKernelsGrid) {
+    // 2^40 rows make 2^34 row tiles: more than a grid holds, refused before the kernel is compiled.
+    constexpr std::int64_t t = std::int64_t(1) << 40;
+    const auto at = [](int shift) { return reinterpret_cast<void*>(std::uintptr_t(1) << shift); };
+    const TensorView a(at(50), bf16, {t, K}), b = v(1, bf16, {3, K, N}), d(at(52), bf16, {t, N});
+    const DeviceGroupSizes sizes{.sizes = v(5, DataType::i32, {3}), .max_total_rows = t};
+    expect_throw_with<NotSupported>([&] { grouped_matmul(a, b, d, sizes); },
+                                    {"group_sizes.max_total_rows:", "2^31 - 1 row tiles", "host"});
+}
+
 TEST(GroupedValidation, StridedBatchedRules) {
     const Groups g;
     expect_throw_with<NotSupported>(

@@ -121,6 +121,24 @@ TEST(QuantizeLayout, ModeOutOfRange) {
         {"fp8_scale_layout", "mode: 9 is not a ScaleMode", "tensor, outer_vector, block_1x128, block_128x128"});
 }
 
+TEST(QuantizeLayout, PaddedScalesPastInt64) {
+    // block_128x128 pads each matrix's scales to L4 = 4 floats: 2^61 (1, 1) matrices have 2^63
+    // scales, past int64 (the product of the batch strides overflowed, a UBSan report). Refused
+    // for their bytes, as any scale layout too large.
+    constexpr std::int64_t big = std::int64_t(1) << 61;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)fp8_scale_layout(ScaleMode::block_128x128, TensorLayout(f16, {big, 1, 1}));
+        },
+        {"int64"});
+    // A leading batch dimension of 1: the overflow came one stride earlier.
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)dequantize_fp8(v(1, e4m3, {1, 2 * big, 1, 1}), v(2, f32, {}), ScaleMode::block_128x128);
+        },
+        {"int64"});
+}
+
 // ---- quantize_fp8 with outputs --------------------------------------------------------------------
 
 TEST(QuantizeValidation, ValidCallsReachTheDevice) {
@@ -339,6 +357,20 @@ TEST(QuantizeValidation, GridTooLarge) {
     const TensorView x = v(0, bf16, {std::int64_t(1) << 31, 1});
     expect_throw_with<NotSupported>([&] { (void)quantize_fp8(x, ScaleMode::outer_vector); },
                                     {"quantize_fp8", "2^31 - 1", "in parts"});
+}
+
+TEST(QuantizeValidation, GridTooLargeBeforeTheOutputs) {
+    // 2^59 (1, 1) matrices: block_128x128's padded scales take 2^61 floats, whose 2^63 bytes
+    // overflowed int64 in the overlap check of the outputs (a UBSan report). The grid is refused
+    // first, and it bounds the scales.
+    constexpr std::int64_t batches = std::int64_t(1) << 59;
+    const TensorView x = v(0, f16, {batches, 1, 1});
+    const TensorView scales(addr(2), fp8_scale_layout(ScaleMode::block_128x128, x));
+    expect_throw_with<NotSupported>(
+        [&] {
+            quantize_fp8(x, ScaleMode::block_128x128, v(1, e4m3, {batches, 1, 1}), scales);
+        },
+        {"quantize_fp8", "x:", "2^31 - 1"});
 }
 
 // ---- dequantize_fp8 --------------------------------------------------------------------------------

@@ -343,6 +343,18 @@ TEST(MatmulValidation, GradientEpilogsNeedAux) {
                                            {"aux:", std::string(to_string(e)), "MatmulArgs::aux"});
 }
 
+TEST(MatmulValidation, ReluMaskPastInt64Bits) {
+    // D (2^57, 1) f16 spans 2^58 bytes, and its ReLU mask 16 bytes per row of D: 2^61 bytes, 2^64
+    // bits, and cuBLASLt addresses the mask in int64 bits.
+    constexpr std::int64_t m = std::int64_t(1) << 57;
+    const auto at = [](int shift) { return reinterpret_cast<void*>(std::uintptr_t(1) << shift); };
+    const TensorView a(at(40), f16, {m, 8}), b(at(39), f16, {8, 1});
+    expect_throw_with<NotSupported>([&] { Matmul mm(a, b, {.epilog = Epilog::relu_aux}); },
+                                    {"aux:", "int64", "split the product"});
+    const TensorView d(at(62), f16, {m, 1});
+    expect_throw_with<NotSupported>([&] { matmul(a, b, d, {}, {.epilog = Epilog::relu_aux}); }, {"aux:", "int64"});
+}
+
 TEST(MatmulValidation, GeluAuxLayout) {
     Problem p;
     // Leading dimension 6 is not a multiple of 8.
