@@ -15,8 +15,8 @@ Times, with CUDA events (median of many runs after a sustained warm-up):
 import argparse
 import json
 import math
-import statistics
-import time
+
+import _timing as timing  # bench/peers/_timing.py, beside this script
 
 import torch
 
@@ -67,24 +67,7 @@ def uniform(shape):
 
 
 def gpu_ms(fn, warmup=5, samples=31):
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < BURN_SECONDS:
-        for _ in range(4):
-            fn()
-        torch.cuda.synchronize()
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(samples):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+    return timing.torch_gpu_ms(torch, fn, warmup, samples, BURN_SECONDS, burn_calls=4)
 
 
 def main():

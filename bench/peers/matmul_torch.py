@@ -12,8 +12,6 @@ of a 64^3 f32 matmul in bursts of 128.
 
 import argparse
 import json
-import statistics
-import time
 
 import _timing as timing  # bench/peers/_timing.py, beside this script
 
@@ -29,26 +27,7 @@ BURN_SECONDS = 2.0
 
 
 def gpu_ms(fn, warmup, samples):
-    # Sustained load first, as bench_matmul does: the card boosts when idle and slows within
-    # seconds of heavy work, so both measure at the clocks it settles at.
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < BURN_SECONDS:
-        for _ in range(16):
-            fn()
-        torch.cuda.synchronize()
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(samples):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+    return timing.torch_gpu_ms(torch, fn, warmup, samples, BURN_SECONDS)
 
 
 def host_us(fn, burst=128, bursts=51, warmup=3):
