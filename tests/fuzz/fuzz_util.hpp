@@ -37,6 +37,13 @@ inline int iterations(int base) {
     return base;
 }
 
+/// x * y, or INT64_MAX where the product overflows: huge extents make strides past what a layout
+/// may address, which TensorLayout must reject (a generator itself must not overflow).
+inline std::int64_t times(std::int64_t x, std::int64_t y) {
+    std::int64_t r = 0;
+    return __builtin_mul_overflow(x, y, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+
 class Fuzzer {
 public:
     explicit Fuzzer(std::uint64_t seed) : rng_(seed) {}
@@ -95,12 +102,6 @@ public:
             const std::int64_t rows = std::max<std::int64_t>(shape[std::size_t(rank - 2)], 1) + pad;
             strides[std::size_t(rank - 2)] = 1;
             strides[std::size_t(rank - 1)] = rows;
-            // Saturating products: huge extents make strides that overflow what a layout may
-            // address, which TensorLayout must reject (the generator itself must not overflow).
-            auto times = [](std::int64_t x, std::int64_t y) {
-                std::int64_t r = 0;
-                return __builtin_mul_overflow(x, y, &r) ? std::numeric_limits<std::int64_t>::max() : r;
-            };
             std::int64_t s = times(rows, std::max<std::int64_t>(shape[std::size_t(rank - 1)], 1));
             for (int i = rank - 3; i >= 0; --i) {
                 strides[std::size_t(i)] = chance(20) ? 0 : s;

@@ -30,11 +30,6 @@ namespace {
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
 
-std::int64_t times(std::int64_t x, std::int64_t y) {
-    std::int64_t r = 0;
-    return __builtin_mul_overflow(x, y, &r) ? int64_max : r;
-}
-
 /// Builds a grouped call from random parts, keeping every view it makes so that a call passing
 /// validation can be checked for misaligned operands.
 class GroupedFuzzer {
