@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <cstdint>
 #include <string_view>
 #include <tuple>
 
@@ -276,6 +277,156 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
 }
 )";
 
+// The Hopper kernel for f16 and bf16 inputs (after the prelude and the macros GM_WG_TYPE, GM_WG_B_ROWS,
+// GM_WG_TRANS_B and GM_WG_STAGES; compiled for sm_90a), for A contiguous along K and weights
+// contiguous along N (GM_WG_B_ROWS 1) or along K (0), 16-byte aligned (grouped_wgmma_layout). Blocks
+// of 256 threads, two warpgroups, compute 128 x 128 tiles of D with warpgroup MMA (wgmma.mma_async
+// m64n64k16, f32 accumulation) reading both operands from shared memory: K in steps of 64 through
+// GM_WG_STAGES stages in 128-byte-swizzled layouts, filled with cp.async GM_WG_STAGES - 2 steps
+// ahead of the MMAs. Each warpgroup computes 64 rows, two m64n64k16 products per 16 of K.
+constexpr std::string_view wgmma_body = R"(
+#define GM_WG_STAGE_BYTES 32768
+#define GM_WG_B_OFFSET 16384
+
+// 16 bytes global -> shared without passing through registers; zeros when `in` is false (nothing
+// is read then).
+static __device__ __forceinline__ void gm_cp16(unsigned smem, const void* gmem, bool in) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(in ? 16 : 0));
+}
+
+// Shared-memory matrix descriptors (128-byte swizzle; groups of 8 rows 1024 bytes apart). K-major:
+// rows of 64 elements along K, the leading offset unused. MN-major (weights contiguous along N):
+// rows of 64 elements along N, one per k; a product reads one such 64-wide block, so the only
+// stride it uses is the one between groups of 8 k-rows, 1024 bytes, which both offsets give.
+static __device__ __forceinline__ unsigned long long gm_desc(unsigned addr, unsigned leading) {
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)leading << 16) |
+           ((unsigned long long)(1024u >> 4) << 32) | (1ull << 62);
+}
+
+// d += A (64 x 16, descriptor da, K-major) * B (16 x 64, descriptor db), on the warpgroup.
+static __device__ __forceinline__ void gm_wgmma(float (&d)[32], unsigned long long da, unsigned long long db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." GM_WG_TYPE "." GM_WG_TYPE
+        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, " GM_WG_TRANS_B ";\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "r"(1));
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_grouped p) {
+    extern __shared__ __align__(1024) unsigned char gm_smem[];
+    gm_tile where;
+    if (!gm_find_tile(p, blockIdx.x, 128, where)) return;
+    const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
+    const long long c0 = (long long)blockIdx.y * 128;
+    if (c0 >= p.n) return;
+    const int t = threadIdx.x;
+    const gm_in* a = static_cast<const gm_in*>(p.a) + (row0 + r0) * p.a_row;
+    const gm_in* b = static_cast<const gm_in*>(p.b) + g * p.b_group;
+    // Stages from the first 1024-byte boundary (the launch asks for 1024 bytes more).
+    const unsigned base = (static_cast<unsigned>(__cvta_generic_to_shared(gm_smem)) + 1023u) & ~1023u;
+
+    // Step `s` of K (64 wide) into stage buffer `st`: A as 128 rows of 128 bytes (16-byte chunk c of
+    // row r at c ^ (r % 8)); B likewise with 128 rows along N (K-major weights), or as two 64-column
+    // halves of 64 rows along K (weights contiguous along N). Chunks out of range are zeros
+    // (K % 8 == 0 and N % 8 == 0: a chunk is all in or all out).
+    auto load = [&](int st, long long s) {
+        const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + GM_WG_B_OFFSET;
+        const long long k0 = s * 64;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int idx = t + i * 256, r = idx >> 3, c = idx & 7;
+            const long long kk = k0 + c * 8;
+            const bool in = r < rows && kk < p.k;
+            gm_cp16(sa + r * 128 + ((c ^ (r & 7)) << 4), in ? a + r * p.a_row + kk : a, in);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int idx = t + i * 256;
+#if GM_WG_B_ROWS
+            const int kr = idx >> 4, h = (idx >> 3) & 1, c = idx & 7;
+            const long long col = c0 + h * 64 + c * 8, kk = k0 + kr;
+            const bool in = kk < p.k && col < p.n;
+            gm_cp16(sb + h * 8192 + kr * 128 + ((c ^ (kr & 7)) << 4), in ? b + kk * p.b_row + col : b, in);
+#else
+            const int nr = idx >> 3, c = idx & 7;
+            const long long col = c0 + nr, kk = k0 + c * 8;
+            const bool in = col < p.n && kk < p.k;
+            gm_cp16(sb + nr * 128 + ((c ^ (nr & 7)) << 4), in ? b + col * p.b_col + kk : b, in);
+#endif
+        }
+    };
+
+    float acc[2][32];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) acc[h][i] = 0.0f;
+
+    const int wg = t >> 7;
+    const long long steps = (p.k + 63) / 64;
+#pragma unroll
+    for (int s = 0; s < GM_WG_STAGES - 2; ++s) {
+        if (s < steps) load(s, s);
+        asm volatile("cp.async.commit_group;\n" ::);
+    }
+    for (long long s = 0; s < steps; ++s) {
+        // Step s has landed (this thread's copies; the barrier makes it every thread's, the proxy
+        // fence makes it visible to wgmma), and every warpgroup has finished step s - 2's MMAs
+        // (wait_group 1 below), so that step's buffer takes step s + GM_WG_STAGES - 2.
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(GM_WG_STAGES - 3));
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        const long long next = s + GM_WG_STAGES - 2;
+        if (next < steps) load(int(next % GM_WG_STAGES), next);
+        asm volatile("cp.async.commit_group;\n" ::);
+
+        const unsigned sa = base + int(s % GM_WG_STAGES) * GM_WG_STAGE_BYTES, sb = sa + GM_WG_B_OFFSET;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            const unsigned long long da = gm_desc(sa + wg * 8192 + kk * 32, 1);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+#if GM_WG_B_ROWS
+                const unsigned long long db = gm_desc(sb + h * 8192 + kk * 2048, 1024u >> 4);
+#else
+                const unsigned long long db = gm_desc(sb + h * 8192 + kk * 32, 1);
+#endif
+                gm_wgmma(acc[h], da, db);
+            }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+
+    // The m64n64 accumulator: thread (warp w, lane l) of a warpgroup holds rows 16 w + l / 4 and
+    // 16 w + l / 4 + 8, columns 8 q + 2 (l % 4) and the next, of each 8-column block q.
+    const int warp = (t & 127) >> 5, lane = t & 31;
+    gm_out* d = static_cast<gm_out*>(p.d) + (row0 + r0) * p.d_row;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int q = 0; q < 8; ++q)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const long long r = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
+                if (r >= rows) continue;
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const long long c = c0 + h * 64 + q * 8 + (lane & 3) * 2 + e;
+                    if (c >= p.n) continue;
+                    float v = p.alpha * acc[h][q * 4 + i * 2 + e];
+#if GM_BIAS
+                    v += gm_load(static_cast<const gm_out*>(p.bias)[g * p.bias_group + c * p.bias_col]);
+#endif
+                    gm_store(d[r * p.d_row + c * p.d_col], gm_act(v));
+                }
+            }
+}
+)";
+
 const char* type_name(DataType t) {
     const char* name = cuda_element_type(t);
     if (name == nullptr)
@@ -304,17 +455,16 @@ int activation(Epilog e) {
     }
 }
 
-struct Kernels {
-    core::Kernel gemm;
-};
+/// Which program of a variant: the portable kernel, or the Hopper kernel for one weight layout.
+enum class Program { portable, wgmma_b_rows, wgmma_b_cols };
 
-const Kernels& grouped_kernels(int device, const GroupedKernelVariant& v) {
-    using Key = std::tuple<int, DataType, DataType, Epilog>;
+const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, Program which) {
+    using Key = std::tuple<int, DataType, DataType, Epilog, Program>;
     static std::mutex mutex;
     // Never destroyed, like every per-device state: no static destructor may run after the CUDA
     // runtime has shut down.
-    static auto* cache = new std::map<Key, std::unique_ptr<const Kernels>>();
-    const Key key{device, v.input, v.result, v.epilog};
+    static auto* cache = new std::map<Key, std::unique_ptr<const core::Kernel>>();
+    const Key key{device, v.input, v.result, v.epilog, which};
     {
         std::lock_guard lock(mutex);
         if (auto it = cache->find(key); it != cache->end()) return *it->second;
@@ -322,27 +472,79 @@ const Kernels& grouped_kernels(int device, const GroupedKernelVariant& v) {
     // Compiled outside the lock; two threads that miss at once both compile (the compile cache
     // serves the second) and the first one stored wins.
     const core::Device dev(device);
-    const core::Module module(compile_grouped_kernel(v, dev.arch()));
-    auto k = std::make_unique<Kernels>();
-    k->gemm = module.kernel(grouped_kernel_name, device);
+    std::unique_ptr<core::Kernel> k;
+    if (which == Program::portable) {
+        const core::Module module(compile_grouped_kernel(v, dev.arch()));
+        k = std::make_unique<core::Kernel>(module.kernel(grouped_kernel_name, device));
+    } else {
+        const auto layout = which == Program::wgmma_b_rows ? GroupedWgmmaLayout::b_rows : GroupedWgmmaLayout::b_cols;
+        const core::Module module(compile_grouped_wgmma_kernel(v, layout, dev.arch() + "a"));
+        k = std::make_unique<core::Kernel>(module.kernel(grouped_wgmma_kernel_name, device));
+        k->set_max_dynamic_shared_memory(grouped_wgmma_shared_bytes);
+    }
     std::lock_guard lock(mutex);
     return *cache->emplace(key, std::move(k)).first->second;
+}
+
+bool aligned16(const void* q) noexcept { return (reinterpret_cast<std::uintptr_t>(q) & 15U) == 0; }
+
+std::string variant_header(const GroupedKernelVariant& v) {
+    return fmt::format(
+        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef {} gm_in;\ntypedef {} gm_out;\n#define GM_ACT {}\n"
+        "#define GM_BIAS {}\n",
+        type_name(v.input), type_name(v.result), activation(v.epilog), epilog_takes_bias(v.epilog) ? 1 : 0);
 }
 
 }  // namespace
 
 std::string grouped_kernel_source(const GroupedKernelVariant& v) {
-    std::string s = fmt::format(
-        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef {} gm_in;\ntypedef {} gm_out;\n#define GM_ACT {}\n"
-        "#define GM_BIAS {}\n#define GM_TILE {}\n#define GM_TILE_K {}\n#define GM_TC_M {}\n#define GM_TC_N {}\n"
-        "#define GM_TC_K {}\n",
-        type_name(v.input), type_name(v.result), activation(v.epilog), epilog_takes_bias(v.epilog) ? 1 : 0,
+    std::string s = variant_header(v);
+    s += fmt::format(
+        "#define GM_TILE {}\n#define GM_TILE_K {}\n#define GM_TC_M {}\n#define GM_TC_N {}\n#define GM_TC_K {}\n",
         grouped_tile, grouped_tile_k, grouped_tc_tile_m, grouped_tc_tile_n, grouped_tc_tile_k);
     s += cuda_element_conversions;
     s += "#line 1 \"gpumath_grouped\"";
     s += prelude;
     s += uses_tensor_cores(v) ? tc_body : simt_body;
     return s;
+}
+
+std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout) {
+    if (!uses_tensor_cores(v))
+        throw_invalid(fmt::format("{}: the Hopper grouped kernel takes f16 and bf16", gpumath::to_string(v.input)),
+                      "grouped_wgmma_source");
+    if (layout == GroupedWgmmaLayout::none)
+        throw_invalid("layout: none has no Hopper grouped kernel", "grouped_wgmma_source");
+    const bool b_rows = layout == GroupedWgmmaLayout::b_rows;
+    std::string s = variant_header(v);
+    s += fmt::format(
+        "#define GM_WG_TYPE \"{}\"\n#define GM_WG_B_ROWS {}\n#define GM_WG_TRANS_B \"{}\"\n#define GM_WG_STAGES {}\n",
+        v.input == DataType::bf16 ? "bf16" : "f16", b_rows ? 1 : 0, b_rows ? 1 : 0, grouped_wgmma_stages);
+    s += cuda_element_conversions;
+    s += "#line 1 \"gpumath_grouped_wgmma\"";
+    s += prelude;
+    s += wgmma_body;
+    return s;
+}
+
+GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v, const GroupedKernelParams& p) noexcept {
+    if (!uses_tensor_cores(v) || p.k % 8 != 0) return GroupedWgmmaLayout::none;
+    if (p.a_col != 1 || p.a_row % 8 != 0 || !aligned16(p.a)) return GroupedWgmmaLayout::none;
+    if (p.b_group % 8 != 0 || !aligned16(p.b)) return GroupedWgmmaLayout::none;
+    if (p.b_col == 1 && p.b_row % 8 == 0 && p.n % 8 == 0) return GroupedWgmmaLayout::b_rows;
+    if (p.b_row == 1 && p.b_col % 8 == 0) return GroupedWgmmaLayout::b_cols;
+    return GroupedWgmmaLayout::none;
+}
+
+core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
+                                              const std::string& arch) {
+    core::ProgramOptions options;
+    options.name =
+        fmt::format("gpumath_grouped_wgmma_{}_{}_{}_{}", gpumath::to_string(v.input), gpumath::to_string(v.result),
+                    gpumath::to_string(v.epilog), layout == GroupedWgmmaLayout::b_rows ? "b_rows" : "b_cols");
+    options.arch = arch;
+    options.std = "c++17";
+    return core::Program(grouped_wgmma_source(v, layout), std::move(options)).compile(core::CodeType::cubin);
 }
 
 core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std::string& arch) {
@@ -355,14 +557,29 @@ core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std
 }
 
 void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream) {
+    const int device = detail::current_device();
+    const core::ComputeCapability cc = core::Device(device).compute_capability();
+    const GroupedWgmmaLayout layout =
+        cc.major == 9 && cc.minor == 0 ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
+    if (layout != GroupedWgmmaLayout::none) {
+        const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, grouped_wgmma_tile);
+        const std::int64_t col_tiles = (p.n + grouped_wgmma_tile - 1) / grouped_wgmma_tile;
+        if (p.max_rows == 0 || row_tiles == 0 || col_tiles == 0) return;
+        const core::Kernel& k = grouped_kernel(
+            device, v, layout == GroupedWgmmaLayout::b_rows ? Program::wgmma_b_rows : Program::wgmma_b_cols);
+        core::launch(stream,
+                     {.grid = {row_tiles, col_tiles}, .block = {256}, .shared_memory = grouped_wgmma_shared_bytes}, k,
+                     p);
+        return;
+    }
     const bool tc = uses_tensor_cores(v);
     const std::int64_t tile_m = tc ? grouped_tc_tile_m : grouped_tile, tile_n = tc ? grouped_tc_tile_n : grouped_tile;
     const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, tile_m);
     const std::int64_t col_tiles = (p.n + tile_n - 1) / tile_n;
     if (p.max_rows == 0 || row_tiles == 0 || col_tiles == 0) return;
-    const Kernels& k = grouped_kernels(detail::current_device(), v);
-    if (tc) core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {256}}, k.gemm, p);
-    else core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {16, 16}}, k.gemm, p);
+    const core::Kernel& k = grouped_kernel(device, v, Program::portable);
+    if (tc) core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {256}}, k, p);
+    else core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {16, 16}}, k, p);
 }
 
 }  // namespace gpumath::detail

@@ -3,6 +3,7 @@
 // group sizes live in device memory. One program per (input type, result type, activation, bias).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -64,6 +65,30 @@ inline constexpr std::int64_t grouped_tc_tile_k = 32;
     return v.input == DataType::f16 || v.input == DataType::bf16;
 }
 
+/// Which weight layout the Hopper kernel (warpgroup MMA, compute capability 9.0) runs a call with:
+/// none when it cannot (f32 inputs; A not contiguous along K; weights contiguous along neither N nor
+/// K; K, a stride or an operand's address not a multiple of 16 bytes; N not a multiple of 8 for
+/// weights contiguous along N); the portable kernel runs those.
+enum class GroupedWgmmaLayout { none, b_rows, b_cols };
+[[nodiscard]] GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v,
+                                                      const GroupedKernelParams& p) noexcept;
+
+/// The Hopper kernel's tile of D (rows and columns per block of 256 threads), stages of K (64 wide,
+/// 32 KiB each) and dynamic shared memory per block (the stages plus 1 KiB for their alignment).
+inline constexpr std::int64_t grouped_wgmma_tile = 128;
+inline constexpr int grouped_wgmma_stages = 5;
+inline constexpr std::size_t grouped_wgmma_shared_bytes = std::size_t(grouped_wgmma_stages) * 32768 + 1024;
+/// The Hopper kernel's extern "C" name.
+inline constexpr const char* grouped_wgmma_kernel_name = "gm_grouped_wgmma";
+
+/// The CUDA C++ of the Hopper kernel of `v` for weights laid out as `layout` (not none); needs an
+/// arch-specific target ("sm_90a"). InvalidArgument for f32 inputs or `none`.
+[[nodiscard]] std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout);
+
+/// `grouped_wgmma_source(v, layout)` compiled to a cubin for `arch` ("sm_90a").
+[[nodiscard]] core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
+                                                            const std::string& arch);
+
 /// Blocks along the rows of the launch: enough for any sizes summing to at most `max_rows` over
 /// `groups` groups in tiles of `tile` rows (a group's last tile may be partial), so tiles past the
 /// groups' rows exit at once.
@@ -73,7 +98,9 @@ inline constexpr std::int64_t grouped_tc_tile_k = 32;
 }
 
 /// Enqueues the kernel of `v` on `stream` (current device; compiled and loaded on first use, then
-/// kept). Allocates nothing and reads the sizes on the device only, so it may be captured.
+/// kept): the Hopper kernel where grouped_wgmma_layout allows it on a device of compute capability
+/// 9.0, the portable one otherwise. Allocates nothing and reads the sizes on the device only, so it
+/// may be captured.
 void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream);
 
 }  // namespace gpumath::detail

@@ -638,8 +638,95 @@ TEST(GroupedKernel, CompilesWithNvrtc) {
             EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_kernel_name), names.end());
         }
     expect_throw_with<InvalidArgument>([] { (void)detail::grouped_kernel_source({.input = DataType::f64}); }, {"f64"});
+    expect_throw_with<InvalidArgument>(
+        [] { (void)detail::grouped_wgmma_source({.input = f32, .result = f32}, detail::GroupedWgmmaLayout::b_rows); },
+        {"f32", "f16 and bf16"});
+    expect_throw_with<InvalidArgument>([] { (void)detail::grouped_wgmma_source({}, detail::GroupedWgmmaLayout::none); },
+                                       {"none"});
     expect_throw_with<InvalidArgument>([] { (void)detail::grouped_kernel_source({.epilog = Epilog::relu_aux}); },
                                        {"relu_aux"});
+}
+
+TEST(GroupedKernel, HopperKernelCompilesWithNvrtc) {
+    // The warpgroup-MMA kernel for sm_90a: both input types, both weight layouts, a result type
+    // each, with and without a bias and activation.
+    using detail::GroupedWgmmaLayout;
+    const std::pair<DataType, DataType> types[] = {{bf16, bf16}, {f16, f32}};
+    for (auto [input, result] : types)
+        for (GroupedWgmmaLayout layout : {GroupedWgmmaLayout::b_rows, GroupedWgmmaLayout::b_cols})
+            for (Epilog e : {Epilog::none, Epilog::silu_bias}) {
+                SCOPED_TRACE(std::string(to_string(input)) + " -> " + std::string(to_string(result)) + " " +
+                             std::string(to_string(e)) +
+                             (layout == GroupedWgmmaLayout::b_rows ? " b_rows" : " b_cols"));
+                const core::ObjectCode code = detail::compile_grouped_wgmma_kernel(
+                    {.input = input, .result = result, .epilog = e}, layout, "sm_90a");
+                EXPECT_EQ(code.arch(), "sm_90a");
+                const std::vector<std::string> names = code.kernel_names();
+                EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_wgmma_kernel_name), names.end());
+            }
+}
+
+TEST(GroupedKernel, HopperKernelTakesAlignedContiguousOperandsOnly) {
+    using detail::GroupedWgmmaLayout;
+    alignas(16) static const std::uint16_t storage[64] = {};
+    const auto* aligned = static_cast<const void*>(storage);
+    const auto* odd = static_cast<const void*>(storage + 1);  // 2 bytes past a 16-byte boundary
+    // A (T, K) row-major, weights (G, K, N) row-major: contiguous along N.
+    const detail::GroupedKernelParams rows{.a = aligned,
+                                           .b = aligned,
+                                           .groups = 2,
+                                           .max_rows = 64,
+                                           .n = 128,
+                                           .k = 64,
+                                           .a_row = 64,
+                                           .a_col = 1,
+                                           .b_group = 64 * 128,
+                                           .b_row = 128,
+                                           .b_col = 1};
+    const detail::GroupedKernelVariant bf{};
+    EXPECT_EQ(detail::grouped_wgmma_layout(bf, rows), GroupedWgmmaLayout::b_rows);
+    // Weights column-major per expert: contiguous along K.
+    detail::GroupedKernelParams cols = rows;
+    cols.b_row = 1;
+    cols.b_col = 64;
+    EXPECT_EQ(detail::grouped_wgmma_layout(bf, cols), GroupedWgmmaLayout::b_cols);
+    EXPECT_EQ(detail::grouped_wgmma_layout({.input = f16, .result = f32}, cols), GroupedWgmmaLayout::b_cols);
+    // What the portable kernel runs instead.
+    auto none = [&](detail::GroupedKernelParams p, const detail::GroupedKernelVariant& v = {}) {
+        EXPECT_EQ(detail::grouped_wgmma_layout(v, p), GroupedWgmmaLayout::none);
+    };
+    none(rows, {.input = f32, .result = f32});
+    auto p = rows;
+    p.k = 60;  // K not a multiple of 8 (16 bytes)
+    p.a_row = 60;
+    none(p);
+    p = rows;
+    p.a = odd;
+    none(p);
+    p = rows;
+    p.b = odd;
+    none(p);
+    p = rows;
+    p.a_row = 1;  // A column-major
+    p.a_col = 64;
+    none(p);
+    p = rows;
+    p.a_row = 68;  // rows of A 136 bytes apart
+    none(p);
+    p = rows;
+    p.n = 124;  // N not a multiple of 8 with weights contiguous along N
+    p.b_row = 124;
+    none(p);
+    p = rows;
+    p.b_group = 64 * 128 + 4;  // experts not 16 bytes apart
+    none(p);
+    p = cols;
+    p.b_col = 66;  // columns of the weights 132 bytes apart
+    none(p);
+    p = rows;
+    p.b_row = 256;  // weights strided along both dimensions
+    p.b_col = 2;
+    none(p);
 }
 
 TEST(GroupedValidation, MovedFrom) {
