@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The grouped kernel: every group's product in one launch, each block finding its group and tile
-// from the sizes in device memory, for any strides, with f32 accumulation: on tensor cores (WMMA)
-// for f16 and bf16 inputs, a plain shared-memory tiled GEMM for f32.
+// The grouped kernels: every group's product in one launch, each block finding its group and tile
+// from the sizes in device memory, with f32 accumulation: on Hopper, warpgroup MMA for f16 and bf16
+// operands contiguous and aligned enough for it; elsewhere and for any strides, tensor cores (WMMA)
+// for f16 and bf16 inputs and a plain shared-memory tiled GEMM for f32.
 #include "matmul/grouped_kernel.hpp"
 
 #include <map>
@@ -277,16 +278,18 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
 }
 )";
 
-// The Hopper kernel for f16 and bf16 inputs (after the prelude and the macros GM_WG_TYPE, GM_WG_B_ROWS,
-// GM_WG_TRANS_B and GM_WG_STAGES; compiled for sm_90a), for A contiguous along K and weights
-// contiguous along N (GM_WG_B_ROWS 1) or along K (0), 16-byte aligned (grouped_wgmma_layout). Blocks
-// of 256 threads, two warpgroups, compute 128 x 128 tiles of D with warpgroup MMA (wgmma.mma_async
-// m64n64k16, f32 accumulation) reading both operands from shared memory: K in steps of 64 through
-// GM_WG_STAGES stages in 128-byte-swizzled layouts, filled with cp.async GM_WG_STAGES - 2 steps
-// ahead of the MMAs. Each warpgroup computes 64 rows, two m64n64k16 products per 16 of K.
+// The Hopper kernel for f16 and bf16 inputs (after the prelude, the macros GM_WG_B_ROWS, GM_WG_BN,
+// GM_WG_WN, GM_WG_STAGES, GM_WG_MN_LBO and GM_WG_MN_SBO, and gm_wgmma for m64 n GM_WG_WN k16 of the
+// input type; compiled for sm_90a), for A contiguous along K and weights contiguous along N
+// (GM_WG_B_ROWS 1) or along K (0), 16-byte aligned (grouped_wgmma_layout). Blocks of 256 threads,
+// two warpgroups, compute 128 x GM_WG_BN tiles of D with warpgroup MMA (wgmma.mma_async, f32
+// accumulation) reading both operands from shared memory: K in steps of 64 through GM_WG_STAGES
+// stages in 128-byte-swizzled layouts, filled with cp.async GM_WG_STAGES - 2 steps ahead of the
+// MMAs. Each warpgroup computes 64 rows: GM_WG_BN / GM_WG_WN products per 16 of K.
 constexpr std::string_view wgmma_body = R"(
-#define GM_WG_STAGE_BYTES 32768
-#define GM_WG_B_OFFSET 16384
+#define GM_WG_B_BYTES (GM_WG_BN * 128)
+#define GM_WG_STAGE_BYTES (16384 + GM_WG_B_BYTES)
+#define GM_WG_PARTS (GM_WG_BN / GM_WG_WN)
 
 // 16 bytes global -> shared without passing through registers; zeros when `in` is false (nothing
 // is read then).
@@ -294,23 +297,11 @@ static __device__ __forceinline__ void gm_cp16(unsigned smem, const void* gmem, 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(in ? 16 : 0));
 }
 
-// Shared-memory matrix descriptors (128-byte swizzle; groups of 8 rows 1024 bytes apart). K-major:
-// rows of 64 elements along K, the leading offset unused. MN-major (weights contiguous along N):
-// rows of 64 elements along N, one per k; a product reads one such 64-wide block, so the only
-// stride it uses is the one between groups of 8 k-rows, 1024 bytes, which both offsets give.
-static __device__ __forceinline__ unsigned long long gm_desc(unsigned addr, unsigned leading) {
-    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)leading << 16) |
-           ((unsigned long long)(1024u >> 4) << 32) | (1ull << 62);
-}
-
-// d += A (64 x 16, descriptor da, K-major) * B (16 x 64, descriptor db), on the warpgroup.
-static __device__ __forceinline__ void gm_wgmma(float (&d)[32], unsigned long long da, unsigned long long db) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32." GM_WG_TYPE "." GM_WG_TYPE
-        " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, " GM_WG_TRANS_B ";\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(da), "l"(db), "r"(1));
+// A shared-memory matrix descriptor with 128-byte swizzle: start address, leading and stride byte
+// offsets.
+static __device__ __forceinline__ unsigned long long gm_desc(unsigned addr, unsigned leading, unsigned stride) {
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(leading >> 4) << 16) |
+           ((unsigned long long)(stride >> 4) << 32) | (1ull << 62);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_grouped p) {
@@ -318,7 +309,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
     gm_tile where;
     if (!gm_find_tile(p, blockIdx.x, 128, where)) return;
     const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
-    const long long c0 = (long long)blockIdx.y * 128;
+    const long long c0 = (long long)blockIdx.y * GM_WG_BN;
     if (c0 >= p.n) return;
     const int t = threadIdx.x;
     const gm_in* a = static_cast<const gm_in*>(p.a) + (row0 + r0) * p.a_row;
@@ -327,11 +318,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
     const unsigned base = (static_cast<unsigned>(__cvta_generic_to_shared(gm_smem)) + 1023u) & ~1023u;
 
     // Step `s` of K (64 wide) into stage buffer `st`: A as 128 rows of 128 bytes (16-byte chunk c of
-    // row r at c ^ (r % 8)); B likewise with 128 rows along N (K-major weights), or as two 64-column
-    // halves of 64 rows along K (weights contiguous along N). Chunks out of range are zeros
-    // (K % 8 == 0 and N % 8 == 0: a chunk is all in or all out).
+    // row r at c ^ (r % 8)); B likewise with GM_WG_BN rows along N (K-major weights), or as
+    // GM_WG_BN / 64 blocks of 64 columns, each 64 rows along K (weights contiguous along N). Chunks
+    // out of range are zeros (K % 8 == 0 and N % 8 == 0: a chunk is all in or all out).
     auto load = [&](int st, long long s) {
-        const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + GM_WG_B_OFFSET;
+        const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + 16384;
         const long long k0 = s * 64;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -341,13 +332,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
             gm_cp16(sa + r * 128 + ((c ^ (r & 7)) << 4), in ? a + r * p.a_row + kk : a, in);
         }
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < GM_WG_BN / 32; ++i) {
             const int idx = t + i * 256;
 #if GM_WG_B_ROWS
-            const int kr = idx >> 4, h = (idx >> 3) & 1, c = idx & 7;
-            const long long col = c0 + h * 64 + c * 8, kk = k0 + kr;
+            const int kr = idx / (GM_WG_BN / 8), rem = idx % (GM_WG_BN / 8), blk = rem >> 3, c = rem & 7;
+            const long long col = c0 + blk * 64 + c * 8, kk = k0 + kr;
             const bool in = kk < p.k && col < p.n;
-            gm_cp16(sb + h * 8192 + kr * 128 + ((c ^ (kr & 7)) << 4), in ? b + kk * p.b_row + col : b, in);
+            gm_cp16(sb + blk * 8192 + kr * 128 + ((c ^ (kr & 7)) << 4), in ? b + kk * p.b_row + col : b, in);
 #else
             const int nr = idx >> 3, c = idx & 7;
             const long long col = c0 + nr, kk = k0 + c * 8;
@@ -357,11 +348,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
         }
     };
 
-    float acc[2][32];
+    float acc[GM_WG_PARTS][GM_WG_WN / 2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < GM_WG_PARTS; ++h)
 #pragma unroll
-        for (int i = 0; i < 32; ++i) acc[h][i] = 0.0f;
+        for (int i = 0; i < GM_WG_WN / 2; ++i) acc[h][i] = 0.0f;
 
     const int wg = t >> 7;
     const long long steps = (p.k + 63) / 64;
@@ -381,17 +372,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
         if (next < steps) load(int(next % GM_WG_STAGES), next);
         asm volatile("cp.async.commit_group;\n" ::);
 
-        const unsigned sa = base + int(s % GM_WG_STAGES) * GM_WG_STAGE_BYTES, sb = sa + GM_WG_B_OFFSET;
+        const unsigned sa = base + int(s % GM_WG_STAGES) * GM_WG_STAGE_BYTES, sb = sa + 16384;
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-            const unsigned long long da = gm_desc(sa + wg * 8192 + kk * 32, 1);
+            // A: this warpgroup's 64 rows, 16 of K 32 bytes into the swizzled rows; groups of 8 rows
+            // 1024 bytes apart (the leading offset is unused).
+            const unsigned long long da = gm_desc(sa + wg * 8192 + kk * 32, 16, 1024);
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
+            for (int h = 0; h < GM_WG_PARTS; ++h) {
 #if GM_WG_B_ROWS
-                const unsigned long long db = gm_desc(sb + h * 8192 + kk * 2048, 1024u >> 4);
+                // B contiguous along N: 16 k-rows (2048 bytes) per step; 64-column blocks 8192 bytes
+                // apart, groups of 8 k-rows 1024 bytes apart.
+                const unsigned long long db =
+                    gm_desc(sb + h * (GM_WG_WN / 64) * 8192 + kk * 2048, GM_WG_MN_LBO, GM_WG_MN_SBO);
 #else
-                const unsigned long long db = gm_desc(sb + h * 8192 + kk * 32, 1);
+                const unsigned long long db = gm_desc(sb + h * GM_WG_WN * 128 + kk * 32, 16, 1024);
 #endif
                 gm_wgmma(acc[h], da, db);
             }
@@ -401,21 +397,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
-    // The m64n64 accumulator: thread (warp w, lane l) of a warpgroup holds rows 16 w + l / 4 and
-    // 16 w + l / 4 + 8, columns 8 q + 2 (l % 4) and the next, of each 8-column block q.
+    // The accumulator of an m64nWk16 product: thread (warp w, lane l) of a warpgroup holds rows
+    // 16 w + l / 4 and 16 w + l / 4 + 8, columns 8 q + 2 (l % 4) and the next, of each 8-column
+    // block q.
     const int warp = (t & 127) >> 5, lane = t & 31;
     gm_out* d = static_cast<gm_out*>(p.d) + (row0 + r0) * p.d_row;
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < GM_WG_PARTS; ++h)
 #pragma unroll
-        for (int q = 0; q < 8; ++q)
+        for (int q = 0; q < GM_WG_WN / 8; ++q)
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
                 const long long r = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
                 if (r >= rows) continue;
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    const long long c = c0 + h * 64 + q * 8 + (lane & 3) * 2 + e;
+                    const long long c = c0 + h * GM_WG_WN + q * 8 + (lane & 3) * 2 + e;
                     if (c >= p.n) continue;
                     float v = p.alpha * acc[h][q * 4 + i * 2 + e];
 #if GM_BIAS
@@ -426,6 +423,26 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
             }
 }
 )";
+
+/// gm_wgmma for m64 n`wn` k16: d (wn / 2 f32 per thread) += A (descriptor da, K-major) * B
+/// (descriptor db), with B transposed (contiguous along N) when `trans_b`.
+std::string wgmma_instruction(int wn, const char* type, bool trans_b) {
+    std::string regs, outs;
+    for (int i = 0; i < wn / 2; ++i) {
+        regs += fmt::format("{}%{}", i == 0 ? "" : ", ", i);
+        outs += fmt::format("{}\"+f\"(d[{}])", i == 0 ? "" : ", ", i);
+    }
+    return fmt::format(
+        "static __device__ __forceinline__ void gm_wgmma(float (&d)[{0}], unsigned long long da, unsigned long "
+        "long db) {{\n"
+        "    asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{1}, 0;\\n\"\n"
+        "                 \"wgmma.mma_async.sync.aligned.m64n{2}k16.f32.{3}.{3} {{{4}}}, %{5}, %{6}, p, 1, 1, 0, "
+        "{7};\\n}}\\n\"\n"
+        "                 : {8}\n"
+        "                 : \"l\"(da), \"l\"(db), \"r\"(1));\n"
+        "}}\n",
+        wn / 2, wn / 2 + 2, wn, type, regs, wn / 2, wn / 2 + 1, trans_b ? 1 : 0, outs);
+}
 
 const char* type_name(DataType t) {
     const char* name = cuda_element_type(t);
@@ -455,10 +472,18 @@ int activation(Epilog e) {
     }
 }
 
-/// Which program of a variant: the portable kernel, or the Hopper kernel for one weight layout.
-enum class Program { portable, wgmma_b_rows, wgmma_b_cols };
+/// Which program of a variant: the portable kernel, or the Hopper kernel for one weight layout and
+/// shape.
+struct Program {
+    GroupedWgmmaLayout layout = GroupedWgmmaLayout::none;  // none: the portable kernel
+    GroupedWgmmaShape shape{};
+    friend bool operator<(const Program& x, const Program& y) noexcept {
+        return std::tuple(x.layout, x.shape.block_n, x.shape.mma_n) <
+               std::tuple(y.layout, y.shape.block_n, y.shape.mma_n);
+    }
+};
 
-const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, Program which) {
+const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, const Program& which) {
     using Key = std::tuple<int, DataType, DataType, Epilog, Program>;
     static std::mutex mutex;
     // Never destroyed, like every per-device state: no static destructor may run after the CUDA
@@ -473,14 +498,13 @@ const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, Pr
     // serves the second) and the first one stored wins.
     const core::Device dev(device);
     std::unique_ptr<core::Kernel> k;
-    if (which == Program::portable) {
+    if (which.layout == GroupedWgmmaLayout::none) {
         const core::Module module(compile_grouped_kernel(v, dev.arch()));
         k = std::make_unique<core::Kernel>(module.kernel(grouped_kernel_name, device));
     } else {
-        const auto layout = which == Program::wgmma_b_rows ? GroupedWgmmaLayout::b_rows : GroupedWgmmaLayout::b_cols;
-        const core::Module module(compile_grouped_wgmma_kernel(v, layout, dev.arch() + "a"));
+        const core::Module module(compile_grouped_wgmma_kernel(v, which.layout, which.shape, dev.arch() + "a"));
         k = std::make_unique<core::Kernel>(module.kernel(grouped_wgmma_kernel_name, device));
-        k->set_max_dynamic_shared_memory(grouped_wgmma_shared_bytes);
+        k->set_max_dynamic_shared_memory(grouped_wgmma_shared_bytes(which.shape));
     }
     std::lock_guard lock(mutex);
     return *cache->emplace(key, std::move(k)).first->second;
@@ -509,18 +533,30 @@ std::string grouped_kernel_source(const GroupedKernelVariant& v) {
     return s;
 }
 
-std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout) {
+std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout, GroupedWgmmaShape shape) {
     if (!uses_tensor_cores(v))
         throw_invalid(fmt::format("{}: the Hopper grouped kernel takes f16 and bf16", gpumath::to_string(v.input)),
                       "grouped_wgmma_source");
     if (layout == GroupedWgmmaLayout::none)
         throw_invalid("layout: none has no Hopper grouped kernel", "grouped_wgmma_source");
+    if ((shape.block_n != 128 && shape.block_n != 256) ||
+        (shape.mma_n != 64 && shape.mma_n != 128 && shape.mma_n != 256) || shape.block_n % shape.mma_n != 0)
+        throw_invalid(fmt::format("shape: {} columns per block and {} per MMA; the kernel has 128 or 256 per block, "
+                                  "64, 128 or 256 per MMA dividing them",
+                                  shape.block_n, shape.mma_n),
+                      "grouped_wgmma_source");
     const bool b_rows = layout == GroupedWgmmaLayout::b_rows;
+    const char* type = v.input == DataType::bf16 ? "bf16" : "f16";
     std::string s = variant_header(v);
+    // Weights contiguous along N: the leading byte offset steps between 64-column blocks (8192
+    // bytes apart), the stride byte offset between groups of 8 k-rows (1024 bytes apart). Measured
+    // on the H200: the two exchanged give wrong products once an MMA spans two blocks.
     s += fmt::format(
-        "#define GM_WG_TYPE \"{}\"\n#define GM_WG_B_ROWS {}\n#define GM_WG_TRANS_B \"{}\"\n#define GM_WG_STAGES {}\n",
-        v.input == DataType::bf16 ? "bf16" : "f16", b_rows ? 1 : 0, b_rows ? 1 : 0, grouped_wgmma_stages);
+        "#define GM_WG_B_ROWS {}\n#define GM_WG_BN {}\n#define GM_WG_WN {}\n#define GM_WG_STAGES {}\n"
+        "#define GM_WG_MN_LBO {}\n#define GM_WG_MN_SBO {}\n",
+        b_rows ? 1 : 0, shape.block_n, shape.mma_n, grouped_wgmma_stages(shape), 8192, 1024);
     s += cuda_element_conversions;
+    s += wgmma_instruction(shape.mma_n, type, b_rows);
     s += "#line 1 \"gpumath_grouped_wgmma\"";
     s += prelude;
     s += wgmma_body;
@@ -537,14 +573,22 @@ GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v, const Gro
 }
 
 core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
-                                              const std::string& arch) {
+                                              GroupedWgmmaShape shape, const std::string& arch) {
     core::ProgramOptions options;
-    options.name =
-        fmt::format("gpumath_grouped_wgmma_{}_{}_{}_{}", gpumath::to_string(v.input), gpumath::to_string(v.result),
-                    gpumath::to_string(v.epilog), layout == GroupedWgmmaLayout::b_rows ? "b_rows" : "b_cols");
+    options.name = fmt::format("gpumath_grouped_wgmma_{}_{}_{}_{}_n{}_{}", gpumath::to_string(v.input),
+                               gpumath::to_string(v.result), gpumath::to_string(v.epilog),
+                               layout == GroupedWgmmaLayout::b_rows ? "b_rows" : "b_cols", shape.block_n, shape.mma_n);
     options.arch = arch;
     options.std = "c++17";
-    return core::Program(grouped_wgmma_source(v, layout), std::move(options)).compile(core::CodeType::cubin);
+    return core::Program(grouped_wgmma_source(v, layout, shape), std::move(options)).compile(core::CodeType::cubin);
+}
+
+GroupedWgmmaShape grouped_wgmma_shape(const GroupedKernelParams& p, int multiprocessors) noexcept {
+    // 256 columns per block read A half as often, but give half the blocks: only where the bound's
+    // rows alone make two blocks per SM of them.
+    const std::int64_t wide = ((p.max_rows + 127) / 128) * ((p.n + 255) / 256);
+    if (wide >= 2 * std::int64_t(multiprocessors)) return {.block_n = 256, .mma_n = 256};
+    return {.block_n = 128, .mma_n = 128};
 }
 
 core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std::string& arch) {
@@ -558,18 +602,19 @@ core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std
 
 void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream) {
     const int device = detail::current_device();
-    const core::ComputeCapability cc = core::Device(device).compute_capability();
+    const core::Device dev(device);
+    const core::ComputeCapability cc = dev.compute_capability();
     const GroupedWgmmaLayout layout =
         cc.major == 9 && cc.minor == 0 ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
     if (layout != GroupedWgmmaLayout::none) {
-        const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, grouped_wgmma_tile);
-        const std::int64_t col_tiles = (p.n + grouped_wgmma_tile - 1) / grouped_wgmma_tile;
+        const GroupedWgmmaShape shape = grouped_wgmma_shape(p, dev.multiprocessor_count());
+        const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, 128);
+        const std::int64_t col_tiles = (p.n + shape.block_n - 1) / shape.block_n;
         if (p.max_rows == 0 || row_tiles == 0 || col_tiles == 0) return;
-        const core::Kernel& k = grouped_kernel(
-            device, v, layout == GroupedWgmmaLayout::b_rows ? Program::wgmma_b_rows : Program::wgmma_b_cols);
-        core::launch(stream,
-                     {.grid = {row_tiles, col_tiles}, .block = {256}, .shared_memory = grouped_wgmma_shared_bytes}, k,
-                     p);
+        const core::Kernel& k = grouped_kernel(device, v, Program{.layout = layout, .shape = shape});
+        core::launch(
+            stream,
+            {.grid = {row_tiles, col_tiles}, .block = {256}, .shared_memory = grouped_wgmma_shared_bytes(shape)}, k, p);
         return;
     }
     const bool tc = uses_tensor_cores(v);
@@ -577,7 +622,7 @@ void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams
     const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, tile_m);
     const std::int64_t col_tiles = (p.n + tile_n - 1) / tile_n;
     if (p.max_rows == 0 || row_tiles == 0 || col_tiles == 0) return;
-    const core::Kernel& k = grouped_kernel(device, v, Program::portable);
+    const core::Kernel& k = grouped_kernel(device, v, Program{});
     if (tc) core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {256}}, k, p);
     else core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {16, 16}}, k, p);
 }

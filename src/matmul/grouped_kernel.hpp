@@ -73,21 +73,36 @@ enum class GroupedWgmmaLayout { none, b_rows, b_cols };
 [[nodiscard]] GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v,
                                                       const GroupedKernelParams& p) noexcept;
 
-/// The Hopper kernel's tile of D (rows and columns per block of 256 threads), stages of K (64 wide,
-/// 32 KiB each) and dynamic shared memory per block (the stages plus 1 KiB for their alignment).
-inline constexpr std::int64_t grouped_wgmma_tile = 128;
-inline constexpr int grouped_wgmma_stages = 5;
-inline constexpr std::size_t grouped_wgmma_shared_bytes = std::size_t(grouped_wgmma_stages) * 32768 + 1024;
+/// The Hopper kernel's shape: columns of D per block (128 or 256; blocks compute 128 rows) and per
+/// warpgroup MMA instruction (64, 128 or 256, dividing block_n).
+struct GroupedWgmmaShape {
+    int block_n = 128;
+    int mma_n = 128;
+};
+
+/// Stages of K (64 wide; 16 KiB of A plus 128 bytes per column of B each) the shape's blocks
+/// pipeline, and their dynamic shared memory (the stages plus 1 KiB for their alignment).
+[[nodiscard]] constexpr int grouped_wgmma_stages(GroupedWgmmaShape s) noexcept { return s.block_n > 128 ? 4 : 5; }
+[[nodiscard]] constexpr std::size_t grouped_wgmma_shared_bytes(GroupedWgmmaShape s) noexcept {
+    return std::size_t(grouped_wgmma_stages(s)) * (16384 + std::size_t(s.block_n) * 128) + 1024;
+}
+
+/// The shape a call runs with on a device of `multiprocessors` SMs: 256 columns per block where the
+/// bound's rows give at least two such blocks per SM, 128 otherwise; one MMA per block width.
+[[nodiscard]] GroupedWgmmaShape grouped_wgmma_shape(const GroupedKernelParams& p, int multiprocessors) noexcept;
+
 /// The Hopper kernel's extern "C" name.
 inline constexpr const char* grouped_wgmma_kernel_name = "gm_grouped_wgmma";
 
-/// The CUDA C++ of the Hopper kernel of `v` for weights laid out as `layout` (not none); needs an
-/// arch-specific target ("sm_90a"). InvalidArgument for f32 inputs or `none`.
-[[nodiscard]] std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout);
+/// The CUDA C++ of the Hopper kernel of `v` for weights laid out as `layout` (not none), in `shape`;
+/// needs an arch-specific target ("sm_90a"). InvalidArgument for f32 inputs, `none` or a shape the
+/// kernel does not have.
+[[nodiscard]] std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
+                                               GroupedWgmmaShape shape = {});
 
-/// `grouped_wgmma_source(v, layout)` compiled to a cubin for `arch` ("sm_90a").
+/// `grouped_wgmma_source(v, layout, shape)` compiled to a cubin for `arch` ("sm_90a").
 [[nodiscard]] core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
-                                                            const std::string& arch);
+                                                            GroupedWgmmaShape shape, const std::string& arch);
 
 /// Blocks along the rows of the launch: enough for any sizes summing to at most `max_rows` over
 /// `groups` groups in tiles of `tile` rows (a group's last tile may be partial), so tiles past the

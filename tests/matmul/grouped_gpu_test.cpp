@@ -652,8 +652,8 @@ TEST(GroupedGpu, DeviceSizesAgainstReference) {
         expect_device_case(
             {.sizes = {130, 0, 257, 3}, .k = 264, .n = 392, .b_col = b_col, .epilog = Epilog::gelu_bias});
     // On compute capability 9.0 the warpgroup-MMA kernel runs these (16-byte aligned, K and N
-    // multiples of 8): many K steps through its five stages, a last partial step, fewer steps than
-    // it prefetches, and N ending inside a 64-column half.
+    // multiples of 8): many K steps through its stages, a last partial step, fewer steps than it
+    // prefetches, and N ending inside a 64-column block.
     for (bool b_col : {false, true}) {
         expect_device_case({.sizes = {300, 0, 129, 1, 64}, .k = 1024, .n = 384, .b_col = b_col});
         expect_device_case({.input = DataType::f16,
@@ -663,6 +663,9 @@ TEST(GroupedGpu, DeviceSizesAgainstReference) {
                             .n = 200,
                             .b_col = b_col});
         expect_device_case({.sizes = {1, 17, 0}, .k = 8, .n = 8, .b_col = b_col, .alpha = -2.0});
+        // Enough rows and columns for 256 columns per block (two such blocks per SM of a 132-SM
+        // H200: 33 row tiles x 8 column tiles).
+        expect_device_case({.sizes = {2000, 0, 1, 2223}, .k = 32, .n = 2048, .b_col = b_col});
     }
     // Odd K and N (partial tiles everywhere), alpha, column-major D.
     expect_device_case({.sizes = {3, 5, 0, 1, 7}, .k = 23, .n = 31, .alpha = 0.5});

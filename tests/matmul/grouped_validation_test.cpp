@@ -648,22 +648,55 @@ TEST(GroupedKernel, CompilesWithNvrtc) {
 }
 
 TEST(GroupedKernel, HopperKernelCompilesWithNvrtc) {
-    // The warpgroup-MMA kernel for sm_90a: both input types, both weight layouts, a result type
-    // each, with and without a bias and activation.
+    // The warpgroup-MMA kernel for sm_90a: both input types, both weight layouts, each shape the
+    // launch picks, with and without a bias and activation.
     using detail::GroupedWgmmaLayout;
-    const std::pair<DataType, DataType> types[] = {{bf16, bf16}, {f16, f32}};
-    for (auto [input, result] : types)
-        for (GroupedWgmmaLayout layout : {GroupedWgmmaLayout::b_rows, GroupedWgmmaLayout::b_cols})
-            for (Epilog e : {Epilog::none, Epilog::silu_bias}) {
-                SCOPED_TRACE(std::string(to_string(input)) + " -> " + std::string(to_string(result)) + " " +
-                             std::string(to_string(e)) +
-                             (layout == GroupedWgmmaLayout::b_rows ? " b_rows" : " b_cols"));
-                const core::ObjectCode code = detail::compile_grouped_wgmma_kernel(
-                    {.input = input, .result = result, .epilog = e}, layout, "sm_90a");
-                EXPECT_EQ(code.arch(), "sm_90a");
-                const std::vector<std::string> names = code.kernel_names();
-                EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_wgmma_kernel_name), names.end());
-            }
+    using detail::GroupedWgmmaShape;
+    struct Variant {
+        DataType input, result;
+        Epilog epilog;
+        GroupedWgmmaShape shape;
+    };
+    const Variant variants[] = {{bf16, bf16, Epilog::none, {.block_n = 128, .mma_n = 128}},
+                                {bf16, bf16, Epilog::silu_bias, {.block_n = 256, .mma_n = 256}},
+                                {f16, f32, Epilog::gelu_bias, {.block_n = 128, .mma_n = 64}},
+                                {f16, f16, Epilog::relu, {.block_n = 256, .mma_n = 128}}};
+    for (const Variant& x : variants)
+        for (GroupedWgmmaLayout layout : {GroupedWgmmaLayout::b_rows, GroupedWgmmaLayout::b_cols}) {
+            SCOPED_TRACE(std::string(to_string(x.input)) + " -> " + std::string(to_string(x.result)) + " " +
+                         std::string(to_string(x.epilog)) + " n" + std::to_string(x.shape.block_n) + "/" +
+                         std::to_string(x.shape.mma_n) +
+                         (layout == GroupedWgmmaLayout::b_rows ? " b_rows" : " b_cols"));
+            const core::ObjectCode code = detail::compile_grouped_wgmma_kernel(
+                {.input = x.input, .result = x.result, .epilog = x.epilog}, layout, x.shape, "sm_90a");
+            EXPECT_EQ(code.arch(), "sm_90a");
+            const std::vector<std::string> names = code.kernel_names();
+            EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_wgmma_kernel_name), names.end());
+        }
+    for (GroupedWgmmaShape bad :
+         {GroupedWgmmaShape{.block_n = 64, .mma_n = 64}, GroupedWgmmaShape{.block_n = 128, .mma_n = 256},
+          GroupedWgmmaShape{.block_n = 256, .mma_n = 96}})
+        expect_throw_with<InvalidArgument>(
+            [&] { (void)detail::grouped_wgmma_source({}, GroupedWgmmaLayout::b_rows, bad); },
+            {"shape:", std::to_string(bad.block_n) + " columns per block"});
+    // Shared memory within the H200's 227 KiB per block for both widths.
+    EXPECT_EQ(detail::grouped_wgmma_shared_bytes({.block_n = 128}), 5U * 32768U + 1024U);
+    EXPECT_EQ(detail::grouped_wgmma_shared_bytes({.block_n = 256, .mma_n = 256}), 4U * 49152U + 1024U);
+}
+
+TEST(GroupedKernel, HopperKernelShapeFollowsTheWork) {
+    // 256 columns per block only where the bound's rows give two such blocks per SM.
+    detail::GroupedKernelParams p{.groups = 8, .max_rows = 8 * 128, .n = 14336};
+    EXPECT_EQ(detail::grouped_wgmma_shape(p, 132).block_n, 256);  // 8 x 56 = 448 blocks
+    p.max_rows = 8 * 16;
+    EXPECT_EQ(detail::grouped_wgmma_shape(p, 132).block_n, 128);  // 1 x 56
+    p.n = 2048;
+    p.max_rows = 64 * 128;
+    EXPECT_EQ(detail::grouped_wgmma_shape(p, 132).block_n, 256);  // 64 x 8 = 512
+    p.max_rows = 64 * 16;
+    const detail::GroupedWgmmaShape narrow = detail::grouped_wgmma_shape(p, 132);  // 8 x 8
+    EXPECT_EQ(narrow.block_n, 128);
+    EXPECT_EQ(narrow.mma_n, 128);
 }
 
 TEST(GroupedKernel, HopperKernelTakesAlignedContiguousOperandsOnly) {
