@@ -8,9 +8,9 @@
 // against the swapped product with a bias per column (what gpumath fuses today). Raw cuBLASLt
 // only, bf16 in and out, f32 compute.
 //
-// Build by hand (not part of the CMake build):
-//   g++ -std=c++20 -O2 -I/usr/local/cuda/include bench/probe_bias_orientation.cpp -L/usr/local/cuda/lib64 -lcublasLt
-//   -lcudart -o probe_bias_orientation
+// Build by hand (not part of the CMake build), one command:
+//   g++ -std=c++20 -O2 -I/usr/local/cuda/include -L/usr/local/cuda/lib64
+//       bench/probe_bias_orientation.cpp -lcublasLt -lcudart -o probe_bias_orientation
 // Usage: probe_bias_orientation. Prints one line per combination and shape.
 #include <algorithm>
 #include <cmath>
@@ -24,7 +24,11 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include "probe_common.hpp"
+
 namespace {
+
+using probe::ok;
 
 std::uint16_t to_bf16(float f) {
     std::uint32_t u = 0;
@@ -39,8 +43,6 @@ float from_bf16(std::uint16_t h) {
     std::memcpy(&f, &u, 4);
     return f;
 }
-
-bool ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 
 struct Shape {
     int m, n, k;
@@ -155,16 +157,8 @@ float median_ms(cublasLtHandle_t lt, const Product& p, void* d, void* ws, cudaSt
 }  // namespace
 
 int main() {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        std::printf("probe_bias_orientation: no CUDA device; nothing to probe\n");
-        return 0;
-    }
-    cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
-    std::printf("device %s cc %d.%d, cuBLASLt %zu\n", prop.name, prop.major, prop.minor, cublasLtGetVersion());
     cublasLtHandle_t lt = nullptr;
-    if (!ok(cublasLtCreate(&lt))) return 1;
+    if (const int rc = probe::open("probe_bias_orientation", &lt); rc >= 0) return rc;
     cudaStream_t stream = nullptr;
     cudaStreamCreate(&stream);
     const std::uint64_t ws_bytes = 32u << 20;

@@ -16,7 +16,11 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include "probe_common.hpp"
+
 namespace {
+
+using probe::ok;
 
 struct Mode {
     cublasLtMatmulMatrixScale_t value;
@@ -49,22 +53,12 @@ const char* type_name(cudaDataType_t t) {
     }
 }
 
-bool ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
-
 }  // namespace
 
 int main(int argc, char** argv) {
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-    int device_count = 0;
-    if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
-        std::printf("probe_fp8_scale_modes: no CUDA device; nothing to probe\n");
-        return 0;
-    }
-    cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
-    std::printf("device %s cc %d.%d, cuBLASLt %zu\n", prop.name, prop.major, prop.minor, cublasLtGetVersion());
     cublasLtHandle_t lt = nullptr;
-    if (!ok(cublasLtCreate(&lt))) return 1;
+    if (const int rc = probe::open("probe_fp8_scale_modes", &lt); rc >= 0) return rc;
 
     const std::size_t big = std::size_t(64) << 20;
     void *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr, *sa = nullptr, *sb = nullptr, *bias = nullptr,
