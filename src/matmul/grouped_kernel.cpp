@@ -5,10 +5,11 @@
 // for f16 and bf16 inputs and a plain shared-memory tiled GEMM for f32.
 #include "matmul/grouped_kernel.hpp"
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <cstdint>
+#include <set>
 #include <string_view>
 #include <tuple>
 
@@ -17,6 +18,8 @@
 #include <gpumath/core/device.hpp>
 #include <gpumath/core/launch.hpp>
 #include <gpumath/core/program.hpp>
+#include <gpumath/error.hpp>
+#include "detail/log.hpp"
 #include "detail/status.hpp"
 #include "matmul/types.hpp"
 
@@ -279,17 +282,23 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
 )";
 
 // The Hopper kernel for f16 and bf16 inputs (after the prelude, the macros GM_WG_B_ROWS, GM_WG_BN,
-// GM_WG_WN, GM_WG_STAGES, GM_WG_MN_LBO and GM_WG_MN_SBO, and gm_wgmma for m64 n GM_WG_WN k16 of the
-// input type; compiled for sm_90a), for A contiguous along K and weights contiguous along N
+// GM_WG_STAGES, GM_WG_MN_LBO and GM_WG_MN_SBO, and gm_wgmma for m64 n GM_WG_BN k16 of the input
+// type; compiled for sm_90a), for A contiguous along K and weights contiguous along N
 // (GM_WG_B_ROWS 1) or along K (0), 16-byte aligned (grouped_wgmma_layout). Blocks of 256 threads,
 // two warpgroups, compute 128 x GM_WG_BN tiles of D with warpgroup MMA (wgmma.mma_async, f32
 // accumulation) reading both operands from shared memory: K in steps of 64 through GM_WG_STAGES
 // stages in 128-byte-swizzled layouts, filled with cp.async GM_WG_STAGES - 2 steps ahead of the
-// MMAs. Each warpgroup computes 64 rows: GM_WG_BN / GM_WG_WN products per 16 of K.
+// MMAs. Each warpgroup computes 64 rows, one m64 n GM_WG_BN k16 product per 16 of K.
 constexpr std::string_view wgmma_body = R"(
 #define GM_WG_B_BYTES (GM_WG_BN * 128)
 #define GM_WG_STAGE_BYTES (16384 + GM_WG_B_BYTES)
-#define GM_WG_PARTS (GM_WG_BN / GM_WG_WN)
+static_assert(GM_WG_STAGES >= 3, "a stage is refilled two steps after its MMAs were issued");
+
+// Keeps the compiler from moving accesses to the accumulators across the wgmma fences and waits
+// (the asm statements of those do not name them).
+#define GM_WG_PIN(acc)                                                  \
+    _Pragma("unroll") for (int gm_i = 0; gm_i < GM_WG_BN / 2; ++gm_i) \
+        asm volatile("" : "+f"(acc[gm_i])::"memory")
 
 // 16 bytes global -> shared without passing through registers; zeros when `in` is false (nothing
 // is read then).
@@ -348,11 +357,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
         }
     };
 
-    float acc[GM_WG_PARTS][GM_WG_WN / 2];
+    float acc[GM_WG_BN / 2];
 #pragma unroll
-    for (int h = 0; h < GM_WG_PARTS; ++h)
-#pragma unroll
-        for (int i = 0; i < GM_WG_WN / 2; ++i) acc[h][i] = 0.0f;
+    for (int i = 0; i < GM_WG_BN / 2; ++i) acc[i] = 0.0f;
 
     const int wg = t >> 7;
     const long long steps = (p.k + 63) / 64;
@@ -373,29 +380,28 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
         asm volatile("cp.async.commit_group;\n" ::);
 
         const unsigned sa = base + int(s % GM_WG_STAGES) * GM_WG_STAGE_BYTES, sb = sa + 16384;
+        GM_WG_PIN(acc);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
             // A: this warpgroup's 64 rows, 16 of K 32 bytes into the swizzled rows; groups of 8 rows
             // 1024 bytes apart (the leading offset is unused).
             const unsigned long long da = gm_desc(sa + wg * 8192 + kk * 32, 16, 1024);
-#pragma unroll
-            for (int h = 0; h < GM_WG_PARTS; ++h) {
 #if GM_WG_B_ROWS
-                // B contiguous along N: 16 k-rows (2048 bytes) per step; 64-column blocks 8192 bytes
-                // apart, groups of 8 k-rows 1024 bytes apart.
-                const unsigned long long db =
-                    gm_desc(sb + h * (GM_WG_WN / 64) * 8192 + kk * 2048, GM_WG_MN_LBO, GM_WG_MN_SBO);
+            // B contiguous along N: 16 k-rows (2048 bytes) per step; 64-column blocks 8192 bytes
+            // apart, groups of 8 k-rows 1024 bytes apart.
+            const unsigned long long db = gm_desc(sb + kk * 2048, GM_WG_MN_LBO, GM_WG_MN_SBO);
 #else
-                const unsigned long long db = gm_desc(sb + h * GM_WG_WN * 128 + kk * 32, 16, 1024);
+            const unsigned long long db = gm_desc(sb + kk * 32, 16, 1024);
 #endif
-                gm_wgmma(acc[h], da, db);
-            }
+            gm_wgmma(acc, da, db);
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        GM_WG_PIN(acc);
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    GM_WG_PIN(acc);
 
     // The accumulator of an m64nWk16 product: thread (warp w, lane l) of a warpgroup holds rows
     // 16 w + l / 4 and 16 w + l / 4 + 8, columns 8 q + 2 (l % 4) and the next, of each 8-column
@@ -403,24 +409,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
     const int warp = (t & 127) >> 5, lane = t & 31;
     gm_out* d = static_cast<gm_out*>(p.d) + (row0 + r0) * p.d_row;
 #pragma unroll
-    for (int h = 0; h < GM_WG_PARTS; ++h)
+    for (int q = 0; q < GM_WG_BN / 8; ++q)
 #pragma unroll
-        for (int q = 0; q < GM_WG_WN / 8; ++q)
+        for (int i = 0; i < 2; ++i) {
+            const long long r = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
+            if (r >= rows) continue;
 #pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                const long long r = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
-                if (r >= rows) continue;
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const long long c = c0 + h * GM_WG_WN + q * 8 + (lane & 3) * 2 + e;
-                    if (c >= p.n) continue;
-                    float v = p.alpha * acc[h][q * 4 + i * 2 + e];
+            for (int e = 0; e < 2; ++e) {
+                const long long c = c0 + q * 8 + (lane & 3) * 2 + e;
+                if (c >= p.n) continue;
+                float v = p.alpha * acc[q * 4 + i * 2 + e];
 #if GM_BIAS
-                    v += gm_load(static_cast<const gm_out*>(p.bias)[g * p.bias_group + c * p.bias_col]);
+                v += gm_load(static_cast<const gm_out*>(p.bias)[g * p.bias_group + c * p.bias_col]);
 #endif
-                    gm_store(d[r * p.d_row + c * p.d_col], gm_act(v));
-                }
+                gm_store(d[r * p.d_row + c * p.d_col], gm_act(v));
             }
+        }
 }
 )";
 
@@ -472,14 +476,13 @@ int activation(Epilog e) {
     }
 }
 
-/// Which program of a variant: the portable kernel, or the Hopper kernel for one weight layout and
-/// shape.
+/// Which program of a variant: the portable kernel (layout none), or the Hopper kernel for one
+/// weight layout and block width.
 struct Program {
-    GroupedWgmmaLayout layout = GroupedWgmmaLayout::none;  // none: the portable kernel
-    GroupedWgmmaShape shape{};
+    GroupedWgmmaLayout layout = GroupedWgmmaLayout::none;
+    int block_n = 0;
     friend bool operator<(const Program& x, const Program& y) noexcept {
-        return std::tuple(x.layout, x.shape.block_n, x.shape.mma_n) <
-               std::tuple(y.layout, y.shape.block_n, y.shape.mma_n);
+        return std::tuple(x.layout, x.block_n) < std::tuple(y.layout, y.block_n);
     }
 };
 
@@ -502,12 +505,35 @@ const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, co
         const core::Module module(compile_grouped_kernel(v, dev.arch()));
         k = std::make_unique<core::Kernel>(module.kernel(grouped_kernel_name, device));
     } else {
-        const core::Module module(compile_grouped_wgmma_kernel(v, which.layout, which.shape, dev.arch() + "a"));
+        const core::Module module(compile_grouped_wgmma_kernel(v, which.layout, which.block_n, dev.arch() + "a"));
         k = std::make_unique<core::Kernel>(module.kernel(grouped_wgmma_kernel_name, device));
-        k->set_max_dynamic_shared_memory(grouped_wgmma_shared_bytes(which.shape));
+        k->set_max_dynamic_shared_memory(grouped_wgmma_shared_bytes(which.block_n));
     }
     std::lock_guard lock(mutex);
     return *cache->emplace(key, std::move(k)).first->second;
+}
+
+/// The Hopper kernel of `which` for `device`, or null (and the portable kernel from then on for that
+/// device, with a warning) when it cannot be compiled or loaded there: an NVRTC without sm_90a, a
+/// driver refusing the shared memory.
+const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, const Program& which) {
+    static std::mutex mutex;
+    static auto* refused = new std::set<int>();  // never destroyed (see grouped_kernel)
+    {
+        std::lock_guard lock(mutex);
+        if (refused->count(device) != 0) return nullptr;
+    }
+    try {
+        return &grouped_kernel(device, v, which);
+    } catch (const Error& e) {
+        log(LogLevel::warn,
+            "grouped matmul: the Hopper grouped kernel is unavailable on device {} ({}); the portable "
+            "kernel runs device-sizes calls there",
+            device, e.what());
+        std::lock_guard lock(mutex);
+        refused->insert(device);
+        return nullptr;
+    }
 }
 
 bool aligned16(const void* q) noexcept { return (reinterpret_cast<std::uintptr_t>(q) & 15U) == 0; }
@@ -533,17 +559,14 @@ std::string grouped_kernel_source(const GroupedKernelVariant& v) {
     return s;
 }
 
-std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout, GroupedWgmmaShape shape) {
+std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout, int block_n) {
     if (!uses_tensor_cores(v))
         throw_invalid(fmt::format("{}: the Hopper grouped kernel takes f16 and bf16", gpumath::to_string(v.input)),
                       "grouped_wgmma_source");
     if (layout == GroupedWgmmaLayout::none)
         throw_invalid("layout: none has no Hopper grouped kernel", "grouped_wgmma_source");
-    if ((shape.block_n != 128 && shape.block_n != 256) ||
-        (shape.mma_n != 64 && shape.mma_n != 128 && shape.mma_n != 256) || shape.block_n % shape.mma_n != 0)
-        throw_invalid(fmt::format("shape: {} columns per block and {} per MMA; the kernel has 128 or 256 per block, "
-                                  "64, 128 or 256 per MMA dividing them",
-                                  shape.block_n, shape.mma_n),
+    if (block_n != 128 && block_n != 256)
+        throw_invalid(fmt::format("block_n: {} columns per block; the kernel has 128 or 256", block_n),
                       "grouped_wgmma_source");
     const bool b_rows = layout == GroupedWgmmaLayout::b_rows;
     const char* type = v.input == DataType::bf16 ? "bf16" : "f16";
@@ -552,11 +575,11 @@ std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayo
     // bytes apart), the stride byte offset between groups of 8 k-rows (1024 bytes apart). Measured
     // on the H200: the two exchanged give wrong products once an MMA spans two blocks.
     s += fmt::format(
-        "#define GM_WG_B_ROWS {}\n#define GM_WG_BN {}\n#define GM_WG_WN {}\n#define GM_WG_STAGES {}\n"
+        "#define GM_WG_B_ROWS {}\n#define GM_WG_BN {}\n#define GM_WG_STAGES {}\n"
         "#define GM_WG_MN_LBO {}\n#define GM_WG_MN_SBO {}\n",
-        b_rows ? 1 : 0, shape.block_n, shape.mma_n, grouped_wgmma_stages(shape), 8192, 1024);
+        b_rows ? 1 : 0, block_n, grouped_wgmma_stages(block_n), 8192, 1024);
     s += cuda_element_conversions;
-    s += wgmma_instruction(shape.mma_n, type, b_rows);
+    s += wgmma_instruction(block_n, type, b_rows);
     s += "#line 1 \"gpumath_grouped_wgmma\"";
     s += prelude;
     s += wgmma_body;
@@ -572,23 +595,22 @@ GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v, const Gro
     return GroupedWgmmaLayout::none;
 }
 
-core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
-                                              GroupedWgmmaShape shape, const std::string& arch) {
+core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout, int block_n,
+                                              const std::string& arch) {
     core::ProgramOptions options;
-    options.name = fmt::format("gpumath_grouped_wgmma_{}_{}_{}_{}_n{}_{}", gpumath::to_string(v.input),
-                               gpumath::to_string(v.result), gpumath::to_string(v.epilog),
-                               layout == GroupedWgmmaLayout::b_rows ? "b_rows" : "b_cols", shape.block_n, shape.mma_n);
+    options.name =
+        fmt::format("gpumath_grouped_wgmma_{}_{}_{}_{}_n{}", gpumath::to_string(v.input), gpumath::to_string(v.result),
+                    gpumath::to_string(v.epilog), layout == GroupedWgmmaLayout::b_rows ? "b_rows" : "b_cols", block_n);
     options.arch = arch;
     options.std = "c++17";
-    return core::Program(grouped_wgmma_source(v, layout, shape), std::move(options)).compile(core::CodeType::cubin);
+    return core::Program(grouped_wgmma_source(v, layout, block_n), std::move(options)).compile(core::CodeType::cubin);
 }
 
-GroupedWgmmaShape grouped_wgmma_shape(const GroupedKernelParams& p, int multiprocessors) noexcept {
-    // 256 columns per block read A half as often, but give half the blocks: only where the bound's
-    // rows alone make two blocks per SM of them.
+int grouped_wgmma_columns(const GroupedKernelParams& p, int multiprocessors) noexcept {
+    // 256 columns per block read A half as often but make half the blocks: only where the bound's
+    // rows alone make at least two waves of them.
     const std::int64_t wide = ((p.max_rows + 127) / 128) * ((p.n + 255) / 256);
-    if (wide >= 2 * std::int64_t(multiprocessors)) return {.block_n = 256, .mma_n = 256};
-    return {.block_n = 128, .mma_n = 128};
+    return wide >= 2 * std::int64_t(multiprocessors) ? 256 : 128;
 }
 
 core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std::string& arch) {
@@ -607,15 +629,17 @@ void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams
     const GroupedWgmmaLayout layout =
         cc.major == 9 && cc.minor == 0 ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
     if (layout != GroupedWgmmaLayout::none) {
-        const GroupedWgmmaShape shape = grouped_wgmma_shape(p, dev.multiprocessor_count());
+        const int block_n = grouped_wgmma_columns(p, dev.multiprocessor_count());
         const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, 128);
-        const std::int64_t col_tiles = (p.n + shape.block_n - 1) / shape.block_n;
+        const std::int64_t col_tiles = (p.n + block_n - 1) / block_n;
         if (p.max_rows == 0 || row_tiles == 0 || col_tiles == 0) return;
-        const core::Kernel& k = grouped_kernel(device, v, Program{.layout = layout, .shape = shape});
-        core::launch(
-            stream,
-            {.grid = {row_tiles, col_tiles}, .block = {256}, .shared_memory = grouped_wgmma_shared_bytes(shape)}, k, p);
-        return;
+        if (const core::Kernel* k = hopper_kernel(device, v, Program{.layout = layout, .block_n = block_n})) {
+            core::launch(
+                stream,
+                {.grid = {row_tiles, col_tiles}, .block = {256}, .shared_memory = grouped_wgmma_shared_bytes(block_n)},
+                *k, p);
+            return;
+        }
     }
     const bool tc = uses_tensor_cores(v);
     const std::int64_t tile_m = tc ? grouped_tc_tile_m : grouped_tile, tile_n = tc ? grouped_tc_tile_n : grouped_tile;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to src/matmul: gpumath's grouped kernel, compiled at run time, for grouped products whose
-// group sizes live in device memory. One program per (input type, result type, activation, bias).
+// Private to src/matmul: gpumath's grouped kernels, compiled at run time, for grouped products whose
+// group sizes live in device memory. One program per (input type, result type, activation, bias)
+// and, for the Hopper kernel, weight layout and block width.
 #pragma once
 
 #include <cstddef>
@@ -67,42 +68,38 @@ inline constexpr std::int64_t grouped_tc_tile_k = 32;
 
 /// Which weight layout the Hopper kernel (warpgroup MMA, compute capability 9.0) runs a call with:
 /// none when it cannot (f32 inputs; A not contiguous along K; weights contiguous along neither N nor
-/// K; K, a stride or an operand's address not a multiple of 16 bytes; N not a multiple of 8 for
-/// weights contiguous along N); the portable kernel runs those.
+/// K; K, A's row stride, the weights' group stride or their stride along their other dimension, or
+/// A's or the weights' address not a multiple of 16 bytes; N not a multiple of 8 for weights
+/// contiguous along N); the portable kernel runs those. D may have any strides.
 enum class GroupedWgmmaLayout { none, b_rows, b_cols };
 [[nodiscard]] GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v,
                                                       const GroupedKernelParams& p) noexcept;
 
-/// The Hopper kernel's shape: columns of D per block (128 or 256; blocks compute 128 rows) and per
-/// warpgroup MMA instruction (64, 128 or 256, dividing block_n).
-struct GroupedWgmmaShape {
-    int block_n = 128;
-    int mma_n = 128;
-};
-
-/// Stages of K (64 wide; 16 KiB of A plus 128 bytes per column of B each) the shape's blocks
-/// pipeline, and their dynamic shared memory (the stages plus 1 KiB for their alignment).
-[[nodiscard]] constexpr int grouped_wgmma_stages(GroupedWgmmaShape s) noexcept { return s.block_n > 128 ? 4 : 5; }
-[[nodiscard]] constexpr std::size_t grouped_wgmma_shared_bytes(GroupedWgmmaShape s) noexcept {
-    return std::size_t(grouped_wgmma_stages(s)) * (16384 + std::size_t(s.block_n) * 128) + 1024;
+/// Columns of D per block of the Hopper kernel (blocks compute 128 rows; one warpgroup MMA of that
+/// width per warpgroup and 16 of K): 128 or 256.
+/// The stages of K (64 wide; 16 KiB of A plus 128 bytes per column of B each) its blocks pipeline,
+/// and their dynamic shared memory (the stages plus 1 KiB for their alignment).
+[[nodiscard]] constexpr int grouped_wgmma_stages(int block_n) noexcept { return block_n > 128 ? 4 : 5; }
+[[nodiscard]] constexpr std::size_t grouped_wgmma_shared_bytes(int block_n) noexcept {
+    return std::size_t(grouped_wgmma_stages(block_n)) * (16384 + std::size_t(block_n) * 128) + 1024;
 }
 
-/// The shape a call runs with on a device of `multiprocessors` SMs: 256 columns per block where the
-/// bound's rows give at least two such blocks per SM, 128 otherwise; one MMA per block width.
-[[nodiscard]] GroupedWgmmaShape grouped_wgmma_shape(const GroupedKernelParams& p, int multiprocessors) noexcept;
+/// The columns per block a call runs with on a device of `multiprocessors` SMs: 256 where the
+/// bound's rows give at least two waves of such blocks (one block per SM at a time), 128 otherwise.
+[[nodiscard]] int grouped_wgmma_columns(const GroupedKernelParams& p, int multiprocessors) noexcept;
 
 /// The Hopper kernel's extern "C" name.
 inline constexpr const char* grouped_wgmma_kernel_name = "gm_grouped_wgmma";
 
-/// The CUDA C++ of the Hopper kernel of `v` for weights laid out as `layout` (not none), in `shape`;
-/// needs an arch-specific target ("sm_90a"). InvalidArgument for f32 inputs, `none` or a shape the
-/// kernel does not have.
+/// The CUDA C++ of the Hopper kernel of `v` for weights laid out as `layout` (not none), with
+/// `block_n` columns per block; needs an arch-specific target ("sm_90a"). InvalidArgument for f32
+/// inputs, `none` or a width other than 128 and 256.
 [[nodiscard]] std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
-                                               GroupedWgmmaShape shape = {});
+                                               int block_n = 128);
 
-/// `grouped_wgmma_source(v, layout, shape)` compiled to a cubin for `arch` ("sm_90a").
+/// `grouped_wgmma_source(v, layout, block_n)` compiled to a cubin for `arch` ("sm_90a").
 [[nodiscard]] core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
-                                                            GroupedWgmmaShape shape, const std::string& arch);
+                                                            int block_n, const std::string& arch);
 
 /// Blocks along the rows of the launch: enough for any sizes summing to at most `max_rows` over
 /// `groups` groups in tiles of `tile` rows (a group's last tile may be partial), so tiles past the

@@ -648,55 +648,51 @@ TEST(GroupedKernel, CompilesWithNvrtc) {
 }
 
 TEST(GroupedKernel, HopperKernelCompilesWithNvrtc) {
-    // The warpgroup-MMA kernel for sm_90a: both input types, both weight layouts, each shape the
-    // launch picks, with and without a bias and activation.
+    // The warpgroup-MMA kernel for sm_90a: both input types, both weight layouts, both block widths,
+    // with and without a bias and activation.
     using detail::GroupedWgmmaLayout;
-    using detail::GroupedWgmmaShape;
     struct Variant {
         DataType input, result;
         Epilog epilog;
-        GroupedWgmmaShape shape;
+        int block_n;
     };
-    const Variant variants[] = {{bf16, bf16, Epilog::none, {.block_n = 128, .mma_n = 128}},
-                                {bf16, bf16, Epilog::silu_bias, {.block_n = 256, .mma_n = 256}},
-                                {f16, f32, Epilog::gelu_bias, {.block_n = 128, .mma_n = 64}},
-                                {f16, f16, Epilog::relu, {.block_n = 256, .mma_n = 128}}};
+    const Variant variants[] = {{bf16, bf16, Epilog::none, 128},
+                                {bf16, bf16, Epilog::silu_bias, 256},
+                                {f16, f32, Epilog::gelu_bias, 128},
+                                {f16, f16, Epilog::relu, 256}};
     for (const Variant& x : variants)
         for (GroupedWgmmaLayout layout : {GroupedWgmmaLayout::b_rows, GroupedWgmmaLayout::b_cols}) {
             SCOPED_TRACE(std::string(to_string(x.input)) + " -> " + std::string(to_string(x.result)) + " " +
-                         std::string(to_string(x.epilog)) + " n" + std::to_string(x.shape.block_n) + "/" +
-                         std::to_string(x.shape.mma_n) +
+                         std::string(to_string(x.epilog)) + " n" + std::to_string(x.block_n) +
                          (layout == GroupedWgmmaLayout::b_rows ? " b_rows" : " b_cols"));
             const core::ObjectCode code = detail::compile_grouped_wgmma_kernel(
-                {.input = x.input, .result = x.result, .epilog = x.epilog}, layout, x.shape, "sm_90a");
+                {.input = x.input, .result = x.result, .epilog = x.epilog}, layout, x.block_n, "sm_90a");
             EXPECT_EQ(code.arch(), "sm_90a");
             const std::vector<std::string> names = code.kernel_names();
             EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_wgmma_kernel_name), names.end());
         }
-    for (GroupedWgmmaShape bad :
-         {GroupedWgmmaShape{.block_n = 64, .mma_n = 64}, GroupedWgmmaShape{.block_n = 128, .mma_n = 256},
-          GroupedWgmmaShape{.block_n = 256, .mma_n = 96}})
+    for (int bad : {0, 64, 192, 512})
         expect_throw_with<InvalidArgument>(
             [&] { (void)detail::grouped_wgmma_source({}, GroupedWgmmaLayout::b_rows, bad); },
-            {"shape:", std::to_string(bad.block_n) + " columns per block"});
+            {"block_n:", std::to_string(bad) + " columns per block", "128 or 256"});
     // Shared memory within the H200's 227 KiB per block for both widths.
-    EXPECT_EQ(detail::grouped_wgmma_shared_bytes({.block_n = 128}), 5U * 32768U + 1024U);
-    EXPECT_EQ(detail::grouped_wgmma_shared_bytes({.block_n = 256, .mma_n = 256}), 4U * 49152U + 1024U);
+    EXPECT_EQ(detail::grouped_wgmma_shared_bytes(128), 5U * 32768U + 1024U);
+    EXPECT_EQ(detail::grouped_wgmma_shared_bytes(256), 4U * 49152U + 1024U);
 }
 
-TEST(GroupedKernel, HopperKernelShapeFollowsTheWork) {
-    // 256 columns per block only where the bound's rows give two such blocks per SM.
+TEST(GroupedKernel, HopperKernelWidthFollowsTheWork) {
+    // 256 columns per block only where the bound's rows give two waves of such blocks.
     detail::GroupedKernelParams p{.groups = 8, .max_rows = 8 * 128, .n = 14336};
-    EXPECT_EQ(detail::grouped_wgmma_shape(p, 132).block_n, 256);  // 8 x 56 = 448 blocks
+    EXPECT_EQ(detail::grouped_wgmma_columns(p, 132), 256);  // 8 x 56 = 448 blocks
     p.max_rows = 8 * 16;
-    EXPECT_EQ(detail::grouped_wgmma_shape(p, 132).block_n, 128);  // 1 x 56
+    EXPECT_EQ(detail::grouped_wgmma_columns(p, 132), 128);  // 1 x 56
     p.n = 2048;
     p.max_rows = 64 * 128;
-    EXPECT_EQ(detail::grouped_wgmma_shape(p, 132).block_n, 256);  // 64 x 8 = 512
-    p.max_rows = 64 * 16;
-    const detail::GroupedWgmmaShape narrow = detail::grouped_wgmma_shape(p, 132);  // 8 x 8
-    EXPECT_EQ(narrow.block_n, 128);
-    EXPECT_EQ(narrow.mma_n, 128);
+    EXPECT_EQ(detail::grouped_wgmma_columns(p, 132), 256);  // 64 x 8 = 512
+    p.max_rows = 33 * 128;
+    EXPECT_EQ(detail::grouped_wgmma_columns(p, 132), 256);  // 33 x 8 = 264: exactly two waves
+    p.max_rows = 32 * 128;
+    EXPECT_EQ(detail::grouped_wgmma_columns(p, 132), 128);  // 32 x 8 = 256
 }
 
 TEST(GroupedKernel, HopperKernelTakesAlignedContiguousOperandsOnly) {
