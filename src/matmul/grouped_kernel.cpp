@@ -21,6 +21,7 @@
 #include <gpumath/error.hpp>
 #include "detail/log.hpp"
 #include "detail/status.hpp"
+#include "matmul/call.hpp"
 #include "matmul/types.hpp"
 
 namespace gpumath::detail {
@@ -536,8 +537,6 @@ const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, con
     }
 }
 
-bool aligned16(const void* q) noexcept { return (reinterpret_cast<std::uintptr_t>(q) & 15U) == 0; }
-
 std::string variant_header(const GroupedKernelVariant& v) {
     return fmt::format(
         "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef {} gm_in;\ntypedef {} gm_out;\n#define GM_ACT {}\n"
@@ -588,8 +587,8 @@ std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayo
 
 GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v, const GroupedKernelParams& p) noexcept {
     if (!uses_tensor_cores(v) || p.k % 8 != 0) return GroupedWgmmaLayout::none;
-    if (p.a_col != 1 || p.a_row % 8 != 0 || !aligned16(p.a)) return GroupedWgmmaLayout::none;
-    if (p.b_group % 8 != 0 || !aligned16(p.b)) return GroupedWgmmaLayout::none;
+    if (p.a_col != 1 || p.a_row % 8 != 0 || alignment_class(p.a) < 16) return GroupedWgmmaLayout::none;
+    if (p.b_group % 8 != 0 || alignment_class(p.b) < 16) return GroupedWgmmaLayout::none;
     if (p.b_col == 1 && p.b_row % 8 == 0 && p.n % 8 == 0) return GroupedWgmmaLayout::b_rows;
     if (p.b_row == 1 && p.b_col % 8 == 0) return GroupedWgmmaLayout::b_cols;
     return GroupedWgmmaLayout::none;
