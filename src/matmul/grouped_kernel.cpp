@@ -149,6 +149,15 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
 }
 )";
 
+// The 16-byte asynchronous copy of both tensor-core kernels (after the prelude).
+constexpr std::string_view cp_async = R"(
+// 16 bytes global -> shared (`smem` a shared-space address) without passing through registers;
+// zeros when `in` is false (nothing is read then).
+static __device__ __forceinline__ void gm_cp16(unsigned smem, const void* gmem, bool in) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(in ? 16 : 0));
+}
+)";
+
 // The tensor-core kernel for f16 and bf16 inputs (after the same macros and gm_act, with GM_TC_M,
 // GM_TC_N, GM_TC_K): blocks of 256 threads (8 warps, 2 x 4) computing GM_TC_M x GM_TC_N tiles of D
 // with WMMA (16 x 16 x 16, f32 accumulation), K in steps of GM_TC_K through two shared-memory stages
@@ -166,11 +175,8 @@ static __device__ __forceinline__ bool gm_aligned16(const void* q) {
     return (reinterpret_cast<unsigned long long>(q) & 15ull) == 0;
 }
 
-// 16 bytes global -> shared without passing through registers; zeros when `in` is false (nothing
-// is read then).
-static __device__ __forceinline__ void gm_cp16(void* smem, const void* gmem, bool in) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(in ? 16 : 0));
+static __device__ __forceinline__ unsigned gm_smem(const void* q) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(q));
 }
 
 extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_grouped p) {
@@ -197,7 +203,7 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
             for (int e = t * 8; e < GM_TC_M * GM_TC_K; e += 256 * 8) {
                 const int r = e / GM_TC_K, kk = e % GM_TC_K;
                 const bool in = r < rows && k0 + kk < p.k;
-                gm_cp16(&as[st][r][kk], in ? a + r * p.a_row + (k0 + kk) : a, in);
+                gm_cp16(gm_smem(&as[st][r][kk]), in ? a + r * p.a_row + (k0 + kk) : a, in);
             }
         } else if (p.a_row == 1) {  // column-major A: consecutive threads along M
             for (int e = t; e < GM_TC_M * GM_TC_K; e += 256) {
@@ -214,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
             for (int e = t * 8; e < GM_TC_K * GM_TC_N; e += 256 * 8) {
                 const int kk = e / GM_TC_N, c = e % GM_TC_N;
                 const bool in = k0 + kk < p.k && c0 + c < p.n;  // N % 8 == 0: all 8 or none
-                gm_cp16(&bs[st][kk][c], in ? b + (k0 + kk) * p.b_row + c : b, in);
+                gm_cp16(gm_smem(&bs[st][kk][c]), in ? b + (k0 + kk) * p.b_row + c : b, in);
             }
         } else if (p.b_row == 1) {  // column-major B: consecutive threads along K
             for (int e = t; e < GM_TC_K * GM_TC_N; e += 256) {
@@ -300,12 +306,6 @@ static_assert(GM_WG_STAGES >= 3, "a stage is refilled two steps after its MMAs w
 #define GM_WG_PIN(acc)                                                  \
     _Pragma("unroll") for (int gm_i = 0; gm_i < GM_WG_BN / 2; ++gm_i) \
         asm volatile("" : "+f"(acc[gm_i])::"memory")
-
-// 16 bytes global -> shared without passing through registers; zeros when `in` is false (nothing
-// is read then).
-static __device__ __forceinline__ void gm_cp16(unsigned smem, const void* gmem, bool in) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(in ? 16 : 0));
-}
 
 // A shared-memory matrix descriptor with 128-byte swizzle: start address, leading and stride byte
 // offsets.
@@ -554,7 +554,12 @@ std::string grouped_kernel_source(const GroupedKernelVariant& v) {
     s += cuda_element_conversions;
     s += "#line 1 \"gpumath_grouped\"";
     s += prelude;
-    s += uses_tensor_cores(v) ? tc_body : simt_body;
+    if (uses_tensor_cores(v)) {
+        s += cp_async;
+        s += tc_body;
+    } else {
+        s += simt_body;
+    }
     return s;
 }
 
@@ -581,6 +586,7 @@ std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayo
     s += wgmma_instruction(block_n, type, b_rows);
     s += "#line 1 \"gpumath_grouped_wgmma\"";
     s += prelude;
+    s += cp_async;
     s += wgmma_body;
     return s;
 }
@@ -622,6 +628,7 @@ core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std
 }
 
 void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream) {
+    if (p.max_rows == 0 || p.n == 0) return;  // no row or no column: no tile
     const int device = detail::current_device();
     const core::Device dev(device);
     const core::ComputeCapability cc = dev.compute_capability();
@@ -631,7 +638,6 @@ void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams
         const int block_n = grouped_wgmma_columns(p, dev.multiprocessor_count());
         const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, 128);
         const std::int64_t col_tiles = (p.n + block_n - 1) / block_n;
-        if (p.max_rows == 0 || row_tiles == 0 || col_tiles == 0) return;
         if (const core::Kernel* k = hopper_kernel(device, v, Program{.layout = layout, .block_n = block_n})) {
             core::launch(
                 stream,
@@ -644,7 +650,6 @@ void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams
     const std::int64_t tile_m = tc ? grouped_tc_tile_m : grouped_tile, tile_n = tc ? grouped_tc_tile_n : grouped_tile;
     const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, tile_m);
     const std::int64_t col_tiles = (p.n + tile_n - 1) / tile_n;
-    if (p.max_rows == 0 || row_tiles == 0 || col_tiles == 0) return;
     const core::Kernel& k = grouped_kernel(device, v, Program{});
     if (tc) core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {256}}, k, p);
     else core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {16, 16}}, k, p);
