@@ -34,7 +34,8 @@ namespace gpumath::detail {
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
     X(cuOccupancyMaxActiveClusters, 11070)               \
     X(cuLaunchKernel, 4000)                              \
-    X(cuLaunchKernelEx, 11060)
+    X(cuLaunchKernelEx, 11060)                           \
+    X(cuTensorMapEncodeTiled, 12000)
 
 /// Typed pointers to the driver functions above; null where the driver lacks one.
 struct DriverApi {

@@ -5,7 +5,11 @@
 // for f16 and bf16 inputs and a plain shared-memory tiled GEMM for f32.
 #include "matmul/grouped_kernel.hpp"
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +17,7 @@
 #include <string_view>
 #include <tuple>
 
+#include <cuda.h>
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
@@ -20,12 +25,15 @@
 #include <gpumath/core/program.hpp>
 #include <gpumath/error.hpp>
 #include "detail/log.hpp"
+#include "core/driver_api.hpp"
 #include "detail/status.hpp"
 #include "matmul/call.hpp"
 #include "matmul/types.hpp"
 
 namespace gpumath::detail {
 namespace {
+
+std::atomic<std::uint64_t> hopper_launches{0};
 
 // After the per-variant macros: gm_in, gm_out, GM_ACT (0 none, 1 relu, 2 gelu, 3 silu), GM_BIAS,
 // the tile sizes, and the element conversions gm_load and gm_store (cuda_element_conversions).
@@ -291,15 +299,21 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
 // The Hopper kernel for f16 and bf16 inputs (after the prelude, the macros GM_WG_B_ROWS, GM_WG_BN,
 // GM_WG_STAGES, GM_WG_MN_LBO and GM_WG_MN_SBO, and gm_wgmma for m64 n GM_WG_BN k16 of the input
 // type; compiled for sm_90a), for A contiguous along K and weights contiguous along N
-// (GM_WG_B_ROWS 1) or along K (0), 16-byte aligned (grouped_wgmma_layout). Blocks of 256 threads,
-// two warpgroups, compute 128 x GM_WG_BN tiles of D with warpgroup MMA (wgmma.mma_async, f32
-// accumulation) reading both operands from shared memory: K in steps of 64 through GM_WG_STAGES
-// stages in 128-byte-swizzled layouts, filled with cp.async GM_WG_STAGES - 2 steps ahead of the
-// MMAs. Each warpgroup computes 64 rows, one m64 n GM_WG_BN k16 product per 16 of K.
+// (GM_WG_B_ROWS 1) or along K (0), 16-byte aligned (grouped_wgmma_layout). Blocks of 384 threads
+// compute 128 x GM_WG_BN tiles of D: two consumer warpgroups, 64 rows each, run warpgroup MMAs
+// (wgmma.mma_async, f32 accumulation, one m64 n GM_WG_BN k16 product per 16 of K) from shared
+// memory; one thread of the third, producer warpgroup fills K in steps of 64 through GM_WG_STAGES
+// 128-byte-swizzled stages with the tensor memory accelerator (cp.async.bulk.tensor: the swizzle
+// applied by the copy, zeros outside the tensors). Stages are handed over through mbarriers, `full`
+// (the stage's bytes have landed) and `empty` (every consumer thread's MMAs reading it have
+// completed); the producer runs up to GM_WG_STAGES steps ahead and the K loop has no block-wide
+// barrier. The consumers' loop has no branch between an MMA and the wait that retires it (ptxas
+// would serialize the MMAs otherwise), hence the dedicated producer and setmaxnreg to give the
+// consumers its registers.
 constexpr std::string_view wgmma_body = R"(
 #define GM_WG_B_BYTES (GM_WG_BN * 128)
 #define GM_WG_STAGE_BYTES (16384 + GM_WG_B_BYTES)
-static_assert(GM_WG_STAGES >= 3, "a stage is refilled two steps after its MMAs were issued");
+static_assert(GM_WG_STAGES >= 2, "a stage is refilled one step after its MMAs were issued");
 
 // Keeps the compiler from moving accesses to the accumulators across the wgmma fences and waits
 // (the asm statements of those do not name them).
@@ -314,83 +328,113 @@ static __device__ __forceinline__ unsigned long long gm_desc(unsigned addr, unsi
            ((unsigned long long)(stride >> 4) << 32) | (1ull << 62);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_grouped p) {
+// A CUtensorMap, passed by value as a __grid_constant__ parameter (its address is what TMA takes).
+struct __align__(64) gm_tmap {
+    unsigned long long v[16];
+};
+
+static __device__ __forceinline__ void gm_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void gm_mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+static __device__ __forceinline__ void gm_mbar_expect(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Spins until the phase of parity `parity` of the barrier has completed.
+static __device__ __forceinline__ void gm_mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done = 0;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (done == 0);
+}
+static __device__ __forceinline__ void gm_tma2(unsigned smem, const gm_tmap& map, int x, int y, unsigned bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+        "[%4];\n" ::"r"(smem),
+        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(bar)
+        : "memory");
+}
+static __device__ __forceinline__ void gm_tma3(unsigned smem, const gm_tmap& map, int x, int y, int z,
+                                               unsigned bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
+        "%4}], [%5];\n" ::"r"(smem),
+        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(z), "r"(bar)
+        : "memory");
+}
+
+// ta: A as (K, rows) in boxes of (64, 16); tb: the weights as (N, K, G) with box (64, 64, 1)
+// (GM_WG_B_ROWS) or (K, N, G) with box (64, GM_WG_BN, 1); both 128-byte swizzled.
+extern "C" __global__ void __launch_bounds__(384, 1)
+    gm_grouped_wgmma(const gm_grouped p, const __grid_constant__ gm_tmap ta, const __grid_constant__ gm_tmap tb) {
     extern __shared__ __align__(1024) unsigned char gm_smem[];
     gm_tile where;
     if (!gm_find_tile(p, blockIdx.x, 128, where)) return;
     const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
     const long long c0 = (long long)blockIdx.y * GM_WG_BN;
     if (c0 >= p.n) return;
-    const int t = threadIdx.x;
-    const gm_in* a = static_cast<const gm_in*>(p.a) + (row0 + r0) * p.a_row;
-    const gm_in* b = static_cast<const gm_in*>(p.b) + g * p.b_group;
-    // Stages from the first 1024-byte boundary (the launch asks for 1024 bytes more).
     const unsigned base = (static_cast<unsigned>(__cvta_generic_to_shared(gm_smem)) + 1023u) & ~1023u;
-
-    // Step `s` of K (64 wide) into stage buffer `st`: A as 128 rows of 128 bytes (16-byte chunk c of
-    // row r at c ^ (r % 8)); B likewise with GM_WG_BN rows along N (K-major weights), or as
-    // GM_WG_BN / 64 blocks of 64 columns, each 64 rows along K (weights contiguous along N). Chunks
-    // out of range are zeros (K % 8 == 0 and N % 8 == 0: a chunk is all in or all out).
-    auto load = [&](int st, long long s) {
-        const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + 16384;
-        const long long k0 = s * 64;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int idx = t + i * 256, r = idx >> 3, c = idx & 7;
-            const long long kk = k0 + c * 8;
-            const bool in = r < rows && kk < p.k;
-            gm_cp16(sa + r * 128 + ((c ^ (r & 7)) << 4), in ? a + r * p.a_row + kk : a, in);
+    const unsigned bars = base + GM_WG_STAGES * GM_WG_STAGE_BYTES;
+    const int steps = int((p.k + 63) / 64);
+    if (threadIdx.x == 0) {
+        for (int st = 0; st < GM_WG_STAGES; ++st) {
+            gm_mbar_init(bars + 8 * st, 1);
+            gm_mbar_init(bars + 8 * (GM_WG_STAGES + st), 256);
         }
-#pragma unroll
-        for (int i = 0; i < GM_WG_BN / 32; ++i) {
-            const int idx = t + i * 256;
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x >= 256) {
+        // The producer warpgroup: one thread issues every step's loads.
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        if (threadIdx.x == 256) {
+            const int a_y = int(row0 + r0), b_z = p.b_group == 0 ? 0 : int(g), n0 = int(c0);
+            const int a_boxes = int((rows + 15) / 16);
+            int st = 0;
+            unsigned phase = 0;
+            for (int s = 0; s < steps; ++s) {
+                if (s >= GM_WG_STAGES) gm_mbar_wait(bars + 8 * (GM_WG_STAGES + st), phase ^ 1u);
+                const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + 16384, full = bars + 8 * st;
+                const int k0 = s * 64;
+                // A in boxes of 16 rows, only as many as the tile has rows: the rows past them keep
+                // stale values, which reach only rows of D that are not stored.
+                gm_mbar_expect(full, a_boxes * 2048 + GM_WG_B_BYTES);
+                for (int j = 0; j < a_boxes; ++j) gm_tma2(sa + j * 2048, ta, k0, a_y + 16 * j, full);
 #if GM_WG_B_ROWS
-            const int kr = idx / (GM_WG_BN / 8), rem = idx % (GM_WG_BN / 8), blk = rem >> 3, c = rem & 7;
-            const long long col = c0 + blk * 64 + c * 8, kk = k0 + kr;
-            const bool in = kk < p.k && col < p.n;
-            gm_cp16(sb + blk * 8192 + kr * 128 + ((c ^ (kr & 7)) << 4), in ? b + kk * p.b_row + col : b, in);
+#pragma unroll
+                for (int j = 0; j < GM_WG_BN / 64; ++j) gm_tma3(sb + j * 8192, tb, n0 + 64 * j, k0, b_z, full);
 #else
-            const int nr = idx >> 3, c = idx & 7;
-            const long long col = c0 + nr, kk = k0 + c * 8;
-            const bool in = col < p.n && kk < p.k;
-            gm_cp16(sb + nr * 128 + ((c ^ (nr & 7)) << 4), in ? b + col * p.b_col + kk : b, in);
+                gm_tma3(sb, tb, k0, n0, b_z, full);
 #endif
+                if (++st == GM_WG_STAGES) {
+                    st = 0;
+                    phase ^= 1u;
+                }
+            }
         }
-    };
-
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    const int t = threadIdx.x, wg = t >> 7;
     float acc[GM_WG_BN / 2];
 #pragma unroll
     for (int i = 0; i < GM_WG_BN / 2; ++i) acc[i] = 0.0f;
-
-    const int wg = t >> 7;
-    const long long steps = (p.k + 63) / 64;
-#pragma unroll
-    for (int s = 0; s < GM_WG_STAGES - 2; ++s) {
-        if (s < steps) load(s, s);
-        asm volatile("cp.async.commit_group;\n" ::);
-    }
-    for (long long s = 0; s < steps; ++s) {
-        // Step s has landed (this thread's copies; the barrier makes it every thread's, the proxy
-        // fence makes it visible to wgmma), and every warpgroup has finished step s - 2's MMAs
-        // (wait_group 1 below), so that step's buffer takes step s + GM_WG_STAGES - 2.
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(GM_WG_STAGES - 3));
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncthreads();
-        const long long next = s + GM_WG_STAGES - 2;
-        if (next < steps) load(int(next % GM_WG_STAGES), next);
-        asm volatile("cp.async.commit_group;\n" ::);
-
-        const unsigned sa = base + int(s % GM_WG_STAGES) * GM_WG_STAGE_BYTES, sb = sa + 16384;
+    // The MMAs of step s from stage st (barrier parity phase).
+    auto mma = [&](int st, unsigned phase) {
+        gm_mbar_wait(bars + 8 * st, phase);
+        const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + 16384;
         GM_WG_PIN(acc);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-            // A: this warpgroup's 64 rows, 16 of K 32 bytes into the swizzled rows; groups of 8 rows
-            // 1024 bytes apart (the leading offset is unused).
             const unsigned long long da = gm_desc(sa + wg * 8192 + kk * 32, 16, 1024);
 #if GM_WG_B_ROWS
-            // B contiguous along N: 16 k-rows (2048 bytes) per step; 64-column blocks 8192 bytes
-            // apart, groups of 8 k-rows 1024 bytes apart.
             const unsigned long long db = gm_desc(sb + kk * 2048, GM_WG_MN_LBO, GM_WG_MN_SBO);
 #else
             const unsigned long long db = gm_desc(sb + kk * 32, 16, 1024);
@@ -400,13 +444,23 @@ extern "C" __global__ void __launch_bounds__(256, 1) gm_grouped_wgmma(const gm_g
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
         GM_WG_PIN(acc);
+    };
+    if (steps > 0) mma(0, 0);
+    int pst = 0, st = 1 % GM_WG_STAGES;
+    unsigned phase = GM_WG_STAGES == 1 ? 1u : 0u;
+    for (int s = 1; s < steps; ++s) {
+        mma(st, phase);
+        // Step s - 1's MMAs have completed (wait_group 1): its stage may be refilled.
+        gm_mbar_arrive(bars + 8 * (GM_WG_STAGES + pst));
+        pst = st;
+        if (++st == GM_WG_STAGES) {
+            st = 0;
+            phase ^= 1u;
+        }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     GM_WG_PIN(acc);
 
-    // The accumulator of an m64nWk16 product: thread (warp w, lane l) of a warpgroup holds rows
-    // 16 w + l / 4 and 16 w + l / 4 + 8, columns 8 q + 2 (l % 4) and the next, of each 8-column
-    // block q.
     const int warp = (t & 127) >> 5, lane = t & 31;
     gm_out* d = static_cast<gm_out*>(p.d) + (row0 + r0) * p.d_row;
 #pragma unroll
@@ -544,6 +598,68 @@ std::string variant_header(const GroupedKernelVariant& v) {
         type_name(v.input), type_name(v.result), activation(v.epilog), epilog_takes_bias(v.epilog) ? 1 : 0);
 }
 
+/// The tensor maps of the Hopper kernel's TMA loads: A as (K, max_rows) in boxes of 64 x 16, the
+/// weights as (N, K, G) in boxes of 64 x 64 x 1 (contiguous along N) or (K, N, G) in boxes of
+/// 64 x block_n x 1, all 128-byte swizzled (the layout the MMAs' descriptors read).
+struct HopperMaps {
+    CUtensorMap a, b;
+};
+
+/// The maps of one call, encoded once per thread for a run of calls on the same operands (the
+/// encoding is host work only, so a capture records the same maps). Null, with a warning, where the
+/// driver cannot encode them.
+const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernelParams& p, GroupedWgmmaLayout layout,
+                              int block_n) {
+    struct Key {
+        const void* a = nullptr;
+        const void* b = nullptr;
+        std::int64_t max_rows = 0, n = 0, k = 0, groups = 0, a_row = 0, b_group = 0, b_row = 0, b_col = 0;
+        DataType input = DataType::f32;
+        GroupedWgmmaLayout layout = GroupedWgmmaLayout::none;
+        int block_n = 0;
+        bool operator==(const Key&) const = default;
+    };
+    thread_local Key last;
+    thread_local HopperMaps maps;
+    const Key key{p.a,       p.b,     p.max_rows, p.n,     p.k,    p.groups, p.a_row,
+                  p.b_group, p.b_row, p.b_col,    v.input, layout, block_n};
+    if (key == last) return &maps;
+    const DriverApi& d = driver();
+    if (d.cuTensorMapEncodeTiled == nullptr) return nullptr;
+    const CUtensorMapDataType type =
+        v.input == DataType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    auto encode = [&](CUtensorMap& map, const void* base, cuuint32_t rank, const cuuint64_t* dims,
+                      const cuuint64_t* strides, const cuuint32_t* box) {
+        const cuuint32_t unit[3] = {1, 1, 1};
+        return d.cuTensorMapEncodeTiled(&map, type, rank, const_cast<void*>(base), dims, strides, box, unit,
+                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    };
+    const cuuint64_t a_dims[2] = {cuuint64_t(p.k), cuuint64_t(p.max_rows)};
+    const cuuint64_t a_strides[1] = {cuuint64_t(p.a_row) * 2};
+    const cuuint32_t a_box[2] = {64, 16};
+    // Weights shared by every group (a group stride of 0) are one group at coordinate 0.
+    const cuuint64_t groups = p.b_group == 0 ? 1 : cuuint64_t(p.groups);
+    const cuuint64_t group_bytes = p.b_group == 0 ? 16 : cuuint64_t(p.b_group) * 2;
+    const bool rows = layout == GroupedWgmmaLayout::b_rows;
+    const cuuint64_t b_dims[3] = {cuuint64_t(rows ? p.n : p.k), cuuint64_t(rows ? p.k : p.n), groups};
+    const cuuint64_t b_strides[2] = {cuuint64_t(rows ? p.b_row : p.b_col) * 2, group_bytes};
+    const cuuint32_t b_box[3] = {64, rows ? 64u : cuuint32_t(block_n), 1};
+    HopperMaps fresh{};
+    const CUresult ra = encode(fresh.a, p.a, 2, a_dims, a_strides, a_box);
+    const CUresult rb = ra == CUDA_SUCCESS ? encode(fresh.b, p.b, 3, b_dims, b_strides, b_box) : ra;
+    if (rb != CUDA_SUCCESS) {
+        log(LogLevel::warn,
+            "grouped matmul: cuTensorMapEncodeTiled refused the operands (CUresult {}); the portable "
+            "kernel runs this call",
+            int(rb));
+        return nullptr;
+    }
+    maps = fresh;
+    last = key;
+    return &maps;
+}
+
 }  // namespace
 
 std::string grouped_kernel_source(const GroupedKernelVariant& v) {
@@ -586,13 +702,16 @@ std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayo
     s += wgmma_instruction(block_n, type, b_rows);
     s += "#line 1 \"gpumath_grouped_wgmma\"";
     s += prelude;
-    s += cp_async;
     s += wgmma_body;
     return s;
 }
 
 GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v, const GroupedKernelParams& p) noexcept {
     if (!uses_tensor_cores(v) || p.k % 8 != 0) return GroupedWgmmaLayout::none;
+    // TMA coordinates are 32-bit and its strides below 2^40 bytes.
+    constexpr std::int64_t coord = std::numeric_limits<std::int32_t>::max(), stride = (std::int64_t(1) << 39) - 1;
+    if (p.max_rows > coord - 128 || p.n > coord || p.k > coord || p.groups > coord) return GroupedWgmmaLayout::none;
+    if (p.a_row > stride || p.b_group > stride || p.b_row > stride || p.b_col > stride) return GroupedWgmmaLayout::none;
     if (p.a_col != 1 || p.a_row % 8 != 0 || alignment_class(p.a) < 16) return GroupedWgmmaLayout::none;
     if (p.b_group % 8 != 0 || alignment_class(p.b) < 16) return GroupedWgmmaLayout::none;
     if (p.b_col == 1 && p.b_row % 8 == 0 && p.n % 8 == 0) return GroupedWgmmaLayout::b_rows;
@@ -627,6 +746,8 @@ core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std
     return core::Program(grouped_kernel_source(v), std::move(options)).compile(core::CodeType::cubin);
 }
 
+std::uint64_t grouped_hopper_launches() noexcept { return hopper_launches.load(std::memory_order_relaxed); }
+
 void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream) {
     if (p.max_rows == 0 || p.n == 0) return;  // no row or no column: no tile
     const int device = detail::current_device();
@@ -638,12 +759,14 @@ void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams
         const int block_n = grouped_wgmma_columns(p, dev.multiprocessor_count());
         const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, 128);
         const std::int64_t col_tiles = (p.n + block_n - 1) / block_n;
+        const core::LaunchConfig config{
+            .grid = {row_tiles, col_tiles}, .block = {384}, .shared_memory = grouped_wgmma_shared_bytes(block_n)};
         if (const core::Kernel* k = hopper_kernel(device, v, Program{.layout = layout, .block_n = block_n})) {
-            core::launch(
-                stream,
-                {.grid = {row_tiles, col_tiles}, .block = {256}, .shared_memory = grouped_wgmma_shared_bytes(block_n)},
-                *k, p);
-            return;
+            if (const HopperMaps* maps = hopper_maps(v, p, layout, block_n)) {
+                core::launch(stream, config, *k, p, maps->a, maps->b);
+                hopper_launches.fetch_add(1, std::memory_order_relaxed);
+                return;
+            }
         }
     }
     const bool tc = uses_tensor_cores(v);

@@ -70,7 +70,8 @@ inline constexpr std::int64_t grouped_tc_tile_k = 32;
 /// none when it cannot (f32 inputs; A not contiguous along K; weights contiguous along neither N nor
 /// K; K, A's row stride, the weights' group stride or their stride along their other dimension, or
 /// A's or the weights' address not a multiple of 16 bytes; N not a multiple of 8 for weights
-/// contiguous along N); the portable kernel runs those. D may have any strides.
+/// contiguous along N; extents past the tensor memory accelerator's 32-bit coordinates or strides
+/// past its 2^40 bytes); the portable kernel runs those. D may have any strides.
 enum class GroupedWgmmaLayout { none, b_rows, b_cols };
 [[nodiscard]] GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v,
                                                       const GroupedKernelParams& p) noexcept;
@@ -78,10 +79,11 @@ enum class GroupedWgmmaLayout { none, b_rows, b_cols };
 /// Columns of D per block of the Hopper kernel (blocks compute 128 rows; one warpgroup MMA of that
 /// width per warpgroup and 16 of K): 128 or 256.
 /// The stages of K (64 wide; 16 KiB of A plus 128 bytes per column of B each) its blocks pipeline,
-/// and their dynamic shared memory (the stages plus 1 KiB for their alignment).
-[[nodiscard]] constexpr int grouped_wgmma_stages(int block_n) noexcept { return block_n > 128 ? 4 : 5; }
+/// and their dynamic shared memory (the stages, 1 KiB for their alignment and 128 bytes for their
+/// mbarriers).
+[[nodiscard]] constexpr int grouped_wgmma_stages(int block_n) noexcept { return block_n > 128 ? 4 : 6; }
 [[nodiscard]] constexpr std::size_t grouped_wgmma_shared_bytes(int block_n) noexcept {
-    return std::size_t(grouped_wgmma_stages(block_n)) * (16384 + std::size_t(block_n) * 128) + 1024;
+    return std::size_t(grouped_wgmma_stages(block_n)) * (16384 + std::size_t(block_n) * 128) + 1024 + 128;
 }
 
 /// The columns per block a call runs with on a device of `multiprocessors` SMs: 256 where the
@@ -109,10 +111,15 @@ inline constexpr const char* grouped_wgmma_kernel_name = "gm_grouped_wgmma";
     return (max_rows + tile - 1) / tile + groups;
 }
 
+/// How many calls have launched the Hopper kernel in this process (tests check that eligible calls
+/// on compute capability 9.0 run it rather than the portable kernel's fallback).
+[[nodiscard]] std::uint64_t grouped_hopper_launches() noexcept;
+
 /// Enqueues the kernel of `v` on `stream` (current device; compiled and loaded on first use, then
 /// kept): the Hopper kernel where grouped_wgmma_layout allows it on a device of compute capability
-/// 9.0, the portable one otherwise. Allocates nothing and reads the sizes on the device only, so it
-/// may be captured.
+/// 9.0 (its tensor maps encoded on the host, once per thread for a run of calls on the same
+/// operands), the portable one otherwise or where the driver cannot encode the maps. Allocates nothing and reads the
+/// sizes on the device only, so it may be captured.
 void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream);
 
 }  // namespace gpumath::detail

@@ -21,6 +21,7 @@
 #include <gpumath/matmul.hpp>
 
 #include "common/test_util.hpp"
+#include "matmul/grouped_kernel.hpp"
 #include "reference.hpp"
 
 using namespace gpumath;
@@ -671,6 +672,31 @@ TEST(GroupedGpu, DeviceSizesAgainstReference) {
     // kernel runs this one on Hopper too.
     expect_device_case({.sizes = {3, 5, 0, 1, 7}, .k = 23, .n = 31, .alpha = 0.5});
     expect_device_case({.sizes = {12, 0, 1, 30}, .b_col = true, .d_col = true});
+}
+
+TEST(GroupedGpu, DeviceSizesRunTheHopperKernelOnHopper) {
+    GPUMATH_REQUIRE_GPU();
+    const auto cc = core::Device::current().compute_capability();
+    if (cc.major != 9 || cc.minor != 0)
+        GTEST_SKIP() << "the Hopper grouped kernel runs on compute capability 9.0; this device is " << cc.major << "."
+                     << cc.minor;
+    // The portable kernel computes the same values, so only the count tells which kernel ran: every
+    // eligible call (bf16 and f16, both weight layouts, both block widths) must launch the Hopper one.
+    const std::uint64_t before = detail::grouped_hopper_launches();
+    int calls = 0;
+    for (bool b_col : {false, true}) {
+        expect_device_case({.sizes = {300, 0, 129, 1, 64}, .k = 1024, .n = 384, .b_col = b_col});
+        expect_device_case({.input = DataType::f16,
+                            .result = DataType::f32,
+                            .sizes = {5, 131},
+                            .k = 200,
+                            .n = 200,
+                            .b_col = b_col,
+                            .epilog = Epilog::silu_bias});
+        expect_device_case({.sizes = {2000, 0, 1, 2223}, .k = 32, .n = 2048, .b_col = b_col});
+        calls += 6;  // three cases, each through grouped_matmul and GroupedMatmul
+    }
+    EXPECT_EQ(detail::grouped_hopper_launches() - before, std::uint64_t(calls));
 }
 
 TEST(GroupedGpu, DeviceSizesEpilogs) {

@@ -3,6 +3,7 @@
 // names the operand and the group. Pointers here are never dereferenced: every call is invalid (or,
 // for the constructors, needs no device).
 #include <gtest/gtest.h>
+#include <limits>
 
 #include <algorithm>
 #include <complex>
@@ -676,8 +677,8 @@ TEST(GroupedKernel, HopperKernelCompilesWithNvrtc) {
             [&] { (void)detail::grouped_wgmma_source({}, GroupedWgmmaLayout::b_rows, bad); },
             {"block_n:", std::to_string(bad) + " columns per block", "128 or 256"});
     // Shared memory within the H200's 227 KiB per block for both widths.
-    EXPECT_EQ(detail::grouped_wgmma_shared_bytes(128), 5U * 32768U + 1024U);
-    EXPECT_EQ(detail::grouped_wgmma_shared_bytes(256), 4U * 49152U + 1024U);
+    EXPECT_EQ(detail::grouped_wgmma_shared_bytes(128), 6U * 32768U + 1024U + 128U);
+    EXPECT_EQ(detail::grouped_wgmma_shared_bytes(256), 4U * 49152U + 1024U + 128U);
 }
 
 TEST(GroupedKernel, HopperKernelWidthFollowsTheWork) {
@@ -755,6 +756,19 @@ TEST(GroupedKernel, HopperKernelTakesAlignedContiguousOperandsOnly) {
     p = rows;
     p.b_row = 256;  // weights strided along both dimensions
     p.b_col = 2;
+    none(p);
+    // Past the tensor memory accelerator's 32-bit coordinates (the last 16-row box of A included)
+    // and its strides below 2^40 bytes.
+    p = rows;
+    p.max_rows = std::int64_t(std::numeric_limits<std::int32_t>::max()) - 100;
+    none(p);
+    p.max_rows = std::int64_t(std::numeric_limits<std::int32_t>::max()) - 128;
+    EXPECT_EQ(detail::grouped_wgmma_layout(bf, p), GroupedWgmmaLayout::b_rows);
+    p = rows;
+    p.b_group = std::int64_t(1) << 39;
+    none(p);
+    p = cols;
+    p.b_col = std::int64_t(1) << 39;
     none(p);
 }
 
