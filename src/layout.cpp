@@ -52,7 +52,8 @@ void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::s
                           api);
         if (empty) continue;
         const std::int64_t extent = shape[i] - 1;
-        if (extent > 0 && strides[i] > (limit / elem - last) / extent)
+        // Keep (last + 1) * elem, the span in bytes, within int64.
+        if (extent > 0 && strides[i] > (limit / elem - 1 - last) / extent)
             throw_invalid(fmt::format("strides: {} with shape {} address more bytes than fit in int64",
                                       to_string(strides), to_string(shape)),
                           api);

@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -66,17 +68,25 @@ std::vector<std::string> cubin_entry_names(std::string_view elf) {
         return read_at(elf, base + 4, type) && read_at(elf, base + 0x18, offset) && read_at(elf, base + 0x20, size) &&
                read_at(elf, base + 0x28, link) && read_at(elf, base + 0x38, entsize);
     };
+    // A hostile ELF may point many section headers at one symbol table: read each (offset, size)
+    // range once, visit at most as many symbols as the file can hold, and report each name once.
+    std::set<std::pair<std::uint64_t, std::uint64_t>> visited;
+    std::set<std::string_view> seen;
+    std::uint64_t budget = elf.size() / 24;
     for (std::uint32_t i = 0; i < shnum; ++i) {
         std::uint32_t type = 0, link = 0;
         std::uint64_t offset = 0, size = 0, entsize = 0;
         if (!section(i, type, offset, size, link, entsize)) return names;
         if (type != 2 /* SHT_SYMTAB */ || entsize < 24) continue;
+        if (!visited.emplace(offset, size).second) continue;
         std::uint32_t st_type = 0, st_link = 0;
         std::uint64_t str_off = 0, str_size = 0, st_entsize = 0;
         if (link >= shnum || !section(link, st_type, str_off, str_size, st_link, st_entsize)) return names;
         if (str_off > elf.size() || elf.size() - str_off < str_size) return names;
         const std::string_view strtab = elf.substr(str_off, str_size);
         for (std::uint64_t s = 0; s + entsize <= size; s += entsize) {
+            if (budget == 0) return names;
+            --budget;
             std::uint32_t name_off = 0;
             std::uint8_t info = 0, other = 0;
             if (!read_at(elf, offset + s, name_off) || !read_at(elf, offset + s + 4, info) ||
@@ -86,7 +96,8 @@ std::vector<std::string> cubin_entry_names(std::string_view elf) {
             if ((info & 0xf) != 2 || (other & 0x10) == 0 || name_off >= strtab.size()) continue;
             const std::size_t end = strtab.find('\0', name_off);
             if (end == std::string_view::npos) continue;
-            names.emplace_back(strtab.substr(name_off, end - name_off));
+            const std::string_view name = strtab.substr(name_off, end - name_off);
+            if (seen.insert(name).second) names.emplace_back(name);
         }
     }
     return names;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -247,6 +248,12 @@ std::int64_t last_axis_size_stage(const FftProblem& p, const TensorLayout* out, 
                                   const char* api) {
     const int last = p.axes[std::size_t(p.naxes - 1)];
     const std::int64_t m = p.in.shape[std::size_t(last)];
+    // An empty input bounds no extent by its bytes; keep 2 * m - 1 within int64.
+    if (m > std::numeric_limits<std::int64_t>::max() / 2)
+        throw_invalid(fmt::format("input: extent {} along the last transform axis {} is too large: the c2r output "
+                                  "length 2 * (m - 1) does not fit in int64",
+                                  m, last),
+                      api);
     std::int64_t n = last_axis_size;
     if (n == 0 && out != nullptr) {
         // The output view fixes the length (its layout is checked in full by output_stage).
@@ -295,7 +302,11 @@ void lengths_stage(const FftOperand& want, FftProblem& p, const char* api) {
                                       a, gpumath::to_string(std::span(p.in.shape.data(), std::size_t(p.in.rank)))),
                           api);
         p.n[std::size_t(i)] = len;
-        p.n_total *= len;
+        if (__builtin_mul_overflow(p.n_total, len, &p.n_total))
+            throw_invalid(fmt::format("input: transform size does not fit in int64: the product of the transform "
+                                      "lengths (through axis {}, shape {}) overflows; transform fewer or shorter axes",
+                                      a, gpumath::to_string(std::span(p.in.shape.data(), std::size_t(p.in.rank)))),
+                          api);
     }
     for (int i = 0; i < p.in.rank; ++i)
         if (p.in.shape[std::size_t(i)] == 0) p.empty = true;

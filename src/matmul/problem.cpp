@@ -81,6 +81,7 @@ TensorLayout allocated_result_layout(const TensorLayout& a, const TensorLayout& 
     // The common case without analysis: rank >= 2, matching K, broadcastable batches.
     if (a.rank() >= 2 && b.rank() >= 2 && a.shape(-1) == b.shape(-2)) batch = broadcast_batch(a, b, nullptr);
     if (batch && result) {
+        check_result_size(*result, *batch, a.shape(-2), b.shape(-1), a, b, api);
         d = default_result_layout(*result, *batch, a.shape(-2), b.shape(-1), c ? &*c : nullptr);
     } else {
         MatmulSignature sig;

@@ -24,9 +24,11 @@ struct BatchShape {
     std::array<std::int64_t, max_rank> dims{};
     int rank = 0;
     [[nodiscard]] std::span<const std::int64_t> span() const { return {dims.data(), std::size_t(rank)}; }
-    [[nodiscard]] std::int64_t count() const {
+    /// The number of products; nullopt when it does not fit in int64.
+    [[nodiscard]] std::optional<std::int64_t> count() const {
         std::int64_t n = 1;
-        for (int i = 0; i < rank; ++i) n *= dims[std::size_t(i)];
+        for (int i = 0; i < rank; ++i)
+            if (__builtin_mul_overflow(n, dims[std::size_t(i)], &n)) return std::nullopt;
         return n;
     }
 };

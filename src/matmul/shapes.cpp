@@ -130,6 +130,24 @@ std::optional<BatchShape> broadcast_batch(const TensorLayout& a, const TensorLay
     return full;
 }
 
+void check_result_size(DataType t, const BatchShape& batch, std::int64_t m, std::int64_t n, const TensorLayout& a,
+                       const TensorLayout& b, const char* api) {
+    std::int64_t bytes = std::int64_t(size_of(t));
+    bool overflow = __builtin_mul_overflow(bytes, m, &bytes) || __builtin_mul_overflow(bytes, n, &bytes);
+    for (int i = 0; !overflow && i < batch.rank; ++i)
+        overflow = __builtin_mul_overflow(bytes, batch.dims[std::size_t(i)], &bytes);
+    if (!overflow) return;
+    std::array<std::int64_t, max_rank + 2> shape{};
+    std::size_t r = 0;
+    for (int i = 0; i < batch.rank; ++i) shape[r++] = batch.dims[std::size_t(i)];
+    shape[r++] = m;
+    shape[r++] = n;
+    invalid(api,
+            "a, b: the product of a {} and b {} has shape {}, whose {} elements need more bytes than fit in int64; "
+            "split the batch or the matrices into smaller products",
+            shape_text(a), shape_text(b), to_string(std::span<const std::int64_t>(shape.data(), r)), to_string(t));
+}
+
 TensorLayout default_result_layout(DataType t, const BatchShape& batch, std::int64_t m, std::int64_t n,
                                    const TensorLayout* c) {
     if (c != nullptr && c->rank() >= 2 && c->shape(-2) == m && c->shape(-1) == n) {
@@ -160,7 +178,13 @@ ProblemShape shape_stage(const TensorLayout& a, const TensorLayout& b, const cha
         invalid(api, "b: batch dimensions of shape {} do not broadcast with a's {} (extent {} vs {})", shape_text(b),
                 shape_text(a), clash.b, clash.a);
     s.batch_dims = *batch;
-    s.batch = batch->count();
+    const std::optional<std::int64_t> count = batch->count();
+    if (!count)
+        invalid(api,
+                "a, b: batch dimensions of a {} and b {} broadcast to {}, whose product (the number of "
+                "matrix products) does not fit in int64",
+                shape_text(a), shape_text(b), to_string(batch->span()));
+    s.batch = *count;
     if (s.batch > std::numeric_limits<std::int32_t>::max())
         unsupported(api, "a, b: {} products in the batch; cuBLASLt's batch count is a 32-bit integer", s.batch);
     return s;
@@ -170,6 +194,7 @@ TensorLayout result_stage(const MatmulSignature& sig, const ProblemShape& shape,
                           const char* api) {
     const BatchShape& full = shape.batch_dims;
     const std::int64_t M = shape.m, N = shape.n;
+    check_result_size(types.d, full, M, N, sig.a, sig.b, api);
     TensorLayout d;
     if (sig.d) {
         d = *sig.d;

@@ -10,7 +10,7 @@
 
 namespace gpumath::detail {
 
-constexpr std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+constexpr std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x / m + (x % m != 0)) * m; }
 
 /// The last two dimensions of a layout.
 struct Matrix {
@@ -52,6 +52,11 @@ struct BatchClash {
 /// broadcast.
 [[nodiscard]] std::optional<BatchShape> broadcast_batch(const TensorLayout& a, const TensorLayout& b,
                                                         BatchClash* clash);
+
+/// InvalidArgument naming a and b when D, (*batch, m, n) of `t`, has more elements or bytes than fit
+/// in int64.
+void check_result_size(DataType t, const BatchShape& batch, std::int64_t m, std::int64_t n, const TensorLayout& a,
+                       const TensorLayout& b, const char* api);
 
 /// The D of a call without a d view: dense (*batch, M, N), row-major unless c is given and can only
 /// be read with a column-major D (cuBLASLt reads C and writes D along one unit-stride dimension);

@@ -131,6 +131,26 @@ TEST(TensorLayout, RejectsBadShapesAndStrides) {
         {"strides", "int64"});
 }
 
+TEST(TensorLayout, SpanInBytesFitsInInt64) {
+    // The last addressed element plus one, times the element size, must fit: span_bytes() and
+    // span_elements() compute (last + 1) * elem (they overflowed, a UBSan report).
+    constexpr std::int64_t max = INT64_MAX;
+    expect_throw_with<gpumath::InvalidArgument>(
+        [] {
+            TensorLayout(DataType::f32, {2, 1}, {INT64_MAX / 4, 1});
+        },
+        {"TensorLayout", "strides", "int64"});
+    expect_throw_with<gpumath::InvalidArgument>([] { TensorLayout(DataType::i8, {2}, {INT64_MAX}); },
+                                                {"strides", "int64"});
+    // The largest layouts that fit are still accepted, and their spans are exact.
+    const TensorLayout f32_max(DataType::f32, {2, 1}, {max / 4 - 1, 1});
+    EXPECT_EQ(f32_max.span_elements(), max / 4);
+    EXPECT_EQ(f32_max.span_bytes(), max / 4 * 4);
+    const TensorLayout i8_max(DataType::i8, {2}, {max - 1});
+    EXPECT_EQ(i8_max.span_elements(), max);
+    EXPECT_EQ(i8_max.span_bytes(), max);
+}
+
 TEST(TensorLayout, RejectsDataTypesOutsideTheEnum) {
     EXPECT_TRUE(gpumath::is_valid(DataType::i32));
     EXPECT_FALSE(gpumath::is_valid(static_cast<DataType>(gpumath::data_type_count)));

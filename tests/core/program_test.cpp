@@ -4,11 +4,16 @@
 // validation, saving and loading code, and what happens without a GPU.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <sys/stat.h>
 
@@ -370,4 +375,47 @@ TEST(Program, MovedFromProgramThrowsFromItsMethods) {
     EXPECT_EQ(p.compile(CodeType::ptx).kernel_names(), std::vector<std::string>{"k"});
     Program copy = q;
     EXPECT_EQ(copy.options().name, "moved");
+}
+
+TEST(ObjectCode, KernelNamesOfAHostileCubinVisitEachSymbolTableOnce) {
+    // 65535 section headers, all SHT_SYMTAB over the same three symbols: reading the table once per
+    // header took O(sections x symbols) and, over a large table, effectively hung kernel_names().
+    constexpr std::uint16_t shnum = 65535;
+    constexpr std::size_t strtab_off = 64, symtab_off = 80, sym_size = 24, nsyms = 4;
+    constexpr std::size_t shoff = symtab_off + nsyms * sym_size;
+    std::string elf(shoff + std::size_t(shnum) * 64, '\0');
+    const auto put = [&](std::size_t at, auto value) { std::memcpy(elf.data() + at, &value, sizeof(value)); };
+    std::memcpy(elf.data(),
+                "\x7f"
+                "ELF",
+                4);
+    elf[4] = 2;  // 64-bit
+    elf[5] = 1;  // little-endian
+    put(0x28, std::uint64_t(shoff));
+    put(0x3a, std::uint16_t(64));
+    put(0x3c, shnum);
+    const char strtab[] = "\0kern_a\0kern_b\0helper";
+    std::memcpy(elf.data() + strtab_off, strtab, sizeof(strtab));
+    // Symbols: null; two entry points; kern_a again; a function that is not an entry point.
+    const std::array<std::pair<std::uint32_t, std::uint8_t>, nsyms> syms = {
+        {{1, 0x10}, {8, 0x10}, {1, 0x10}, {15, 0x00}}};
+    for (std::size_t i = 0; i < nsyms; ++i) {
+        put(symtab_off + i * sym_size, syms[i].first);
+        put(symtab_off + i * sym_size + 4, std::uint8_t(0x12));  // STB_GLOBAL, STT_FUNC
+        put(symtab_off + i * sym_size + 5, syms[i].second);
+    }
+    // Section 0 is the string table, every other one the same symbol table.
+    put(shoff + 4, std::uint32_t(3));  // SHT_STRTAB
+    put(shoff + 0x18, std::uint64_t(strtab_off));
+    put(shoff + 0x20, std::uint64_t(sizeof(strtab)));
+    for (std::size_t i = 1; i < shnum; ++i) {
+        const std::size_t h = shoff + i * 64;
+        put(h + 4, std::uint32_t(2));  // SHT_SYMTAB
+        put(h + 0x18, std::uint64_t(symtab_off));
+        put(h + 0x20, std::uint64_t(nsyms * sym_size));
+        put(h + 0x28, std::uint32_t(0));  // sh_link: the string table
+        put(h + 0x38, std::uint64_t(sym_size));
+    }
+    const ObjectCode code = ObjectCode::from_bytes(std::string_view(elf), CodeType::cubin, "sm_90");
+    EXPECT_EQ(code.kernel_names(), (std::vector<std::string>{"kern_a", "kern_b"}));
 }

@@ -104,6 +104,23 @@ TEST(FftValidation, IrfftLength) {
                                        {"last_axis_size", "c2c", "complex-to-real"});
 }
 
+TEST(FftValidation, TransformSizePastInt64) {
+    // An empty batch bounds no extent by its bytes: the transform size 2^31 * 2 * (2^32 - 2)
+    // overflowed int64 (a UBSan report).
+    expect_throw_with<InvalidArgument>(
+        [] {
+            FFT f(TensorLayout(DataType::c32, {0, INT64_C(1) << 31, (INT64_C(2) << 31) - 1}),
+                  {.axes = {1, 2}, .kind = FFTKind::c2r});
+        },
+        {"input:", "transform size does not fit in int64"});
+    // So did the default c2r output length 2 * (m - 1).
+    expect_throw_with<InvalidArgument>(
+        [] {
+            FFT f(TensorLayout(DataType::c32, {0, INT64_MAX}), {.kind = FFTKind::c2r});
+        },
+        {"input:", "2 * (m - 1)", "int64"});
+}
+
 TEST(FftValidation, IrfftOddLengthAccepted) {
     FFT plan(TensorLayout(DataType::c32, {3, 5}), {.kind = FFTKind::c2r, .last_axis_size = 9});
     EXPECT_EQ(plan.kind(), FFTKind::c2r);

@@ -139,6 +139,24 @@ TEST(QuantizeLayout, PaddedScalesPastInt64) {
         {"int64"});
 }
 
+TEST(QuantizeLayout, BlockCountsNearInt64Max) {
+    // ceil(K / 128) computed as (K + 127) / 128 overflowed for K near INT64_MAX (a UBSan report).
+    constexpr std::int64_t blocks = INT64_MAX / 128 + 1;  // 2^56
+    expect_layout(fp8_scale_layout(ScaleMode::block_1x128, TensorLayout(e4m3, {1, INT64_MAX})), {1, blocks}, {1, 1});
+    expect_layout(fp8_scale_layout(ScaleMode::block_128x128, TensorLayout(e4m3, {INT64_MAX, 1})), {blocks, 1}, {4, 1});
+    expect_layout(fp8_scale_layout(ScaleMode::block_128x128, TensorLayout(e4m3, {1, INT64_MAX})), {1, blocks},
+                  {blocks, 1});
+}
+
+TEST(QuantizeValidation, DequantizeBlockCountNearInt64Max) {
+    // The geometry's ceil(C / 128) overflowed for C = INT64_MAX (a UBSan report). The checks now
+    // pass; without a device the call then fails on its first CUDA call, with one the f32 result
+    // of INT64_MAX elements is refused for its bytes.
+    const auto call = [&] { (void)dequantize_fp8(v(1, e4m3, {1, INT64_MAX}), v(2, f32, {}), ScaleMode::tensor); };
+    if (test::has_gpu()) expect_throw_with<InvalidArgument>(call, {"int64"});
+    else expect_throw_with<CudaError>(call, {"no CUDA driver/device"});
+}
+
 // ---- quantize_fp8 with outputs --------------------------------------------------------------------
 
 TEST(QuantizeValidation, ValidCallsReachTheDevice) {

@@ -76,6 +76,30 @@ TEST(MatmulValidation, BatchesDoNotBroadcast) {
         {"b:", "broadcast", "(2, 4, 6)"});
 }
 
+TEST(MatmulValidation, BatchCountPastInt64) {
+    // 2^33 x 2^31 broadcast products: the batch count overflowed int64 (a UBSan report).
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            Matmul mm(TensorLayout(f32, {INT64_C(1) << 33, 1, 1, 1}), TensorLayout(f32, {INT64_C(1) << 31, 1, 1}));
+        },
+        {"Matmul", "a, b:", "(8589934592, 2147483648)", "does not fit in int64"});
+}
+
+TEST(MatmulValidation, ResultPastInt64) {
+    // D of 2^30 (2^20, 2^20) matrices: its column-major batch strides overflowed (a UBSan report).
+    const TensorLayout a(f32, {INT64_C(1) << 30, INT64_C(1) << 20, 1}), b(f32, {1, INT64_C(1) << 20});
+    const TensorLayout c(f32, {INT64_C(1) << 20, INT64_C(1) << 20}, {1, INT64_C(1) << 20});
+    expect_throw_with<InvalidArgument>([&] { Matmul mm(a, b, c); },
+                                       {"Matmul", "a, b:", "(1073741824, 1048576, 1048576)", "int64"});
+    // Without c (row-major D), and through the allocating calls' result layout.
+    expect_throw_with<InvalidArgument>([&] { Matmul mm(a, b); }, {"a, b:", "int64"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            Matmul mm(TensorLayout(f32, {INT64_C(1) << 40, 1}), TensorLayout(f32, {1, INT64_C(1) << 40}));
+        },
+        {"a, b:", "(1099511627776, 1099511627776)", "int64"});
+}
+
 TEST(MatmulValidation, BatchNotOneStridedBatch) {
     // a's batch dimensions (2, 3) with strides that are not one sequence.
     expect_throw_with<NotSupported>(
