@@ -7,8 +7,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -379,6 +377,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
     const long long c0 = (long long)blockIdx.y * GM_WG_BN;
     if (c0 >= p.n) return;
+    // Stages from the first 1024-byte boundary (the launch asks for 1024 bytes more), then the
+    // barriers: full[st] at bars + 8 st, empty[st] at bars + 8 (GM_WG_STAGES + st).
     const unsigned base = (static_cast<unsigned>(__cvta_generic_to_shared(gm_smem)) + 1023u) & ~1023u;
     const unsigned bars = base + GM_WG_STAGES * GM_WG_STAGE_BYTES;
     const int steps = int((p.k + 63) / 64);
@@ -433,8 +433,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
+            // A: this warpgroup's 64 rows, 16 of K 32 bytes into the swizzled rows; groups of 8 rows
+            // 1024 bytes apart (the leading offset is unused).
             const unsigned long long da = gm_desc(sa + wg * 8192 + kk * 32, 16, 1024);
 #if GM_WG_B_ROWS
+            // B contiguous along N: 16 k-rows (2048 bytes) per step; 64-column blocks 8192 bytes
+            // apart, groups of 8 k-rows 1024 bytes apart.
             const unsigned long long db = gm_desc(sb + kk * 2048, GM_WG_MN_LBO, GM_WG_MN_SBO);
 #else
             const unsigned long long db = gm_desc(sb + kk * 32, 16, 1024);
@@ -446,8 +450,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         GM_WG_PIN(acc);
     };
     if (steps > 0) mma(0, 0);
-    int pst = 0, st = 1 % GM_WG_STAGES;
-    unsigned phase = GM_WG_STAGES == 1 ? 1u : 0u;
+    int pst = 0, st = 1;  // GM_WG_STAGES >= 2: step 1 uses stage 1 in the first phase
+    unsigned phase = 0;
     for (int s = 1; s < steps; ++s) {
         mma(st, phase);
         // Step s - 1's MMAs have completed (wait_group 1): its stage may be refilled.
@@ -461,6 +465,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     GM_WG_PIN(acc);
 
+    // The accumulator of an m64nWk16 product: thread (warp w, lane l) of a warpgroup holds rows
+    // 16 w + l / 4 and 16 w + l / 4 + 8, columns 8 q + 2 (l % 4) and the next, of each 8-column
+    // block q.
     const int warp = (t & 127) >> 5, lane = t & 31;
     gm_out* d = static_cast<gm_out*>(p.d) + (row0 + r0) * p.d_row;
 #pragma unroll
@@ -606,8 +613,8 @@ struct HopperMaps {
 };
 
 /// The maps of one call, encoded once per thread for a run of calls on the same operands (the
-/// encoding is host work only, so a capture records the same maps). Null, with a warning, where the
-/// driver cannot encode them.
+/// encoding is host work only, so a capture records the same maps). Null where the driver lacks
+/// cuTensorMapEncodeTiled, or (with a warning, on every such call) refuses the operands.
 const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernelParams& p, GroupedWgmmaLayout layout,
                               int block_n) {
     struct Key {

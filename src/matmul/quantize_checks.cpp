@@ -18,11 +18,11 @@
 #include "matmul/checks.hpp"
 #include "matmul/quantize_source.hpp"
 #include "matmul/scales.hpp"
+#include "matmul/shapes.hpp"
 
 namespace gpumath::detail {
 namespace {
 
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); }  // cannot overflow
 constexpr std::int64_t max_grid = std::numeric_limits<std::int32_t>::max();
 
 void check_rank(ScaleMode mode, const TensorLayout& x, const char* name, const char* api) {

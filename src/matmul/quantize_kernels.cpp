@@ -17,6 +17,7 @@
 #include <gpumath/core/program.hpp>
 #include "detail/status.hpp"
 #include "matmul/quantize_source.hpp"
+#include "matmul/shapes.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -66,8 +67,6 @@ const QuantizeKernels& quantize_kernels(int device, DataType element, DataType f
     std::lock_guard lock(mutex);
     return *cache->emplace(key, std::move(k)).first->second;
 }
-
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 QuantizeParams params_of(const QuantizeCall& c) {
     const QuantizeGeometry& g = c.geometry;

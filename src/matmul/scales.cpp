@@ -104,7 +104,7 @@ void batch_loop(const MatmulSignature& sig, std::int64_t a_scale_stride, std::in
 TensorLayout scale_layout(ScaleMode mode, std::span<const std::int64_t> batch, std::int64_t rows, std::int64_t k) {
     std::array<std::int64_t, max_rank> shape{}, strides{};
     const int nb = int(batch.size());
-    const std::int64_t l = k / block + (k % block != 0);  // overflow-free ceil-div
+    const std::int64_t l = ceil_div(k, block);
     const std::int64_t l4 = round_up(l, 4);
     std::int64_t matrix = 0;
     int rank = nb;
@@ -124,7 +124,7 @@ TensorLayout scale_layout(ScaleMode mode, std::span<const std::int64_t> batch, s
             matrix = rows * l;
             break;
         case ScaleMode::block_128x128: {
-            const std::int64_t rb = rows / block + (rows % block != 0);
+            const std::int64_t rb = ceil_div(rows, block);
             shape[std::size_t(rank)] = rb;
             strides[std::size_t(rank++)] = l4;
             shape[std::size_t(rank)] = l;

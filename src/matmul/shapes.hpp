@@ -10,7 +10,9 @@
 
 namespace gpumath::detail {
 
-constexpr std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x / m + (x % m != 0)) * m; }
+/// ceil(x / m) for x >= 0 and m > 0, without the overflow of (x + m - 1) / m near INT64_MAX.
+constexpr std::int64_t ceil_div(std::int64_t x, std::int64_t m) { return x / m + (x % m != 0); }
+constexpr std::int64_t round_up(std::int64_t x, std::int64_t m) { return ceil_div(x, m) * m; }
 
 /// The last two dimensions of a layout.
 struct Matrix {
