@@ -37,7 +37,7 @@ namespace {
 /// The backends timed on uneven sizes and for host time, one line each.
 constexpr GroupedBackend backends[] = {
     GroupedBackend::loop,   GroupedBackend::automatic, GroupedBackend::streams, GroupedBackend::streams_partitioned,
-    GroupedBackend::cublas,
+    GroupedBackend::cublas, GroupedBackend::kernel,
 };
 
 /// (K, N) of the weights of the GPU-time cases.

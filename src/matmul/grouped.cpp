@@ -58,6 +58,10 @@ public:
     void plan() {
         constexpr const char* api = "GroupedMatmul::plan";
         const int device = matmul_current_device();
+        if (backend_ == GroupedBackend::kernel) {
+            plan_kernel(api);
+            return;
+        }
         if (backend_ == GroupedBackend::cublas) prepare_cublas(device);
         const TensorLayout bg = contiguous_ ? weights_of(b_[0]) : TensorLayout{};
         if (contiguous_ && backend_ != GroupedBackend::loop && batched_sizes(sizes_)) {
@@ -99,7 +103,7 @@ public:
         check_group_call(a, b, d, args, shape_, options_.epilog, api);
         std::vector<GroupOperands> groups;
         groups_of(a, b, d, args, groups);
-        run(groups, args, stream, api);
+        run(groups, args, stream, api, nullptr, choice_key(shape_, options_));
     }
 
     void execute(const TensorView& a, const TensorView& b, const TensorView& d, std::span<const std::int64_t> sizes,
@@ -108,6 +112,11 @@ public:
         check_moe_operands(a, b, api);
         check_group_sizes(sizes, shape_.groups, a.shape(0), api);
         check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
+        if (backend_ == GroupedBackend::kernel) {
+            const HostKernelCall h = host_sizes_call(a, b, d, sizes, args, shape_, options_, api);
+            run_grouped_kernel(h.call.variant, h.call.params, stream, &h.sizes);
+            return;
+        }
         std::vector<GroupOperands> groups;
         std::optional<GroupOperands> batched;
         if (backend_ != GroupedBackend::loop) batched = batched_of(a, b, d, sizes, args);
@@ -116,9 +125,20 @@ public:
                         "group_sizes: grouped.backend strided_batched needs every group to have the same number of "
                         "rows (more than 0, G > 1), a row-major d and FP8 scales (if any) shared by every group "
                         "(stride 0) without amax_d; use automatic or loop otherwise");
+        // automatic: the grouped kernel is a candidate too, and runs at once where it was chosen.
+        std::optional<HostKernelCall> kernel;
+        BackendChoiceKey key = choice_key(shape_, options_);
+        if (backend_ == GroupedBackend::automatic && !batched && call_class(sizes).products > 1) {
+            const int device = matmul_current_device();
+            kernel = kernel_candidate(a, b, d, sizes, args, shape_, options_, device, key, api);
+            if (kernel && choices_.find(key) == GroupedBackend::kernel) {
+                run_grouped_kernel(kernel->call.variant, kernel->call.params, stream, &kernel->sizes);
+                return;
+            }
+        }
         if (batched) groups.push_back(*batched);
         else groups_of(a, b, d, sizes, args, groups);
-        run(groups, args, stream, api);
+        run(groups, args, stream, api, kernel ? &*kernel : nullptr, key);
     }
 
     void execute(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& sizes,
@@ -146,12 +166,36 @@ private:
     }
 
     void resolve_backend(const GroupedOptions& grouped) {
+        constexpr const char* api = "GroupedMatmul";
         if (grouped.backend == GroupedBackend::cublas && is_fp8(shape_.input))
-            unsupported("GroupedMatmul",
+            unsupported(api,
                         "grouped.backend: cublas with {} inputs; cublasGemmGroupedBatchedEx takes f16, bf16 and f32 "
                         "(FP8 runs with loop, streams, strided_batched or automatic)",
                         to_string(shape_.input));
+        if (grouped.backend == GroupedBackend::kernel) {
+            if (!contiguous_)
+                unsupported(api,
+                            "grouped.backend: kernel needs the mixture-of-experts form (one A, weights (G, K, N), one "
+                            "D); per-group views run with loop, streams, streams_partitioned, cublas or automatic");
+            if (std::string why = host_kernel_refusal(shape_, a_[0].shape(0)); !why.empty())
+                unsupported(api, "grouped.backend: kernel cannot run these products: {}", why);
+        }
         backend_ = grouped.backend;
+    }
+
+    /// The `kernel` backend's plan(): the grouped kernel for the constructed layouts (D row-major
+    /// and dense, pointers 256-byte aligned) compiled and loaded.
+    void plan_kernel(const char* api) const {
+        // Distinct 256-byte aligned stand-ins: they only choose the kernel, nothing is read.
+        auto at = [](std::uintptr_t slot) { return reinterpret_cast<const void*>(slot * 256); };
+        const TensorView a(at(1), a_[0]), b(at(2), b_[0]);
+        const std::int64_t d_shape[] = {a_[0].shape(0), shape_.n};
+        const TensorView d(at(3), TensorLayout(shape_.result, d_shape));
+        GroupedMatmulArgs args;
+        const std::int64_t bias_shape[] = {shape_.groups, shape_.n};
+        if (epilog_takes_bias(options_.epilog)) args.bias = TensorView(at(4), TensorLayout(shape_.result, bias_shape));
+        const HostKernelCall h = host_sizes_call(a, b, d, sizes_, args, shape_, options_, api);
+        load_grouped_kernel(h.call.variant, h.call.params);
     }
 
     /// The signature plan() plans a group with: FP8 with per-group scales a and b (and d for an FP8
@@ -192,8 +236,8 @@ private:
                     to_string(b_[0]));
     }
 
-    void run(std::vector<GroupOperands>& groups, const GroupedMatmulArgs& args, core::StreamRef stream,
-             const char* api) {
+    void run(std::vector<GroupOperands>& groups, const GroupedMatmulArgs& args, core::StreamRef stream, const char* api,
+             const HostKernelCall* kernel, const BackendChoiceKey& key) {
         if (groups.empty() && !args.scales.amax_d) return;
         const int device = matmul_current_device();
         const auto plans = group_plans(groups, args.alpha, [&](const MatmulCall& call) {
@@ -204,8 +248,8 @@ private:
             return plans_.get_or_create(partitioned_key(make_key(call, options_, -1), sm_count_target),
                                         [&] { return make_group_plan(call, options_, device, sm_count_target, api); });
         });
-        enqueue_grouped_call(groups, plans, partitioned, args, shape_.groups, stream, device, backend_, choices_,
-                             choice_key(shape_, options_), api);
+        enqueue_grouped_call(groups, plans, partitioned, args, shape_.groups, stream, device, backend_, choices_, key,
+                             kernel, api);
     }
 
     MatmulOptions options_;

@@ -87,6 +87,32 @@ struct GroupedKernelCall {
                                                   const GroupedShape& shape, const MatmulOptions& options,
                                                   const char* api);
 
+/// A mixture-of-experts call with host group sizes as one launch of the grouped kernel (the
+/// `kernel` backend): the sizes travel in the launch's parameters.
+struct HostKernelCall {
+    GroupedKernelCall call;
+    GroupedInlineSizes sizes;
+};
+
+/// Why the `kernel` backend cannot run a call of `shape` over `rows` rows of A (empty when it can):
+/// FP8 inputs, more groups than a launch carries, sizes past 32 bits.
+[[nodiscard]] std::string host_kernel_refusal(const GroupedShape& shape, std::int64_t rows);
+
+/// The kernel launch of a validated host-sizes call (check_moe_call, check_group_sizes): the bound
+/// is A's rows. NotSupported naming host_kernel_refusal's reason or the kernel's grid limit.
+[[nodiscard]] HostKernelCall host_sizes_call(const TensorView& a, const TensorView& b, const TensorView& d,
+                                             std::span<const std::int64_t> sizes, const GroupedMatmulArgs& args,
+                                             const GroupedShape& shape, const MatmulOptions& options, const char* api);
+
+/// `automatic`'s `kernel` candidate for a validated host-sizes call on `device`: the launch, with
+/// key.device, key.calls and key.kernel filled in; none (key.kernel -1) where the kernel cannot run
+/// the call (its refusal, or layouts the products reject: the loop reports those).
+[[nodiscard]] std::optional<HostKernelCall> kernel_candidate(const TensorView& a, const TensorView& b,
+                                                             const TensorView& d, std::span<const std::int64_t> sizes,
+                                                             const GroupedMatmulArgs& args, const GroupedShape& shape,
+                                                             const MatmulOptions& options, int device,
+                                                             BackendChoiceKey& key, const char* api);
+
 /// The matmul signature of group `a` x `b` from layouts alone (d and bias take their defaults).
 [[nodiscard]] MatmulSignature group_signature(const TensorLayout& a, const TensorLayout& b);
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -174,8 +175,7 @@ void check_d_type(const TensorLayout& d, std::int64_t group, const GroupedShape&
 
 void check_grouped_options(const MatmulOptions& options, const GroupedOptions& grouped, const char* api) {
     check_options(options, api);
-    check_enum(grouped.backend, int(GroupedBackend::streams_partitioned) + 1, "a GroupedBackend", "grouped.backend",
-               api);
+    check_enum(grouped.backend, int(GroupedBackend::kernel) + 1, "a GroupedBackend", "grouped.backend", api);
     if (!grouped_epilog(options.epilog))
         unsupported(api,
                     "options.epilog: {} in a grouped product; grouped products take none, relu, gelu, silu and "
@@ -363,14 +363,14 @@ void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, cons
         invalid(api, "group_sizes.sizes: its memory overlaps d's; pass separate memory");
 }
 
-GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, const TensorView& d,
-                                    const DeviceGroupSizes& sizes, const GroupedMatmulArgs& args,
-                                    const GroupedShape& shape, const MatmulOptions& options, const char* api) {
-    if (is_fp8(shape.input))
-        unsupported(api,
-                    "a: {} inputs with group sizes in device memory; gpumath's grouped kernel takes f16, bf16 and "
-                    "f32 (FP8 grouped products run with host group sizes)",
-                    to_string(shape.input));
+namespace {
+
+/// The grouped-kernel call of a validated mixture-of-experts call covering `max_rows` rows (sizes
+/// not filled in), after the matmul rules of one group and the bias's type; NotSupported past the
+/// kernel's grid.
+GroupedKernelCall kernel_call(const TensorView& a, const TensorView& b, const TensorView& d, std::int64_t max_rows,
+                              const GroupedMatmulArgs& args, const GroupedShape& shape, const MatmulOptions& options,
+                              const char* bound, const char* api) {
     if (args.bias && args.bias->dtype() != shape.result)
         invalid(api, "bias: dtype {}; the bias of a grouped product has the result type {}",
                 to_string(args.bias->dtype()), to_string(shape.result));
@@ -396,9 +396,8 @@ GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, co
     p.b = b.data();
     p.d = d.data();
     p.bias = args.bias ? args.bias->data() : nullptr;
-    p.sizes = static_cast<const std::int32_t*>(sizes.sizes.data());
     p.groups = shape.groups;
-    p.max_rows = sizes.max_total_rows;
+    p.max_rows = max_rows;
     p.n = shape.n;
     p.k = shape.k;
     p.a_row = a.stride(0);
@@ -416,10 +415,69 @@ GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, co
                     grouped_tile);
     if (grouped_row_tiles(p.max_rows, p.groups) > std::numeric_limits<std::int32_t>::max())
         unsupported(api,
-                    "group_sizes.max_total_rows: {} rows over {} groups; the grouped kernel covers them in at most "
-                    "2^31 - 1 row tiles of {} rows plus one per group: split the call, or pass the sizes on the host",
-                    p.max_rows, p.groups, grouped_tile);
+                    "{}: {} rows over {} groups; the grouped kernel covers them in at most 2^31 - 1 row tiles of {} "
+                    "rows plus one per group: split the call{}",
+                    bound, p.max_rows, p.groups, grouped_tile,
+                    std::string_view(bound) == "a" ? "" : ", or pass the sizes on the host");
     return c;
+}
+
+}  // namespace
+
+GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, const TensorView& d,
+                                    const DeviceGroupSizes& sizes, const GroupedMatmulArgs& args,
+                                    const GroupedShape& shape, const MatmulOptions& options, const char* api) {
+    if (is_fp8(shape.input))
+        unsupported(api,
+                    "a: {} inputs with group sizes in device memory; gpumath's grouped kernel takes f16, bf16 and "
+                    "f32 (FP8 grouped products run with host group sizes)",
+                    to_string(shape.input));
+    GroupedKernelCall c =
+        kernel_call(a, b, d, sizes.max_total_rows, args, shape, options, "group_sizes.max_total_rows", api);
+    c.params.sizes = static_cast<const std::int32_t*>(sizes.sizes.data());
+    return c;
+}
+
+std::string host_kernel_refusal(const GroupedShape& shape, std::int64_t rows) {
+    if (is_fp8(shape.input))
+        return fmt::format("{} inputs; gpumath's grouped kernel takes f16, bf16 and f32", to_string(shape.input));
+    if (shape.groups > grouped_inline_groups)
+        return fmt::format("{} groups; the kernel takes the host sizes of at most {} groups in its launch",
+                           shape.groups, grouped_inline_groups);
+    if (rows > std::numeric_limits<std::int32_t>::max())
+        return fmt::format("{} rows; the kernel's group sizes are 32-bit", rows);
+    return {};
+}
+
+HostKernelCall host_sizes_call(const TensorView& a, const TensorView& b, const TensorView& d,
+                               std::span<const std::int64_t> sizes, const GroupedMatmulArgs& args,
+                               const GroupedShape& shape, const MatmulOptions& options, const char* api) {
+    if (std::string why = host_kernel_refusal(shape, a.shape(0)); !why.empty())
+        unsupported(api, "grouped.backend: kernel cannot run this call: {}", why);
+    HostKernelCall h{.call = kernel_call(a, b, d, a.shape(0), args, shape, options, "a", api), .sizes = {}};
+    for (std::size_t g = 0; g < sizes.size(); ++g) h.sizes.v[g] = std::int32_t(sizes[g]);
+    h.call.variant.inline_sizes = true;
+    return h;
+}
+
+std::optional<HostKernelCall> kernel_candidate(const TensorView& a, const TensorView& b, const TensorView& d,
+                                               std::span<const std::int64_t> sizes, const GroupedMatmulArgs& args,
+                                               const GroupedShape& shape, const MatmulOptions& options, int device,
+                                               BackendChoiceKey& key, const char* api) {
+    key.device = device;
+    key.calls = call_class(sizes);
+    key.kernel = -1;
+    if (!host_kernel_refusal(shape, a.shape(0)).empty()) return std::nullopt;
+    std::optional<HostKernelCall> h;
+    try {
+        h = host_sizes_call(a, b, d, sizes, args, shape, options, api);
+    } catch (const InvalidArgument&) {
+        return std::nullopt;
+    } catch (const NotSupported&) {
+        return std::nullopt;
+    }
+    key.kernel = int(grouped_kernel_layout(h->call.variant, h->call.params, device));
+    return h;
 }
 
 MatmulScales scale_placeholders(const GroupedScales& scales) noexcept {

@@ -5,6 +5,7 @@
 // for f16 and bf16 inputs and a plain shared-memory tiled GEMM for f32.
 #include "matmul/grouped_kernel.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <limits>
@@ -24,6 +25,7 @@
 #include <gpumath/error.hpp>
 #include "detail/log.hpp"
 #include "core/driver_api.hpp"
+#include "detail/capture_mode.hpp"
 #include "detail/status.hpp"
 #include "matmul/call.hpp"
 #include "matmul/types.hpp"
@@ -34,7 +36,8 @@ namespace {
 std::atomic<std::uint64_t> hopper_launches{0};
 
 // After the per-variant macros: gm_in, gm_out, GM_ACT (0 none, 1 relu, 2 gelu, 3 silu), GM_BIAS,
-// the tile sizes, and the element conversions gm_load and gm_store (cuda_element_conversions).
+// GM_INLINE_SIZES (the capacity of the sizes parameter; 0: sizes in device memory), the tile sizes,
+// and the element conversions gm_load and gm_store (cuda_element_conversions).
 constexpr std::string_view prelude = R"(
 struct gm_grouped {
     const void* a;
@@ -54,6 +57,19 @@ struct gm_grouped {
     int reserved;
 };
 static_assert(sizeof(gm_grouped) == 152, "gm_grouped must match gpumath::detail::GroupedKernelParams");
+
+// Where the group sizes are: GM_SIZES_PARAM is the kernels' last parameter (host sizes by value, in
+// the launch's parameters) and GM_SIZES what they read them through.
+#if GM_INLINE_SIZES
+struct gm_sizes {
+    int v[GM_INLINE_SIZES];
+};
+#define GM_SIZES_PARAM , const __grid_constant__ gm_sizes gm_inline
+#define GM_SIZES gm_inline.v
+#else
+#define GM_SIZES_PARAM
+#define GM_SIZES p.sizes
+#endif
 
 static __device__ __forceinline__ float gm_act(float x) {
 #if GM_ACT == 1
@@ -76,11 +92,11 @@ static __device__ __forceinline__ float gm_act(float x) {
 struct gm_tile {
     long long g, row0, r0, rows;
 };
-static __device__ __forceinline__ bool gm_find_tile(const gm_grouped& p, long long tile, long long tile_m,
-                                                    gm_tile& out) {
+static __device__ __forceinline__ bool gm_find_tile(const gm_grouped& p, const int* sizes, long long tile,
+                                                    long long tile_m, gm_tile& out) {
     long long first = 0, row0 = 0;  // the row tiles and rows of the groups before i
     for (long long i = 0; i < p.groups; ++i) {
-        long long mi = p.sizes[i];
+        long long mi = sizes[i];
         if (mi < 0) mi = 0;
         if (mi > p.max_rows - row0) mi = p.max_rows - row0;
         const long long tiles = (mi + tile_m - 1) / tile_m;
@@ -103,11 +119,11 @@ constexpr std::string_view simt_body = R"(
 // Block (x: a tile of GM_TILE rows of some group, y: a tile of GM_TILE columns) of 16 x 16 threads,
 // each computing 4 x 4 elements of D. Row tiles are numbered group after group; a block past the
 // last group's last tile returns at once (the launch covers the host-side bound).
-extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_grouped p) {
+extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_grouped p GM_SIZES_PARAM) {
     __shared__ float as[GM_TILE_K][GM_TILE + 4];
     __shared__ float bs[GM_TILE_K][GM_TILE + 4];
     gm_tile where;
-    if (!gm_find_tile(p, blockIdx.x, GM_TILE, where)) return;
+    if (!gm_find_tile(p, GM_SIZES, blockIdx.x, GM_TILE, where)) return;
     const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
     const long long c0 = (long long)blockIdx.y * GM_TILE;
     if (c0 >= p.n) return;
@@ -185,14 +201,14 @@ static __device__ __forceinline__ unsigned gm_smem(const void* q) {
     return static_cast<unsigned>(__cvta_generic_to_shared(q));
 }
 
-extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_grouped p) {
+extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_grouped p GM_SIZES_PARAM) {
     using namespace nvcuda;
     // Two stages: the next K step loads (cp.async) while this one computes.
     __shared__ __align__(16) gm_in as[2][GM_TC_M][GM_LDA];
     __shared__ __align__(16) gm_in bs[2][GM_TC_K][GM_LDB];
     __shared__ __align__(16) float stage[8][16][GM_LDS];
     gm_tile where;
-    if (!gm_find_tile(p, blockIdx.x, GM_TC_M, where)) return;
+    if (!gm_find_tile(p, GM_SIZES, blockIdx.x, GM_TC_M, where)) return;
     const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
     const long long c0 = (long long)blockIdx.y * GM_TC_N;
     if (c0 >= p.n) return;
@@ -370,10 +386,11 @@ static __device__ __forceinline__ void gm_tma3(unsigned smem, const gm_tmap& map
 // ta: A as (K, rows) in boxes of (64, 16); tb: the weights as (N, K, G) with box (64, 64, 1)
 // (GM_WG_B_ROWS) or (K, N, G) with box (64, GM_WG_BN, 1); both 128-byte swizzled.
 extern "C" __global__ void __launch_bounds__(384, 1)
-    gm_grouped_wgmma(const gm_grouped p, const __grid_constant__ gm_tmap ta, const __grid_constant__ gm_tmap tb) {
+    gm_grouped_wgmma(const gm_grouped p, const __grid_constant__ gm_tmap ta, const __grid_constant__ gm_tmap tb
+                         GM_SIZES_PARAM) {
     extern __shared__ __align__(1024) unsigned char gm_smem[];
     gm_tile where;
-    if (!gm_find_tile(p, blockIdx.x, 128, where)) return;
+    if (!gm_find_tile(p, GM_SIZES, blockIdx.x, 128, where)) return;
     const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
     const long long c0 = (long long)blockIdx.y * GM_WG_BN;
     if (c0 >= p.n) return;
@@ -549,12 +566,12 @@ struct Program {
 };
 
 const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, const Program& which) {
-    using Key = std::tuple<int, DataType, DataType, Epilog, Program>;
+    using Key = std::tuple<int, DataType, DataType, Epilog, bool, Program>;
     static std::mutex mutex;
     // Never destroyed, like every per-device state: no static destructor may run after the CUDA
     // runtime has shut down.
     static auto* cache = new std::map<Key, std::unique_ptr<const core::Kernel>>();
-    const Key key{device, v.input, v.result, v.epilog, which};
+    const Key key{device, v.input, v.result, v.epilog, v.inline_sizes, which};
     {
         std::lock_guard lock(mutex);
         if (auto it = cache->find(key); it != cache->end()) return *it->second;
@@ -563,6 +580,7 @@ const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, co
     // serves the second) and the first one stored wins.
     const core::Device dev(device);
     std::unique_ptr<core::Kernel> k;
+    const RelaxedCaptureMode relaxed("loading gpumath's grouped kernel");  // the first call may be in a capture
     if (which.layout == GroupedWgmmaLayout::none) {
         const core::Module module(compile_grouped_kernel(v, dev.arch()));
         k = std::make_unique<core::Kernel>(module.kernel(grouped_kernel_name, device));
@@ -590,7 +608,7 @@ const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, con
     } catch (const Error& e) {
         log(LogLevel::warn,
             "grouped matmul: the Hopper grouped kernel is unavailable on device {} ({}); the portable "
-            "kernel runs device-sizes calls there",
+            "kernel runs its calls there",
             device, e.what());
         std::lock_guard lock(mutex);
         refused->insert(device);
@@ -601,8 +619,9 @@ const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, con
 std::string variant_header(const GroupedKernelVariant& v) {
     return fmt::format(
         "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef {} gm_in;\ntypedef {} gm_out;\n#define GM_ACT {}\n"
-        "#define GM_BIAS {}\n",
-        type_name(v.input), type_name(v.result), activation(v.epilog), epilog_takes_bias(v.epilog) ? 1 : 0);
+        "#define GM_BIAS {}\n#define GM_INLINE_SIZES {}\n",
+        type_name(v.input), type_name(v.result), activation(v.epilog), epilog_takes_bias(v.epilog) ? 1 : 0,
+        v.inline_sizes ? grouped_inline_groups : 0);
 }
 
 /// The tensor maps of the Hopper kernel's TMA loads: A as (K, max_rows) in boxes of 64 x 16, the
@@ -612,9 +631,13 @@ struct HopperMaps {
     CUtensorMap a, b;
 };
 
-/// The maps of one call, encoded once per thread for a run of calls on the same operands (the
-/// encoding is host work only, so a capture records the same maps). Null where the driver lacks
-/// cuTensorMapEncodeTiled, or (with a warning, on every such call) refuses the operands.
+/// Operand sets whose maps each thread keeps (a model's layers call with buffers of their own).
+constexpr std::size_t kept_maps = 8;
+
+/// The maps of one call, encoded once per thread for each of the last kept_maps operand sets (the
+/// encoding is host work only, so a capture records the same maps; the pointer is valid until the
+/// thread's next call). Null where the driver lacks cuTensorMapEncodeTiled, or refuses the operands
+/// (with a warning, once for a run of such calls).
 const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernelParams& p, GroupedWgmmaLayout layout,
                               int block_n) {
     struct Key {
@@ -626,11 +649,18 @@ const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernel
         int block_n = 0;
         bool operator==(const Key&) const = default;
     };
-    thread_local Key last;
-    thread_local HopperMaps maps;
+    struct Kept {
+        Key key;
+        HopperMaps maps{};
+    };
+    thread_local std::array<Kept, kept_maps> kept{};  // an unused slot (layout none) matches no call
+    thread_local std::size_t next = 0;                // the slot the next encoding replaces
+    thread_local Key refused;
     const Key key{p.a,       p.b,     p.max_rows, p.n,     p.k,    p.groups, p.a_row,
                   p.b_group, p.b_row, p.b_col,    v.input, layout, block_n};
-    if (key == last) return &maps;
+    for (Kept& k : kept)
+        if (k.key == key) return &k.maps;
+    if (key == refused) return nullptr;
     const DriverApi& d = driver();
     if (d.cuTensorMapEncodeTiled == nullptr) return nullptr;
     const CUtensorMapDataType type =
@@ -656,15 +686,18 @@ const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernel
     const CUresult ra = encode(fresh.a, p.a, 2, a_dims, a_strides, a_box);
     const CUresult rb = ra == CUDA_SUCCESS ? encode(fresh.b, p.b, 3, b_dims, b_strides, b_box) : ra;
     if (rb != CUDA_SUCCESS) {
+        refused = key;
         log(LogLevel::warn,
             "grouped matmul: cuTensorMapEncodeTiled refused the operands (CUresult {}); the portable "
-            "kernel runs this call",
+            "kernel runs this call and those after it on the same operands",
             int(rb));
         return nullptr;
     }
-    maps = fresh;
-    last = key;
-    return &maps;
+    Kept& slot = kept[next];
+    next = (next + 1) % kept_maps;
+    slot.maps = fresh;
+    slot.key = key;
+    return &slot.maps;
 }
 
 }  // namespace
@@ -729,9 +762,10 @@ GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v, const Gro
 core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout, int block_n,
                                               const std::string& arch) {
     core::ProgramOptions options;
-    options.name =
-        fmt::format("gpumath_grouped_wgmma_{}_{}_{}_{}_n{}", gpumath::to_string(v.input), gpumath::to_string(v.result),
-                    gpumath::to_string(v.epilog), layout == GroupedWgmmaLayout::b_rows ? "b_rows" : "b_cols", block_n);
+    options.name = fmt::format("gpumath_grouped_wgmma_{}_{}_{}_{}_n{}{}", gpumath::to_string(v.input),
+                               gpumath::to_string(v.result), gpumath::to_string(v.epilog),
+                               layout == GroupedWgmmaLayout::b_rows ? "b_rows" : "b_cols", block_n,
+                               v.inline_sizes ? "_host_sizes" : "");
     options.arch = arch;
     options.std = "c++17";
     return core::Program(grouped_wgmma_source(v, layout, block_n), std::move(options)).compile(core::CodeType::cubin);
@@ -746,8 +780,8 @@ int grouped_wgmma_columns(const GroupedKernelParams& p, int multiprocessors) noe
 
 core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std::string& arch) {
     core::ProgramOptions options;
-    options.name = fmt::format("gpumath_grouped_{}_{}_{}", gpumath::to_string(v.input), gpumath::to_string(v.result),
-                               gpumath::to_string(v.epilog));
+    options.name = fmt::format("gpumath_grouped_{}_{}_{}{}", gpumath::to_string(v.input), gpumath::to_string(v.result),
+                               gpumath::to_string(v.epilog), v.inline_sizes ? "_host_sizes" : "");
     options.arch = arch;
     options.std = "c++17";
     return core::Program(grouped_kernel_source(v), std::move(options)).compile(core::CodeType::cubin);
@@ -755,34 +789,78 @@ core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std
 
 std::uint64_t grouped_hopper_launches() noexcept { return hopper_launches.load(std::memory_order_relaxed); }
 
-void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream) {
-    if (p.max_rows == 0 || p.n == 0) return;  // no row or no column: no tile
-    const int device = detail::current_device();
-    const core::Device dev(device);
-    const core::ComputeCapability cc = dev.compute_capability();
-    const GroupedWgmmaLayout layout =
-        cc.major == 9 && cc.minor == 0 ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
-    if (layout != GroupedWgmmaLayout::none) {
-        const int block_n = grouped_wgmma_columns(p, dev.multiprocessor_count());
-        const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, 128);
-        const std::int64_t col_tiles = (p.n + block_n - 1) / block_n;
-        const core::LaunchConfig config{
-            .grid = {row_tiles, col_tiles}, .block = {384}, .shared_memory = grouped_wgmma_shared_bytes(block_n)};
-        if (const core::Kernel* k = hopper_kernel(device, v, Program{.layout = layout, .block_n = block_n})) {
-            if (const HopperMaps* maps = hopper_maps(v, p, layout, block_n)) {
-                core::launch(stream, config, *k, p, maps->a, maps->b);
-                hopper_launches.fetch_add(1, std::memory_order_relaxed);
-                return;
-            }
-        }
-    }
+GroupedWgmmaLayout grouped_kernel_layout(const GroupedKernelVariant& v, const GroupedKernelParams& p, int device) {
+    const core::ComputeCapability cc = core::Device(device).compute_capability();
+    return cc.major == 9 && cc.minor == 0 ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
+}
+
+namespace {
+
+/// A kernel and its launch shape for one call.
+struct Chosen {
+    const core::Kernel* kernel = nullptr;
+    core::LaunchConfig config;
+    GroupedWgmmaLayout layout = GroupedWgmmaLayout::none;  // none: the portable kernel
+    int block_n = 0;
+};
+
+/// The Hopper kernel for `p` on `device`, or no kernel where grouped_kernel_layout says none or it
+/// is unavailable there.
+Chosen hopper_choice(const GroupedKernelVariant& v, const GroupedKernelParams& p, int device) {
+    const GroupedWgmmaLayout layout = grouped_kernel_layout(v, p, device);
+    if (layout == GroupedWgmmaLayout::none) return {};
+    const int block_n = grouped_wgmma_columns(p, core::Device(device).multiprocessor_count());
+    const core::Kernel* k = hopper_kernel(device, v, Program{.layout = layout, .block_n = block_n});
+    if (k == nullptr) return {};
+    const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, 128);
+    const std::int64_t col_tiles = (p.n + block_n - 1) / block_n;
+    return {.kernel = k,
+            .config = {.grid = {row_tiles, col_tiles},
+                       .block = {384},
+                       .shared_memory = grouped_wgmma_shared_bytes(block_n)},
+            .layout = layout,
+            .block_n = block_n};
+}
+
+/// The portable kernel for `p` on `device`.
+Chosen portable_choice(const GroupedKernelVariant& v, const GroupedKernelParams& p, int device) {
     const bool tc = uses_tensor_cores(v);
     const std::int64_t tile_m = tc ? grouped_tc_tile_m : grouped_tile, tile_n = tc ? grouped_tc_tile_n : grouped_tile;
     const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, tile_m);
     const std::int64_t col_tiles = (p.n + tile_n - 1) / tile_n;
-    const core::Kernel& k = grouped_kernel(device, v, Program{});
-    if (tc) core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {256}}, k, p);
-    else core::launch(stream, {.grid = {row_tiles, col_tiles}, .block = {16, 16}}, k, p);
+    Chosen c{.kernel = &grouped_kernel(device, v, Program{}),
+             .config = {},
+             .layout = GroupedWgmmaLayout::none,
+             .block_n = 0};
+    if (tc) c.config = {.grid = {row_tiles, col_tiles}, .block = {256}};
+    else c.config = {.grid = {row_tiles, col_tiles}, .block = {16, 16}};
+    return c;
+}
+
+}  // namespace
+
+void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream,
+                        const GroupedInlineSizes* sizes) {
+    if (v.inline_sizes && sizes == nullptr)
+        throw_invalid("sizes: a variant with inline sizes launched without them", "run_grouped_kernel");
+    if (p.max_rows == 0 || p.n == 0) return;  // no row or no column: no tile
+    const int device = detail::current_device();
+    if (const Chosen c = hopper_choice(v, p, device); c.kernel != nullptr) {
+        if (const HopperMaps* maps = hopper_maps(v, p, c.layout, c.block_n)) {
+            if (v.inline_sizes) core::launch(stream, c.config, *c.kernel, p, maps->a, maps->b, *sizes);
+            else core::launch(stream, c.config, *c.kernel, p, maps->a, maps->b);
+            hopper_launches.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+    }
+    const Chosen c = portable_choice(v, p, device);
+    if (v.inline_sizes) core::launch(stream, c.config, *c.kernel, p, *sizes);
+    else core::launch(stream, c.config, *c.kernel, p);
+}
+
+void load_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p) {
+    const int device = detail::current_device();
+    if (hopper_choice(v, p, device).kernel == nullptr) (void)portable_choice(v, p, device);
 }
 
 }  // namespace gpumath::detail

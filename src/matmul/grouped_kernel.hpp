@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Private to src/matmul: gpumath's grouped kernels, compiled at run time, for grouped products whose
-// group sizes live in device memory. One program per (input type, result type, activation, bias)
-// and, for the Hopper kernel, weight layout and block width.
+// group sizes live in device memory or, for the `kernel` backend, in the launch's parameters. One
+// program per (input type, result type, activation, bias, where the sizes are) and, for the Hopper
+// kernel, weight layout and block width.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -20,6 +22,18 @@ struct GroupedKernelVariant {
     DataType input = DataType::bf16;   // of A and B
     DataType result = DataType::bf16;  // of D (and the bias)
     Epilog epilog = Epilog::none;      // none, relu, gelu, silu or their _bias forms
+    /// The group sizes come in a GroupedInlineSizes parameter (host sizes) rather than through
+    /// GroupedKernelParams::sizes (device memory).
+    bool inline_sizes = false;
+};
+
+/// Groups whose sizes a launch can carry in its parameters (the `kernel` backend's limit).
+inline constexpr std::int64_t grouped_inline_groups = 512;
+
+/// The kernel's second parameter in a variant with inline_sizes: the host's group sizes by value
+/// (entries past the call's groups unread). 2 KiB, within the 4 KiB every CUDA driver takes.
+struct GroupedInlineSizes {
+    std::array<std::int32_t, grouped_inline_groups> v{};
 };
 
 /// The one argument of the kernel (`gm_grouped` in the generated source, which checks the size).
@@ -115,11 +129,21 @@ inline constexpr const char* grouped_wgmma_kernel_name = "gm_grouped_wgmma";
 /// on compute capability 9.0 run it rather than the portable kernel's fallback).
 [[nodiscard]] std::uint64_t grouped_hopper_launches() noexcept;
 
+/// The weight layout the Hopper kernel runs `p` with on `device` (grouped_wgmma_layout on compute
+/// capability 9.0, none elsewhere): none means the portable kernel.
+[[nodiscard]] GroupedWgmmaLayout grouped_kernel_layout(const GroupedKernelVariant& v, const GroupedKernelParams& p,
+                                                       int device);
+
 /// Enqueues the kernel of `v` on `stream` (current device; compiled and loaded on first use, then
-/// kept): the Hopper kernel where grouped_wgmma_layout allows it on a device of compute capability
-/// 9.0 (its tensor maps encoded on the host, once per thread for a run of calls on the same
-/// operands), the portable one otherwise or where the driver cannot encode the maps. Allocates nothing and reads the
-/// sizes on the device only, so it may be captured.
-void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream);
+/// kept): the Hopper kernel where grouped_kernel_layout allows it (its tensor maps encoded on the
+/// host, once per thread for a run of calls on the same operands), the portable one otherwise or
+/// where the driver cannot encode the maps. `sizes` is read when `v.inline_sizes` (and must then
+/// be given). Allocates nothing and reads device sizes on the device only, so it may be captured.
+void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream,
+                        const GroupedInlineSizes* sizes = nullptr);
+
+/// Compiles and loads on the current device the kernel run_grouped_kernel would launch for `v` and
+/// `p` (no launch; the pointers in `p` only choose the kernel).
+void load_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p);
 
 }  // namespace gpumath::detail

@@ -94,7 +94,7 @@ core::ObjectCode compile_scale_kernels(const std::string& arch) {
 void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
                           PartitionedPlans& partitioned, const GroupedMatmulArgs& args, std::int64_t group_count,
                           core::StreamRef stream, int device, GroupedBackend backend, BackendChoices& choices,
-                          const BackendChoiceKey& key, const char* who) {
+                          const BackendChoiceKey& key, const HostKernelCall* kernel, const char* who) {
     const GroupedScales& s = args.scales;
     if (groups.empty()) {
         // No products, but amax_d promises 0 for every group of no rows.
@@ -108,8 +108,8 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
         return;
     }
     if (!s.a && !s.b && !s.d && !s.amax_d) {
-        enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha}, stream, device, backend, choices,
-                        key, who);
+        enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha, .kernel = kernel}, stream, device,
+                        backend, choices, key, who);
         return;
     }
     // Scales whose every group's address is 16-byte aligned (a base so aligned and a stride of 0 or
@@ -126,8 +126,8 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
             if (s.b) g.scales.b = at(s.b, g.group);
             if (s.d) g.scales.d = at(s.d, g.group);
         }
-        enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha}, stream, device, backend, choices,
-                        key, who);
+        enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha, .kernel = kernel}, stream, device,
+                        backend, choices, key, who);
         return;
     }
     ScaleKernels& kernels = scale_kernels(device);
@@ -166,8 +166,8 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
         if (s.d) g.scales.d = slot + 2 * floats_per_slot;
         if (s.amax_d) g.scales.amax_d = slot + 3 * floats_per_slot;
     }
-    enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha, .area = &area}, stream, device, backend,
-                    choices, key, who);
+    enqueue_grouped(groups, plans, partitioned, GroupCall{.alpha = args.alpha, .area = &area, .kernel = kernel}, stream,
+                    device, backend, choices, key, who);
     if (s.amax_d) core::launch(stream, scale_launch(group_count), kernels.gather, params);
 }
 

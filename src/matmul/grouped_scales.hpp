@@ -34,10 +34,11 @@ inline constexpr std::size_t scale_slot_stride = 64;
 /// stream's workspace for the products' scratch plus the slots of `group_count` groups, copies the
 /// scales to the slots, points every group's scales (placeholders until now) at its slots and runs
 /// the products with the leased area (held until the last one is enqueued), then copies the
-/// groups' amax values to `args.scales.amax_d`.
+/// groups' amax values to `args.scales.amax_d`. `kernel`: the call as one grouped-kernel launch,
+/// where that can run it (a candidate of `automatic`).
 void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
                           PartitionedPlans& partitioned, const GroupedMatmulArgs& args, std::int64_t group_count,
                           core::StreamRef stream, int device, GroupedBackend backend, BackendChoices& choices,
-                          const BackendChoiceKey& key, const char* who);
+                          const BackendChoiceKey& key, const HostKernelCall* kernel, const char* who);
 
 }  // namespace gpumath::detail

@@ -40,7 +40,7 @@ detail::BackendChoices& stateless_choices() {
 
 void run_stateless(std::vector<detail::GroupOperands>& groups, const detail::GroupedShape& shape,
                    const GroupedMatmulArgs& args, const MatmulOptions& options, core::StreamRef stream,
-                   const char* api) {
+                   const detail::HostKernelCall* kernel, const detail::BackendChoiceKey& key, const char* api) {
     if (groups.empty() && !args.scales.amax_d) return;  // amax_d gets 0 for every group even then
     const int device = device_for(groups, options, args.alpha, api);
     const auto plans = detail::group_plans(groups, args.alpha, [&](const detail::MatmulCall& call) {
@@ -53,8 +53,7 @@ void run_stateless(std::vector<detail::GroupOperands>& groups, const detail::Gro
             [&] { return detail::make_group_plan(call, options, device, sm_count_target, api); });
     });
     detail::enqueue_grouped_call(groups, plans, partitioned, args, shape.groups, stream, device,
-                                 GroupedBackend::automatic, stateless_choices(), detail::choice_key(shape, options),
-                                 api);
+                                 GroupedBackend::automatic, stateless_choices(), key, kernel, api);
 }
 
 }  // namespace
@@ -67,7 +66,7 @@ void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b
     detail::check_group_call(a, b, d, args, shape, options.epilog, api);
     std::vector<detail::GroupOperands> groups;
     detail::groups_of(a, b, d, args, groups);
-    run_stateless(groups, shape, args, options, stream, api);
+    run_stateless(groups, shape, args, options, stream, nullptr, detail::choice_key(shape, options), api);
 }
 
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d,
@@ -79,10 +78,28 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
     detail::check_group_sizes(group_sizes, shape.groups, a.shape(0), api);
     detail::check_moe_call(a, b, d, a.shape(0), args, shape, options.epilog, api);
     std::vector<detail::GroupOperands> groups;
-    if (std::optional<detail::GroupOperands> batched = detail::batched_of(a, b, d, group_sizes, args))
+    detail::BackendChoiceKey key = detail::choice_key(shape, options);
+    std::optional<detail::HostKernelCall> kernel;
+    if (std::optional<detail::GroupOperands> batched = detail::batched_of(a, b, d, group_sizes, args)) {
         groups.push_back(*batched);  // equal sizes: one strided-batched product
-    else detail::groups_of(a, b, d, group_sizes, args, groups);
-    run_stateless(groups, shape, args, options, stream, api);
+    } else {
+        // The grouped kernel is a candidate of automatic's (which measures two products or more),
+        // and runs at once where it was chosen.
+        int device = 0;
+        if (detail::call_class(group_sizes).products > 1) {
+            if (cudaGetDevice(&device) != cudaSuccess) {
+                (void)cudaGetLastError();  // run_stateless reports it after any bad input
+            } else {
+                kernel = detail::kernel_candidate(a, b, d, group_sizes, args, shape, options, device, key, api);
+                if (kernel && stateless_choices().find(key) == GroupedBackend::kernel) {
+                    detail::run_grouped_kernel(kernel->call.variant, kernel->call.params, stream, &kernel->sizes);
+                    return;
+                }
+            }
+        }
+        detail::groups_of(a, b, d, group_sizes, args, groups);
+    }
+    run_stateless(groups, shape, args, options, stream, kernel ? &*kernel : nullptr, key, api);
 }
 
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,

@@ -226,16 +226,32 @@ MatmulKey partitioned_key(MatmulKey key, int sm_count_target) noexcept {
 GroupedBackend measure_backends(std::span<const GroupOperands> groups,
                                 std::span<const std::shared_ptr<MatmulPlan>> plans,
                                 std::span<const std::shared_ptr<MatmulPlan>> partitioned, const GroupCall& call,
-                                core::StreamRef stream, int device, bool with_cublas, std::array<double, 4>& ms) {
-    std::vector<GroupedBackend> candidates{GroupedBackend::loop, GroupedBackend::streams,
-                                           GroupedBackend::streams_partitioned};
-    if (with_cublas) candidates.push_back(GroupedBackend::cublas);
+                                core::StreamRef stream, int device, bool with_cublas, std::array<double, 5>& ms) {
+    constexpr GroupedBackend order[] = {GroupedBackend::loop, GroupedBackend::streams,
+                                        GroupedBackend::streams_partitioned, GroupedBackend::cublas,
+                                        GroupedBackend::kernel};
+    std::vector<std::size_t> candidates{0, 1, 2};  // indices into order (and ms)
+    if (with_cublas) candidates.push_back(3);
+    if (call.kernel != nullptr) candidates.push_back(4);
     const std::size_t n = candidates.size();
-    auto run = [&](GroupedBackend b) {
-        if (b == GroupedBackend::loop) enqueue_loop(groups, plans, call, stream, device);
-        else if (b == GroupedBackend::streams) enqueue_streams(groups, plans, call, stream, device);
-        else if (b == GroupedBackend::streams_partitioned) enqueue_streams(groups, partitioned, call, stream, device);
-        else enqueue_cublas(groups, plans, call.alpha, stream, device);
+    auto run = [&](std::size_t which) {
+        switch (order[which]) {
+            case GroupedBackend::loop:
+                enqueue_loop(groups, plans, call, stream, device);
+                break;
+            case GroupedBackend::streams:
+                enqueue_streams(groups, plans, call, stream, device);
+                break;
+            case GroupedBackend::streams_partitioned:
+                enqueue_streams(groups, partitioned, call, stream, device);
+                break;
+            case GroupedBackend::cublas:
+                enqueue_cublas(groups, plans, call.alpha, stream, device);
+                break;
+            default:
+                enqueue_kernel(call, stream, "grouped matmul (automatic)");
+                break;
+        }
     };
     core::Event start(core::EventOptions{.timing = true});
     core::Event stop(core::EventOptions{.timing = true});
@@ -247,7 +263,7 @@ GroupedBackend measure_backends(std::span<const GroupOperands> groups,
     // back to back as they do when a caller's stream is busy.
     const bool gated = groups.size() <= max_gated_products;
     constexpr int rounds = 5;
-    std::array<std::array<float, rounds>, 4> t{};
+    std::array<std::array<float, rounds>, std::size(order)> t{};
     for (int r = 0; r < rounds; ++r)
         for (std::size_t i = 0; i < n; ++i) {
             // The host function frees the flag once it has seen it open: it may run after an
@@ -271,13 +287,21 @@ GroupedBackend measure_backends(std::span<const GroupOperands> groups,
             t[i][std::size_t(r)] = core::Event::elapsed_ms(start, stop);
         }
     ms = {};
-    std::size_t best = 0;
+    std::size_t best = candidates[0];
     for (std::size_t i = 0; i < n; ++i) {
         std::sort(t[i].begin(), t[i].end());
-        ms[i] = double(t[i][rounds / 2]);
-        if (ms[i] < ms[best]) best = i;
+        ms[candidates[i]] = double(t[i][rounds / 2]);
+        if (ms[candidates[i]] < ms[best]) best = candidates[i];
     }
-    return candidates[best];
+    return order[best];
+}
+
+void enqueue_kernel(const GroupCall& call, core::StreamRef stream, const char* who) {
+    if (call.kernel == nullptr)
+        unsupported(who,
+                    "grouped.backend: kernel runs the mixture-of-experts form (one A, weights (G, K, N), one D) "
+                    "with host or device sizes only");
+    run_grouped_kernel(call.kernel->call.variant, call.kernel->call.params, stream, &call.kernel->sizes);
 }
 
 GroupedCallClass call_class(std::span<const GroupOperands> groups) {
@@ -290,6 +314,20 @@ GroupedCallClass call_class(std::span<const GroupOperands> groups) {
     }
     c.max_rows_log2 = log2_ceil(largest);
     c.mean_rows_log2 = groups.empty() ? 0 : log2_ceil(total / std::int64_t(groups.size()));
+    return c;
+}
+
+GroupedCallClass call_class(std::span<const std::int64_t> sizes) {
+    GroupedCallClass c;
+    std::int64_t total = 0, largest = 0;
+    for (const std::int64_t m : sizes) {
+        if (m == 0) continue;
+        ++c.products;
+        total += m;
+        largest = std::max(largest, m);
+    }
+    c.max_rows_log2 = log2_ceil(largest);
+    c.mean_rows_log2 = c.products == 0 ? 0 : log2_ceil(total / c.products);
     return c;
 }
 
@@ -318,18 +356,25 @@ void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std:
         } else {
             const bool with_cublas = std::all_of(
                 plans.begin(), plans.end(), [](const auto& p) { return cublas_grouped_refusal(p->problem()).empty(); });
-            std::array<double, 4> ms{};
+            std::array<double, 5> ms{};
             const auto narrow = partitioned.plans(partition_sm_target(groups.size(), device));
             backend = measure_backends(groups, plans, narrow, call, stream, device, with_cublas, ms);
             choices.remember(key, backend);
+            auto optional_ms = [](bool ran, double v) {
+                return ran ? fmt::format("{:.4f} ms", v) : std::string("not applicable");
+            };
             log(LogLevel::info,
                 "{}: automatic chose {} for {} products of up to 2^{} rows (mean 2^{}), N = {}, K = {}: loop {:.4f} "
-                "ms, streams {:.4f} ms, streams_partitioned {:.4f} ms, cublas {}",
+                "ms, streams {:.4f} ms, streams_partitioned {:.4f} ms, cublas {}, kernel {}",
                 who, to_string(backend), key.calls.products, key.calls.max_rows_log2, key.calls.mean_rows_log2, key.n,
-                key.k, ms[0], ms[1], ms[2],
-                with_cublas ? fmt::format("{:.4f} ms", ms[3]) : std::string("not applicable"));
+                key.k, ms[0], ms[1], ms[2], optional_ms(with_cublas, ms[3]),
+                optional_ms(call.kernel != nullptr, ms[4]));
             return;  // the measured runs computed the products
         }
+    }
+    if (backend == GroupedBackend::kernel) {
+        enqueue_kernel(call, stream, who);
+        return;
     }
     if (backend == GroupedBackend::cublas) {
         // cuBLAS leases the caller stream's workspace itself: never with a call holding it (FP8,

@@ -22,6 +22,7 @@
 namespace gpumath::detail {
 
 struct GroupOperands;
+struct HostKernelCall;
 
 /// Side streams a call forks to besides the caller's stream (at most; fewer for fewer groups).
 inline constexpr int side_stream_count = 4;
@@ -33,6 +34,8 @@ struct GroupCall {
     /// products enqueued on the caller's stream run with it instead of leasing their own, which
     /// would wait for the call's lease. Null without one.
     const WorkspaceArea* area = nullptr;
+    /// The call as one launch of the grouped kernel (the `kernel` backend), where it can run it.
+    const HostKernelCall* kernel = nullptr;
 };
 
 /// The plans of a call's products for `streams_partitioned`, looked up only when that backend runs
@@ -71,16 +74,20 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
                      const GroupCall& call, core::StreamRef stream, int device);
 
 /// The backend `automatic` measures for uneven groups: runs the call with `loop`, `streams`,
-/// `streams_partitioned` (with `partitioned`, the plans for it) and, when `with_cublas`, `cublas`
-/// (a warm-up each, then five rounds timing one run of each in turn, on the caller's operands: each
-/// run writes the same D) and returns the fastest by median GPU time (up to 256 products, the
-/// stream is held by a host function while a timed run is enqueued); `ms` receives the medians in
-/// that order (0 for a backend not run). Synchronizes `stream`; never called while it captures.
+/// `streams_partitioned` (with `partitioned`, the plans for it), when `with_cublas` `cublas`, and
+/// with `call.kernel` `kernel` (a warm-up each, then five rounds timing one run of each in turn, on
+/// the caller's operands: each run writes the same D) and returns the fastest by median GPU time
+/// (up to 256 products, the stream is held by a host function while a timed run is enqueued); `ms`
+/// receives the medians in that order (0 for a backend not run). Synchronizes `stream`; never
+/// called while it captures.
 [[nodiscard]] GroupedBackend measure_backends(std::span<const GroupOperands> groups,
                                               std::span<const std::shared_ptr<MatmulPlan>> plans,
                                               std::span<const std::shared_ptr<MatmulPlan>> partitioned,
                                               const GroupCall& call, core::StreamRef stream, int device,
-                                              bool with_cublas, std::array<double, 4>& ms);
+                                              bool with_cublas, std::array<double, 5>& ms);
+
+/// Enqueues `call.kernel`'s launch on `stream` (NotSupported, naming `who`, without one).
+void enqueue_kernel(const GroupCall& call, core::StreamRef stream, const char* who);
 
 /// The class of call whose measured choice `automatic` remembers: how many products, and the
 /// powers of two of their largest and mean number of rows.
@@ -95,6 +102,8 @@ struct GroupedCallClass {
     }
 };
 [[nodiscard]] GroupedCallClass call_class(std::span<const GroupOperands> groups);
+/// The same from a mixture-of-experts call's host sizes (groups of 0 rows are no product).
+[[nodiscard]] GroupedCallClass call_class(std::span<const std::int64_t> sizes);
 
 /// What a measured choice of `automatic` holds for: the device, what every product shares and the
 /// class of call.
@@ -102,10 +111,13 @@ struct BackendChoiceKey {
     int device = 0;
     std::int64_t n = 0, k = 0;
     int input = 0, result = 0, epilog = 0;
+    /// -1 where the `kernel` backend cannot run the call, else the GroupedWgmmaLayout the grouped
+    /// kernel runs it with (0: the portable kernel).
+    int kernel = -1;
     GroupedCallClass calls;
     friend bool operator<(const BackendChoiceKey& x, const BackendChoiceKey& y) noexcept {
-        return std::tie(x.device, x.n, x.k, x.input, x.result, x.epilog, x.calls) <
-               std::tie(y.device, y.n, y.k, y.input, y.result, y.epilog, y.calls);
+        return std::tie(x.device, x.n, x.k, x.input, x.result, x.epilog, x.kernel, x.calls) <
+               std::tie(y.device, y.n, y.k, y.input, y.result, y.epilog, y.kernel, y.calls);
     }
 };
 
@@ -121,9 +133,10 @@ private:
 };
 
 /// Enqueues the products with `backend` (a single strided-batched product, group -1, always runs
-/// as it is): loop, streams, streams_partitioned (plans from `partitioned`), cublas, or automatic, which takes the
-/// choice measured for this key, measures it now when there is none and `stream` does not capture (and logs it at info
-/// level, `who` naming the caller), and runs the loop while a capture is under way with nothing measured yet.
+/// as it is): loop, streams, streams_partitioned (plans from `partitioned`), cublas, kernel (with
+/// `call.kernel`), or automatic, which takes the choice measured for this key, measures it now when
+/// there is none and `stream` does not capture (and logs it at info level, `who` naming the
+/// caller), and runs the loop while a capture is under way with nothing measured yet.
 void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
                      PartitionedPlans& partitioned, const GroupCall& call, core::StreamRef stream, int device,
                      GroupedBackend backend, BackendChoices& choices, BackendChoiceKey key, const char* who);

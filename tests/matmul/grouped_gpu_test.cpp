@@ -283,6 +283,24 @@ void expect_device_case(const Case& c, std::int64_t unused_rows = 0) {
     }
 }
 
+/// The case through the `kernel` backend (host sizes in the launch): GroupedMatmul, after plan() on
+/// every other path, into freshly poisoned outputs.
+void expect_kernel_case(const Case& c) {
+    SCOPED_TRACE(c.describe() + ", backend kernel");
+    const Prepared p = prepare(c);
+    const MatmulOptions options{.epilog = c.epilog, .result_type = c.result};
+    GroupedMatmulArgs args{.alpha = c.alpha};
+    if (epilog_takes_bias(c.epilog)) args.bias = p.dbias.view;
+    for (bool planned : {false, true}) {
+        const Output o = output(c);
+        GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options, {.backend = GroupedBackend::kernel});
+        EXPECT_EQ(mm.backend(), GroupedBackend::kernel);
+        if (planned) mm.plan();
+        mm.execute(p.da.view, p.db.view, o.view, c.sizes, args);
+        expect_result(c, o, p.want, planned ? "planned" : "not planned");
+    }
+}
+
 }  // namespace
 
 // ---- against the reference ------------------------------------------------------------------------
@@ -487,8 +505,36 @@ TEST(GroupedGpu, AutomaticMeasuresOnceAndComputesTheProduct) {
     expect_result(c, first, p.want, "measured call");
     mm.execute(p.da.view, p.db.view, second.view, c.sizes, args);
     EXPECT_EQ(download_bytes(second.view), download_bytes(first.view));
+    // The stateless call measures its own choice (process-wide), which may be another backend.
     grouped_matmul(p.da.view, p.db.view, stateless.view, c.sizes, args, options);
-    EXPECT_EQ(download_bytes(stateless.view), download_bytes(first.view));
+    expect_result(c, stateless, p.want, "stateless call");
+}
+
+TEST(GroupedGpu, AutomaticRunsWhatItChoseOnLaterCalls) {
+    GPUMATH_REQUIRE_GPU();
+    // Whatever automatic measured fastest (the grouped kernel among the candidates here: bf16,
+    // aligned, host sizes), later calls of the class run it: bitwise the same D as the measured call,
+    // and as the chosen backend run explicitly. The log names the choice; the explicit run of each
+    // backend that could have been chosen tells which one matched.
+    const Case c{.sizes = {33, 0, 1, 70, 5, 19}, .k = 256, .n = 192, .epilog = Epilog::silu_bias};
+    const Prepared p = prepare(c);
+    const MatmulOptions options{.epilog = c.epilog};
+    const GroupedMatmulArgs args{.bias = p.dbias.view};
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options);
+    const Output measured = output(c), later = output(c);
+    mm.execute(p.da.view, p.db.view, measured.view, c.sizes, args);
+    expect_result(c, measured, p.want, "measured call");
+    mm.execute(p.da.view, p.db.view, later.view, c.sizes, args);
+    const std::vector<unsigned char> bits = download_bytes(measured.view);
+    EXPECT_EQ(download_bytes(later.view), bits);
+    int matching = 0;
+    for (GroupedBackend b : {GroupedBackend::loop, GroupedBackend::streams_partitioned, GroupedBackend::kernel}) {
+        const Output o = output(c);
+        GroupedMatmul explicit_backend(p.da.view, p.db.view, c.sizes, options, {.backend = b});
+        explicit_backend.execute(p.da.view, p.db.view, o.view, c.sizes, args);
+        if (download_bytes(o.view) == bits) ++matching;
+    }
+    EXPECT_GE(matching, 1) << "the measured call's D is no backend's D";
 }
 
 TEST(GroupedGpu, StreamsBackendCapturedWhileOtherCallsRunEagerly) {
@@ -759,6 +805,90 @@ TEST(GroupedGpu, DeviceSizesCapturedAndReplayedWithNewSizes) {
     expect_result(second, o, expected(second, p.a, p.b, p.bias), "second sizes", stream);
 }
 
+// ---- host group sizes through gpumath's grouped kernel (the kernel backend) ----------------------
+
+TEST(GroupedGpu, KernelBackendAgainstReference) {
+    GPUMATH_REQUIRE_GPU();
+    for (bool b_col : {false, true}) {
+        expect_kernel_case({.sizes = {37, 0, 1, 128, 0, 5, 64, 1}, .b_col = b_col});
+        expect_kernel_case({.input = DataType::f16, .result = DataType::f32, .sizes = {3, 0, 17, 1}, .b_col = b_col});
+        expect_kernel_case({.input = DataType::f32, .result = DataType::f32, .sizes = {1, 70, 0, 9}, .b_col = b_col});
+        // The Hopper kernel's shapes on compute capability 9.0: many K steps, a partial last one, N
+        // ending inside a 64-column block, 256 columns per block.
+        expect_kernel_case({.sizes = {300, 0, 129, 1, 64}, .k = 1024, .n = 384, .b_col = b_col, .alpha = -0.5});
+        expect_kernel_case({.sizes = {2000, 0, 1, 2223}, .k = 32, .n = 2048, .b_col = b_col});
+    }
+    // Odd K and N (the portable kernel everywhere), column-major D, one group, all groups empty.
+    expect_kernel_case({.sizes = {3, 5, 0, 1, 7}, .k = 23, .n = 31, .alpha = 0.5});
+    expect_kernel_case({.sizes = {12, 0, 1, 30}, .b_col = true, .d_col = true});
+    expect_kernel_case({.sizes = {45}, .k = 128, .n = 64});
+    expect_kernel_case({.sizes = {0, 0, 16, 0}});
+    // Nothing to do: no launch, no error.
+    const TensorView b(reinterpret_cast<void*>(std::uintptr_t(1) << 20), DataType::bf16, {2, 8, 8});
+    const TensorView a(nullptr, DataType::bf16, {0, 8}), d(nullptr, DataType::bf16, {0, 8});
+    const std::vector<std::int64_t> none{0, 0};
+    GroupedMatmul mm(a, b, none, {}, {.backend = GroupedBackend::kernel});
+    EXPECT_NO_THROW(mm.execute(a, b, d, none));
+}
+
+TEST(GroupedGpu, KernelBackendEpilogs) {
+    GPUMATH_REQUIRE_GPU();
+    for (Epilog e : {Epilog::relu, Epilog::gelu, Epilog::silu, Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias,
+                     Epilog::silu_bias})
+        expect_kernel_case({.sizes = {9, 0, 1, 70}, .b_col = e == Epilog::gelu_bias, .epilog = e});
+}
+
+TEST(GroupedGpu, KernelBackendManyGroups) {
+    GPUMATH_REQUIRE_GPU();
+    // 512 groups, the most a launch carries, most of them empty or of one row, and the sizes'
+    // last entries in use.
+    Case c{.sizes = {}, .k = 64, .n = 64};
+    for (int g = 0; g < 512; ++g) c.sizes.push_back(g % 7 == 0 ? 3 : (g % 3 == 0 ? 1 : 0));
+    c.sizes.back() = 17;
+    expect_kernel_case(c);
+}
+
+TEST(GroupedGpu, KernelBackendRunsTheHopperKernelOnHopper) {
+    GPUMATH_REQUIRE_GPU();
+    const auto cc = core::Device::current().compute_capability();
+    if (cc.major != 9 || cc.minor != 0)
+        GTEST_SKIP() << "the Hopper grouped kernel runs on compute capability 9.0; this device is " << cc.major << "."
+                     << cc.minor;
+    const std::uint64_t before = detail::grouped_hopper_launches();
+    for (bool b_col : {false, true})
+        expect_kernel_case({.sizes = {300, 0, 129, 1, 64}, .k = 1024, .n = 384, .b_col = b_col});
+    EXPECT_EQ(detail::grouped_hopper_launches() - before, 4U) << "two cases, each planned and not";
+}
+
+TEST(GroupedGpu, KernelBackendCapturedReplaysTheSizesOfItsCapture) {
+    GPUMATH_REQUIRE_GPU();
+    // Host sizes travel in the launch's parameters: a replay computes the captured sizes, whatever
+    // the host array holds by then, and equals the eager call bitwise.
+    const Case c{.sizes = {24, 0, 1, 40, 7}, .b_col = true, .epilog = Epilog::gelu_bias};
+    Case other = c;
+    other.sizes = {0, 50, 2, 0, 20};
+    core::Stream stream;
+    const Prepared p = prepare(c, stream);
+    const GroupedMatmulArgs args{.bias = p.dbias.view};
+    const MatmulOptions options{.epilog = c.epilog};
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, options, {.backend = GroupedBackend::kernel});
+    std::vector<std::int64_t> sizes = c.sizes;
+    const Output graph = output(c, stream), graph_other = output(c, stream), eager = output(c, stream);
+    stream.synchronize();
+    core::Graph g = core::Graph::capture(stream, [&](core::StreamRef s) {
+        mm.execute(p.da.view, p.db.view, graph.view, sizes, args, s);
+        mm.execute(p.da.view, p.db.view, graph_other.view, other.sizes, args, s);
+    });
+    EXPECT_TRUE(std::isnan(download(graph.view, stream).v[0].real())) << "nothing ran during the capture";
+    sizes = other.sizes;  // the host array changes; the graph keeps what it captured
+    for (int replay = 0; replay < 2; ++replay) g.launch(stream);
+    mm.execute(p.da.view, p.db.view, eager.view, c.sizes, args, stream);
+    stream.synchronize();
+    expect_result(c, graph, p.want, "replayed", stream);
+    expect_result(other, graph_other, expected(other, p.a, p.b, p.bias), "replayed, other sizes", stream);
+    EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(eager.view, stream)) << "replay == eager, bitwise";
+}
+
 // ---- concurrency ---------------------------------------------------------------------------------
 
 namespace {
@@ -828,6 +958,8 @@ TEST(GroupedGpu, ConcurrentCallsMatchSerialBitwise) {
     expect_concurrent_calls_match_serial(GroupedBackend::automatic, Epilog::gelu_bias);
     // Side-stream sets leased by several threads at once, and the shared cuBLAS handle.
     expect_concurrent_calls_match_serial(GroupedBackend::streams, Epilog::gelu_bias);
+    // Launches of the grouped kernel, each with its own sizes, from every thread.
+    expect_concurrent_calls_match_serial(GroupedBackend::kernel, Epilog::gelu_bias);
     expect_concurrent_calls_match_serial(GroupedBackend::cublas, Epilog::none);
 }
 

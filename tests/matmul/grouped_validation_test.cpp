@@ -613,6 +613,77 @@ TEST(GroupedKernel, CublasPointerKernelCompilesWithNvrtc) {
     EXPECT_FALSE(code.bytes().empty());
 }
 
+TEST(GroupedValidation, KernelBackendRules) {
+    // The grouped kernel runs the mixture-of-experts form with f16, bf16 or f32 and at most 512
+    // groups; anything else is refused at construction, naming the rule.
+    const Moe m;
+    EXPECT_EQ(to_string(GroupedBackend::kernel), "kernel");
+    EXPECT_EQ(
+        GroupedMatmul(m.a, m.b, m.sizes, {.epilog = Epilog::silu_bias}, {.backend = GroupedBackend::kernel}).backend(),
+        GroupedBackend::kernel);
+    const Groups g;
+    const auto al = g.a_layouts(), bl = g.b_layouts();
+    expect_throw_with<NotSupported>([&] { GroupedMatmul mm(al, bl, {}, {.backend = GroupedBackend::kernel}); },
+                                    {"GroupedMatmul:", "grouped.backend:", "kernel", "mixture-of-experts form"});
+    const Fp8Moe f;
+    expect_throw_with<NotSupported>(
+        [&] { GroupedMatmul mm(f.a, f.b, f.sizes, {.result_type = bf16}, {.backend = GroupedBackend::kernel}); },
+        {"grouped.backend:", "kernel", "e4m3", "f16, bf16 and f32"});
+    std::vector<std::int64_t> many(513, 0);
+    many[0] = 5;
+    expect_throw_with<NotSupported>(
+        [&] {
+            GroupedMatmul mm(m.a, v(1, bf16, {513, K, N}), many, {}, {.backend = GroupedBackend::kernel});
+        },
+        {"grouped.backend:", "kernel", "513 groups", "at most 512"});
+    many.resize(512);
+    EXPECT_NO_THROW(GroupedMatmul(m.a, v(1, bf16, {512, K, N}), many, {}, {.backend = GroupedBackend::kernel}));
+    // What every backend checks comes first: sizes, shapes, overlap.
+    GroupedMatmul mm(m.a, m.b, m.sizes, {}, {.backend = GroupedBackend::kernel});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            mm.execute(m.a, m.b, m.d, std::vector<std::int64_t>{2, 0, 2});
+        },
+        {"group_sizes", "5"});
+    expect_throw_with<InvalidArgument>([&] { mm.execute(m.a, m.b, v(0, bf16, {5, N}), m.sizes); }, {"d:", "overlap"});
+}
+
+TEST(GroupedValidation, CallClassFromSizesMatchesTheProducts) {
+    // automatic looks its choice up from the host sizes before slicing the call into products: both
+    // ways must give the same class.
+    const std::vector<std::int64_t> sizes{0, 3, 5, 0, 9, 1};
+    const detail::GroupedCallClass c = detail::call_class(std::span<const std::int64_t>(sizes));
+    EXPECT_EQ(c.products, 4);
+    EXPECT_EQ(c.max_rows_log2, 4);   // 9 rows: 2^4
+    EXPECT_EQ(c.mean_rows_log2, 2);  // 18 / 4 = 4 rows: 2^2
+    const std::int64_t T = 18;
+    std::vector<detail::GroupOperands> groups;
+    detail::groups_of(v(0, bf16, {T, K}), v(1, bf16, {6, K, N}), v(2, bf16, {T, N}), sizes, {}, groups);
+    EXPECT_EQ(detail::call_class(std::span<const detail::GroupOperands>(groups)), c);
+    const std::vector<std::int64_t> empty{0, 0};
+    EXPECT_EQ(detail::call_class(std::span<const std::int64_t>(empty)).products, 0);
+}
+
+TEST(GroupedKernel, HostSizesVariantsCompileWithNvrtc) {
+    // The kernels that take the host's sizes in their parameters (the kernel backend): portable and
+    // Hopper, distinct programs from the device-sizes ones.
+    const detail::GroupedKernelVariant portable{
+        .input = bf16, .result = bf16, .epilog = Epilog::gelu_bias, .inline_sizes = true};
+    EXPECT_NE(detail::grouped_kernel_source(portable).find("#define GM_INLINE_SIZES 512"), std::string::npos);
+    EXPECT_NE(detail::grouped_kernel_source({}).find("#define GM_INLINE_SIZES 0"), std::string::npos);
+    for (const detail::GroupedKernelVariant& x :
+         {portable, detail::GroupedKernelVariant{.input = f32, .result = f32, .inline_sizes = true}}) {
+        const core::ObjectCode code = detail::compile_grouped_kernel(x, GPUMATH_TEST_ARCH);
+        const std::vector<std::string> names = code.kernel_names();
+        EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_kernel_name), names.end());
+    }
+    const core::ObjectCode hopper =
+        detail::compile_grouped_wgmma_kernel(portable, detail::GroupedWgmmaLayout::b_cols, 128, "sm_90a");
+    const std::vector<std::string> names = hopper.kernel_names();
+    EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_wgmma_kernel_name), names.end());
+    EXPECT_EQ(sizeof(detail::GroupedInlineSizes), 4U * detail::grouped_inline_groups);
+}
+
 TEST(GroupedValidation, CublasBackendRules) {
     // cublasGemmGroupedBatchedEx has no epilogs: refused at construction, naming the backend.
     const Moe m;

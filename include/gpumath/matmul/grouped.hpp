@@ -25,12 +25,12 @@ class GroupedState;
 enum class GroupedBackend : std::uint8_t {
     /// gpumath chooses per call: `strided_batched` when every group of a mixture-of-experts call has
     /// the same number of rows (G > 1) and D is row-major; otherwise `loop`, `streams`,
-    /// `streams_partitioned` or `cublas` (where it applies), whichever ran fastest when this class of call (the number
-    /// of products, the
-    /// powers of two of their largest and mean rows; per device, N, K, types and epilog) was first met
-    /// outside a capture: that call runs its products with each (and synchronizes the stream once),
-    /// the choice is kept and logged at info level. A capture meeting a class not measured yet runs
-    /// the loop.
+    /// `streams_partitioned`, `cublas` or `kernel` (the last two where they apply), whichever ran
+    /// fastest when this class of call (the number of products, the powers of two of their largest
+    /// and mean rows; per device, N, K, types, epilog and which grouped kernel the operands get) was
+    /// first met outside a capture: that call runs its products with each (and synchronizes the
+    /// stream once), the choice is kept and logged at info level. A capture meeting a class not
+    /// measured yet runs the loop.
     automatic,
     /// One cuBLASLt product per non-empty group, on the caller's stream, in group order; each
     /// group's plan is made once (per M, layout and pointer alignment) and cached.
@@ -56,6 +56,14 @@ enum class GroupedBackend : std::uint8_t {
     /// that leave room for the products beside them (separate plans from the loop's, hence other
     /// algorithms and other bits than `loop` and `streams`).
     streams_partitioned,
+    /// gpumath's run-time compiled grouped kernel, the one device group sizes run (DeviceGroupSizes),
+    /// given the host sizes in its launch parameters: every group's product in one launch with f32
+    /// accumulation, no cuBLASLt plan (on compute capability 9.0, warpgroup MMA with TMA loads for
+    /// f16 and bf16 operands contiguous along K and 16-byte aligned; a portable kernel otherwise).
+    /// The mixture-of-experts form with f16, bf16 or f32 inputs and at most 512 groups only
+    /// (NotSupported otherwise, before any GPU work). The kernel is compiled on first use per type,
+    /// epilog and weight layout (plan() compiles it ahead).
+    kernel,
 };
 
 /// The enumerator's name ("loop", ...).
@@ -73,6 +81,8 @@ enum class GroupedBackend : std::uint8_t {
             return "cublas";
         case GroupedBackend::streams_partitioned:
             return "streams_partitioned";
+        case GroupedBackend::kernel:
+            return "kernel";
     }
     return "invalid GroupedBackend";
 }
@@ -217,15 +227,15 @@ private:
 /// The per-group form in one call: `D_g = epilog(alpha * A_g @ B_g + bias_g)` for the G views of
 /// `a`, `b` and `d`, enqueued on `stream`. Each group's plan comes from matmul()'s plan cache
 /// (MatmulPlanCache: a group of the same operands as a matmul() call shares its plan); the products
-/// run with the loop or the streams backend as GroupedBackend::automatic measures. Throws as
+/// run with the backend GroupedBackend::automatic measures (choices kept process-wide). Throws as
 /// GroupedMatmul.
 void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
                     const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {}, core::StreamRef stream = {});
 
 /// The mixture-of-experts form in one call: `a` (T, K) rows sorted by group, `b` (G, K, N), `d`
 /// (T, N), `group_sizes` on the host (G values summing to T). Plans as the per-group form and runs
-/// as GroupedBackend::automatic: equal sizes as one strided-batched product, others with the loop or
-/// the streams backend as measured (choices kept process-wide).
+/// as GroupedBackend::automatic: equal sizes as one strided-batched product, others with the backend
+/// measured fastest, gpumath's grouped kernel among them (choices kept process-wide).
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d,
                     std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
                     const MatmulOptions& options = {}, core::StreamRef stream = {});
