@@ -383,10 +383,12 @@ static __device__ __forceinline__ void gm_tma3(unsigned smem, const gm_tmap& map
         : "memory");
 }
 
-// ta: A as (K, rows) in boxes of (64, 16); tb: the weights as (N, K, G) with box (64, 64, 1)
-// (GM_WG_B_ROWS) or (K, N, G) with box (64, GM_WG_BN, 1); both 128-byte swizzled.
+// ta: A as (K, rows) in boxes of (64, 16); ta_full: the same in boxes of (64, 128), a whole tile's;
+// tb: the weights as (N, K, G) with box (64, 64, 1) (GM_WG_B_ROWS) or (K, N, G) with box
+// (64, GM_WG_BN, 1); all 128-byte swizzled (so that a 128-row box lands as eight 16-row ones do).
 extern "C" __global__ void __launch_bounds__(384, 1)
-    gm_grouped_wgmma(const gm_grouped p, const __grid_constant__ gm_tmap ta, const __grid_constant__ gm_tmap tb
+    gm_grouped_wgmma(const gm_grouped p, const __grid_constant__ gm_tmap ta, const __grid_constant__ gm_tmap ta_full,
+                     const __grid_constant__ gm_tmap tb
                          GM_SIZES_PARAM) {
     extern __shared__ __align__(1024) unsigned char gm_smem[];
     gm_tile where;
@@ -412,17 +414,21 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
         if (threadIdx.x == 256) {
             const int a_y = int(row0 + r0), b_z = p.b_group == 0 ? 0 : int(g), n0 = int(c0);
-            const int a_boxes = int((rows + 15) / 16);
+            // A tile of 128 rows in one load, a partial one in boxes of 16 rows, only as many as it
+            // has rows: the rows past them keep stale values, which reach only rows of D that are
+            // not stored.
+            const bool a_full = rows == 128;
+            const int a_boxes = a_full ? 8 : int((rows + 15) / 16);
             int st = 0;
             unsigned phase = 0;
             for (int s = 0; s < steps; ++s) {
                 if (s >= GM_WG_STAGES) gm_mbar_wait(bars + 8 * (GM_WG_STAGES + st), phase ^ 1u);
                 const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + 16384, full = bars + 8 * st;
                 const int k0 = s * 64;
-                // A in boxes of 16 rows, only as many as the tile has rows: the rows past them keep
-                // stale values, which reach only rows of D that are not stored.
                 gm_mbar_expect(full, a_boxes * 2048 + GM_WG_B_BYTES);
-                for (int j = 0; j < a_boxes; ++j) gm_tma2(sa + j * 2048, ta, k0, a_y + 16 * j, full);
+                if (a_full) gm_tma2(sa, ta_full, k0, a_y, full);
+                else
+                    for (int j = 0; j < a_boxes; ++j) gm_tma2(sa + j * 2048, ta, k0, a_y + 16 * j, full);
 #if GM_WG_B_ROWS
 #pragma unroll
                 for (int j = 0; j < GM_WG_BN / 64; ++j) gm_tma3(sb + j * 8192, tb, n0 + 64 * j, k0, b_z, full);
@@ -628,7 +634,7 @@ std::string variant_header(const GroupedKernelVariant& v) {
 /// weights as (N, K, G) in boxes of 64 x 64 x 1 (contiguous along N) or (K, N, G) in boxes of
 /// 64 x block_n x 1, all 128-byte swizzled (the layout the MMAs' descriptors read).
 struct HopperMaps {
-    CUtensorMap a, b;
+    CUtensorMap a, a_full, b;
 };
 
 /// Operand sets whose maps each thread keeps (a model's layers call with buffers of their own).
@@ -683,7 +689,9 @@ const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernel
     const cuuint64_t b_strides[2] = {cuuint64_t(rows ? p.b_row : p.b_col) * 2, group_bytes};
     const cuuint32_t b_box[3] = {64, rows ? 64u : cuuint32_t(block_n), 1};
     HopperMaps fresh{};
-    const CUresult ra = encode(fresh.a, p.a, 2, a_dims, a_strides, a_box);
+    const cuuint32_t a_full_box[2] = {64, 128};
+    CUresult ra = encode(fresh.a, p.a, 2, a_dims, a_strides, a_box);
+    if (ra == CUDA_SUCCESS) ra = encode(fresh.a_full, p.a, 2, a_dims, a_strides, a_full_box);
     const CUresult rb = ra == CUDA_SUCCESS ? encode(fresh.b, p.b, 3, b_dims, b_strides, b_box) : ra;
     if (rb != CUDA_SUCCESS) {
         refused = key;
@@ -847,8 +855,8 @@ void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams
     const int device = detail::current_device();
     if (const Chosen c = hopper_choice(v, p, device); c.kernel != nullptr) {
         if (const HopperMaps* maps = hopper_maps(v, p, c.layout, c.block_n)) {
-            if (v.inline_sizes) core::launch(stream, c.config, *c.kernel, p, maps->a, maps->b, *sizes);
-            else core::launch(stream, c.config, *c.kernel, p, maps->a, maps->b);
+            if (v.inline_sizes) core::launch(stream, c.config, *c.kernel, p, maps->a, maps->a_full, maps->b, *sizes);
+            else core::launch(stream, c.config, *c.kernel, p, maps->a, maps->a_full, maps->b);
             hopper_launches.fetch_add(1, std::memory_order_relaxed);
             return;
         }
