@@ -25,6 +25,7 @@
 #include <gpumath/error.hpp>
 #include "detail/log.hpp"
 #include "core/driver_api.hpp"
+#include "core/jit.hpp"
 #include "detail/capture_mode.hpp"
 #include "detail/status.hpp"
 #include "matmul/call.hpp"
@@ -667,6 +668,7 @@ const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernel
     for (Kept& k : kept)
         if (k.key == key) return &k.maps;
     if (key == refused) return nullptr;
+    ensure_context();  // the driver encodes in the current context, which a new thread lacks
     const DriverApi& d = driver();
     if (d.cuTensorMapEncodeTiled == nullptr) return nullptr;
     const CUtensorMapDataType type =

@@ -76,15 +76,17 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
 /// The backend `automatic` measures for uneven groups: runs the call with `loop`, `streams`,
 /// `streams_partitioned` (with `partitioned`, the plans for it), when `with_cublas` `cublas`, and
 /// with `call.kernel` `kernel` (a warm-up each, then five rounds timing one run of each in turn, on
-/// the caller's operands: each run writes the same D) and returns the fastest by median GPU time
-/// (up to 256 products, the stream is held by a host function while a timed run is enqueued); `ms`
-/// receives the medians in that order (0 for a backend not run). Synchronizes `stream`; never
-/// called while it captures.
+/// the caller's operands: each run writes the same D, the chosen one last) and returns the fastest:
+/// the least of the longer of each one's median GPU time (up to 256 products, the stream is held by
+/// a host function while a timed run is enqueued) and its median host time to enqueue (calls in a
+/// row go no faster than either). `ms` and `host_ms` receive the medians in that order (0 for a
+/// backend not run). Synchronizes `stream`; never called while it captures.
 [[nodiscard]] GroupedBackend measure_backends(std::span<const GroupOperands> groups,
                                               std::span<const std::shared_ptr<MatmulPlan>> plans,
                                               std::span<const std::shared_ptr<MatmulPlan>> partitioned,
                                               const GroupCall& call, core::StreamRef stream, int device,
-                                              bool with_cublas, std::array<double, 5>& ms);
+                                              bool with_cublas, std::array<double, 5>& ms,
+                                              std::array<double, 5>& host_ms);
 
 /// Enqueues `call.kernel`'s launch on `stream` (NotSupported, naming `who`, without one).
 void enqueue_kernel(const GroupCall& call, core::StreamRef stream, const char* who);

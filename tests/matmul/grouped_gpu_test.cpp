@@ -376,11 +376,11 @@ TEST(GroupedGpu, EqualSizesRunAsOneStridedBatch) {
 
 TEST(GroupedGpu, MatchesPerGroupMatmulBitwise) {
     GPUMATH_REQUIRE_GPU();
-    // Each group is the product matmul() would run: the same plan, so the same bits.
+    // Each group of the loop is the product matmul() would run: the same plan, so the same bits.
     const Case c{.sizes = {64, 0, 1, 17, 128}, .k = 128, .n = 64, .epilog = Epilog::gelu_bias};
     const Prepared p = prepare(c);
     const Output grouped = output(c), single = output(c);
-    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, {.epilog = c.epilog});
+    GroupedMatmul mm(p.da.view, p.db.view, c.sizes, {.epilog = c.epilog}, {.backend = GroupedBackend::loop});
     mm.execute(p.da.view, p.db.view, grouped.view, c.sizes, {.bias = p.dbias.view});
     const GroupViews v = group_views(c, p, single.view);
     for (std::size_t g = 0; g < c.sizes.size(); ++g) {

@@ -25,12 +25,13 @@ class GroupedState;
 enum class GroupedBackend : std::uint8_t {
     /// gpumath chooses per call: `strided_batched` when every group of a mixture-of-experts call has
     /// the same number of rows (G > 1) and D is row-major; otherwise `loop`, `streams`,
-    /// `streams_partitioned`, `cublas` or `kernel` (the last two where they apply), whichever ran
-    /// fastest when this class of call (the number of products, the powers of two of their largest
-    /// and mean rows; per device, N, K, types, epilog and which grouped kernel the operands get) was
-    /// first met outside a capture: that call runs its products with each (and synchronizes the
-    /// stream once), the choice is kept and logged at info level. A capture meeting a class not
-    /// measured yet runs the loop.
+    /// `streams_partitioned`, `cublas` or `kernel` (the last two where they apply), whichever cost
+    /// least (the longer of its GPU time and the host's time to enqueue it) when this class of call
+    /// (the number of products, the powers of two of their largest and mean rows; per device, N, K,
+    /// types, epilog and which grouped kernel the operands get) was first met outside a capture:
+    /// that call runs its products with each, the chosen one last (and synchronizes the stream
+    /// once), the choice is kept and logged at info level. A capture meeting a class not measured
+    /// yet runs the loop.
     automatic,
     /// One cuBLASLt product per non-empty group, on the caller's stream, in group order; each
     /// group's plan is made once (per M, layout and pointer alignment) and cached.
