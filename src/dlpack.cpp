@@ -211,9 +211,15 @@ void* check_data(const DLTensor& t, const TensorLayout& layout, const char* api)
                                   "elements of {}",
                                   t.data, t.byte_offset, element, to_string(layout.dtype())),
                       api);
+    const std::uintptr_t first = base + t.byte_offset;
+    if (const auto span = std::uintptr_t(layout.span_bytes()); span > UINTPTR_MAX - first)
+        throw_invalid(fmt::format("DLTensor.byte_offset: the tensor's {} bytes from data {} + byte_offset {} run past "
+                                  "the end of the address space",
+                                  span, t.data, t.byte_offset),
+                      api);
     // The sum as an address, not pointer arithmetic: an offset past PTRDIFF_MAX is no pointer index.
     // NOLINTNEXTLINE(performance-no-int-to-ptr): a foreign device address, never dereferenced here
-    return reinterpret_cast<void*>(base + t.byte_offset);
+    return reinterpret_cast<void*>(first);
 }
 
 TensorView import_view(const DLTensor& t, const char* api) {
@@ -300,7 +306,7 @@ DLDataType to_dlpack(DataType t) noexcept {
         case DataType::i32:
             return {kDLInt, 32, 1};
     }
-    return {kDLFloat, 32, 1};
+    return {kDLOpaqueHandle, 0, 0};  // no type: to_data_type and every DLPack consumer refuse it
 }
 
 TensorView TensorView::from_dlpack(const DLTensor& tensor) {

@@ -31,7 +31,8 @@ namespace gpumath {
 /// unsigned integers, other widths and codes.
 [[nodiscard]] DataType to_data_type(DLDataType dtype);
 
-/// The DLPack dtype of `t` (one lane); the inverse of `to_data_type`.
+/// The DLPack dtype of `t` (one lane); the inverse of `to_data_type`. A value outside DataType's
+/// enumerators gives {kDLOpaqueHandle, 0 bits, 0 lanes}, which no consumer takes for a type.
 [[nodiscard]] DLDataType to_dlpack(DataType t) noexcept;
 
 namespace detail {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fft/sources.hpp"
+#include "detail/identifier.hpp"
 #include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
@@ -52,6 +53,11 @@ core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKi
             api);
     if (callback.symbol.empty())
         detail::throw_invalid("callback.symbol: empty; name the __device__ function the source defines", api);
+    if (!detail::is_qualified_identifier(callback.symbol))
+        detail::throw_invalid(fmt::format("callback.symbol: \"{}\" is not a C++ name (an identifier, optionally "
+                                          "namespace-qualified with ::)",
+                                          callback.symbol),
+                              api);
     (void)detail::fft_callback_value_type(element, api);
     return detail::compile_fused_callback(callback, kind, element, 1.0, {}, std::move(arch));
 }

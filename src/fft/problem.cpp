@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "detail/identifier.hpp"
 #include "detail/status.hpp"
 
 #include "detail/enum_check.hpp"
@@ -383,6 +384,11 @@ void check_callbacks(const FFTOptions& options, const char* api) {
             throw_invalid(fmt::format("options.{}.symbol: empty; name the __device__ function the callback source "
                                       "defines",
                                       name),
+                          api);
+        if (!cb->symbol.empty() && !is_qualified_identifier(cb->symbol))
+            throw_invalid(fmt::format("options.{}.symbol: \"{}\" is not a C++ name (an identifier, optionally "
+                                      "namespace-qualified with ::)",
+                                      name, cb->symbol),
                           api);
         if (cb->empty() && !cb->symbol.empty())
             throw_invalid(fmt::format("options.{}: symbol \"{}\" given without source or code", name, cb->symbol), api);

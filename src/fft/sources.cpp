@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "detail/identifier.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath::detail {
@@ -91,17 +92,6 @@ std::vector<std::string> split_qualified(const std::string& symbol) {
         s.remove_prefix(pos + 2);
     }
     return parts;
-}
-
-bool is_identifier(std::string_view s) {
-    if (s.empty()) return false;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        const char c = s[i];
-        const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        const bool digit = c >= '0' && c <= '9';
-        if (!(alpha || (i > 0 && digit))) return false;
-    }
-    return true;
 }
 
 std::string parameter_list(FFTCallbackKind kind, const char* value_type) {

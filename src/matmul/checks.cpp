@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace gpumath::detail {
 
@@ -142,6 +143,12 @@ void check_scalar(const Scalar& s, const char* name, DataType input, const char*
                 to_string(input));
     if (!std::isfinite(s.real) || !std::isfinite(s.imag))
         invalid(api, "{}: ({}, {}) is not finite", name, s.real, s.imag);
+    // Every product but f64 and c64 takes alpha and beta as f32 (or narrower): past its range the
+    // value would reach the GPU as infinity.
+    constexpr double f32_max = std::numeric_limits<float>::max();
+    if (input != DataType::f64 && input != DataType::c64 && (std::abs(s.real) > f32_max || std::abs(s.imag) > f32_max))
+        invalid(api, "{}: ({}, {}) is past the f32 range of a {} product's scale type (|x| <= {})", name, s.real,
+                s.imag, to_string(input), f32_max);
 }
 
 void check_aligned(const TensorView& v, const char* name, const char* api) {

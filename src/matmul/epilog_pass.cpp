@@ -16,6 +16,7 @@
 #include <gpumath/core/module.hpp>
 #include <gpumath/core/program.hpp>
 #include <gpumath/matmul/matmul.hpp>
+#include "detail/identifier.hpp"
 #include "detail/status.hpp"
 #include "matmul/checks.hpp"
 #include "matmul/shapes.hpp"
@@ -146,6 +147,11 @@ void epilog_pass_route(const BiasInput& bias, const MatmulOptions& options, Matm
         if (f->symbol.empty())
             invalid(api, "options.epilog_function.symbol: empty; name the __device__ function to apply, declared as {}",
                     matmul_epilog_signature());
+        if (!is_qualified_identifier(f->symbol))
+            invalid(api,
+                    "options.epilog_function.symbol: \"{}\" is not a C++ name (an identifier, optionally "
+                    "namespace-qualified with ::)",
+                    f->symbol);
         if (f->source.empty())
             invalid(api, "options.epilog_function.source: empty; give the CUDA C++ source that defines {}", f->symbol);
         pass.function = true;

@@ -58,6 +58,11 @@ TEST(DLPackDataType, MapsEveryGpumathType) {
         EXPECT_EQ(back.bits, dl.bits) << gpumath::to_string(type);
         EXPECT_EQ(back.lanes, 1) << gpumath::to_string(type);
     }
+    // Past the enumerators: no type a consumer would take, and to_data_type refuses it.
+    const DLDataType none = gpumath::to_dlpack(static_cast<DataType>(200));
+    EXPECT_EQ(none.bits, 0);
+    EXPECT_EQ(none.lanes, 0);
+    EXPECT_THROW((void)gpumath::to_data_type(none), InvalidArgument);
 }
 
 TEST(DLPackDataType, RefusesTypesGpumathLacks) {
@@ -217,6 +222,9 @@ TEST(DLPackView, RefusesMissingAndMisalignedData) {
     f.tensor.byte_offset = std::uint64_t{1} << 63;
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(TensorView::from_dlpack(f.tensor).data()),
               reinterpret_cast<std::uintptr_t>(fake_device_pointer()) + (std::uintptr_t{1} << 63));
+    // The tensor's last byte past the top of the address space.
+    f.tensor.byte_offset = UINT64_MAX - reinterpret_cast<std::uintptr_t>(fake_device_pointer()) - 15;
+    expect_refused(f.tensor, {"DLTensor.byte_offset", "24 bytes", "past the end of the address space"});
     f.tensor.dtype = dl_type(kDLComplex, 128);
     // An offset aligned to the element is fine.
     f.tensor.byte_offset = 32;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/test_util.hpp"
+#include "detail/identifier.hpp"
 
 namespace gpumath {
 namespace {
@@ -235,6 +236,16 @@ TEST(FftValidation, CallbackFields) {
                                        {"options.epilog.symbol", "empty"});
     expect_throw_with<InvalidArgument>([] { FFT(TensorLayout(DataType::c32, {16}), {.prolog = {.symbol = "f"}}); },
                                        {"options.prolog", "without source"});
+    // The symbol is pasted into the generated entry: it must be a (qualified) C++ name.
+    for (const char* bad : {"f(x)", "1f", "a::", "::", "a:::b", "f; g", "f\n"})
+        expect_throw_with<InvalidArgument>(
+            [&] { FFT(TensorLayout(DataType::c32, {16}), {.prolog = {.source = "x", .symbol = bad}}); },
+            {"options.prolog.symbol", "is not a C++ name"});
+    expect_throw_with<InvalidArgument>(
+        [] { (void)compile_fft_callback({.source = "x", .symbol = "a b"}, FFTCallbackKind::load, DataType::c32); },
+        {"callback.symbol", "is not a C++ name"});
+    EXPECT_TRUE(detail::is_qualified_identifier("::ns::inner::load_2"));
+    EXPECT_TRUE(detail::is_qualified_identifier("_f"));
 }
 
 TEST(FftValidation, CallbackCompileError) {

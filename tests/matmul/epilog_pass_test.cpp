@@ -154,6 +154,12 @@ TEST(EpilogPass, RulesAreCheckedBeforeAnyCudaCall) {
     expect_throw_with<InvalidArgument>(
         [&] { (void)analyze_call(d_row(), {}, {.epilog_function = MatmulEpilogFunction{.symbol = "f"}}); },
         {"options.epilog_function.source", "empty"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)analyze_call(d_row(), {},
+                               {.epilog_function = MatmulEpilogFunction{.source = "x", .symbol = "f(v); //"}});
+        },
+        {"options.epilog_function.symbol", "\"f(v); //\"", "is not a C++ name"});
     // The pass writes f16, bf16 and f32 D only.
     expect_throw_with<NotSupported>(
         [&] {

@@ -14,6 +14,7 @@
 #include <gpumath/matmul.hpp>
 
 #include "common/test_util.hpp"
+#include "matmul/checks.hpp"
 
 using namespace gpumath;
 using test::expect_throw_with;
@@ -578,6 +579,20 @@ TEST(MatmulValidation, ComplexAlphaForRealProblem) {
     Problem p;
     expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.alpha = std::complex<double>(1.0, 2.0)}); },
                                        {"alpha:", "complex", "real"});
+}
+
+TEST(MatmulValidation, ScalarsPastTheScaleTypesRange) {
+    // f32 scale type: a finite double past its range would reach the GPU as infinity.
+    Problem p;
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.alpha = 1e39}); },
+                                       {"alpha:", "1e+39", "f32 range"});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.beta = -1e300, .c = p.d}); },
+                                       {"beta:", "f32 range"});
+    expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.alpha = std::nan("")}); },
+                                       {"alpha:", "not finite"});
+    // An f64 product's scale type is f64.
+    const TensorView a = v(0, DataType::f64, {8, 8}), b = v(1, DataType::f64, {8, 8}), d = v(2, DataType::f64, {8, 8});
+    EXPECT_NO_THROW(detail::check_call(a, b, &d, {.alpha = 1e300}, "matmul"));
 }
 
 // ---- the Matmul object ---------------------------------------------------------------------------
