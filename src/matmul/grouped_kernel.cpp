@@ -393,9 +393,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                          GM_SIZES_PARAM) {
     extern __shared__ __align__(1024) unsigned char gm_smem[];
     gm_tile where;
-    if (!gm_find_tile(p, GM_SIZES, blockIdx.x, 128, where)) return;
+    // Blocks take their tiles in bands of GM_WG_BAND row tiles: a band's row tiles of one column
+    // tile are consecutive blocks, then the next column tile's. A wave of blocks then covers a few
+    // row tiles (mostly of one group, whose weights' columns it reads once) across many column tiles
+    // (the band's rows of A read from L2), rather than every row tile of one or two column tiles
+    // (all of A read again from memory for each column tile).
+    const unsigned long long launch = blockIdx.x + (unsigned long long)blockIdx.y * gridDim.x;
+    const unsigned long long band_first = launch / (GM_WG_BAND * (unsigned long long)gridDim.y) * GM_WG_BAND;
+    const unsigned long long band_rows =
+        gridDim.x - band_first < GM_WG_BAND ? gridDim.x - band_first : GM_WG_BAND;
+    const unsigned long long in_band = launch - band_first * gridDim.y;
+    if (!gm_find_tile(p, GM_SIZES, (long long)(band_first + in_band % band_rows), 128, where)) return;
     const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
-    const long long c0 = (long long)blockIdx.y * GM_WG_BN;
+    const long long c0 = (long long)(in_band / band_rows) * GM_WG_BN;
     if (c0 >= p.n) return;
     // Stages from the first 1024-byte boundary (the launch asks for 1024 bytes more), then the
     // barriers: full[st] at bars + 8 st, empty[st] at bars + 8 (GM_WG_STAGES + st).
@@ -745,9 +755,9 @@ std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayo
     // bytes apart), the stride byte offset between groups of 8 k-rows (1024 bytes apart). Measured
     // on the H200: the two exchanged give wrong products once an MMA spans two blocks.
     s += fmt::format(
-        "#define GM_WG_B_ROWS {}\n#define GM_WG_BN {}\n#define GM_WG_STAGES {}\n"
+        "#define GM_WG_B_ROWS {}\n#define GM_WG_BN {}\n#define GM_WG_STAGES {}\n#define GM_WG_BAND {}\n"
         "#define GM_WG_MN_LBO {}\n#define GM_WG_MN_SBO {}\n",
-        b_rows ? 1 : 0, block_n, grouped_wgmma_stages(block_n), 8192, 1024);
+        b_rows ? 1 : 0, block_n, grouped_wgmma_stages(block_n), grouped_wgmma_band, 8192, 1024);
     s += cuda_element_conversions;
     s += wgmma_instruction(block_n, type, b_rows);
     s += "#line 1 \"gpumath_grouped_wgmma\"";

@@ -100,6 +100,10 @@ enum class GroupedWgmmaLayout { none, b_rows, b_cols };
     return std::size_t(grouped_wgmma_stages(block_n)) * (16384 + std::size_t(block_n) * 128) + 1024 + 128;
 }
 
+/// Row tiles per band of the Hopper kernel's block order: consecutive blocks take a band's row
+/// tiles of one column tile, then of the next, so that a wave of blocks shares A's rows through L2.
+inline constexpr int grouped_wgmma_band = 8;
+
 /// The columns per block a call runs with on a device of `multiprocessors` SMs: 256 where the
 /// bound's rows give at least two waves of such blocks (one block per SM at a time), 128 otherwise.
 [[nodiscard]] int grouped_wgmma_columns(const GroupedKernelParams& p, int multiprocessors) noexcept;
