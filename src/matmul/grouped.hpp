@@ -106,7 +106,9 @@ struct HostKernelCall {
 
 /// `automatic`'s `kernel` candidate for a validated host-sizes call on `device`: the launch, with
 /// key.device, key.calls and key.kernel filled in; none (key.kernel -1) where the kernel cannot run
-/// the call (its refusal, or layouts the products reject: the loop reports those).
+/// the call (its refusal, or layouts the products reject: the loop reports those), where the
+/// compute type asks for other than f32 accumulation, or for f16 and bf16 before compute
+/// capability 8.0.
 [[nodiscard]] std::optional<HostKernelCall> kernel_candidate(const TensorView& a, const TensorView& b,
                                                              const TensorView& d, std::span<const std::int64_t> sizes,
                                                              const GroupedMatmulArgs& args, const GroupedShape& shape,

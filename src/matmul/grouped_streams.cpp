@@ -17,6 +17,7 @@
 
 #include <gpumath/core/device.hpp>
 #include <gpumath/core/event.hpp>
+#include <gpumath/error.hpp>
 
 #include "core/stream_workspace.hpp"
 #include "detail/capture_mode.hpp"
@@ -127,6 +128,10 @@ void run_group(const GroupOperands& g, MatmulPlan& plan, const GroupCall& call, 
                    device, area);
 }
 
+/// How much more GPU time than the fastest candidate's a candidate of `automatic` may take and still
+/// win on the host's time to enqueue it.
+constexpr double host_tie = 1.25;
+
 /// Products of a call whose timed run is enqueued behind a held stream (more would risk filling
 /// the launch queue while the stream is held).
 constexpr std::size_t max_gated_products = 256;
@@ -235,7 +240,6 @@ GroupedBackend measure_backends(std::span<const GroupOperands> groups,
     std::vector<std::size_t> candidates{0, 1, 2};  // indices into order (and ms)
     if (with_cublas) candidates.push_back(3);
     if (call.kernel != nullptr) candidates.push_back(4);
-    const std::size_t n = candidates.size();
     auto run = [&](std::size_t which) {
         switch (order[which]) {
             case GroupedBackend::loop:
@@ -257,9 +261,22 @@ GroupedBackend measure_backends(std::span<const GroupOperands> groups,
     };
     core::Event start(core::EventOptions{.timing = true});
     core::Event stop(core::EventOptions{.timing = true});
-    // Warm-up (workspaces, side streams, first launches), then rounds that time each in turn, so
-    // that clocks ramping up or another process's work weigh on every candidate alike.
-    for (std::size_t i = 0; i < n; ++i) run(candidates[i]);
+    // Warm-up (workspaces, side streams, first launches, compiling the grouped kernel), then rounds
+    // that time each in turn, so that clocks ramping up or another process's work weigh on every
+    // candidate alike. A grouped kernel that cannot be compiled or loaded here leaves the race.
+    for (std::size_t i = 0; i < candidates.size();) {
+        if (order[candidates[i]] != GroupedBackend::kernel) {
+            run(candidates[i++]);
+            continue;
+        }
+        try {
+            run(candidates[i++]);
+        } catch (const Error& e) {
+            log(LogLevel::warn, "grouped matmul: automatic leaves the grouped kernel out ({})", e.what());
+            candidates.erase(candidates.begin() + std::ptrdiff_t(--i));
+        }
+    }
+    const std::size_t n = candidates.size();
     // The GPU's time apart from the host's: a host function holds the stream until the timed run
     // is enqueued (a few hundred launches at most, well within the launch queue), so the kernels
     // run back to back as they do when a caller's stream is busy. The host's time to enqueue is
@@ -295,14 +312,23 @@ GroupedBackend measure_backends(std::span<const GroupOperands> groups,
         }
     ms = {};
     host_ms = {};
-    auto cost = [&](std::size_t c) { return std::max(ms[c], host_ms[c]); };
-    std::size_t best = candidates[0];
+    double fastest = 0;  // the least GPU time
     for (std::size_t i = 0; i < n; ++i) {
         std::sort(t[i].begin(), t[i].end());
         std::sort(h[i].begin(), h[i].end());
         ms[candidates[i]] = double(t[i][rounds / 2]);
         host_ms[candidates[i]] = h[i][rounds / 2];
-        if (cost(candidates[i]) < cost(best)) best = candidates[i];
+        fastest = i == 0 ? ms[candidates[i]] : std::min(fastest, ms[candidates[i]]);
+    }
+    // GPU time first (a replayed graph or a host running ahead pays nothing else); among the
+    // candidates within host_tie of the fastest, the host's time to enqueue decides, as calls in a
+    // row go no faster than the longer of the two.
+    auto cost = [&](std::size_t c) { return std::max(ms[c], host_ms[c]); };
+    std::size_t best = candidates[0];
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t c = candidates[i];
+        const bool near = ms[c] <= fastest * host_tie;
+        if (near && (ms[best] > fastest * host_tie || cost(c) < cost(best))) best = c;
     }
     // D holds the last candidate's bits; the call's result is the chosen backend's, as every later
     // call of the class computes it.

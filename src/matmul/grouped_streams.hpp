@@ -77,10 +77,11 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
 /// `streams_partitioned` (with `partitioned`, the plans for it), when `with_cublas` `cublas`, and
 /// with `call.kernel` `kernel` (a warm-up each, then five rounds timing one run of each in turn, on
 /// the caller's operands: each run writes the same D, the chosen one last) and returns the fastest:
-/// the least of the longer of each one's median GPU time (up to 256 products, the stream is held by
-/// a host function while a timed run is enqueued) and its median host time to enqueue (calls in a
-/// row go no faster than either). `ms` and `host_ms` receive the medians in that order (0 for a
-/// backend not run). Synchronizes `stream`; never called while it captures.
+/// among the candidates within 25 % of the least median GPU time (up to 256 products, the stream is
+/// held by a host function while a timed run is enqueued), the one whose longer of that and its
+/// median host time to enqueue is least (calls in a row go no faster than either). A grouped kernel
+/// that fails to compile or load is left out with a warning. `ms` and `host_ms` receive the medians
+/// in that order (0 for a backend not run). Synchronizes `stream`; never called while it captures.
 [[nodiscard]] GroupedBackend measure_backends(std::span<const GroupOperands> groups,
                                               std::span<const std::shared_ptr<MatmulPlan>> plans,
                                               std::span<const std::shared_ptr<MatmulPlan>> partitioned,

@@ -25,8 +25,9 @@ class GroupedState;
 enum class GroupedBackend : std::uint8_t {
     /// gpumath chooses per call: `strided_batched` when every group of a mixture-of-experts call has
     /// the same number of rows (G > 1) and D is row-major; otherwise `loop`, `streams`,
-    /// `streams_partitioned`, `cublas` or `kernel` (the last two where they apply), whichever cost
-    /// least (the longer of its GPU time and the host's time to enqueue it) when this class of call
+    /// `streams_partitioned`, `cublas` or `kernel` (the last two where they apply), whichever was
+    /// fastest on the GPU (the host's time to enqueue decides among those within 25 % of the
+    /// fastest: calls in a row go no faster than the longer of the two) when this class of call
     /// (the number of products, the powers of two of their largest and mean rows; per device, N, K,
     /// types, epilog and which grouped kernel the operands get) was first met outside a capture:
     /// that call runs its products with each, the chosen one last (and synchronizes the stream
