@@ -339,6 +339,25 @@ TEST(MatmulGpu, ComplexAndIntegerScalars) {
     }
 }
 
+TEST(MatmulGpu, ScalarsPastAnF16ScaleTypeAreRefusedBeforeTheProduct) {
+    GPUMATH_REQUIRE_GPU();
+    // Compute type f16 scales in f16 (|x| <= 65504): a larger alpha or beta is InvalidArgument, and
+    // D stays as it was; 65504 itself runs.
+    auto rng = gpumath::test::rng_for_test();
+    const Host a = random_host(DataType::f16, {16, 8}, rng), b = random_host(DataType::f16, {8, 16}, rng);
+    const Dev da = upload(a), db = upload(b);
+    const Dev d = poisoned(DataType::f16, {16, 16});
+    const MatmulOptions f16{.compute_type = ComputeType::f16};
+    gpumath::test::expect_throw_with<InvalidArgument>(
+        [&] { matmul(da.view, db.view, d.view, {.alpha = 70000.0}, f16); }, {"alpha:", "70000", "65504"});
+    gpumath::test::expect_throw_with<InvalidArgument>(
+        [&] { matmul(da.view, db.view, d.view, {.beta = -1e5, .c = d.view}, f16); }, {"beta:", "65504"});
+    for (const cd& x : download(d.view).v) ASSERT_TRUE(std::isnan(x.real())) << "D was written";
+    const Dev ok = poisoned(DataType::f16, {16, 16});
+    matmul(da.view, db.view, ok.view, {.alpha = 1.0 / 65504.0}, f16);
+    EXPECT_FALSE(std::isnan(download(ok.view).v[0].real()));
+}
+
 // ---- alignment ----------------------------------------------------------------------------------------
 
 TEST(MatmulGpu, MisalignedPointersArePlannedForNeverRunOnMore) {
