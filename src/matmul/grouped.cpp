@@ -187,7 +187,8 @@ private:
     /// and dense, pointers 256-byte aligned) compiled and loaded.
     void plan_kernel(const char* api) const {
         // Distinct 256-byte aligned stand-ins: they only choose the kernel, nothing is read.
-        auto at = [](std::uintptr_t slot) { return reinterpret_cast<const void*>(slot * 256); };
+        alignas(256) static const unsigned char stand_in[4 * 256] = {};
+        auto at = [](std::size_t slot) -> const void* { return stand_in + 256 * (slot - 1); };
         const TensorView a(at(1), a_[0]), b(at(2), b_[0]);
         const std::int64_t d_shape[] = {a_[0].shape(0), shape_.n};
         const TensorView d(at(3), TensorLayout(shape_.result, d_shape));
