@@ -69,6 +69,10 @@ TensorView matrix_view(const TensorView& x, std::int64_t g) {
     return TensorView(p, x.dtype(), shape, strides);
 }
 
+/// Every epilog of a grouped product but none.
+constexpr Epilog grouped_epilogs[] = {Epilog::relu,      Epilog::gelu,      Epilog::silu,     Epilog::bias,
+                                      Epilog::relu_bias, Epilog::gelu_bias, Epilog::silu_bias};
+
 struct Case {
     DataType input = DataType::bf16;
     DataType result = DataType::bf16;
@@ -334,8 +338,7 @@ TEST(GroupedGpu, LoopColumnMajorD) {
 
 TEST(GroupedGpu, LoopEpilogs) {
     GPUMATH_REQUIRE_GPU();
-    for (Epilog e : {Epilog::relu, Epilog::gelu, Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias, Epilog::silu,
-                     Epilog::silu_bias})
+    for (Epilog e : grouped_epilogs)
         expect_case({.sizes = {9, 0, 1, 24}, .b_col = e == Epilog::gelu_bias, .epilog = e});
 }
 
@@ -750,8 +753,7 @@ TEST(GroupedGpu, DeviceSizesRunTheHopperKernelOnHopper) {
 
 TEST(GroupedGpu, DeviceSizesEpilogs) {
     GPUMATH_REQUIRE_GPU();
-    for (Epilog e : {Epilog::relu, Epilog::gelu, Epilog::silu, Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias,
-                     Epilog::silu_bias})
+    for (Epilog e : grouped_epilogs)
         expect_device_case({.sizes = {9, 0, 1, 70}, .b_col = e == Epilog::gelu_bias, .epilog = e});
 }
 
@@ -836,8 +838,7 @@ TEST(GroupedGpu, KernelBackendAgainstReference) {
 
 TEST(GroupedGpu, KernelBackendEpilogs) {
     GPUMATH_REQUIRE_GPU();
-    for (Epilog e : {Epilog::relu, Epilog::gelu, Epilog::silu, Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias,
-                     Epilog::silu_bias})
+    for (Epilog e : grouped_epilogs)
         expect_kernel_case({.sizes = {9, 0, 1, 70}, .b_col = e == Epilog::gelu_bias, .epilog = e});
 }
 
