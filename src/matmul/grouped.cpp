@@ -113,8 +113,7 @@ public:
         check_group_sizes(sizes, shape_.groups, a.shape(0), api);
         check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
         if (backend_ == GroupedBackend::kernel) {
-            const HostKernelCall h = host_sizes_call(a, b, d, sizes, args, shape_, options_, api);
-            run_grouped_kernel(h.call.variant, h.call.params, stream, &h.sizes);
+            run_host_kernel(host_sizes_call(a, b, d, sizes, args, shape_, options_, api), stream);
             return;
         }
         std::vector<GroupOperands> groups;
@@ -132,7 +131,7 @@ public:
             const int device = matmul_current_device();
             kernel = kernel_candidate(a, b, d, sizes, args, shape_, options_, device, key, api);
             if (kernel && choices_.find(key) == GroupedBackend::kernel) {
-                run_grouped_kernel(kernel->call.variant, kernel->call.params, stream, &kernel->sizes);
+                run_host_kernel(*kernel, stream);
                 return;
             }
         }

@@ -94,6 +94,11 @@ struct HostKernelCall {
     GroupedInlineSizes sizes;
 };
 
+/// Enqueues `h`'s launch on `stream` (run_grouped_kernel with its sizes).
+inline void run_host_kernel(const HostKernelCall& h, core::StreamRef stream) {
+    run_grouped_kernel(h.call.variant, h.call.params, stream, &h.sizes);
+}
+
 /// Why the `kernel` backend cannot run a call of `shape` over `rows` rows of A (empty when it can):
 /// FP8 inputs, more groups than a launch carries, sizes past 32 bits.
 [[nodiscard]] std::string host_kernel_refusal(const GroupedShape& shape, std::int64_t rows);

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <limits>
 #include <string>
-#include <string_view>
 
 #include <fmt/format.h>
 
@@ -369,10 +368,10 @@ namespace {
 
 /// The grouped-kernel call of a validated mixture-of-experts call covering `max_rows` rows (sizes
 /// not filled in), after the matmul rules of one group and the bias's type; NotSupported past the
-/// kernel's grid.
+/// kernel's grid, naming `bound` (where the rows come from) and ending with `remedy`.
 GroupedKernelCall kernel_call(const TensorView& a, const TensorView& b, const TensorView& d, std::int64_t max_rows,
                               const GroupedMatmulArgs& args, const GroupedShape& shape, const MatmulOptions& options,
-                              const char* bound, const char* api) {
+                              const char* bound, const char* remedy, const char* api) {
     if (args.bias && args.bias->dtype() != shape.result)
         invalid(api, "bias: dtype {}; the bias of a grouped product has the result type {}",
                 to_string(args.bias->dtype()), to_string(shape.result));
@@ -419,8 +418,7 @@ GroupedKernelCall kernel_call(const TensorView& a, const TensorView& b, const Te
         unsupported(api,
                     "{}: {} rows over {} groups; the grouped kernel covers them in at most 2^31 - 1 row tiles of {} "
                     "rows plus one per group: split the call{}",
-                    bound, p.max_rows, p.groups, grouped_tile,
-                    std::string_view(bound) == "a" ? "" : ", or pass the sizes on the host");
+                    bound, p.max_rows, p.groups, grouped_tile, remedy);
     return c;
 }
 
@@ -434,8 +432,8 @@ GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, co
                     "a: {} inputs with group sizes in device memory; gpumath's grouped kernel takes f16, bf16 and "
                     "f32 (FP8 grouped products run with host group sizes)",
                     to_string(shape.input));
-    GroupedKernelCall c =
-        kernel_call(a, b, d, sizes.max_total_rows, args, shape, options, "group_sizes.max_total_rows", api);
+    GroupedKernelCall c = kernel_call(a, b, d, sizes.max_total_rows, args, shape, options, "group_sizes.max_total_rows",
+                                      ", or pass the sizes on the host", api);
     c.params.sizes = static_cast<const std::int32_t*>(sizes.sizes.data());
     return c;
 }
@@ -456,7 +454,7 @@ HostKernelCall host_sizes_call(const TensorView& a, const TensorView& b, const T
                                const GroupedShape& shape, const MatmulOptions& options, const char* api) {
     if (std::string why = host_kernel_refusal(shape, a.shape(0)); !why.empty())
         unsupported(api, "grouped.backend: kernel cannot run this call: {}", why);
-    HostKernelCall h{.call = kernel_call(a, b, d, a.shape(0), args, shape, options, "a", api), .sizes = {}};
+    HostKernelCall h{.call = kernel_call(a, b, d, a.shape(0), args, shape, options, "a", "", api), .sizes = {}};
     for (std::size_t g = 0; g < sizes.size(); ++g) h.sizes.v[g] = std::int32_t(sizes[g]);
     h.call.variant.inline_sizes = true;
     return h;

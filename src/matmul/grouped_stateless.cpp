@@ -92,7 +92,7 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
             } else {
                 kernel = detail::kernel_candidate(a, b, d, group_sizes, args, shape, options, device, key, api);
                 if (kernel && stateless_choices().find(key) == GroupedBackend::kernel) {
-                    detail::run_grouped_kernel(kernel->call.variant, kernel->call.params, stream, &kernel->sizes);
+                    detail::run_host_kernel(*kernel, stream);
                     return;
                 }
             }

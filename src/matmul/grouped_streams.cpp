@@ -264,16 +264,14 @@ GroupedBackend measure_backends(std::span<const GroupOperands> groups,
     // Warm-up (workspaces, side streams, first launches, compiling the grouped kernel), then rounds
     // that time each in turn, so that clocks ramping up or another process's work weigh on every
     // candidate alike. A grouped kernel that cannot be compiled or loaded here leaves the race.
-    for (std::size_t i = 0; i < candidates.size();) {
-        if (order[candidates[i]] != GroupedBackend::kernel) {
-            run(candidates[i++]);
-            continue;
-        }
+    for (auto it = candidates.begin(); it != candidates.end();) {
         try {
-            run(candidates[i++]);
+            run(*it);
+            ++it;
         } catch (const Error& e) {
+            if (order[*it] != GroupedBackend::kernel) throw;
             log(LogLevel::warn, "grouped matmul: automatic leaves the grouped kernel out ({})", e.what());
-            candidates.erase(candidates.begin() + std::ptrdiff_t(--i));
+            it = candidates.erase(it);
         }
     }
     const std::size_t n = candidates.size();
@@ -312,24 +310,21 @@ GroupedBackend measure_backends(std::span<const GroupOperands> groups,
         }
     ms = {};
     host_ms = {};
-    double fastest = 0;  // the least GPU time
+    std::size_t fastest = candidates[0];  // by GPU time
     for (std::size_t i = 0; i < n; ++i) {
         std::sort(t[i].begin(), t[i].end());
         std::sort(h[i].begin(), h[i].end());
         ms[candidates[i]] = double(t[i][rounds / 2]);
         host_ms[candidates[i]] = h[i][rounds / 2];
-        fastest = i == 0 ? ms[candidates[i]] : std::min(fastest, ms[candidates[i]]);
+        if (ms[candidates[i]] < ms[fastest]) fastest = candidates[i];
     }
     // GPU time first (a replayed graph or a host running ahead pays nothing else); among the
     // candidates within host_tie of the fastest, the host's time to enqueue decides, as calls in a
     // row go no faster than the longer of the two.
     auto cost = [&](std::size_t c) { return std::max(ms[c], host_ms[c]); };
-    std::size_t best = candidates[0];
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t c = candidates[i];
-        const bool near = ms[c] <= fastest * host_tie;
-        if (near && (ms[best] > fastest * host_tie || cost(c) < cost(best))) best = c;
-    }
+    std::size_t best = fastest;
+    for (const std::size_t c : candidates)
+        if (ms[c] <= ms[fastest] * host_tie && cost(c) < cost(best)) best = c;
     // D holds the last candidate's bits; the call's result is the chosen backend's, as every later
     // call of the class computes it.
     if (best != candidates[n - 1]) run(best);
@@ -341,7 +336,7 @@ void enqueue_kernel(const GroupCall& call, core::StreamRef stream, const char* w
         unsupported(who,
                     "grouped.backend: kernel runs the mixture-of-experts form (one A, weights (G, K, N), one D) "
                     "with host or device sizes only");
-    run_grouped_kernel(call.kernel->call.variant, call.kernel->call.params, stream, &call.kernel->sizes);
+    run_host_kernel(*call.kernel, stream);
 }
 
 GroupedCallClass call_class(std::span<const GroupOperands> groups) {
