@@ -69,6 +69,17 @@ TensorView matrix_view(const TensorView& x, std::int64_t g) {
     return TensorView(p, x.dtype(), shape, strides);
 }
 
+/// Skips the test, with the reason, unless the device runs the Hopper grouped kernel (compute
+/// capability 9.0 exactly: it is compiled for sm_90a).
+#define REQUIRE_HOPPER_GROUPED_KERNEL()                                                                             \
+    do {                                                                                                            \
+        GPUMATH_REQUIRE_GPU();                                                                                      \
+        const auto cc = core::Device::current().compute_capability();                                               \
+        if (cc.major != 9 || cc.minor != 0)                                                                         \
+            GTEST_SKIP() << "the Hopper grouped kernel runs on compute capability 9.0; this device is " << cc.major \
+                         << "." << cc.minor;                                                                        \
+    } while (0)
+
 /// Every epilog of a grouped product but none.
 constexpr Epilog grouped_epilogs[] = {Epilog::relu,      Epilog::gelu,      Epilog::silu,     Epilog::bias,
                                       Epilog::relu_bias, Epilog::gelu_bias, Epilog::silu_bias};
@@ -727,11 +738,7 @@ TEST(GroupedGpu, DeviceSizesAgainstReference) {
 }
 
 TEST(GroupedGpu, DeviceSizesRunTheHopperKernelOnHopper) {
-    GPUMATH_REQUIRE_GPU();
-    const auto cc = core::Device::current().compute_capability();
-    if (cc.major != 9 || cc.minor != 0)
-        GTEST_SKIP() << "the Hopper grouped kernel runs on compute capability 9.0; this device is " << cc.major << "."
-                     << cc.minor;
+    REQUIRE_HOPPER_GROUPED_KERNEL();
     // The portable kernel computes the same values, so only the count tells which kernel ran: every
     // eligible call (bf16 and f16, both weight layouts, both block widths) must launch the Hopper one.
     const std::uint64_t before = detail::grouped_hopper_launches();
@@ -853,11 +860,7 @@ TEST(GroupedGpu, KernelBackendManyGroups) {
 }
 
 TEST(GroupedGpu, KernelBackendRunsTheHopperKernelOnHopper) {
-    GPUMATH_REQUIRE_GPU();
-    const auto cc = core::Device::current().compute_capability();
-    if (cc.major != 9 || cc.minor != 0)
-        GTEST_SKIP() << "the Hopper grouped kernel runs on compute capability 9.0; this device is " << cc.major << "."
-                     << cc.minor;
+    REQUIRE_HOPPER_GROUPED_KERNEL();
     const std::uint64_t before = detail::grouped_hopper_launches();
     for (bool b_col : {false, true})
         expect_kernel_case({.sizes = {300, 0, 129, 1, 64}, .k = 1024, .n = 384, .b_col = b_col});
