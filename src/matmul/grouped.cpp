@@ -127,9 +127,10 @@ public:
         // automatic: the grouped kernel is a candidate too, and runs at once where it was chosen.
         std::optional<HostKernelCall> kernel;
         BackendChoiceKey key = choice_key(shape_, options_);
-        if (backend_ == GroupedBackend::automatic && !batched && call_class(sizes).products > 1) {
+        if (const GroupedCallClass calls = call_class(sizes);
+            backend_ == GroupedBackend::automatic && !batched && calls.products > 1) {
             const int device = matmul_current_device();
-            kernel = kernel_candidate(a, b, d, sizes, args, shape_, options_, device, key, api);
+            kernel = kernel_candidate(a, b, d, sizes, calls, args, shape_, options_, device, key, api);
             if (kernel && choices_.find(key) == GroupedBackend::kernel) {
                 run_host_kernel(*kernel, stream);
                 return;

@@ -109,13 +109,14 @@ inline void run_host_kernel(const HostKernelCall& h, core::StreamRef stream) {
                                              std::span<const std::int64_t> sizes, const GroupedMatmulArgs& args,
                                              const GroupedShape& shape, const MatmulOptions& options, const char* api);
 
-/// `automatic`'s `kernel` candidate for a validated host-sizes call on `device`: the launch, with
-/// key.device, key.calls and key.kernel filled in; none (key.kernel -1) where the kernel cannot run
-/// the call (its refusal, or layouts the products reject: the loop reports those), where the
-/// compute type asks for other than f32 accumulation, or for f16 and bf16 before compute
-/// capability 8.0.
+/// `automatic`'s `kernel` candidate for a validated host-sizes call on `device` (`calls`: the call
+/// class of `sizes`): the launch, with key.device, key.calls and key.kernel filled in; none
+/// (key.kernel -1) where the kernel cannot run the call (its refusal, or layouts the products
+/// reject: the loop reports those), where the compute type asks for other than f32 accumulation,
+/// or for f16 and bf16 before compute capability 8.0.
 [[nodiscard]] std::optional<HostKernelCall> kernel_candidate(const TensorView& a, const TensorView& b,
                                                              const TensorView& d, std::span<const std::int64_t> sizes,
+                                                             const GroupedCallClass& calls,
                                                              const GroupedMatmulArgs& args, const GroupedShape& shape,
                                                              const MatmulOptions& options, int device,
                                                              BackendChoiceKey& key, const char* api);

@@ -461,11 +461,12 @@ HostKernelCall host_sizes_call(const TensorView& a, const TensorView& b, const T
 }
 
 std::optional<HostKernelCall> kernel_candidate(const TensorView& a, const TensorView& b, const TensorView& d,
-                                               std::span<const std::int64_t> sizes, const GroupedMatmulArgs& args,
-                                               const GroupedShape& shape, const MatmulOptions& options, int device,
-                                               BackendChoiceKey& key, const char* api) {
+                                               std::span<const std::int64_t> sizes, const GroupedCallClass& calls,
+                                               const GroupedMatmulArgs& args, const GroupedShape& shape,
+                                               const MatmulOptions& options, int device, BackendChoiceKey& key,
+                                               const char* api) {
     key.device = device;
-    key.calls = call_class(sizes);
+    key.calls = calls;
     key.kernel = -1;
     if (!host_kernel_refusal(shape, a.shape(0)).empty()) return std::nullopt;
     // The kernel accumulates in f32: a candidate only where that is what the compute type asks

@@ -5,6 +5,7 @@
 // for f16 and bf16 inputs and a plain shared-memory tiled GEMM for f32.
 #include "matmul/grouped_kernel.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -322,7 +323,9 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
 // applied by the copy, zeros outside the tensors). Stages are handed over through mbarriers, `full`
 // (the stage's bytes have landed) and `empty` (every consumer thread's MMAs reading it have
 // completed); the producer runs up to GM_WG_STAGES steps ahead and the K loop has no block-wide
-// barrier. The consumers' loop has no branch between an MMA and the wait that retires it (ptxas
+// barrier. A block may take several tiles, one after another (persistent blocks, one per SM, for
+// launches of many waves): its producer then fills the next tile's stages while the consumers store
+// D of the last. The consumers' loop has no branch between an MMA and the wait that retires it (ptxas
 // would serialize the MMAs otherwise), hence the dedicated producer and setmaxnreg to give the
 // consumers its registers.
 constexpr std::string_view wgmma_body = R"(
@@ -384,29 +387,73 @@ static __device__ __forceinline__ void gm_tma3(unsigned smem, const gm_tmap& map
         : "memory");
 }
 
+// A warp's inclusive sum over its lanes.
+static __device__ __forceinline__ long long gm_warp_scan(long long v, int lane) {
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const long long u = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += u;
+    }
+    return v;
+}
+
+// The number of row tiles of 128 rows the sizes make (gm_find_tile's numbering), counted by a
+// whole warp (every lane calls it): the lanes take 32 groups at a time, their rows and row tiles
+// summed by warp scans. A group's rows clamped to the bound are min(S + m, max_rows) -
+// min(S, max_rows), with S the rows before it, as gm_find_tile counts them.
+static __device__ __forceinline__ long long gm_warp_row_tiles(const gm_grouped& p, const int* sizes) {
+    const int lane = threadIdx.x & 31;
+    long long rows_before = 0, tiles = 0;  // rows unclamped
+    for (long long first = 0; first < p.groups; first += 32) {
+        long long m = first + lane < p.groups ? sizes[first + lane] : 0;
+        if (m < 0) m = 0;
+        const long long through = rows_before + gm_warp_scan(m, lane);  // rows up to and including this group
+        const long long lo = min(through - m, p.max_rows), hi = min(through, p.max_rows);
+        tiles += __shfl_sync(0xffffffffu, gm_warp_scan((hi - lo + 127) / 128, lane), 31);
+        rows_before = __shfl_sync(0xffffffffu, through, 31);
+    }
+    return tiles;
+}
+
+// Tile `v` of the block order: tiles come in bands of GM_WG_BAND row tiles, a band's row tiles of
+// one column tile consecutive, then the next column tile's. The blocks working at one time then
+// cover a few row tiles (mostly of one group, whose weights' columns they read once) across many
+// column tiles (the band's rows of A read from L2), rather than every row tile of one or two column
+// tiles (all of A read again from memory for each column tile).
+static __device__ __forceinline__ void gm_band_tile(long long v, long long row_tiles, long long col_tiles,
+                                                    long long& row_tile, long long& col_tile) {
+    const long long band_first = v / (GM_WG_BAND * col_tiles) * GM_WG_BAND;
+    const long long band_rows = row_tiles - band_first < GM_WG_BAND ? row_tiles - band_first : GM_WG_BAND;
+    const long long in_band = v - band_first * col_tiles;
+    row_tile = band_first + in_band % band_rows;
+    col_tile = in_band / band_rows;
+}
+
+// Two adjacent elements of an f16 or bf16 D in the 32 bits of one store (not used for f32).
+struct __align__(4) gm_out2 {
+    gm_out x, y;
+};
+static __device__ __forceinline__ unsigned gm_pack2(float x, float y) {
+    gm_out2 w;
+    gm_store(w.x, x);
+    gm_store(w.y, y);
+    return *reinterpret_cast<const unsigned*>(&w);
+}
+
 // ta: A as (K, rows) in boxes of (64, 16); ta_full: the same in boxes of (64, 128), a whole tile's;
 // tb: the weights as (N, K, G) with box (64, 64, 1) (GM_WG_B_ROWS) or (K, N, G) with box
 // (64, GM_WG_BN, 1); all 128-byte swizzled (so that a 128-row box lands as eight 16-row ones do).
+// Persistent: block b computes tiles b, b + gridDim.x, ... of the band order, its producer running
+// into the next tile's first stages while the consumers store the last one's D.
 extern "C" __global__ void __launch_bounds__(384, 1)
     gm_grouped_wgmma(const gm_grouped p, const __grid_constant__ gm_tmap ta, const __grid_constant__ gm_tmap ta_full,
                      const __grid_constant__ gm_tmap tb
                          GM_SIZES_PARAM) {
     extern __shared__ __align__(1024) unsigned char gm_smem[];
-    gm_tile where;
-    // Blocks take their tiles in bands of GM_WG_BAND row tiles: a band's row tiles of one column
-    // tile are consecutive blocks, then the next column tile's. A wave of blocks then covers a few
-    // row tiles (mostly of one group, whose weights' columns it reads once) across many column tiles
-    // (the band's rows of A read from L2), rather than every row tile of one or two column tiles
-    // (all of A read again from memory for each column tile).
-    const unsigned long long launch = blockIdx.x + (unsigned long long)blockIdx.y * gridDim.x;
-    const unsigned long long band_first = launch / (GM_WG_BAND * (unsigned long long)gridDim.y) * GM_WG_BAND;
-    const unsigned long long band_rows =
-        gridDim.x - band_first < GM_WG_BAND ? gridDim.x - band_first : GM_WG_BAND;
-    const unsigned long long in_band = launch - band_first * gridDim.y;
-    if (!gm_find_tile(p, GM_SIZES, (long long)(band_first + in_band % band_rows), 128, where)) return;
-    const long long g = where.g, row0 = where.row0, r0 = where.r0, rows = where.rows;
-    const long long c0 = (long long)(in_band / band_rows) * GM_WG_BN;
-    if (c0 >= p.n) return;
+    const long long row_tiles = gm_warp_row_tiles(p, GM_SIZES);
+    const long long col_tiles = (p.n + GM_WG_BN - 1) / GM_WG_BN;
+    const long long tiles = row_tiles * col_tiles;
+    if ((long long)blockIdx.x >= tiles) return;
     // Stages from the first 1024-byte boundary (the launch asks for 1024 bytes more), then the
     // barriers: full[st] at bars + 8 st, empty[st] at bars + 8 (GM_WG_STAGES + st).
     const unsigned base = (static_cast<unsigned>(__cvta_generic_to_shared(gm_smem)) + 1023u) & ~1023u;
@@ -420,20 +467,29 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
+    // Producer and consumers walk the same tiles and count the same steps across them: step i of
+    // the block uses stage i % GM_WG_STAGES in barrier phase (i / GM_WG_STAGES) % 2.
     if (threadIdx.x >= 256) {
         // The producer warpgroup: one thread issues every step's loads.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-        if (threadIdx.x == 256) {
-            const int a_y = int(row0 + r0), b_z = p.b_group == 0 ? 0 : int(g), n0 = int(c0);
+        if (threadIdx.x != 256) return;
+        int st = 0;
+        unsigned phase = 0;
+        bool filled = false;  // every stage has been used once: wait for its release before refilling
+        for (long long v = blockIdx.x; v < tiles; v += gridDim.x) {
+            long long row_tile, col_tile;
+            gm_band_tile(v, row_tiles, col_tiles, row_tile, col_tile);
+            gm_tile where;
+            (void)gm_find_tile(p, GM_SIZES, row_tile, 128, where);  // row_tile < row_tiles: found
+            const int a_y = int(where.row0 + where.r0), b_z = p.b_group == 0 ? 0 : int(where.g);
+            const int n0 = int(col_tile * GM_WG_BN);
             // A tile of 128 rows in one load, a partial one in boxes of 16 rows, only as many as it
             // has rows: the rows past them keep stale values, which reach only rows of D that are
             // not stored.
-            const bool a_full = rows == 128;
-            const int a_boxes = a_full ? 8 : int((rows + 15) / 16);
-            int st = 0;
-            unsigned phase = 0;
+            const bool a_full = where.rows == 128;
+            const int a_boxes = a_full ? 8 : int((where.rows + 15) / 16);
             for (int s = 0; s < steps; ++s) {
-                if (s >= GM_WG_STAGES) gm_mbar_wait(bars + 8 * (GM_WG_STAGES + st), phase ^ 1u);
+                if (filled) gm_mbar_wait(bars + 8 * (GM_WG_STAGES + st), phase ^ 1u);
                 const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + 16384, full = bars + 8 * st;
                 const int k0 = s * 64;
                 gm_mbar_expect(full, a_boxes * 2048 + GM_WG_B_BYTES);
@@ -449,6 +505,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 if (++st == GM_WG_STAGES) {
                     st = 0;
                     phase ^= 1u;
+                    filled = true;
                 }
             }
         }
@@ -456,71 +513,136 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     const int t = threadIdx.x, wg = t >> 7;
-    float acc[GM_WG_BN / 2];
-#pragma unroll
-    for (int i = 0; i < GM_WG_BN / 2; ++i) acc[i] = 0.0f;
-    // The MMAs of step s from stage st (barrier parity phase).
-    auto mma = [&](int st, unsigned phase) {
-        gm_mbar_wait(bars + 8 * st, phase);
-        const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + 16384;
-        GM_WG_PIN(acc);
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-            // A: this warpgroup's 64 rows, 16 of K 32 bytes into the swizzled rows; groups of 8 rows
-            // 1024 bytes apart (the leading offset is unused).
-            const unsigned long long da = gm_desc(sa + wg * 8192 + kk * 32, 16, 1024);
-#if GM_WG_B_ROWS
-            // B contiguous along N: 16 k-rows (2048 bytes) per step; 64-column blocks 8192 bytes
-            // apart, groups of 8 k-rows 1024 bytes apart.
-            const unsigned long long db = gm_desc(sb + kk * 2048, GM_WG_MN_LBO, GM_WG_MN_SBO);
-#else
-            const unsigned long long db = gm_desc(sb + kk * 32, 16, 1024);
-#endif
-            gm_wgmma(acc, da, db);
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-        GM_WG_PIN(acc);
-    };
-    if (steps > 0) mma(0, 0);
-    int pst = 0, st = 1;  // GM_WG_STAGES >= 2: step 1 uses stage 1 in the first phase
-    unsigned phase = 0;
-    for (int s = 1; s < steps; ++s) {
-        mma(st, phase);
-        // Step s - 1's MMAs have completed (wait_group 1): its stage may be refilled.
-        gm_mbar_arrive(bars + 8 * (GM_WG_STAGES + pst));
-        pst = st;
-        if (++st == GM_WG_STAGES) {
-            st = 0;
-            phase ^= 1u;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    GM_WG_PIN(acc);
-
-    // The accumulator of an m64nWk16 product: thread (warp w, lane l) of a warpgroup holds rows
-    // 16 w + l / 4 and 16 w + l / 4 + 8, columns 8 q + 2 (l % 4) and the next, of each 8-column
-    // block q.
     const int warp = (t & 127) >> 5, lane = t & 31;
-    gm_out* d = static_cast<gm_out*>(p.d) + (row0 + r0) * p.d_row;
+    // f16 or bf16 D with its rows contiguous and every row's first element 4-byte aligned: a
+    // thread's two adjacent columns go out in one store; with 16-byte aligned rows and N % 8 == 0, a block of 8 columns.
+    const unsigned long long d_at = reinterpret_cast<unsigned long long>(p.d);
+    const bool pairs = sizeof(gm_out) == 2 && p.d_col == 1 && p.d_row % 2 == 0 && d_at % 4 == 0;
+    const bool wide = GM_WG_WIDE_STORES && pairs && p.d_row % 8 == 0 && p.n % 8 == 0 && d_at % 16 == 0;
+    int st = 0;
+    unsigned phase = 0;
+    for (long long v = blockIdx.x; v < tiles; v += gridDim.x) {
+        long long row_tile, col_tile;
+        gm_band_tile(v, row_tiles, col_tiles, row_tile, col_tile);
+        gm_tile where;
+        (void)gm_find_tile(p, GM_SIZES, row_tile, 128, where);
+        const long long rows = where.rows, c0 = col_tile * GM_WG_BN;
+        float acc[GM_WG_BN / 2];
 #pragma unroll
-    for (int q = 0; q < GM_WG_BN / 8; ++q)
+        for (int i = 0; i < GM_WG_BN / 2; ++i) acc[i] = 0.0f;
+        // The MMAs of the step in stage st (barrier parity phase).
+        auto mma = [&](int st, unsigned phase) {
+            gm_mbar_wait(bars + 8 * st, phase);
+            const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + 16384;
+            GM_WG_PIN(acc);
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const long long r = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
-            if (r >= rows) continue;
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const long long c = c0 + q * 8 + (lane & 3) * 2 + e;
-                if (c >= p.n) continue;
-                float v = p.alpha * acc[q * 4 + i * 2 + e];
-#if GM_BIAS
-                v += gm_load(static_cast<const gm_out*>(p.bias)[g * p.bias_group + c * p.bias_col]);
+            for (int kk = 0; kk < 4; ++kk) {
+                // A: this warpgroup's 64 rows, 16 of K 32 bytes into the swizzled rows; groups of 8
+                // rows 1024 bytes apart (the leading offset is unused).
+                const unsigned long long da = gm_desc(sa + wg * 8192 + kk * 32, 16, 1024);
+#if GM_WG_B_ROWS
+                // B contiguous along N: 16 k-rows (2048 bytes) per step; 64-column blocks 8192 bytes
+                // apart, groups of 8 k-rows 1024 bytes apart.
+                const unsigned long long db = gm_desc(sb + kk * 2048, GM_WG_MN_LBO, GM_WG_MN_SBO);
+#else
+                const unsigned long long db = gm_desc(sb + kk * 32, 16, 1024);
 #endif
-                gm_store(d[r * p.d_row + c * p.d_col], gm_act(v));
+                gm_wgmma(acc, da, db);
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            GM_WG_PIN(acc);
+        };
+        int pst = st;  // the stage of the step before (its MMAs complete one step later)
+        if (steps > 0) {
+            mma(st, phase);
+            if (++st == GM_WG_STAGES) {
+                st = 0;
+                phase ^= 1u;
             }
         }
+        for (int s = 1; s < steps; ++s) {
+            mma(st, phase);
+            // Step s - 1's MMAs have completed (wait_group 1): its stage may be refilled.
+            gm_mbar_arrive(bars + 8 * (GM_WG_STAGES + pst));
+            pst = st;
+            if (++st == GM_WG_STAGES) {
+                st = 0;
+                phase ^= 1u;
+            }
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        GM_WG_PIN(acc);
+        if (steps > 0) gm_mbar_arrive(bars + 8 * (GM_WG_STAGES + pst));  // the last step's stage
+
+        // The accumulator of an m64nWk16 product: thread (warp w, lane l) of a warpgroup holds rows
+        // 16 w + l / 4 and 16 w + l / 4 + 8, columns 8 q + 2 (l % 4) and the next, of each
+        // 8-column block q.
+        gm_out* d = static_cast<gm_out*>(p.d) + (where.row0 + where.r0) * p.d_row;
+#if GM_BIAS
+        const gm_out* bias = static_cast<const gm_out*>(p.bias) + where.g * p.bias_group;
+#endif
+        // D's element (row r, column c) from the accumulator's pair e of 8-column block q.
+        auto value = [&](int q, int i, int e, long long c) {
+            float v = p.alpha * acc[q * 4 + i * 2 + e];
+#if GM_BIAS
+            v += gm_load(bias[c * p.bias_col]);
+#endif
+            return gm_act(v);
+        };
+        if (wide) {
+            // The four threads of a row exchange their pairs (a 4 x 4 transpose through shuffles) so
+            // that each stores one 8-column block in one 16-byte store: thread x % 4 of the row takes
+            // block 4 j + x % 4 of each four. Every lane shuffles; only the stores test the rows.
+            const int x = lane & 3;
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const long long r = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
+#pragma unroll
+                for (int j = 0; j < GM_WG_BN / 32; ++j) {
+                    unsigned u[4];
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int q = 4 * j + e;
+                        const long long c = c0 + q * 8 + x * 2;
+                        // Columns come in whole blocks of 8 (N % 8 == 0): one test for the pair.
+                        u[e] = c < p.n ? gm_pack2(value(q, i, 0, c), value(q, i, 1, c + 1)) : 0u;
+                    }
+                    // Round k: the thread sends its pair of block 4 j + (x ^ k) to thread x ^ k and
+                    // receives that thread's pair of block 4 j + x, which is the block's pair x ^ k.
+                    unsigned w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) {
+                        const int other = x ^ k;
+                        const unsigned send = other == 0 ? u[0] : other == 1 ? u[1] : other == 2 ? u[2] : u[3];
+                        const unsigned got = k == 0 ? send : __shfl_xor_sync(0xffffffffu, send, k);
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) w[e] = other == e ? got : w[e];
+                    }
+                    const long long c = c0 + (4 * j + x) * 8;
+                    if (r < rows && c < p.n)
+                        *reinterpret_cast<uint4*>(d + r * p.d_row + c) = make_uint4(w[0], w[1], w[2], w[3]);
+                }
+            }
+            continue;
+        }
+#pragma unroll
+        for (int q = 0; q < GM_WG_BN / 8; ++q)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const long long r = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
+                if (r >= rows) continue;
+                const long long c = c0 + q * 8 + (lane & 3) * 2;
+                if (pairs && c + 1 < p.n) {
+                    *reinterpret_cast<unsigned*>(d + r * p.d_row + c) =
+                        gm_pack2(value(q, i, 0, c), value(q, i, 1, c + 1));
+                } else {
+                    if (c < p.n) gm_store(d[r * p.d_row + c * p.d_col], value(q, i, 0, c));
+                    if (c + 1 < p.n) gm_store(d[r * p.d_row + (c + 1) * p.d_col], value(q, i, 1, c + 1));
+                }
+            }
+    }
 }
 )";
 
@@ -614,6 +736,19 @@ const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, co
 /// device, with a warning) when it cannot be compiled or loaded there: an NVRTC without sm_90a, a
 /// driver refusing the shared memory.
 const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, const Program& which) {
+    // The last kernel this thread found (a model's layers call the same few): no lock on the way.
+    struct Last {
+        int device = -1;
+        GroupedKernelVariant variant;
+        Program which;
+        const core::Kernel* kernel = nullptr;
+    };
+    thread_local Last last;
+    if (last.kernel != nullptr && last.device == device && last.variant.input == v.input &&
+        last.variant.result == v.result && last.variant.epilog == v.epilog &&
+        last.variant.inline_sizes == v.inline_sizes && last.which.layout == which.layout &&
+        last.which.block_n == which.block_n)
+        return last.kernel;
     static std::mutex mutex;
     static auto* refused = new std::set<int>();  // never destroyed (see grouped_kernel)
     {
@@ -621,7 +756,9 @@ const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, con
         if (refused->count(device) != 0) return nullptr;
     }
     try {
-        return &grouped_kernel(device, v, which);
+        const core::Kernel* k = &grouped_kernel(device, v, which);  // never destroyed (see there)
+        last = {.device = device, .variant = v, .which = which, .kernel = k};
+        return k;
     } catch (const Error& e) {
         log(LogLevel::warn,
             "grouped matmul: the Hopper grouped kernel is unavailable on device {} ({}); the portable "
@@ -756,8 +893,8 @@ std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayo
     // on the H200: the two exchanged give wrong products once an MMA spans two blocks.
     s += fmt::format(
         "#define GM_WG_B_ROWS {}\n#define GM_WG_BN {}\n#define GM_WG_STAGES {}\n#define GM_WG_BAND {}\n"
-        "#define GM_WG_MN_LBO {}\n#define GM_WG_MN_SBO {}\n",
-        b_rows ? 1 : 0, block_n, grouped_wgmma_stages(block_n), grouped_wgmma_band, 8192, 1024);
+        "#define GM_WG_MN_LBO {}\n#define GM_WG_MN_SBO {}\n#define GM_WG_WIDE_STORES {}\n",
+        b_rows ? 1 : 0, block_n, grouped_wgmma_stages(block_n), grouped_wgmma_band, 8192, 1024, 1);
     s += cuda_element_conversions;
     s += wgmma_instruction(block_n, type, b_rows);
     s += "#line 1 \"gpumath_grouped_wgmma\"";
@@ -809,9 +946,30 @@ core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std
 
 std::uint64_t grouped_hopper_launches() noexcept { return hopper_launches.load(std::memory_order_relaxed); }
 
+namespace {
+
+/// What the kernels' choice needs of a device, looked up once per thread and device.
+struct DeviceTraits {
+    bool hopper = false;  // compute capability 9.0, the one the Hopper kernel is compiled for
+    int multiprocessors = 0;
+};
+
+const DeviceTraits& device_traits(int device) {
+    thread_local int known = -1;
+    thread_local DeviceTraits traits;
+    if (known != device) {
+        const core::Device dev(device);
+        const core::ComputeCapability cc = dev.compute_capability();
+        traits = {.hopper = cc.major == 9 && cc.minor == 0, .multiprocessors = dev.multiprocessor_count()};
+        known = device;
+    }
+    return traits;
+}
+
+}  // namespace
+
 GroupedWgmmaLayout grouped_kernel_layout(const GroupedKernelVariant& v, const GroupedKernelParams& p, int device) {
-    const core::ComputeCapability cc = core::Device(device).compute_capability();
-    return cc.major == 9 && cc.minor == 0 ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
+    return device_traits(device).hopper ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
 }
 
 namespace {
@@ -829,15 +987,19 @@ struct Chosen {
 Chosen hopper_choice(const GroupedKernelVariant& v, const GroupedKernelParams& p, int device) {
     const GroupedWgmmaLayout layout = grouped_kernel_layout(v, p, device);
     if (layout == GroupedWgmmaLayout::none) return {};
-    const int block_n = grouped_wgmma_columns(p, core::Device(device).multiprocessor_count());
+    const int multiprocessors = device_traits(device).multiprocessors;
+    const int block_n = grouped_wgmma_columns(p, multiprocessors);
     const core::Kernel* k = hopper_kernel(device, v, Program{.layout = layout, .block_n = block_n});
     if (k == nullptr) return {};
-    const std::int64_t row_tiles = grouped_row_tiles(p.max_rows, p.groups, 128);
-    const std::int64_t col_tiles = (p.n + block_n - 1) / block_n;
+    // A block per tile where the bound's tiles make few waves (one block per SM at a time: the
+    // kernel's shared memory allows one), so that the hardware hands the last wave's tiles to the SMs
+    // that finish first; persistent blocks, one per SM, from grouped_wgmma_persistent_waves waves on,
+    // where hiding each tile's first loads and its stores behind the next tile gains more.
+    const std::int64_t tiles = grouped_row_tiles(p.max_rows, p.groups, 128) * ((p.n + block_n - 1) / block_n);
+    const std::int64_t blocks =
+        tiles >= grouped_wgmma_persistent_waves * std::int64_t(multiprocessors) ? multiprocessors : tiles;
     return {.kernel = k,
-            .config = {.grid = {row_tiles, col_tiles},
-                       .block = {384},
-                       .shared_memory = grouped_wgmma_shared_bytes(block_n)},
+            .config = {.grid = {blocks}, .block = {384}, .shared_memory = grouped_wgmma_shared_bytes(block_n)},
             .layout = layout,
             .block_n = block_n};
 }

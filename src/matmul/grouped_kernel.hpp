@@ -104,6 +104,12 @@ enum class GroupedWgmmaLayout { none, b_rows, b_cols };
 /// tiles of one column tile, then of the next, so that a wave of blocks shares A's rows through L2.
 inline constexpr int grouped_wgmma_band = 8;
 
+/// Waves of tiles (by the host-side bound) from which the Hopper kernel runs one persistent block
+/// per SM instead of a block per tile. Measured on the H200 (docs/benchmarks.md): persistent blocks
+/// gained 3-6 % at 5 and 30 waves and lost 11 % at 1.5 waves, where a block per tile lets the
+/// hardware balance the last wave.
+inline constexpr std::int64_t grouped_wgmma_persistent_waves = 3;
+
 /// The columns per block a call runs with on a device of `multiprocessors` SMs: 256 where the
 /// bound's rows give at least two waves of such blocks (one block per SM at a time), 128 otherwise.
 [[nodiscard]] int grouped_wgmma_columns(const GroupedKernelParams& p, int multiprocessors) noexcept;

@@ -86,11 +86,11 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
         // The grouped kernel is a candidate of automatic's (which measures two products or more),
         // and runs at once where it was chosen.
         int device = 0;
-        if (detail::call_class(group_sizes).products > 1) {
+        if (const detail::GroupedCallClass calls = detail::call_class(group_sizes); calls.products > 1) {
             if (cudaGetDevice(&device) != cudaSuccess) {
                 (void)cudaGetLastError();  // run_stateless reports it after any bad input
             } else {
-                kernel = detail::kernel_candidate(a, b, d, group_sizes, args, shape, options, device, key, api);
+                kernel = detail::kernel_candidate(a, b, d, group_sizes, calls, args, shape, options, device, key, api);
                 if (kernel && stateless_choices().find(key) == GroupedBackend::kernel) {
                     detail::run_host_kernel(*kernel, stream);
                     return;

@@ -758,6 +758,29 @@ TEST(GroupedGpu, DeviceSizesRunTheHopperKernelOnHopper) {
     EXPECT_EQ(detail::grouped_hopper_launches() - before, std::uint64_t(calls));
 }
 
+TEST(GroupedGpu, HopperKernelPersistentBlocksTakeManyTiles) {
+    REQUIRE_HOPPER_GROUPED_KERNEL();
+    // Enough tiles for persistent blocks (one per SM, each taking tile after tile): 41 groups, most
+    // of them of a few rows (a partial tile each), one of 300 (full 128-row tiles), 3 K steps (the
+    // last partial) so that the stages' phases run on across tiles out of step with them, N ending
+    // inside a 64-column block. The host-side bound's tiles must reach the persistent threshold
+    // however wide the blocks.
+    Case c{.sizes = {300}, .k = 136, .n = 2312};
+    for (int g = 0; g < 40; ++g) c.sizes.push_back(g % 5 == 0 ? 0 : (g * 37) % 61 + 1);
+    const std::int64_t tiles =
+        detail::grouped_row_tiles(c.rows(), std::int64_t(c.sizes.size()), 128) * ((c.n + 255) / 256);
+    ASSERT_GE(tiles, detail::grouped_wgmma_persistent_waves * core::Device::current().multiprocessor_count())
+        << "the case no longer makes persistent blocks on this device";
+    const std::uint64_t before = detail::grouped_hopper_launches();
+    for (bool b_col : {false, true}) {
+        c.b_col = b_col;
+        c.epilog = b_col ? Epilog::gelu_bias : Epilog::none;
+        expect_device_case(c);
+        expect_kernel_case(c);
+    }
+    EXPECT_EQ(detail::grouped_hopper_launches() - before, 8U) << "two cases, four calls each";
+}
+
 TEST(GroupedGpu, DeviceSizesEpilogs) {
     GPUMATH_REQUIRE_GPU();
     for (Epilog e : grouped_epilogs)
