@@ -415,6 +415,36 @@ static __device__ __forceinline__ long long gm_warp_row_tiles(const gm_grouped& 
     return tiles;
 }
 
+// gm_find_tile for tiles of 128 rows by a whole warp (every lane calls it, with the same `tile`):
+// 32 groups at a time, their sizes read at once and summed by warp scans (gm_warp_row_tiles'
+// clamping), which keeps a search through many groups short.
+static __device__ __forceinline__ bool gm_warp_find_tile(const gm_grouped& p, const int* sizes, long long tile,
+                                                         gm_tile& out) {
+    const int lane = threadIdx.x & 31;
+    long long rows_before = 0, tiles_before = 0;  // rows unclamped
+    for (long long first = 0; first < p.groups; first += 32) {
+        long long m = first + lane < p.groups ? sizes[first + lane] : 0;
+        if (m < 0) m = 0;
+        const long long through = rows_before + gm_warp_scan(m, lane);
+        const long long lo = min(through - m, p.max_rows), hi = min(through, p.max_rows);
+        const long long t = (hi - lo + 127) / 128;
+        const long long t_through = tiles_before + gm_warp_scan(t, lane);
+        const unsigned holder = __ballot_sync(0xffffffffu, tile >= t_through - t && tile < t_through);
+        if (holder != 0) {
+            const int src = __ffs(holder) - 1;
+            const long long g_lo = __shfl_sync(0xffffffffu, lo, src), g_hi = __shfl_sync(0xffffffffu, hi, src);
+            out.g = first + src;
+            out.row0 = g_lo;
+            out.r0 = (tile - __shfl_sync(0xffffffffu, t_through - t, src)) * 128;
+            out.rows = g_hi - g_lo - out.r0 < 128 ? g_hi - g_lo - out.r0 : 128;
+            return true;
+        }
+        rows_before = __shfl_sync(0xffffffffu, through, 31);
+        tiles_before = __shfl_sync(0xffffffffu, t_through, 31);
+    }
+    return false;
+}
+
 // Tile `v` of the block order: tiles come in bands of GM_WG_BAND row tiles, a band's row tiles of
 // one column tile consecutive, then the next column tile's. The blocks working at one time then
 // cover a few row tiles (mostly of one group, whose weights' columns they read once) across many
@@ -525,7 +555,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         long long row_tile, col_tile;
         gm_band_tile(v, row_tiles, col_tiles, row_tile, col_tile);
         gm_tile where;
-        (void)gm_find_tile(p, GM_SIZES, row_tile, 128, where);
+        (void)gm_warp_find_tile(p, GM_SIZES, row_tile, where);  // row_tile < row_tiles: found
         const long long rows = where.rows, c0 = col_tile * GM_WG_BN;
         float acc[GM_WG_BN / 2];
 #pragma unroll
@@ -594,10 +624,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (wide) {
             // The four threads of a row exchange their pairs (a 4 x 4 transpose through shuffles) so
             // that each stores one 8-column block in one 16-byte store: thread x % 4 of the row takes
-            // block 4 j + x % 4 of each four. Every lane shuffles; only the stores test the rows.
+            // block 4 j + x % 4 of each four. The warp skips 8-row halves without rows; within one, every
+            // lane shuffles and only the stores test the rows.
             const int x = lane & 3;
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
+                if (wg * 64 + warp * 16 + 8 * i >= rows) break;  // the warp's rows from here on: none
                 const long long r = wg * 64 + warp * 16 + (lane >> 2) + 8 * i;
 #pragma unroll
                 for (int j = 0; j < GM_WG_BN / 32; ++j) {
