@@ -766,7 +766,8 @@ const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, co
 
 /// The Hopper kernel of `which` for `device`, or null (and the portable kernel from then on for that
 /// device, with a warning) when it cannot be compiled or loaded there: an NVRTC without sm_90a, a
-/// driver refusing the shared memory.
+/// driver refusing the shared memory. A kernel that did load keeps serving the thread that last
+/// looked it up (it stays valid), even after another program was refused on that device.
 const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, const Program& which) {
     // The last kernel this thread found (a model's layers call the same few): no lock on the way.
     struct Last {
