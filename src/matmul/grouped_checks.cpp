@@ -11,8 +11,6 @@
 
 #include <fmt/format.h>
 
-#include <gpumath/core/device.hpp>
-
 #include "detail/enum_check.hpp"
 #include "matmul/checks.hpp"
 #include "matmul/types.hpp"
@@ -472,7 +470,7 @@ std::optional<HostKernelCall> kernel_candidate(const TensorView& a, const Tensor
     // The kernel accumulates in f32: a candidate only where that is what the compute type asks
     // for, and on GPUs its tensor-core kernels run on (cp.async: compute capability 8.0).
     if (options.compute_type != ComputeType::automatic && options.compute_type != ComputeType::f32) return std::nullopt;
-    if (shape.input != DataType::f32 && core::Device(device).compute_capability().major < 8) return std::nullopt;
+    if (shape.input != DataType::f32 && grouped_device_traits(device).cc.major < 8) return std::nullopt;
     std::optional<HostKernelCall> h;
     try {
         h = host_sizes_call(a, b, d, sizes, args, shape, options, api);

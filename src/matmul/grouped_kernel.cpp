@@ -979,30 +979,20 @@ core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std
 
 std::uint64_t grouped_hopper_launches() noexcept { return hopper_launches.load(std::memory_order_relaxed); }
 
-namespace {
-
-/// What the kernels' choice needs of a device, looked up once per thread and device.
-struct DeviceTraits {
-    bool hopper = false;  // compute capability 9.0, the one the Hopper kernel is compiled for
-    int multiprocessors = 0;
-};
-
-const DeviceTraits& device_traits(int device) {
+const GroupedDeviceTraits& grouped_device_traits(int device) {
     thread_local int known = -1;
-    thread_local DeviceTraits traits;
+    thread_local GroupedDeviceTraits traits;
     if (known != device) {
         const core::Device dev(device);
-        const core::ComputeCapability cc = dev.compute_capability();
-        traits = {.hopper = cc.major == 9 && cc.minor == 0, .multiprocessors = dev.multiprocessor_count()};
+        traits = {.cc = dev.compute_capability(), .multiprocessors = dev.multiprocessor_count()};
         known = device;
     }
     return traits;
 }
 
-}  // namespace
-
 GroupedWgmmaLayout grouped_kernel_layout(const GroupedKernelVariant& v, const GroupedKernelParams& p, int device) {
-    return device_traits(device).hopper ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
+    const core::ComputeCapability cc = grouped_device_traits(device).cc;
+    return cc.major == 9 && cc.minor == 0 ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
 }
 
 namespace {
@@ -1020,7 +1010,7 @@ struct Chosen {
 Chosen hopper_choice(const GroupedKernelVariant& v, const GroupedKernelParams& p, int device) {
     const GroupedWgmmaLayout layout = grouped_kernel_layout(v, p, device);
     if (layout == GroupedWgmmaLayout::none) return {};
-    const int multiprocessors = device_traits(device).multiprocessors;
+    const int multiprocessors = grouped_device_traits(device).multiprocessors;
     const int block_n = grouped_wgmma_columns(p, multiprocessors);
     const core::Kernel* k = hopper_kernel(device, v, Program{.layout = layout, .block_n = block_n});
     if (k == nullptr) return {};

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include <gpumath/core/device.hpp>
 #include <gpumath/core/object_code.hpp>
 #include <gpumath/core/stream.hpp>
 #include <gpumath/matmul/options.hpp>
@@ -138,6 +139,14 @@ inline constexpr const char* grouped_wgmma_kernel_name = "gm_grouped_wgmma";
 /// How many calls have launched the Hopper kernel in this process (tests check that eligible calls
 /// on compute capability 9.0 run it rather than the portable kernel's fallback).
 [[nodiscard]] std::uint64_t grouped_hopper_launches() noexcept;
+
+/// What the grouped kernels' choice needs of a device, looked up once per thread and device (the
+/// calls of `automatic` and of the kernel paths ask on every call).
+struct GroupedDeviceTraits {
+    core::ComputeCapability cc;
+    int multiprocessors = 0;
+};
+[[nodiscard]] const GroupedDeviceTraits& grouped_device_traits(int device);
 
 /// The weight layout the Hopper kernel runs `p` with on `device` (grouped_wgmma_layout on compute
 /// capability 9.0, none elsewhere): none means the portable kernel.
