@@ -127,14 +127,11 @@ public:
         // automatic: the grouped kernel is a candidate too, and runs at once where it was chosen.
         std::optional<HostKernelCall> kernel;
         BackendChoiceKey key = choice_key(shape_, options_);
-        if (const GroupedCallClass calls = call_class(sizes);
-            backend_ == GroupedBackend::automatic && !batched && calls.products > 1) {
-            const int device = matmul_current_device();
-            kernel = kernel_candidate(a, b, d, sizes, calls, args, shape_, options_, device, key, api);
-            if (kernel && choices_.find(key) == GroupedBackend::kernel) {
-                run_host_kernel(*kernel, stream);
-                return;
-            }
+        if (backend_ == GroupedBackend::automatic && !batched) {
+            bool launched = false;
+            kernel = automatic_kernel_step(a, b, d, sizes, args, shape_, options_, &matmul_current_device, choices_,
+                                           key, stream, launched, api);
+            if (launched) return;
         }
         if (batched) groups.push_back(*batched);
         else groups_of(a, b, d, sizes, args, groups);

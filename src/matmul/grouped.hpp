@@ -121,6 +121,15 @@ inline void run_host_kernel(const HostKernelCall& h, core::StreamRef stream) {
                                                              const MatmulOptions& options, int device,
                                                              BackendChoiceKey& key, const char* api);
 
+/// `automatic`'s kernel step for a validated host-sizes call that no strided-batched product takes:
+/// where the call makes two products or more, the device is `current_device()` (none below 0) and
+/// kernel_candidate gives a launch, that launch, enqueued on `stream` at once (`launched` true) where
+/// `choices` remembers the kernel for its key; none otherwise. `key` as kernel_candidate fills it.
+[[nodiscard]] std::optional<HostKernelCall> automatic_kernel_step(
+    const TensorView& a, const TensorView& b, const TensorView& d, std::span<const std::int64_t> sizes,
+    const GroupedMatmulArgs& args, const GroupedShape& shape, const MatmulOptions& options, int (*current_device)(),
+    const BackendChoices& choices, BackendChoiceKey& key, core::StreamRef stream, bool& launched, const char* api);
+
 /// The matmul signature of group `a` x `b` from layouts alone (d and bias take their defaults).
 [[nodiscard]] MatmulSignature group_signature(const TensorLayout& a, const TensorLayout& b);
 

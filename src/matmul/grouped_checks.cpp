@@ -483,6 +483,26 @@ std::optional<HostKernelCall> kernel_candidate(const TensorView& a, const Tensor
     return h;
 }
 
+std::optional<HostKernelCall> automatic_kernel_step(const TensorView& a, const TensorView& b, const TensorView& d,
+                                                    std::span<const std::int64_t> sizes, const GroupedMatmulArgs& args,
+                                                    const GroupedShape& shape, const MatmulOptions& options,
+                                                    int (*current_device)(), const BackendChoices& choices,
+                                                    BackendChoiceKey& key, core::StreamRef stream, bool& launched,
+                                                    const char* api) {
+    launched = false;
+    const GroupedCallClass calls = call_class(sizes);
+    if (calls.products <= 1) return std::nullopt;  // automatic measures two products or more
+    const int device = current_device();
+    if (device < 0) return std::nullopt;
+    std::optional<HostKernelCall> kernel =
+        kernel_candidate(a, b, d, sizes, calls, args, shape, options, device, key, api);
+    if (kernel && choices.find(key) == GroupedBackend::kernel) {
+        run_host_kernel(*kernel, stream);
+        launched = true;
+    }
+    return kernel;
+}
+
 MatmulScales scale_placeholders(const GroupedScales& scales) noexcept {
     // An address 16 bytes past a 32-byte boundary: alignment class 16. Never read or written.
     alignas(32) static float stand_in[8] = {};

@@ -397,35 +397,20 @@ static __device__ __forceinline__ long long gm_warp_scan(long long v, int lane) 
     return v;
 }
 
-// The number of row tiles of 128 rows the sizes make (gm_find_tile's numbering), counted by a
-// whole warp (every lane calls it): the lanes take 32 groups at a time, their rows and row tiles
-// summed by warp scans. A group's rows clamped to the bound are min(S + m, max_rows) -
-// min(S, max_rows), with S the rows before it, as gm_find_tile counts them.
-static __device__ __forceinline__ long long gm_warp_row_tiles(const gm_grouped& p, const int* sizes) {
-    const int lane = threadIdx.x & 31;
-    long long rows_before = 0, tiles = 0;  // rows unclamped
-    for (long long first = 0; first < p.groups; first += 32) {
-        long long m = first + lane < p.groups ? sizes[first + lane] : 0;
-        if (m < 0) m = 0;
-        const long long through = rows_before + gm_warp_scan(m, lane);  // rows up to and including this group
-        const long long lo = min(through - m, p.max_rows), hi = min(through, p.max_rows);
-        tiles += __shfl_sync(0xffffffffu, gm_warp_scan((hi - lo + 127) / 128, lane), 31);
-        rows_before = __shfl_sync(0xffffffffu, through, 31);
-    }
-    return tiles;
-}
-
 // gm_find_tile for tiles of 128 rows by a whole warp (every lane calls it, with the same `tile`):
-// 32 groups at a time, their sizes read at once and summed by warp scans (gm_warp_row_tiles'
-// clamping), which keeps a search through many groups short.
-static __device__ __forceinline__ bool gm_warp_find_tile(const gm_grouped& p, const int* sizes, long long tile,
-                                                         gm_tile& out) {
+// the lanes take 32 groups at a time, their sizes read at once and their rows and row tiles summed
+// by warp scans, which keeps a search through many groups short. A group's rows clamped to the bound
+// are min(S + m, max_rows) - min(S, max_rows), with S the rows before it, as gm_find_tile counts
+// them. Returns the row tiles before `tile`'s group when it finds it (filling `out`), and the row
+// tiles of all the groups otherwise: with `tile` -1 it counts them.
+static __device__ __forceinline__ long long gm_warp_find_tile(const gm_grouped& p, const int* sizes, long long tile,
+                                                              gm_tile& out) {
     const int lane = threadIdx.x & 31;
     long long rows_before = 0, tiles_before = 0;  // rows unclamped
     for (long long first = 0; first < p.groups; first += 32) {
         long long m = first + lane < p.groups ? sizes[first + lane] : 0;
         if (m < 0) m = 0;
-        const long long through = rows_before + gm_warp_scan(m, lane);
+        const long long through = rows_before + gm_warp_scan(m, lane);  // rows up to and including this group
         const long long lo = min(through - m, p.max_rows), hi = min(through, p.max_rows);
         const long long t = (hi - lo + 127) / 128;
         const long long t_through = tiles_before + gm_warp_scan(t, lane);
@@ -433,16 +418,17 @@ static __device__ __forceinline__ bool gm_warp_find_tile(const gm_grouped& p, co
         if (holder != 0) {
             const int src = __ffs(holder) - 1;
             const long long g_lo = __shfl_sync(0xffffffffu, lo, src), g_hi = __shfl_sync(0xffffffffu, hi, src);
+            const long long g_first = __shfl_sync(0xffffffffu, t_through - t, src);
             out.g = first + src;
             out.row0 = g_lo;
-            out.r0 = (tile - __shfl_sync(0xffffffffu, t_through - t, src)) * 128;
+            out.r0 = (tile - g_first) * 128;
             out.rows = g_hi - g_lo - out.r0 < 128 ? g_hi - g_lo - out.r0 : 128;
-            return true;
+            return g_first;
         }
         rows_before = __shfl_sync(0xffffffffu, through, 31);
         tiles_before = __shfl_sync(0xffffffffu, t_through, 31);
     }
-    return false;
+    return tiles_before;
 }
 
 // Tile `v` of the block order: tiles come in bands of GM_WG_BAND row tiles, a band's row tiles of
@@ -459,15 +445,15 @@ static __device__ __forceinline__ void gm_band_tile(long long v, long long row_t
     col_tile = in_band / band_rows;
 }
 
-// Two adjacent elements of an f16 or bf16 D in the 32 bits of one store (not used for f32).
-struct __align__(4) gm_out2 {
-    gm_out x, y;
-};
+// Two adjacent elements of an f16 or bf16 D in the 32 bits of one store, x in the low half (not
+// used for f32).
 static __device__ __forceinline__ unsigned gm_pack2(float x, float y) {
-    gm_out2 w;
-    gm_store(w.x, x);
-    gm_store(w.y, y);
-    return *reinterpret_cast<const unsigned*>(&w);
+    gm_out w[2];
+    gm_store(w[0], x);
+    gm_store(w[1], y);
+    unsigned u = 0;
+    memcpy(&u, w, sizeof(u));  // w's 4 bytes for f16 and bf16
+    return u;
 }
 
 // ta: A as (K, rows) in boxes of (64, 16); ta_full: the same in boxes of (64, 128), a whole tile's;
@@ -480,7 +466,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                      const __grid_constant__ gm_tmap tb
                          GM_SIZES_PARAM) {
     extern __shared__ __align__(1024) unsigned char gm_smem[];
-    const long long row_tiles = gm_warp_row_tiles(p, GM_SIZES);
+    gm_tile none{};
+    const long long row_tiles = gm_warp_find_tile(p, GM_SIZES, -1, none);
     const long long col_tiles = (p.n + GM_WG_BN - 1) / GM_WG_BN;
     const long long tiles = row_tiles * col_tiles;
     if ((long long)blockIdx.x >= tiles) return;

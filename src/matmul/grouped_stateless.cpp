@@ -26,6 +26,14 @@ int device_for(const std::vector<detail::GroupOperands>& groups, const MatmulOpt
     return device;
 }
 
+/// The current device, or -1 without one (its error cleared; run_stateless reports it).
+int current_device_or_none() {
+    int device = 0;
+    if (cudaGetDevice(&device) == cudaSuccess) return device;
+    (void)cudaGetLastError();
+    return -1;
+}
+
 /// The plans of stateless calls' streams_partitioned products (never destroyed: used until exit).
 detail::LruCache<detail::MatmulKey, detail::MatmulPlan, detail::MatmulKeyHash>& partitioned_cache() {
     static auto* cache = new detail::LruCache<detail::MatmulKey, detail::MatmulPlan, detail::MatmulKeyHash>(512);
@@ -83,20 +91,13 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
     if (std::optional<detail::GroupOperands> batched = detail::batched_of(a, b, d, group_sizes, args)) {
         groups.push_back(*batched);  // equal sizes: one strided-batched product
     } else {
-        // The grouped kernel is a candidate of automatic's (which measures two products or more),
-        // and runs at once where it was chosen.
-        int device = 0;
-        if (const detail::GroupedCallClass calls = detail::call_class(group_sizes); calls.products > 1) {
-            if (cudaGetDevice(&device) != cudaSuccess) {
-                (void)cudaGetLastError();  // run_stateless reports it after any bad input
-            } else {
-                kernel = detail::kernel_candidate(a, b, d, group_sizes, calls, args, shape, options, device, key, api);
-                if (kernel && stateless_choices().find(key) == GroupedBackend::kernel) {
-                    detail::run_host_kernel(*kernel, stream);
-                    return;
-                }
-            }
-        }
+        // The grouped kernel is a candidate of automatic's, and runs at once where it was chosen.
+        // Without a current device there is no candidate: run_stateless reports that after any bad
+        // input.
+        bool launched = false;
+        kernel = detail::automatic_kernel_step(a, b, d, group_sizes, args, shape, options, &current_device_or_none,
+                                               stateless_choices(), key, stream, launched, api);
+        if (launched) return;
         detail::groups_of(a, b, d, group_sizes, args, groups);
     }
     run_stateless(groups, shape, args, options, stream, kernel ? &*kernel : nullptr, key, api);

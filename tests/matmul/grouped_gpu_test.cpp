@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gpumath/core.hpp>
@@ -808,12 +809,24 @@ TEST(GroupedGpu, DeviceSizesPastTheBoundAreCutAtIt) {
     for (const cd& x : download(slice_rows(o.view, 50, 30)).v) ASSERT_TRUE(std::isnan(x.real()));
 }
 
-TEST(GroupedGpu, DeviceSizesCapturedAndReplayedWithNewSizes) {
-    GPUMATH_REQUIRE_GPU();
-    // The point of device sizes: one graph, replayed after the router wrote other sizes.
+namespace {
+
+/// The two sets of sizes the grouped kernel's capture tests switch between on the same operands
+/// (empty groups in both, GELU + bias): the captured call's first, then other sizes.
+std::pair<Case, Case> capture_cases() {
     const Case first{.sizes = {24, 0, 1, 40, 7}, .b_col = true, .epilog = Epilog::gelu_bias};
     Case second = first;
     second.sizes = {0, 50, 2, 0, 20};
+    return {first, second};
+}
+
+}  // namespace
+
+TEST(GroupedGpu, DeviceSizesCapturedAndReplayedWithNewSizes) {
+    GPUMATH_REQUIRE_GPU();
+    // The point of device sizes: one graph, replayed after the router wrote other sizes.
+    const std::pair<Case, Case> cases = capture_cases();
+    const Case &first = cases.first, &second = cases.second;
     core::Stream stream;
     const Prepared p = prepare(first, stream);
     const Dev ds = device_sizes(first.sizes, stream);
@@ -894,9 +907,8 @@ TEST(GroupedGpu, KernelBackendCapturedReplaysTheSizesOfItsCapture) {
     GPUMATH_REQUIRE_GPU();
     // Host sizes travel in the launch's parameters: a replay computes the captured sizes, whatever
     // the host array holds by then, and equals the eager call bitwise.
-    const Case c{.sizes = {24, 0, 1, 40, 7}, .b_col = true, .epilog = Epilog::gelu_bias};
-    Case other = c;
-    other.sizes = {0, 50, 2, 0, 20};
+    const std::pair<Case, Case> cases = capture_cases();
+    const Case &c = cases.first, &other = cases.second;
     core::Stream stream;
     const Prepared p = prepare(c, stream);
     const GroupedMatmulArgs args{.bias = p.dbias.view};
