@@ -327,7 +327,12 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
 // launches of many waves): its producer then fills the next tile's stages while the consumers store
 // D of the last. The consumers' loop has no branch between an MMA and the wait that retires it (ptxas
 // would serialize the MMAs otherwise), hence the dedicated producer and setmaxnreg to give the
-// consumers its registers.
+// consumers its registers. With GM_WG_CLUSTER 2, clusters of two blocks take pairs of adjacent column
+// tiles of one row tile: each block's producer loads half of the pair's A and multicasts it to both
+// (cp.async.bulk.tensor .multicast::cluster), which halves A's reads from L2; a stage is refilled
+// only once both blocks' consumers released it (their warps arrive on both blocks' `empty`
+// barriers), and a producer waits for every stage to be released before it exits, so that no
+// arrival reaches a block that has gone.
 constexpr std::string_view wgmma_body = R"(
 #define GM_WG_B_BYTES (GM_WG_BN * 128)
 #define GM_WG_STAGE_BYTES (16384 + GM_WG_B_BYTES)
@@ -350,6 +355,11 @@ static __device__ __forceinline__ unsigned long long gm_desc(unsigned addr, unsi
 struct __align__(64) gm_tmap {
     unsigned long long v[16];
 };
+
+#ifndef GM_WG_CLUSTER
+#define GM_WG_CLUSTER 1
+#endif
+static_assert(GM_WG_CLUSTER == 1 || GM_WG_CLUSTER == 2, "clusters of one or two blocks");
 
 static __device__ __forceinline__ void gm_mbar_init(unsigned bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -386,6 +396,39 @@ static __device__ __forceinline__ void gm_tma3(unsigned smem, const gm_tmap& map
         "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(z), "r"(bar)
         : "memory");
 }
+
+#if GM_WG_CLUSTER > 1
+static __device__ __forceinline__ unsigned gm_cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+// `bar` of this block's shared memory as the address of the same barrier in block `rank` of the
+// cluster.
+static __device__ __forceinline__ unsigned gm_mapa(unsigned bar, unsigned rank) {
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(bar), "r"(rank));
+    return r;
+}
+// An arrival on a barrier of any block of the cluster (the default semantics: what it orders is
+// the MMAs' reads of the stage, which the warpgroup's wait_group has completed before it).
+static __device__ __forceinline__ void gm_mbar_arrive_cluster(unsigned cluster_bar) {
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}
+// gm_tma2 into the same shared-memory offset of every block of the cluster in `mask`, signalling
+// the barrier at `bar`'s offset in each.
+static __device__ __forceinline__ void gm_tma2_multicast(unsigned smem, const gm_tmap& map, int x, int y,
+                                                         unsigned bar, unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+        "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem),
+        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(bar), "h"(mask)
+        : "memory");
+}
+static __device__ __forceinline__ void gm_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+#endif
 
 // A warp's inclusive sum over its lanes.
 static __device__ __forceinline__ long long gm_warp_scan(long long v, int lane) {
@@ -456,11 +499,12 @@ static __device__ __forceinline__ unsigned gm_pack2(float x, float y) {
     return u;
 }
 
-// ta: A as (K, rows) in boxes of (64, 16); ta_full: the same in boxes of (64, 128), a whole tile's;
-// tb: the weights as (N, K, G) with box (64, 64, 1) (GM_WG_B_ROWS) or (K, N, G) with box
-// (64, GM_WG_BN, 1); all 128-byte swizzled (so that a 128-row box lands as eight 16-row ones do).
-// Persistent: block b computes tiles b, b + gridDim.x, ... of the band order, its producer running
-// into the next tile's first stages while the consumers store the last one's D.
+// ta: A as (K, rows) in boxes of (64, 16); ta_full: the same in boxes of (64, 128 / GM_WG_CLUSTER),
+// a whole tile's or a block's share of it; tb: the weights as (N, K, G) with box (64, 64, 1)
+// (GM_WG_B_ROWS) or (K, N, G) with box (64, GM_WG_BN, 1); all 128-byte swizzled (so that a 128-row
+// box lands as eight 16-row ones do). Persistent: cluster c computes units c, c + clusters, ... of
+// the band order, its producers running into the next unit's first stages while the consumers store
+// the last one's D.
 extern "C" __global__ void __launch_bounds__(384, 1)
     gm_grouped_wgmma(const gm_grouped p, const __grid_constant__ gm_tmap ta, const __grid_constant__ gm_tmap ta_full,
                      const __grid_constant__ gm_tmap tb
@@ -469,8 +513,17 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     gm_tile none{};
     const long long row_tiles = gm_warp_find_tile(p, GM_SIZES, -1, none);
     const long long col_tiles = (p.n + GM_WG_BN - 1) / GM_WG_BN;
-    const long long tiles = row_tiles * col_tiles;
-    if ((long long)blockIdx.x >= tiles) return;
+    // The band order's units: tiles, or with clusters pairs of column tiles (the host launches
+    // clusters only where the column tiles pair up). Cluster c takes units c, c + clusters, ...
+    const long long col_units = (col_tiles + GM_WG_CLUSTER - 1) / GM_WG_CLUSTER;
+    const long long units = row_tiles * col_units;
+    const long long cluster = blockIdx.x / GM_WG_CLUSTER, clusters = gridDim.x / GM_WG_CLUSTER;
+    if (cluster >= units) return;  // both blocks of a cluster alike
+#if GM_WG_CLUSTER > 1
+    const unsigned rank = gm_cluster_rank();
+#else
+    const unsigned rank = 0;
+#endif
     // Stages from the first 1024-byte boundary (the launch asks for 1024 bytes more), then the
     // barriers: full[st] at bars + 8 st, empty[st] at bars + 8 (GM_WG_STAGES + st).
     const unsigned base = (static_cast<unsigned>(__cvta_generic_to_shared(gm_smem)) + 1023u) & ~1023u;
@@ -479,11 +532,16 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     if (threadIdx.x == 0) {
         for (int st = 0; st < GM_WG_STAGES; ++st) {
             gm_mbar_init(bars + 8 * st, 1);
-            gm_mbar_init(bars + 8 * (GM_WG_STAGES + st), 256);
+            // Every consumer thread arrives, or with clusters one thread per consumer warp of each block.
+            gm_mbar_init(bars + 8 * (GM_WG_STAGES + st), GM_WG_CLUSTER > 1 ? 8 * GM_WG_CLUSTER : 256);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
+#if GM_WG_CLUSTER > 1
+    gm_cluster_sync();  // the other block's barriers are initialized before any arrival or multicast
+#else
     __syncthreads();
+#endif
     // Producer and consumers walk the same tiles and count the same steps across them: step i of
     // the block uses stage i % GM_WG_STAGES in barrier phase (i / GM_WG_STAGES) % 2.
     if (threadIdx.x >= 256) {
@@ -493,9 +551,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         int st = 0;
         unsigned phase = 0;
         bool filled = false;  // every stage has been used once: wait for its release before refilling
-        for (long long v = blockIdx.x; v < tiles; v += gridDim.x) {
-            long long row_tile, col_tile;
-            gm_band_tile(v, row_tiles, col_tiles, row_tile, col_tile);
+        long long issued = 0;  // steps
+        for (long long v = cluster; v < units; v += clusters) {
+            long long row_tile, col_unit;
+            gm_band_tile(v, row_tiles, col_units, row_tile, col_unit);
+            const long long col_tile = col_unit * GM_WG_CLUSTER + rank;
             gm_tile where;
             (void)gm_find_tile(p, GM_SIZES, row_tile, 128, where);  // row_tile < row_tiles: found
             const int a_y = int(where.row0 + where.r0), b_z = p.b_group == 0 ? 0 : int(where.g);
@@ -510,15 +570,24 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 const unsigned sa = base + st * GM_WG_STAGE_BYTES, sb = sa + 16384, full = bars + 8 * st;
                 const int k0 = s * 64;
                 gm_mbar_expect(full, a_boxes * 2048 + GM_WG_B_BYTES);
+#if GM_WG_CLUSTER > 1
+                // Each block loads its share of A's boxes (ta_full's box is 64 rows here) into both.
+                if (a_full) gm_tma2_multicast(sa + rank * 8192, ta_full, k0, a_y + 64 * int(rank), full, 3);
+                else
+                    for (int j = int(rank); j < a_boxes; j += 2)
+                        gm_tma2_multicast(sa + j * 2048, ta, k0, a_y + 16 * j, full, 3);
+#else
                 if (a_full) gm_tma2(sa, ta_full, k0, a_y, full);
                 else
                     for (int j = 0; j < a_boxes; ++j) gm_tma2(sa + j * 2048, ta, k0, a_y + 16 * j, full);
+#endif
 #if GM_WG_B_ROWS
 #pragma unroll
                 for (int j = 0; j < GM_WG_BN / 64; ++j) gm_tma3(sb + j * 8192, tb, n0 + 64 * j, k0, b_z, full);
 #else
                 gm_tma3(sb, tb, k0, n0, b_z, full);
 #endif
+                ++issued;
                 if (++st == GM_WG_STAGES) {
                     st = 0;
                     phase ^= 1u;
@@ -526,6 +595,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 }
             }
         }
+#if GM_WG_CLUSTER > 1
+        // Every stage filled released by both blocks' consumers: the other block's last arrivals on
+        // this block's barriers have landed, and this block may exit.
+        for (int i = 0; i < GM_WG_STAGES; ++i) {
+            if (issued + i >= GM_WG_STAGES) gm_mbar_wait(bars + 8 * (GM_WG_STAGES + st), phase ^ 1u);
+            if (++st == GM_WG_STAGES) {
+                st = 0;
+                phase ^= 1u;
+            }
+        }
+#else
+        (void)issued;
+#endif
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
@@ -538,9 +620,24 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const bool wide = GM_WG_WIDE_STORES && pairs && p.d_row % 8 == 0 && p.n % 8 == 0 && d_at % 16 == 0;
     int st = 0;
     unsigned phase = 0;
-    for (long long v = blockIdx.x; v < tiles; v += gridDim.x) {
-        long long row_tile, col_tile;
-        gm_band_tile(v, row_tiles, col_tiles, row_tile, col_tile);
+#if GM_WG_CLUSTER > 1
+    // A warp's release of a stage: its first lane arrives on the stage's `empty` in both blocks (the
+    // warpgroup's wait_group before it has retired every lane's MMAs reading the stage).
+    const unsigned empty_here = gm_mapa(bars + 8 * GM_WG_STAGES, rank),
+                   empty_there = gm_mapa(bars + 8 * GM_WG_STAGES, rank ^ 1u);
+    auto release = [&](int stage) {
+        if (lane == 0) {
+            gm_mbar_arrive_cluster(empty_here + 8 * stage);
+            gm_mbar_arrive_cluster(empty_there + 8 * stage);
+        }
+    };
+#else
+    auto release = [&](int stage) { gm_mbar_arrive(bars + 8 * (GM_WG_STAGES + stage)); };
+#endif
+    for (long long v = cluster; v < units; v += clusters) {
+        long long row_tile, col_unit;
+        gm_band_tile(v, row_tiles, col_units, row_tile, col_unit);
+        const long long col_tile = col_unit * GM_WG_CLUSTER + rank;
         gm_tile where;
         (void)gm_warp_find_tile(p, GM_SIZES, row_tile, where);  // row_tile < row_tiles: found
         const long long rows = where.rows, c0 = col_tile * GM_WG_BN;
@@ -582,7 +679,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         for (int s = 1; s < steps; ++s) {
             mma(st, phase);
             // Step s - 1's MMAs have completed (wait_group 1): its stage may be refilled.
-            gm_mbar_arrive(bars + 8 * (GM_WG_STAGES + pst));
+            release(pst);
             pst = st;
             if (++st == GM_WG_STAGES) {
                 st = 0;
@@ -591,7 +688,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         GM_WG_PIN(acc);
-        if (steps > 0) gm_mbar_arrive(bars + 8 * (GM_WG_STAGES + pst));  // the last step's stage
+        if (steps > 0) release(pst);  // the last step's stage
 
         // The accumulator of an m64nWk16 product: thread (warp w, lane l) of a warpgroup holds rows
         // 16 w + l / 4 and 16 w + l / 4 + 8, columns 8 q + 2 (l % 4) and the next, of each
@@ -718,8 +815,9 @@ int activation(Epilog e) {
 struct Program {
     GroupedWgmmaLayout layout = GroupedWgmmaLayout::none;
     int block_n = 0;
+    int cluster = 1;
     friend bool operator<(const Program& x, const Program& y) noexcept {
-        return std::tuple(x.layout, x.block_n) < std::tuple(y.layout, y.block_n);
+        return std::tuple(x.layout, x.block_n, x.cluster) < std::tuple(y.layout, y.block_n, y.cluster);
     }
 };
 
@@ -743,7 +841,8 @@ const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, co
         const core::Module module(compile_grouped_kernel(v, dev.arch()));
         k = std::make_unique<core::Kernel>(module.kernel(grouped_kernel_name, device));
     } else {
-        const core::Module module(compile_grouped_wgmma_kernel(v, which.layout, which.block_n, dev.arch() + "a"));
+        const core::Module module(
+            compile_grouped_wgmma_kernel(v, which.layout, which.block_n, dev.arch() + "a", which.cluster));
         k = std::make_unique<core::Kernel>(module.kernel(grouped_wgmma_kernel_name, device));
         k->set_max_dynamic_shared_memory(grouped_wgmma_shared_bytes(which.block_n));
     }
@@ -767,7 +866,7 @@ const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, con
     if (last.kernel != nullptr && last.device == device && last.variant.input == v.input &&
         last.variant.result == v.result && last.variant.epilog == v.epilog &&
         last.variant.inline_sizes == v.inline_sizes && last.which.layout == which.layout &&
-        last.which.block_n == which.block_n)
+        last.which.block_n == which.block_n && last.which.cluster == which.cluster)
         return last.kernel;
     static std::mutex mutex;
     static auto* refused = new std::set<int>();  // never destroyed (see grouped_kernel)
@@ -798,7 +897,8 @@ std::string variant_header(const GroupedKernelVariant& v) {
         v.inline_sizes ? grouped_inline_groups : 0);
 }
 
-/// The tensor maps of the Hopper kernel's TMA loads: A as (K, max_rows) in boxes of 64 x 16, the
+/// The tensor maps of the Hopper kernel's TMA loads: A as (K, max_rows) in boxes of 64 x 16 and of
+/// 64 x (128 / cluster) (a tile of 128 rows, or each block's share of it in a cluster), the
 /// weights as (N, K, G) in boxes of 64 x 64 x 1 (contiguous along N) or (K, N, G) in boxes of
 /// 64 x block_n x 1, all 128-byte swizzled (the layout the MMAs' descriptors read).
 struct HopperMaps {
@@ -813,14 +913,14 @@ constexpr std::size_t kept_maps = 8;
 /// thread's next call). Null where the driver lacks cuTensorMapEncodeTiled, or refuses the operands
 /// (with a warning, once for a run of such calls).
 const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernelParams& p, GroupedWgmmaLayout layout,
-                              int block_n) {
+                              int block_n, int cluster) {
     struct Key {
         const void* a = nullptr;
         const void* b = nullptr;
         std::int64_t max_rows = 0, n = 0, k = 0, groups = 0, a_row = 0, b_group = 0, b_row = 0, b_col = 0;
         DataType input = DataType::f32;
         GroupedWgmmaLayout layout = GroupedWgmmaLayout::none;
-        int block_n = 0;
+        int block_n = 0, cluster = 0;
         bool operator==(const Key&) const = default;
     };
     struct Kept {
@@ -831,7 +931,7 @@ const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernel
     thread_local std::size_t next = 0;                // the slot the next encoding replaces
     thread_local Key refused;
     const Key key{p.a,       p.b,     p.max_rows, p.n,     p.k,    p.groups, p.a_row,
-                  p.b_group, p.b_row, p.b_col,    v.input, layout, block_n};
+                  p.b_group, p.b_row, p.b_col,    v.input, layout, block_n,  cluster};
     for (Kept& k : kept)
         if (k.key == key) return &k.maps;
     if (key == refused) return nullptr;
@@ -858,7 +958,7 @@ const HopperMaps* hopper_maps(const GroupedKernelVariant& v, const GroupedKernel
     const cuuint64_t b_strides[2] = {cuuint64_t(rows ? p.b_row : p.b_col) * 2, group_bytes};
     const cuuint32_t b_box[3] = {64, rows ? 64u : cuuint32_t(block_n), 1};
     HopperMaps fresh{};
-    const cuuint32_t a_full_box[2] = {64, 128};
+    const cuuint32_t a_full_box[2] = {64, cuuint32_t(128 / cluster)};  // a tile, or a block's share of it
     CUresult ra = encode(fresh.a, p.a, 2, a_dims, a_strides, a_box);
     if (ra == CUDA_SUCCESS) ra = encode(fresh.a_full, p.a, 2, a_dims, a_strides, a_full_box);
     const CUresult rb = ra == CUDA_SUCCESS ? encode(fresh.b, p.b, 3, b_dims, b_strides, b_box) : ra;
@@ -896,7 +996,7 @@ std::string grouped_kernel_source(const GroupedKernelVariant& v) {
     return s;
 }
 
-std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout, int block_n) {
+std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout, int block_n, int cluster) {
     if (!uses_tensor_cores(v))
         throw_invalid(fmt::format("{}: the Hopper grouped kernel takes f16 and bf16", gpumath::to_string(v.input)),
                       "grouped_wgmma_source");
@@ -904,6 +1004,9 @@ std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayo
         throw_invalid("layout: none has no Hopper grouped kernel", "grouped_wgmma_source");
     if (block_n != 128 && block_n != 256)
         throw_invalid(fmt::format("block_n: {} columns per block; the kernel has 128 or 256", block_n),
+                      "grouped_wgmma_source");
+    if (cluster != 1 && cluster != 2)
+        throw_invalid(fmt::format("cluster: {} blocks per cluster; the kernel has 1 or 2", cluster),
                       "grouped_wgmma_source");
     const bool b_rows = layout == GroupedWgmmaLayout::b_rows;
     const char* type = v.input == DataType::bf16 ? "bf16" : "f16";
@@ -913,8 +1016,8 @@ std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayo
     // on the H200: the two exchanged give wrong products once an MMA spans two blocks.
     s += fmt::format(
         "#define GM_WG_B_ROWS {}\n#define GM_WG_BN {}\n#define GM_WG_STAGES {}\n#define GM_WG_BAND {}\n"
-        "#define GM_WG_MN_LBO {}\n#define GM_WG_MN_SBO {}\n#define GM_WG_WIDE_STORES {}\n",
-        b_rows ? 1 : 0, block_n, grouped_wgmma_stages(block_n), grouped_wgmma_band, 8192, 1024, 1);
+        "#define GM_WG_MN_LBO {}\n#define GM_WG_MN_SBO {}\n#define GM_WG_WIDE_STORES {}\n#define GM_WG_CLUSTER {}\n",
+        b_rows ? 1 : 0, block_n, grouped_wgmma_stages(block_n), grouped_wgmma_band, 8192, 1024, 1, cluster);
     s += cuda_element_conversions;
     s += wgmma_instruction(block_n, type, b_rows);
     s += "#line 1 \"gpumath_grouped_wgmma\"";
@@ -937,15 +1040,16 @@ GroupedWgmmaLayout grouped_wgmma_layout(const GroupedKernelVariant& v, const Gro
 }
 
 core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout, int block_n,
-                                              const std::string& arch) {
+                                              const std::string& arch, int cluster) {
     core::ProgramOptions options;
-    options.name = fmt::format("gpumath_grouped_wgmma_{}_{}_{}_{}_n{}{}", gpumath::to_string(v.input),
+    options.name = fmt::format("gpumath_grouped_wgmma_{}_{}_{}_{}_n{}{}{}", gpumath::to_string(v.input),
                                gpumath::to_string(v.result), gpumath::to_string(v.epilog),
                                layout == GroupedWgmmaLayout::b_rows ? "b_rows" : "b_cols", block_n,
-                               v.inline_sizes ? "_host_sizes" : "");
+                               cluster > 1 ? "_pair" : "", v.inline_sizes ? "_host_sizes" : "");
     options.arch = arch;
     options.std = "c++17";
-    return core::Program(grouped_wgmma_source(v, layout, block_n), std::move(options)).compile(core::CodeType::cubin);
+    return core::Program(grouped_wgmma_source(v, layout, block_n, cluster), std::move(options))
+        .compile(core::CodeType::cubin);
 }
 
 int grouped_wgmma_columns(const GroupedKernelParams& p, int multiprocessors) noexcept {
@@ -990,7 +1094,24 @@ struct Chosen {
     core::LaunchConfig config;
     GroupedWgmmaLayout layout = GroupedWgmmaLayout::none;  // none: the portable kernel
     int block_n = 0;
+    int cluster = 1;
 };
+
+/// How many clusters of `config` (one block each without clusters) the Hopper kernel `k` can run at
+/// once on `device`: the multiprocessors without clusters, cuOccupancyMaxActiveClusters with them
+/// (an SM left over in a GPC takes no pair). Looked up once per thread and kernel.
+int hopper_resident_clusters(const core::Kernel& k, const core::LaunchConfig& config, int device) {
+    if (!config.cluster) return grouped_device_traits(device).multiprocessors;
+    thread_local const core::Kernel* known = nullptr;
+    thread_local int clusters = 0;
+    if (known != &k) {
+        core::LaunchConfig one = config;
+        one.grid = {config.cluster->x};
+        clusters = std::max(1, k.max_active_clusters(one));
+        known = &k;
+    }
+    return clusters;
+}
 
 /// The Hopper kernel for `p` on `device`, or no kernel where grouped_kernel_layout says none or it
 /// is unavailable there.
@@ -999,19 +1120,20 @@ Chosen hopper_choice(const GroupedKernelVariant& v, const GroupedKernelParams& p
     if (layout == GroupedWgmmaLayout::none) return {};
     const int multiprocessors = grouped_device_traits(device).multiprocessors;
     const int block_n = grouped_wgmma_columns(p, multiprocessors);
-    const core::Kernel* k = hopper_kernel(device, v, Program{.layout = layout, .block_n = block_n});
+    const int cluster = grouped_wgmma_cluster(p, block_n);
+    const core::Kernel* k = hopper_kernel(device, v, Program{.layout = layout, .block_n = block_n, .cluster = cluster});
     if (k == nullptr) return {};
-    // A block per tile where the bound's tiles make few waves (one block per SM at a time: the
-    // kernel's shared memory allows one), so that the hardware hands the last wave's tiles to the SMs
-    // that finish first; persistent blocks, one per SM, from grouped_wgmma_persistent_waves waves on,
-    // where hiding each tile's first loads and its stores behind the next tile gains more.
+    // A block (cluster) per tile (pair of tiles) where the bound's tiles make few waves (one block per
+    // SM at a time: the kernel's shared memory allows one), so that the hardware hands the last
+    // wave's tiles to the SMs that finish first; persistent blocks, as many as can run at once, from
+    // grouped_wgmma_persistent_waves waves on, where hiding each tile's first loads and its stores
+    // behind the next tile gains more.
     const std::int64_t tiles = grouped_row_tiles(p.max_rows, p.groups, 128) * ((p.n + block_n - 1) / block_n);
-    const std::int64_t blocks =
-        tiles >= grouped_wgmma_persistent_waves * std::int64_t(multiprocessors) ? multiprocessors : tiles;
-    return {.kernel = k,
-            .config = {.grid = {blocks}, .block = {384}, .shared_memory = grouped_wgmma_shared_bytes(block_n)},
-            .layout = layout,
-            .block_n = block_n};
+    core::LaunchConfig config{.grid = {tiles}, .block = {384}, .shared_memory = grouped_wgmma_shared_bytes(block_n)};
+    if (cluster > 1) config.cluster = core::Dim3{cluster};
+    if (tiles >= grouped_wgmma_persistent_waves * std::int64_t(multiprocessors))
+        config.grid = {std::min(tiles, std::int64_t(hopper_resident_clusters(*k, config, device)) * cluster)};
+    return {.kernel = k, .config = config, .layout = layout, .block_n = block_n, .cluster = cluster};
 }
 
 /// The portable kernel for `p` on `device`.
@@ -1038,7 +1160,7 @@ void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams
     if (p.max_rows == 0 || p.n == 0) return;  // no row or no column: no tile
     const int device = detail::current_device();
     if (const Chosen c = hopper_choice(v, p, device); c.kernel != nullptr) {
-        if (const HopperMaps* maps = hopper_maps(v, p, c.layout, c.block_n)) {
+        if (const HopperMaps* maps = hopper_maps(v, p, c.layout, c.block_n, c.cluster)) {
             if (v.inline_sizes) core::launch(stream, c.config, *c.kernel, p, maps->a, maps->a_full, maps->b, *sizes);
             else core::launch(stream, c.config, *c.kernel, p, maps->a, maps->a_full, maps->b);
             hopper_launches.fetch_add(1, std::memory_order_relaxed);

@@ -118,15 +118,23 @@ inline constexpr std::int64_t grouped_wgmma_persistent_waves = 3;
 /// The Hopper kernel's extern "C" name.
 inline constexpr const char* grouped_wgmma_kernel_name = "gm_grouped_wgmma";
 
-/// The CUDA C++ of the Hopper kernel of `v` for weights laid out as `layout` (not none), with
-/// `block_n` columns per block; needs an arch-specific target ("sm_90a"). InvalidArgument for f32
-/// inputs, `none` or a width other than 128 and 256.
-[[nodiscard]] std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
-                                               int block_n = 128);
+/// The blocks per thread-block cluster a call of the Hopper kernel runs with at `block_n` columns
+/// per block: 2 (a cluster takes two adjacent column tiles of one row tile and loads A once for
+/// both, multicast) where the column tiles pair up (an even number of them), 1 otherwise.
+[[nodiscard]] constexpr int grouped_wgmma_cluster(const GroupedKernelParams& p, int block_n) noexcept {
+    return ((p.n + block_n - 1) / block_n) % 2 == 0 ? 2 : 1;
+}
 
-/// `grouped_wgmma_source(v, layout, block_n)` compiled to a cubin for `arch` ("sm_90a").
+/// The CUDA C++ of the Hopper kernel of `v` for weights laid out as `layout` (not none), with
+/// `block_n` columns per block and `cluster` blocks per cluster; needs an arch-specific target
+/// ("sm_90a"). InvalidArgument for f32 inputs, `none`, a width other than 128 and 256 or a cluster
+/// other than 1 and 2.
+[[nodiscard]] std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
+                                               int block_n = 128, int cluster = 1);
+
+/// `grouped_wgmma_source(v, layout, block_n, cluster)` compiled to a cubin for `arch` ("sm_90a").
 [[nodiscard]] core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
-                                                            int block_n, const std::string& arch);
+                                                            int block_n, const std::string& arch, int cluster = 1);
 
 /// Blocks along the rows of the launch: enough for any sizes summing to at most `max_rows` over
 /// `groups` groups in tiles of `tile` rows (a group's last tile may be partial), so tiles past the

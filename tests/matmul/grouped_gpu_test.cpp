@@ -782,6 +782,47 @@ TEST(GroupedGpu, HopperKernelPersistentBlocksTakeManyTiles) {
     EXPECT_EQ(detail::grouped_hopper_launches() - before, 8U) << "two cases, four calls each";
 }
 
+TEST(GroupedGpu, HopperKernelClustersOfTwoShareA) {
+    REQUIRE_HOPPER_GROUPED_KERNEL();
+    // Where the column tiles pair up, clusters of two blocks take a row tile's two adjacent column
+    // tiles and each block loads half of A's tile for both (multicast): partial tiles of 1, 17 and
+    // 40 rows (one, two and three 16-row boxes, so one block loads more than the other or nothing),
+    // full tiles, several K steps, both weight layouts, both block widths, and persistent clusters
+    // taking pair after pair (41 groups, N ending inside a 64-column block).
+    const int sms = core::Device::current().multiprocessor_count();
+    auto cluster_of = [&](const Case& c) {
+        detail::GroupedKernelParams params;
+        params.n = c.n;
+        params.max_rows = c.rows();
+        params.groups = std::int64_t(c.sizes.size());
+        return detail::grouped_wgmma_cluster(params, detail::grouped_wgmma_columns(params, sms));
+    };
+    std::vector<Case> cases;
+    cases.push_back({.sizes = {1, 17, 0, 40, 128, 300}, .k = 200, .n = 256});
+    cases.push_back({.sizes = {2000, 0, 1, 2223}, .k = 136, .n = 2048});  // 256 columns per block
+    Case persistent{.sizes = {300}, .k = 136, .n = 2296};
+    for (int g = 0; g < 40; ++g) persistent.sizes.push_back(g % 5 == 0 ? 0 : (g * 37) % 61 + 1);
+    cases.push_back(persistent);
+    const std::int64_t persistent_tiles = detail::grouped_row_tiles(persistent.rows(), 41, 128) * ((2296 + 127) / 128);
+    ASSERT_GE(persistent_tiles, detail::grouped_wgmma_persistent_waves * sms)
+        << "the last case no longer makes persistent clusters on this device";
+    const std::uint64_t before = detail::grouped_hopper_launches();
+    for (Case& c : cases) {
+        ASSERT_EQ(cluster_of(c), 2) << c.describe() << ": its column tiles no longer pair up";
+        for (bool b_col : {false, true}) {
+            c.b_col = b_col;
+            c.epilog = b_col ? Epilog::gelu_bias : Epilog::none;
+            expect_device_case(c);
+            expect_kernel_case(c);
+        }
+    }
+    EXPECT_EQ(detail::grouped_hopper_launches() - before, 24U) << "three cases, eight calls each";
+    // An odd number of column tiles: one block per cluster, the same values.
+    const Case odd{.sizes = {1, 17, 0, 40, 128}, .k = 200, .n = 384};
+    ASSERT_EQ(cluster_of(odd), 1);
+    expect_kernel_case(odd);
+}
+
 TEST(GroupedGpu, DeviceSizesEpilogs) {
     GPUMATH_REQUIRE_GPU();
     for (Epilog e : grouped_epilogs)

@@ -733,20 +733,26 @@ TEST(GroupedKernel, HopperKernelCompilesWithNvrtc) {
                                 {f16, f32, Epilog::gelu_bias, 128},
                                 {f16, f16, Epilog::relu, 256}};
     for (const Variant& x : variants)
-        for (GroupedWgmmaLayout layout : {GroupedWgmmaLayout::b_rows, GroupedWgmmaLayout::b_cols}) {
-            SCOPED_TRACE(std::string(to_string(x.input)) + " -> " + std::string(to_string(x.result)) + " " +
-                         std::string(to_string(x.epilog)) + " n" + std::to_string(x.block_n) +
-                         (layout == GroupedWgmmaLayout::b_rows ? " b_rows" : " b_cols"));
-            const core::ObjectCode code = detail::compile_grouped_wgmma_kernel(
-                {.input = x.input, .result = x.result, .epilog = x.epilog}, layout, x.block_n, "sm_90a");
-            EXPECT_EQ(code.arch(), "sm_90a");
-            const std::vector<std::string> names = code.kernel_names();
-            EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_wgmma_kernel_name), names.end());
-        }
+        for (GroupedWgmmaLayout layout : {GroupedWgmmaLayout::b_rows, GroupedWgmmaLayout::b_cols})
+            for (int cluster : {1, 2}) {
+                SCOPED_TRACE(std::string(to_string(x.input)) + " -> " + std::string(to_string(x.result)) + " " +
+                             std::string(to_string(x.epilog)) + " n" + std::to_string(x.block_n) +
+                             (layout == GroupedWgmmaLayout::b_rows ? " b_rows" : " b_cols") + " cluster " +
+                             std::to_string(cluster));
+                const core::ObjectCode code = detail::compile_grouped_wgmma_kernel(
+                    {.input = x.input, .result = x.result, .epilog = x.epilog}, layout, x.block_n, "sm_90a", cluster);
+                EXPECT_EQ(code.arch(), "sm_90a");
+                const std::vector<std::string> names = code.kernel_names();
+                EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_wgmma_kernel_name), names.end());
+            }
     for (int bad : {0, 64, 192, 512})
         expect_throw_with<InvalidArgument>(
             [&] { (void)detail::grouped_wgmma_source({}, GroupedWgmmaLayout::b_rows, bad); },
             {"block_n:", std::to_string(bad) + " columns per block", "128 or 256"});
+    for (int bad : {0, 3, 4})
+        expect_throw_with<InvalidArgument>(
+            [&] { (void)detail::grouped_wgmma_source({}, GroupedWgmmaLayout::b_rows, 128, bad); },
+            {"cluster:", std::to_string(bad) + " blocks per cluster", "1 or 2"});
     // Shared memory within the H200's 227 KiB per block for both widths.
     EXPECT_EQ(detail::grouped_wgmma_shared_bytes(128), 6U * 32768U + 1024U + 128U);
     EXPECT_EQ(detail::grouped_wgmma_shared_bytes(256), 4U * 49152U + 1024U + 128U);
@@ -765,6 +771,20 @@ TEST(GroupedKernel, HopperKernelWidthFollowsTheWork) {
     EXPECT_EQ(detail::grouped_wgmma_columns(p, 132), 256);  // 33 x 8 = 264: exactly two waves
     p.max_rows = 32 * 128;
     EXPECT_EQ(detail::grouped_wgmma_columns(p, 132), 128);  // 32 x 8 = 256
+}
+
+TEST(GroupedKernel, HopperKernelPairsEvenColumnTiles) {
+    // Clusters of two blocks where the column tiles of the call's width come in pairs.
+    detail::GroupedKernelParams p{.groups = 8, .max_rows = 1024, .n = 14336};
+    EXPECT_EQ(detail::grouped_wgmma_cluster(p, 256), 2);  // 56 column tiles
+    EXPECT_EQ(detail::grouped_wgmma_cluster(p, 128), 2);  // 112
+    p.n = 384;
+    EXPECT_EQ(detail::grouped_wgmma_cluster(p, 128), 1);  // 3
+    EXPECT_EQ(detail::grouped_wgmma_cluster(p, 256), 2);  // 2, the second partial
+    p.n = 96;
+    EXPECT_EQ(detail::grouped_wgmma_cluster(p, 128), 1);  // 1
+    p.n = 2296;
+    EXPECT_EQ(detail::grouped_wgmma_cluster(p, 128), 2);  // 18, the last partial
 }
 
 TEST(GroupedKernel, HopperKernelTakesAlignedContiguousOperandsOnly) {
