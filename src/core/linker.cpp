@@ -82,11 +82,22 @@ void check_link_request(const LinkerOptions& o, const std::vector<ObjectCode>& i
             fmt::format("LinkerOptions::max_registers: {} is out of range; use 0 (no limit) or 1..255",
                         o.max_registers),
             api);
-    for (std::size_t i = 0; i < o.extra.size(); ++i)
-        if (o.extra[i].empty() || o.extra[i][0] != '-')
+    if (o.name.find('\0') != std::string::npos || o.arch.find('\0') != std::string::npos)
+        detail::throw_invalid("LinkerOptions::name and arch: must not contain a NUL byte", api);
+    for (std::size_t i = 0; i < o.extra.size(); ++i) {
+        const std::string& f = o.extra[i];
+        if (f.empty() || f[0] != '-')
             detail::throw_invalid(
-                fmt::format("LinkerOptions::extra[{}]: \"{}\" is not a flag (flags start with '-')", i, o.extra[i]),
+                fmt::format("LinkerOptions::extra[{}]: \"{}\" is not a flag (flags start with '-')", i, f), api);
+        if (f.find('\0') != std::string::npos)
+            detail::throw_invalid(fmt::format("LinkerOptions::extra[{}]: contains a NUL byte", i), api);
+        if (f.starts_with("-arch") || f.starts_with("--gpu-architecture"))
+            detail::throw_invalid(
+                fmt::format("LinkerOptions::extra[{}]: \"{}\": set LinkerOptions::arch instead (the result's arch "
+                            "must match what the linker targets)",
+                            i, f),
                 api);
+    }
     if (target == CodeType::ptx &&
         !std::all_of(inputs.begin(), inputs.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; }))
         detail::throw_invalid("target: nvJitLink produces PTX only from LTO-IR inputs; link to cubin instead", api);

@@ -214,8 +214,25 @@ const std::set<std::string_view>& dialects() {
 
 void validate_options(const core::ProgramOptions& o) {
     constexpr const char* api = "Program";
+    // NVRTC takes C strings: a NUL byte would silently cut off what follows it.
+    auto no_nul = [&](std::string_view text, const auto& what) {
+        if (text.find('\0') != std::string_view::npos)
+            throw_invalid(fmt::format("{}: contains a NUL byte at offset {}; NVRTC would ignore everything after it",
+                                      what, text.find('\0')),
+                          api);
+    };
+    no_nul(o.name, "ProgramOptions::name");
     if (o.name.empty() || o.name.find_first_of("\n\r") != std::string::npos)
         throw_invalid("ProgramOptions::name: must be a non-empty single line", api);
+    no_nul(o.arch, "ProgramOptions::arch");
+    for (const auto& [k, v] : o.defines) no_nul(v, fmt::format("ProgramOptions::defines[\"{}\"]", k));
+    for (std::size_t i = 0; i < o.include_dirs.size(); ++i)
+        no_nul(o.include_dirs[i], fmt::format("ProgramOptions::include_dirs[{}]", i));
+    for (const auto& [name, text] : o.headers) {
+        no_nul(name, "ProgramOptions::headers: a header name");
+        no_nul(text, fmt::format("ProgramOptions::headers[\"{}\"]", name));
+    }
+    for (std::size_t i = 0; i < o.extra.size(); ++i) no_nul(o.extra[i], fmt::format("ProgramOptions::extra[{}]", i));
     if (!dialects().contains(o.std))
         throw_invalid(fmt::format("ProgramOptions::std: \"{}\" is not a dialect NVRTC accepts; use one of "
                                   "\"c++11\", \"c++14\", \"c++17\", \"c++20\"",
@@ -503,6 +520,11 @@ namespace gpumath::core {
 
 Program::Program(std::string source, ProgramOptions options)
     : source_(std::move(source)), options_(std::move(options)) {
+    if (const std::size_t nul = source_.find('\0'); nul != std::string::npos)
+        detail::throw_invalid(
+            fmt::format("source: contains a NUL byte at offset {} (of {}); NVRTC would ignore everything after it", nul,
+                        source_.size()),
+            "Program");
     detail::validate_options(options_);
     if (options_.arch.empty()) options_.arch = detail::current_device_arch("ProgramOptions::arch", "Program");
     (void)detail::validate_arch(options_.arch, "ProgramOptions::arch", "Program");
@@ -512,6 +534,8 @@ Program::Program(std::string source, ProgramOptions options)
 Program& Program::add_name_expression(std::string expression) {
     if (moved_from_) detail::throw_moved_from("Program", "Program::add_name_expression");
     if (expression.empty()) detail::throw_invalid("name expression: must not be empty", "Program::add_name_expression");
+    if (expression.find('\0') != std::string::npos)
+        detail::throw_invalid("name expression: contains a NUL byte", "Program::add_name_expression");
     if (std::find(name_expressions_.begin(), name_expressions_.end(), expression) == name_expressions_.end())
         name_expressions_.push_back(std::move(expression));
     return *this;

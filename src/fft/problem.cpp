@@ -243,6 +243,49 @@ void check_kind_options(const FFTOptions& options, FFTKind kind, const char* api
                       api);
 }
 
+// Whether two different indices of `op` address one element (strides in elements, none negative).
+// Strides that nest (sorted, each at least the span of the dimensions inside it) rule it out; a pair
+// of dimensions whose strides have a common multiple within both extents proves it. Between those,
+// the offsets are listed when there are few, and a layout too large to list counts as overlapping
+// (it cannot be shown one-to-one; cuFFT's layouts all nest).
+bool self_overlapping(const FftOperand& op) {
+    struct Dim {
+        std::int64_t extent, stride;
+    };
+    std::vector<Dim> dims;
+    for (int i = 0; i < op.rank; ++i)
+        if (op.shape[std::size_t(i)] > 1) dims.push_back({op.shape[std::size_t(i)], op.strides[std::size_t(i)]});
+    for (const Dim& d : dims)
+        if (d.stride == 0) return true;
+    std::sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.stride < y.stride; });
+    bool nested = true;
+    std::int64_t span = 0;  // the largest offset of the dimensions so far (fits: the layout was validated)
+    for (const Dim& d : dims) {
+        if (d.stride <= span) nested = false;
+        span += (d.extent - 1) * d.stride;
+    }
+    if (nested) return false;
+    for (std::size_t i = 0; i < dims.size(); ++i)
+        for (std::size_t j = i + 1; j < dims.size(); ++j) {
+            // a * s_i == b * s_j with 0 < a < e_i, 0 < b < e_j: the smallest such pair.
+            const std::int64_t g = std::gcd(dims[i].stride, dims[j].stride);
+            if (dims[j].stride / g < dims[i].extent && dims[i].stride / g < dims[j].extent) return true;
+        }
+    std::int64_t count = 1;
+    for (const Dim& d : dims) {
+        count *= d.extent;
+        if (count > (std::int64_t(1) << 20)) return true;
+    }
+    std::vector<std::int64_t> offsets{0};
+    for (const Dim& d : dims) {
+        const std::size_t inner = offsets.size();
+        for (std::int64_t k = 1; k < d.extent; ++k)
+            for (std::size_t o = 0; o < inner; ++o) offsets.push_back(offsets[o] + k * d.stride);
+    }
+    std::sort(offsets.begin(), offsets.end());
+    return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
+}
+
 // The c2r output length along the last transform axis: `last_axis_size`, else the out view's
 // extent there, else 2 * (m - 1); it must give back the input's extent m as n / 2 + 1.
 std::int64_t last_axis_size_stage(const FftProblem& p, const TensorLayout* out, std::int64_t last_axis_size,
@@ -261,6 +304,11 @@ std::int64_t last_axis_size_stage(const FftProblem& p, const TensorLayout* out, 
         FftOperand o = logical_operand(*out, false, "out", api);
         if (o.rank == p.in.rank) n = o.shape[std::size_t(last)];
     }
+    if (n == 0 && m == 0)
+        throw_invalid(fmt::format("input: extent 0 along the last transform axis {}; a c2r transform needs at least "
+                                  "one element there (n / 2 + 1 >= 1)",
+                                  last),
+                      api);
     if (n == 0) {
         n = 2 * (m - 1);
         if (n == 0)
@@ -351,6 +399,12 @@ void output_stage(const TensorLayout& in, const TensorLayout* out, bool inplace,
                                       "one element; outputs cannot broadcast",
                                       i, gpumath::to_string(out->strides())),
                           api);
+    if (self_overlapping(p.out))
+        throw_invalid(fmt::format("out: shape {} with strides {} puts several elements at one address (or cannot be "
+                                  "shown not to), so results would overwrite each other; give each element of the "
+                                  "output its own memory (for instance strides that nest, as a contiguous tensor's do)",
+                                  shape_text(*out), gpumath::to_string(out->strides())),
+                      api);
     if (inplace && !(*out == in))
         throw_invalid(fmt::format("out: options.inplace needs the output layout to equal the input layout ({}); "
                                   "got {}",

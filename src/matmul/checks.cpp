@@ -131,7 +131,7 @@ bool overlap(const TensorView& x, const TensorView& y) {
 
 void check_scalar(const Scalar& s, const char* name, DataType input, const char* api) {
     if (input == DataType::i8) {
-        if (s.imag != 0.0 || s.real != std::trunc(s.real) || std::abs(s.real) > 2147483647.0)
+        if (s.imag != 0.0 || s.real != std::trunc(s.real) || s.real > 2147483647.0 || s.real < -2147483648.0)
             invalid(api,
                     "{}: ({}, {}) is not a 32-bit integer; i8 products take integer alpha and beta (scale type "
                     "i32)",

@@ -349,6 +349,10 @@ void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, cons
         invalid(api, "group_sizes.sizes: shape {}; the device sizes are (G,) = ({},)", shape_text(s), shape.groups);
     if (s.dtype() != DataType::i32)
         invalid(api, "group_sizes.sizes: dtype {}; device group sizes are i32", to_string(s.dtype()));
+    if (s.shape(0) > 1 && s.stride(0) != 1)
+        invalid(api,
+                "group_sizes.sizes: stride {}; the kernel reads the G sizes as one contiguous i32 array (stride 1)",
+                s.stride(0));
     if (reinterpret_cast<std::uintptr_t>(s.data()) % sizeof(std::int32_t) != 0)
         invalid(api, "group_sizes.sizes: data pointer {} is not aligned to the 4 bytes of an i32", s.data());
     if (sizes.max_total_rows < 0)
@@ -618,7 +622,11 @@ std::optional<GroupOperands> batched_of(const TensorView& a, const TensorView& b
     if (args.bias) {
         const TensorView& bias = *args.bias;
         const std::int64_t shape[] = {groups, 1, bias.shape(1)};
-        const std::int64_t strides[] = {bias.stride(0), bias.shape(1) * bias.stride(1), bias.stride(1)};
+        // The middle extent is 1: its stride only has to be valid. A bias the products refuse (its
+        // type, say) runs through the per-group path, which names the rule.
+        std::int64_t row = 0;
+        if (__builtin_mul_overflow(bias.shape(1), bias.stride(1), &row)) return std::nullopt;
+        const std::int64_t strides[] = {bias.stride(0), row, bias.stride(1)};
         o.bias = TensorView(bias.data(), bias.dtype(), shape, strides);
     }
     return o;

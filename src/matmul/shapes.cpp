@@ -55,23 +55,26 @@ bool batch_broadcasts(const TensorLayout& l, const BatchShape& full, int matrix_
 std::optional<std::int64_t> single_batch_stride(const TensorLayout& l, const BatchShape& full, int matrix_rank) {
     const int lb = std::max(0, l.rank() - matrix_rank);
     std::int64_t stride = 0;
-    std::int64_t next = -1;
+    std::int64_t next = 0;  // the stride the next outer dimension must have
+    bool first = true;
+    bool past = false;  // next is past int64 (one-byte elements): no outer dimension can continue
     for (int j = full.rank - 1; j >= 0; --j) {
         const std::int64_t ext = full.dims[std::size_t(j)];
         if (ext == 1) continue;
         const int oj = j - (full.rank - lb);
         const std::int64_t s = (oj >= 0 && l.shape(oj) != 1) ? l.stride(oj) : 0;
-        if (next < 0) {
+        if (first) {
+            first = false;
             stride = s;
-            next = s * ext;
+            past = __builtin_mul_overflow(s, ext, &next);
             continue;
         }
         if (stride == 0) {
             if (s != 0) return std::nullopt;
             continue;
         }
-        if (s != next) return std::nullopt;
-        next *= ext;
+        if (past || s != next) return std::nullopt;
+        past = __builtin_mul_overflow(next, ext, &next);
     }
     return stride;
 }

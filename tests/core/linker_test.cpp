@@ -116,6 +116,15 @@ TEST(Linker, BadRequests) {
                                              {"LinkerOptions::arch", "compute_90", "sm_90"});
     test::expect_throw_with<InvalidArgument>([] { (void)Linker({.extra = {"oops"}}).add(caller_lto()).link(); },
                                              {"LinkerOptions::extra[0]", "oops"});
+    // The result is labelled with LinkerOptions::arch: a target given among the flags would belie it.
+    test::expect_throw_with<InvalidArgument>(
+        [] {
+            (void)Linker({.arch = "sm_90", .extra = {"-O3", "-arch=sm_80"}}).add(caller_lto()).link();
+        },
+        {"LinkerOptions::extra[1]", "-arch=sm_80", "LinkerOptions::arch"});
+    test::expect_throw_with<InvalidArgument>(
+        [] { (void)Linker({.extra = {std::string("-DZ\0 --x", 8)}}).add(caller_lto()).link(); },
+        {"LinkerOptions::extra[0]", "NUL byte"});
     test::expect_throw_with<InvalidArgument>(
         [] { (void)Linker().add(compile(k_callee, CodeType::ptx)).link(CodeType::ptx); }, {"PTX", "LTO-IR"});
 }

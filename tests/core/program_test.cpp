@@ -210,6 +210,19 @@ TEST(Program, BadOptionsAreRejectedBeforeCompiling) {
     bad({.arch = "sm_90", .extra = {"-std=c++14"}}, {"ProgramOptions::extra[0]", "ProgramOptions::std"});
     bad({.arch = "sm_90", .extra = {"-dlto"}}, {"ProgramOptions::extra[0]", "ltoir"});
     bad({.name = ""}, {"ProgramOptions::name"});
+    // NVRTC reads C strings: a NUL byte anywhere would cut off what follows it without a word.
+    const std::string nul("a\0b", 3);
+    bad({.name = nul, .arch = "sm_90"}, {"ProgramOptions::name", "NUL byte"});
+    bad({.arch = "sm_90", .defines = {{"X", "1" + nul}}}, {"ProgramOptions::defines[\"X\"]", "NUL byte"});
+    bad({.arch = "sm_90", .include_dirs = {"/tmp" + nul}}, {"ProgramOptions::include_dirs[0]", "NUL byte"});
+    bad({.arch = "sm_90", .headers = {{"h.h", nul}}}, {"ProgramOptions::headers[\"h.h\"]", "NUL byte"});
+    bad({.arch = "sm_90", .headers = {{"h" + nul, "x"}}}, {"ProgramOptions::headers", "NUL byte"});
+    bad({.arch = "sm_90", .extra = {"-DZ" + nul}}, {"ProgramOptions::extra[0]", "NUL byte"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { Program(std::string("extern \"C\" __global__ void k() {}") + nul, {.arch = "sm_90"}); },
+        {"source", "NUL byte", "offset 34"});
+    test::expect_throw_with<InvalidArgument>([&] { Program("", {.arch = "sm_90"}).add_name_expression("k" + nul); },
+                                             {"name expression", "NUL byte"});
 
     // A flag only NVRTC can judge: rejected as InvalidArgument with NVRTC's words, nothing cached.
     test::expect_throw_with<InvalidArgument>(

@@ -95,6 +95,12 @@ TEST(FftValidation, IrfftLength) {
             (void)irfft(fake<c32>({3, 1}));
         },
         {"input", "2 * (m - 1) = 0", "last_axis_size"});
+    // An empty last transform axis has no c2r length at all (n / 2 + 1 >= 1).
+    expect_throw_with<InvalidArgument>(
+        [] {
+            (void)FFT(TensorLayout(DataType::c32, {4, 0}), {.kind = FFTKind::c2r});
+        },
+        {"input", "extent 0", "last transform axis 1", "at least one element"});
     // An output view fixes the length; a contradicting one is a shape error.
     expect_throw_with<InvalidArgument>(
         [] {
@@ -169,6 +175,28 @@ TEST(FftValidation, OutputShapeAndDtype) {
             fft(fake<c32>({4, 8}), fake<c32>({4, 8}, {0, 1}, 0x20000));
         },
         {"out", "stride 0", "broadcast"});
+    // Strides that put two elements of the output at one address: results would overwrite each
+    // other (whether the strides are refused by cuFFT or written by gpumath's own pass).
+    for (std::int64_t outer : {1, 4, 7}) {  // strides (outer, 1) of an 8 x 8 output
+        expect_throw_with<InvalidArgument>(
+            [&] {
+                fft(fake<c32>({8, 8}),
+                    TensorView(reinterpret_cast<void*>(std::uintptr_t(0x20000)), DataType::c32, {8, 8}, {outer, 1}));
+            },
+            {"out", "one address", "(8, 8)"});
+    }
+    expect_throw_with<InvalidArgument>(
+        [] {
+            (void)FFT(TensorLayout(DataType::c32, {4, 4, 4}), TensorLayout(DataType::c32, {4, 4, 4}, {3, 4, 1}));
+        },
+        {"out", "one address"});  // indices (1, 0, 0) and (0, 0, 3) both at offset 3
+}
+
+TEST(FftValidation, OutputsWhoseElementsAreDistinctAreTaken) {
+    // Strides that do not nest but still give every element its own address plan fine.
+    EXPECT_NO_THROW((void)FFT(TensorLayout(DataType::c32, {3, 3}), TensorLayout(DataType::c32, {3, 3}, {3, 4})));
+    EXPECT_NO_THROW((void)FFT(TensorLayout(DataType::c32, {4, 8}), TensorLayout(DataType::c32, {4, 8}, {1, 4})));
+    EXPECT_NO_THROW((void)FFT(TensorLayout(DataType::c32, {4, 8}), TensorLayout(DataType::c32, {4, 8}, {9, 1})));
 }
 
 TEST(FftValidation, InPlaceOnlyC2C) {

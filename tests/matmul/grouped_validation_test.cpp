@@ -475,6 +475,15 @@ TEST(GroupedValidation, DeviceSizes) {
             grouped_matmul(m.a, m.b, m.d, DeviceGroupSizes{.sizes = v(2, DataType::i32, {3}), .max_total_rows = 5});
         },
         {"group_sizes.sizes:", "overlaps d"});
+    // The kernel reads the sizes as one packed array: any other stride would read the wrong values
+    // (or, broadcast with stride 0, past the allocation).
+    for (std::int64_t stride : {0, 2})
+        expect_throw_with<InvalidArgument>(
+            [&] {
+                grouped_matmul(m.a, m.b, m.d,
+                               DeviceGroupSizes{.sizes = v(5, DataType::i32, {3}, {stride}, 16), .max_total_rows = 5});
+            },
+            {"group_sizes.sizes:", "stride", "contiguous"});
     // Bad operands are reported before anything runs.
     GroupedMatmul mm(m.a, m.b, m.sizes);
     expect_throw_with<InvalidArgument>(
@@ -554,6 +563,13 @@ TEST(GroupedKernel, EqualSizesAreOneStridedBatch) {
     EXPECT_FALSE(detail::batched_of(v(0, bf16, {0, K}), b, v(2, bf16, {0, N}), std::vector<std::int64_t>{0, 0, 0}, {})
                      .has_value());
     EXPECT_FALSE(detail::batched_of(a, v(1, bf16, {1, K, N}), d, std::vector<std::int64_t>{6}, {}).has_value());
+    // A bias whose strides would overflow the batched view's: no batch (the per-group path reports
+    // what is wrong with it, here its type).
+    const TensorView wide_bias(reinterpret_cast<void*>(std::uintptr_t(4) << 32), DataType::i8, {3, N},
+                               {0, std::numeric_limits<std::int64_t>::max() / (N - 1)});
+    EXPECT_FALSE(detail::batched_of(a, b, d, equal, {.bias = wide_bias}).has_value());
+    expect_throw_with<InvalidArgument>(
+        [&] { grouped_matmul(a, b, d, equal, {.bias = wide_bias}, {.epilog = Epilog::bias}); }, {"bias"});
 }
 
 TEST(GroupedKernel, CallCarriesStridesAndBound) {

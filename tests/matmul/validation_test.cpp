@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,7 @@
 
 #include "common/test_util.hpp"
 #include "matmul/checks.hpp"
+#include "matmul/shapes.hpp"
 
 using namespace gpumath;
 using test::expect_throw_with;
@@ -106,6 +108,20 @@ TEST(MatmulValidation, BatchNotOneStridedBatch) {
     expect_throw_with<NotSupported>(
         [&] {
             Matmul mm(TensorLayout(f32, {2, 3, 8, 4}, {1000, 32, 4, 1}), TensorLayout(f32, {4, 6}));
+        },
+        {"a:", "one strided batch"});
+    // A batch stride whose multiple past the batch would not fit in int64 (one-byte elements let
+    // the layout itself fit): one batch dimension is still one strided batch, two are not one
+    // sequence, and no overflow on the way to either answer.
+    const std::int64_t huge = std::numeric_limits<std::int64_t>::max() - 1000;
+    detail::BatchShape two;
+    two.rank = 1;
+    two.dims[0] = 2;
+    EXPECT_EQ(detail::single_batch_stride(TensorLayout(DataType::i8, {2, 16, 16}, {huge, 16, 1}), two, 2), huge);
+    expect_throw_with<NotSupported>(
+        [&] {
+            Matmul mm(TensorLayout(DataType::i8, {2, 2, 16, 16}, {huge / 2 - 7, huge / 2 - 7, 16, 1}),
+                      TensorLayout(DataType::i8, {16, 16}));
         },
         {"a:", "one strided batch"});
 }
@@ -573,6 +589,19 @@ TEST(MatmulValidation, IntegerAlphaBeta) {
             matmul(a, b, d, {.beta = 1.25, .c = v(3, DataType::i32, {8, 8})});
         },
         {"beta:", "1.25", "integer"});
+    // The scale type's whole range, INT32_MIN included (checked where no device would run the
+    // product on these made-up addresses); one past either end is not.
+    for (double ok : {-2147483648.0, 2147483647.0}) {
+        if (test::has_gpu()) break;
+        try {
+            matmul(a, b, d, {.alpha = ok});
+        } catch (const InvalidArgument& e) {
+            ADD_FAILURE() << "alpha " << ok << ": " << e.what();
+        } catch (const Error&) {  // no device here: fine, the scalar passed
+        }
+    }
+    for (double bad : {-2147483649.0, 2147483648.0})
+        expect_throw_with<InvalidArgument>([&] { matmul(a, b, d, {.alpha = bad}); }, {"alpha:", "integer"});
 }
 
 TEST(MatmulValidation, ComplexAlphaForRealProblem) {
