@@ -6,6 +6,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <queue>
+#include <span>
+#include <tuple>
+#include <utility>
+#include <vector>
 #include <limits>
 #include <string>
 
@@ -50,28 +57,73 @@ bool meet(const Range& x, const Range& y) noexcept {
     return x.lo < y.hi && y.lo < x.hi && x.lo != x.hi && y.lo != y.hi;
 }
 
-/// Whether two matrices whose memory ranges meet may share an element. Exact for two blocks of one
-/// parent matrix (the same element size and strides, a unit stride, and blocks that do not wrap
-/// past the leading dimension: column-major slices of a D, say, interleave in memory without
-/// sharing elements); true otherwise.
-bool share_elements(const TensorView& x, const TensorView& y) {
-    if (x.rank() != 2 || y.rank() != 2 || size_of(x.dtype()) != size_of(y.dtype()) || x.stride(0) != y.stride(0) ||
-        x.stride(1) != y.stride(1))
-        return true;
-    const int unit = x.stride(1) == 1 ? 1 : x.stride(0) == 1 ? 0 : -1;
-    if (unit < 0) return true;
-    const int outer = 1 - unit;
-    const std::int64_t ld = x.stride(outer);
-    if (ld <= 0 || x.shape(unit) > ld || y.shape(unit) > ld) return true;
-    const auto es = std::uintptr_t(size_of(x.dtype()));
-    const auto px = reinterpret_cast<std::uintptr_t>(x.data()), py = reinterpret_cast<std::uintptr_t>(y.data());
-    const std::uintptr_t origin = std::min(px, py);
-    if ((px - origin) % es != 0 || (py - origin) % es != 0) return true;
-    // Element offsets from the lower start, split into (outer index, position along the unit stride).
-    const auto ox = std::int64_t((px - origin) / es), oy = std::int64_t((py - origin) / es);
-    const std::int64_t qx = ox / ld, rx = ox % ld, qy = oy / ld, ry = oy % ld;
-    if (rx + x.shape(unit) > ld || ry + y.shape(unit) > ld) return true;
-    return rx < ry + y.shape(unit) && ry < rx + x.shape(unit) && qx < qy + y.shape(outer) && qy < qx + x.shape(outer);
+/// Where a matrix lies on the grid of its parent: outputs that are blocks of one parent matrix (the
+/// same element size and strides, a unit stride, the other stride at least both extents, starts a
+/// whole number of elements apart) share a lattice and interleave in memory without sharing an
+/// element (column-major slices of a D, say); whether two of them do is a question about
+/// rectangles on that grid.
+struct Lattice {
+    std::int64_t element = 0, ld = 0;
+    int unit = -1;               // the dimension of stride 1
+    std::uintptr_t residue = 0;  // the start's address modulo the element size
+};
+
+/// The lattice of `v`, or none (unit -1) for a matrix no block rule covers.
+Lattice lattice_of(const TensorView& v) {
+    if (v.rank() != 2) return {};
+    const int unit = v.stride(1) == 1 ? 1 : v.stride(0) == 1 ? 0 : -1;
+    if (unit < 0) return {};
+    const std::int64_t ld = v.stride(1 - unit);
+    if (ld <= 0 || v.shape(unit) > ld) return {};
+    const auto element = std::int64_t(size_of(v.dtype()));
+    return {element, ld, unit, reinterpret_cast<std::uintptr_t>(v.data()) % std::uintptr_t(element)};
+}
+
+/// Rows [r0, r1) and columns [c0, c1) of a lattice's grid (rows of `ld` elements from its origin),
+/// covered by output `output`.
+struct Rect {
+    std::int64_t r0, r1, c0, c1;
+    std::size_t output;
+};
+
+/// Two outputs of one lattice sharing an element, as indices into `outputs` (none when they are all
+/// apart): each output is one rectangle of the grid, or two where it wraps past the grid's width,
+/// swept by rows with the active rectangles ordered by column (they never overlap, so a new one
+/// meets one only if it meets a neighbour). O(n log n).
+std::optional<std::pair<std::size_t, std::size_t>> lattice_overlap(const std::vector<Range>& outputs,
+                                                                   std::span<const std::size_t> members,
+                                                                   const Lattice& l) {
+    std::uintptr_t origin = std::numeric_limits<std::uintptr_t>::max();
+    for (std::size_t i : members) origin = std::min(origin, outputs[i].lo);
+    std::vector<Rect> rects;
+    for (std::size_t i : members) {
+        const TensorView& v = *outputs[i].view;
+        const auto offset = std::int64_t((outputs[i].lo - origin) / std::uintptr_t(l.element));
+        const std::int64_t q = offset / l.ld, r = offset % l.ld, rows = v.shape(1 - l.unit), width = v.shape(l.unit);
+        if (r + width <= l.ld) {
+            rects.push_back({q, q + rows, r, r + width, i});
+        } else {
+            rects.push_back({q, q + rows, r, l.ld, i});
+            rects.push_back({q + 1, q + rows + 1, 0, r + width - l.ld, i});
+        }
+    }
+    std::sort(rects.begin(), rects.end(), [](const Rect& x, const Rect& y) { return x.r0 < y.r0; });
+    std::map<std::int64_t, const Rect*> active;  // by first column
+    auto later_end = [](const Rect* x, const Rect* y) { return x->r1 > y->r1; };
+    std::priority_queue<const Rect*, std::vector<const Rect*>, decltype(later_end)> ending(later_end);
+    for (const Rect& rect : rects) {
+        while (!ending.empty() && ending.top()->r1 <= rect.r0) {
+            active.erase(ending.top()->c0);
+            ending.pop();
+        }
+        const auto next = active.lower_bound(rect.c0);
+        if (next != active.end() && next->first < rect.c1) return std::pair{next->second->output, rect.output};
+        if (next != active.begin() && std::prev(next)->second->c1 > rect.c0)
+            return std::pair{std::prev(next)->second->output, rect.output};
+        active.emplace(rect.c0, &rect);
+        ending.push(&rect);
+    }
+    return std::nullopt;
 }
 
 /// InvalidArgument when an output overlaps another output or an input (inputs may share memory).
@@ -81,11 +133,46 @@ void check_disjoint(std::vector<Range> outputs, std::vector<Range> inputs, const
     outputs.erase(std::remove_if(outputs.begin(), outputs.end(), empty), outputs.end());
     inputs.erase(std::remove_if(inputs.begin(), inputs.end(), empty), inputs.end());
     std::sort(outputs.begin(), outputs.end(), by_lo);
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-        for (std::size_t j = i + 1; j < outputs.size() && outputs[j].lo < outputs[i].hi; ++j)
-            if (share_elements(*outputs[i].view, *outputs[j].view))
-                invalid(api, "d[{}]: its memory overlaps d[{}]'s; every group's D needs memory of its own",
-                        outputs[j].group, outputs[i].group);
+    auto overlapping = [&](std::size_t i, std::size_t j) {
+        const std::size_t first = std::min(i, j), second = std::max(i, j);
+        invalid(api, "d[{}]: its memory overlaps d[{}]'s; every group's D needs memory of its own",
+                outputs[second].group, outputs[first].group);
+    };
+    // Outputs of different lattices (or of none) must not even share a byte: by start, each against
+    // the furthest-reaching earlier output of another lattice.
+    std::vector<Lattice> lattices;
+    std::vector<std::size_t> lattice(outputs.size());  // index into lattices; a lattice of none is its own
+    std::map<std::tuple<std::int64_t, std::int64_t, int, std::uintptr_t>, std::size_t> known;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const Lattice l = lattice_of(*outputs[i].view);
+        if (l.unit >= 0) {
+            const auto [at, fresh] = known.try_emplace(std::tuple(l.element, l.ld, l.unit, l.residue), lattices.size());
+            lattice[i] = at->second;
+            if (!fresh) continue;
+        } else {
+            lattice[i] = lattices.size();
+        }
+        lattices.push_back(l);
+    }
+    constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+    std::size_t best = none, other = none;  // the furthest end, and the furthest of another lattice than best's
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const std::size_t rival = best != none && lattice[best] != lattice[i] ? best : other;
+        if (rival != none && outputs[rival].hi > outputs[i].lo) overlapping(rival, i);
+        if (best == none || outputs[i].hi > outputs[best].hi) {
+            if (best != none && lattice[best] != lattice[i]) other = best;
+            best = i;
+        } else if (lattice[i] != lattice[best] && (other == none || outputs[i].hi > outputs[other].hi)) {
+            other = i;
+        }
+    }
+    // Within a lattice, the rectangles each output covers.
+    std::vector<std::vector<std::size_t>> members(lattices.size());
+    for (std::size_t i = 0; i < outputs.size(); ++i) members[lattice[i]].push_back(i);
+    for (std::size_t k = 0; k < lattices.size(); ++k)
+        if (members[k].size() > 1 && lattices[k].unit >= 0)
+            if (const auto pair = lattice_overlap(outputs, members[k], lattices[k]))
+                overlapping(pair->first, pair->second);
     // An output overlaps an input when some input starting before the output's end ends after its
     // start: inputs sorted by start, with the running maximum of their ends.
     std::sort(inputs.begin(), inputs.end(), by_lo);

@@ -404,6 +404,62 @@ TEST(GroupedValidation, OverlappingOutputs) {
         {"d:", "strides (4, 1)", "share memory"});
 }
 
+TEST(GroupedValidation, OutputsAsBlocksOfOneParent) {
+    // Per-group outputs that are blocks of one row-major parent (64, W) of bf16, checked without
+    // running anything: each (rows, cols) block starting at (row, col) of the parent.
+    constexpr std::int64_t W = 64;
+    auto block = [](std::int64_t row, std::int64_t col, std::int64_t rows, std::int64_t cols) {
+        return v(6, bf16, {rows, cols}, {W, 1}, std::uintptr_t(row * W + col) * 2);
+    };
+    auto check = [](const std::vector<TensorView>& d) {
+        std::vector<TensorView> a, b;
+        for (const TensorView& x : d) {
+            a.push_back(v(0, bf16, {x.shape(0), 1}));
+            b.push_back(v(1, bf16, {1, x.shape(1)}));
+        }
+        const detail::GroupedShape shape =
+            detail::check_group_layouts(std::span<const TensorView>(a), std::span<const TensorView>(b), {}, "test");
+        detail::check_group_call(a, b, d, {}, shape, Epilog::none, "test");
+    };
+    // Blocks of 5 columns that interleave in memory but share no element: side by side, one below
+    // another, one running past the parent's last column into the next rows' first, and one that
+    // starts left of another in rows below it (its first rows' elements lie right of the other's
+    // start in memory).
+    EXPECT_NO_THROW(check({block(0, 0, 8, 5), block(0, 5, 8, 5), block(8, 0, 4, 5), block(12, 62, 2, 5)}));
+    EXPECT_NO_THROW(check({block(0, 5, 1, 5), block(5, 2, 3, 5)}));
+    // The same with an element shared: a corner, one reached past the parent's width, and one below
+    // another's start on its left.
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            check({block(0, 0, 8, 5), block(7, 4, 2, 5)});
+        },
+        {"d[1]:", "overlaps d[0]"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            check({block(12, 62, 2, 5), block(13, 1, 1, 5)});
+        },
+        {"d[1]:", "overlaps d[0]"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            check({block(0, 5, 8, 5), block(1, 2, 3, 5)});
+        },
+        {"d[1]:", "overlaps d[0]"});
+    // A block of another lattice (column-major) over the same memory: refused outright.
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            check({block(0, 0, 2, 5), v(6, bf16, {2, 5}, {1, W}, 2 * 40)});
+        },
+        {"overlaps d[0]"});
+    // Many single columns of the parent, every one interleaved with every other: accepted, and one
+    // more column equal to an earlier one refused, naming both (the check sorts, it does not compare
+    // every pair).
+    std::vector<TensorView> columns;
+    for (std::int64_t c = 0; c < W; ++c) columns.push_back(block(0, c, 64, 1));
+    EXPECT_NO_THROW(check(columns));
+    columns.push_back(block(10, 37, 2, 1));
+    expect_throw_with<InvalidArgument>([&] { check(columns); }, {"d[64]:", "overlaps d[37]"});
+}
+
 TEST(GroupedValidation, SharedWeightsAndZeroRowGroupsNeedNoGpuToValidate) {
     // Every group empty: nothing to do, nothing touched, no device needed.
     const std::vector<std::int64_t> zeros{0, 0, 0};
