@@ -136,7 +136,7 @@ struct GroupedMatmulArgs {
 /// rows exit at once: that is the cost of the bound); negative sizes count as 0, rows at or past the
 /// bound are never computed, and rows of D past the sizes' sum are not written.
 struct DeviceGroupSizes {
-    /// (G,) i32 device tensor: the rows of A (and D) of each group, in order.
+    /// (G,) i32 device tensor, contiguous (stride 1): the rows of A (and D) of each group, in order.
     TensorView sizes{};
     /// Upper bound on the sum of the sizes, known on the host (at most A's rows); required.
     std::int64_t max_total_rows = -1;
