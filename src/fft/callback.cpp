@@ -53,6 +53,11 @@ core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKi
             api);
     if (callback.symbol.empty())
         detail::throw_invalid("callback.symbol: empty; name the __device__ function the source defines", api);
+    if (const std::size_t nul = callback.source.find('\0'); nul != std::string::npos)
+        detail::throw_invalid(
+            fmt::format("callback.source: contains a NUL byte at offset {}; NVRTC would ignore everything after it",
+                        nul),
+            api);
     if (!detail::is_qualified_identifier(callback.symbol))
         detail::throw_invalid(fmt::format("callback.symbol: \"{}\" is not a C++ name (an identifier, optionally "
                                           "namespace-qualified with ::)",

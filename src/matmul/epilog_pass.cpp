@@ -154,6 +154,11 @@ void epilog_pass_route(const BiasInput& bias, const MatmulOptions& options, Matm
                     f->symbol);
         if (f->source.empty())
             invalid(api, "options.epilog_function.source: empty; give the CUDA C++ source that defines {}", f->symbol);
+        if (const std::size_t nul = f->source.find('\0'); nul != std::string::npos)
+            invalid(api,
+                    "options.epilog_function.source: contains a NUL byte at offset {}; NVRTC would ignore everything "
+                    "after it",
+                    nul);
         pass.function = true;
     }
     pass.on = pass.bias || pass.act != Activation::none || pass.function;

@@ -272,6 +272,14 @@ TEST(FftValidation, CallbackFields) {
     expect_throw_with<InvalidArgument>(
         [] { (void)compile_fft_callback({.source = "x", .symbol = "a b"}, FFTCallbackKind::load, DataType::c32); },
         {"callback.symbol", "is not a C++ name"});
+    // NVRTC reads C strings: a NUL byte in a source is refused before anything compiles.
+    const std::string nul("x\0y", 3);
+    expect_throw_with<InvalidArgument>(
+        [&] { FFT(TensorLayout(DataType::c32, {16}), {.epilog = {.source = nul, .symbol = "f"}}); },
+        {"options.epilog.source", "NUL byte at offset 1"});
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)compile_fft_callback({.source = nul, .symbol = "f"}, FFTCallbackKind::load, DataType::c32); },
+        {"callback.source", "NUL byte"});
     EXPECT_TRUE(detail::is_qualified_identifier("::ns::inner::load_2"));
     EXPECT_TRUE(detail::is_qualified_identifier("_f"));
 }

@@ -154,6 +154,14 @@ TEST(EpilogPass, RulesAreCheckedBeforeAnyCudaCall) {
     expect_throw_with<InvalidArgument>(
         [&] { (void)analyze_call(d_row(), {}, {.epilog_function = MatmulEpilogFunction{.symbol = "f"}}); },
         {"options.epilog_function.source", "empty"});
+    // NVRTC reads C strings: what follows a NUL byte would silently not be compiled.
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)analyze_call(
+                d_row(), {},
+                {.epilog_function = MatmulEpilogFunction{.source = std::string("x\0y", 3), .symbol = "f"}});
+        },
+        {"options.epilog_function.source", "NUL byte at offset 1"});
     expect_throw_with<InvalidArgument>(
         [&] {
             (void)analyze_call(d_row(), {},
