@@ -237,6 +237,8 @@ std::vector<std::string> Module::kernel_names() const {
 Kernel Module::kernel(std::string_view name, int device) const {
     constexpr const char* api = "Module::kernel";
     if (!library_) detail::throw_invalid(k_empty_module, api);
+    if (name.find('\0') != std::string_view::npos)
+        detail::throw_invalid("name: contains a NUL byte; the driver would look up only what comes before it", api);
     std::string symbol(name);
     for (const auto& [expr, lowered] : library_->lowered_names)
         if (expr == name) {

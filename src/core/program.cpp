@@ -225,7 +225,8 @@ void validate_options(const core::ProgramOptions& o) {
     if (o.name.empty() || o.name.find_first_of("\n\r") != std::string::npos)
         throw_invalid("ProgramOptions::name: must be a non-empty single line", api);
     no_nul(o.arch, "ProgramOptions::arch");
-    for (const auto& [k, v] : o.defines) no_nul(v, fmt::format("ProgramOptions::defines[\"{}\"]", k));
+    for (const auto& [k, v] : o.defines)
+        if (is_identifier(k)) no_nul(v, fmt::format("ProgramOptions::defines[\"{}\"]", k));  // keys: checked below
     for (std::size_t i = 0; i < o.include_dirs.size(); ++i)
         no_nul(o.include_dirs[i], fmt::format("ProgramOptions::include_dirs[{}]", i));
     for (const auto& [name, text] : o.headers) {

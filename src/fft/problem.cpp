@@ -253,8 +253,10 @@ bool self_overlapping(const FftOperand& op) {
         std::int64_t extent, stride;
     };
     std::vector<Dim> dims;
-    for (int i = 0; i < op.rank; ++i)
+    for (int i = 0; i < op.rank; ++i) {
+        if (op.shape[std::size_t(i)] == 0) return false;  // no element at all
         if (op.shape[std::size_t(i)] > 1) dims.push_back({op.shape[std::size_t(i)], op.strides[std::size_t(i)]});
+    }
     for (const Dim& d : dims)
         if (d.stride == 0) return true;
     std::sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.stride < y.stride; });
@@ -271,6 +273,14 @@ bool self_overlapping(const FftOperand& op) {
             const std::int64_t g = std::gcd(dims[i].stride, dims[j].stride);
             if (dims[j].stride / g < dims[i].extent && dims[i].stride / g < dims[j].extent) return true;
         }
+    // An outermost dimension whose stride exceeds the span of all the others repeats them without
+    // meeting them: only the dimensions inside it need listing.
+    for (;;) {
+        std::int64_t inner = 0;
+        for (std::size_t i = 0; i + 1 < dims.size(); ++i) inner += (dims[i].extent - 1) * dims[i].stride;
+        if (dims.size() < 2 || dims.back().stride <= inner) break;
+        dims.pop_back();
+    }
     std::int64_t count = 1;
     for (const Dim& d : dims) {
         count *= d.extent;
@@ -361,6 +371,23 @@ void lengths_stage(const FftOperand& want, FftProblem& p, const char* api) {
         if (p.in.shape[std::size_t(i)] == 0) p.empty = true;
 }
 
+// InvalidArgument when the output `op` (of user layout `layout`, called `name`) broadcasts or puts
+// two elements at one address: results would overwrite each other.
+void check_output_addresses(const FftOperand& op, const TensorLayout& layout, const char* name, const char* api) {
+    for (int i = 0; i < op.rank; ++i)
+        if (op.shape[std::size_t(i)] > 1 && op.strides[std::size_t(i)] == 0)
+            throw_invalid(fmt::format("{}: stride 0 along dimension {} (strides {}) would write several results to "
+                                      "one element; outputs cannot broadcast",
+                                      name, i, gpumath::to_string(layout.strides())),
+                          api);
+    if (self_overlapping(op))
+        throw_invalid(fmt::format("{}: shape {} with strides {} puts several elements at one address (or cannot be "
+                                  "shown not to), so results would overwrite each other; give each element of the "
+                                  "output its own memory (for instance strides that nest, as a contiguous tensor's do)",
+                                  name, shape_text(layout), gpumath::to_string(layout.strides())),
+                      api);
+}
+
 // The output layout: the out view's, checked against what the transform writes, else the input's
 // (in place) or a row-major one.
 void output_stage(const TensorLayout& in, const TensorLayout* out, bool inplace, const FftOperand& want, FftProblem& p,
@@ -370,6 +397,8 @@ void output_stage(const TensorLayout& in, const TensorLayout* out, bool inplace,
         if (inplace) {
             p.out_layout = in;
             p.out = p.in;
+            // In place, the input's layout is the output's: it must give each element its own address.
+            check_output_addresses(p.out, in, "input (the output of an in-place transform)", api);
         } else {
             p.out_layout = user_layout(out_dtype, p.out_complex, want);
             p.out = logical_operand(p.out_layout, p.out_complex, "out", api);
@@ -393,18 +422,7 @@ void output_stage(const TensorLayout& in, const TensorLayout* out, bool inplace,
             api);
     p.out_layout = *out;
     p.out = logical_operand(*out, p.out_complex, "out", api);
-    for (int i = 0; i < p.out.rank; ++i)
-        if (p.out.shape[std::size_t(i)] > 1 && p.out.strides[std::size_t(i)] == 0)
-            throw_invalid(fmt::format("out: stride 0 along dimension {} (strides {}) would write several results to "
-                                      "one element; outputs cannot broadcast",
-                                      i, gpumath::to_string(out->strides())),
-                          api);
-    if (self_overlapping(p.out))
-        throw_invalid(fmt::format("out: shape {} with strides {} puts several elements at one address (or cannot be "
-                                  "shown not to), so results would overwrite each other; give each element of the "
-                                  "output its own memory (for instance strides that nest, as a contiguous tensor's do)",
-                                  shape_text(*out), gpumath::to_string(out->strides())),
-                      api);
+    check_output_addresses(p.out, *out, "out", api);
     if (inplace && !(*out == in))
         throw_invalid(fmt::format("out: options.inplace needs the output layout to equal the input layout ({}); "
                                   "got {}",

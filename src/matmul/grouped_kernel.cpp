@@ -625,6 +625,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     // warpgroup's wait_group before it has retired every lane's MMAs reading the stage).
     const unsigned empty_here = gm_mapa(bars + 8 * GM_WG_STAGES, rank),
                    empty_there = gm_mapa(bars + 8 * GM_WG_STAGES, rank ^ 1u);
+    // The order matters: this block's own arrival goes first. A block that multicasts no A into
+    // the other for a step (a tile of at most 16 rows: rank 1 loads nothing) leaves no other edge
+    // ordering its release of a stage before the other block's release of the stage's next use.
     auto release = [&](int stage) {
         if (lane == 0) {
             gm_mbar_arrive_cluster(empty_here + 8 * stage);

@@ -218,6 +218,9 @@ TEST(JitGpu, UnknownKernelListsTheModulesKernels) {
         {"add_two", "add_one", "axpby", "reverse_dynamic", "_Z5scaleIfEvPT_S0_i", "scale<float>"});
     const std::vector<std::string> names = kernels().kernel_names();
     EXPECT_EQ(names.size(), 8u);  // add_one, axpby, 2 x scale, reverse_static, bounded, reverse_dynamic, neighbours
+    // The driver takes a C string: "add_one" followed by a NUL and more would find add_one.
+    test::expect_throw_with<InvalidArgument>([] { (void)kernels().kernel(std::string("add_one\0x", 9)); },
+                                             {"Module::kernel", "NUL byte"});
 }
 
 TEST(JitGpu, PtxAndLtoLinkedCodeLoad) {

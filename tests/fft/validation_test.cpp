@@ -192,11 +192,27 @@ TEST(FftValidation, OutputShapeAndDtype) {
         {"out", "one address"});  // indices (1, 0, 0) and (0, 0, 3) both at offset 3
 }
 
+TEST(FftValidation, InPlaceLayoutsWhoseElementsShareAnAddress) {
+    // In place the input's layout is the output's: a broadcast or strides that meet are refused too.
+    for (std::int64_t outer : {0, 4})
+        expect_throw_with<InvalidArgument>(
+            [&] {
+                (void)FFT(TensorLayout(DataType::c32, {8, 8}, {outer, 1}), {.inplace = true});
+            },
+            {"output of an in-place transform", outer == 0 ? "stride 0" : "one address"});
+}
+
 TEST(FftValidation, OutputsWhoseElementsAreDistinctAreTaken) {
     // Strides that do not nest but still give every element its own address plan fine.
     EXPECT_NO_THROW((void)FFT(TensorLayout(DataType::c32, {3, 3}), TensorLayout(DataType::c32, {3, 3}, {3, 4})));
     EXPECT_NO_THROW((void)FFT(TensorLayout(DataType::c32, {4, 8}), TensorLayout(DataType::c32, {4, 8}, {1, 4})));
     EXPECT_NO_THROW((void)FFT(TensorLayout(DataType::c32, {4, 8}), TensorLayout(DataType::c32, {4, 8}, {9, 1})));
+    // An empty output has no element to share; a large batch of a small one-to-one layout that does
+    // not nest is listed only as far as its inner dimensions.
+    EXPECT_NO_THROW(
+        (void)FFT(TensorLayout(DataType::c32, {0, 4, 4}), TensorLayout(DataType::c32, {0, 4, 4}, {1, 1, 1})));
+    EXPECT_NO_THROW((void)FFT(TensorLayout(DataType::c32, {1 << 21, 3, 3}, {16, 3, 1}),
+                              TensorLayout(DataType::c32, {1 << 21, 3, 3}, {16, 3, 4}), {.axes = {2}}));
 }
 
 TEST(FftValidation, InPlaceOnlyC2C) {
