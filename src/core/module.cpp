@@ -377,7 +377,7 @@ void Kernel::set_max_dynamic_shared_memory(std::size_t bytes) const {
     const auto static_bytes =
         std::size_t(detail::kernel_attribute(k, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory"));
     const std::size_t optin = k.shared_memory_optin;
-    if (bytes + static_bytes > optin)
+    if (static_bytes > optin || bytes > optin - static_bytes)  // no wrap-around for huge `bytes`
         detail::throw_invalid(
             fmt::format("bytes: {} bytes of dynamic shared memory plus kernel '{}''s {} bytes of static "
                         "shared memory exceed device {}'s limit of {} bytes per block; at most {} "

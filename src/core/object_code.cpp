@@ -149,6 +149,16 @@ std::shared_ptr<detail::ObjectCodeData> code_data(std::string_view bytes, CodeTy
                                                   std::string name, const char* api) {
     detail::check_code_type(type, "type", api);
     if (bytes.empty()) detail::throw_invalid("bytes: empty; device code cannot be empty", api);
+    // PTX is text the driver and nvJitLink read up to its first NUL: one before the end (a final
+    // terminator is fine) would silently drop the code after it.
+    if (type == CodeType::ptx) {
+        const std::size_t nul = bytes.find('\0');
+        if (nul != std::string_view::npos && bytes.find_first_not_of('\0', nul) != std::string_view::npos)
+            detail::throw_invalid(
+                fmt::format("bytes: PTX with a NUL byte at offset {} of {}; the code after it would be ignored", nul,
+                            bytes.size()),
+                api);
+    }
     if (!arch.empty() && !detail::parse_arch(arch))
         detail::throw_invalid(fmt::format("arch: \"{}\" is not an architecture name (sm_NN or compute_NN)", arch), api);
     auto data = std::make_shared<detail::ObjectCodeData>();

@@ -128,6 +128,55 @@ bool overlap(const TensorView& x, const TensorView& y) {
     const Range a = range_of(x), b = range_of(y);
     return a.lo < b.hi && b.lo < a.hi && a.lo != a.hi && b.lo != b.hi;
 }
+/// The 4 bytes of one f32 scale (or amax) against a tensor's memory, or another scale's.
+Range range_of(const float* p) {
+    const auto x = reinterpret_cast<std::uintptr_t>(p);
+    return {x, x + sizeof(float)};
+}
+bool overlap(const float* p, const TensorView& v) {
+    const Range a = range_of(p), b = range_of(v);
+    return a.lo < b.hi && b.lo < a.hi && b.lo != b.hi;
+}
+bool overlap(const float* p, const float* q) {
+    const Range a = range_of(p), b = range_of(q);
+    return a.lo < b.hi && b.lo < a.hi;
+}
+
+/// The per-tensor scales (inputs, one f32 each) apart from every output, and amax_d (an output)
+/// apart from every operand: the product reads the scales while it writes its outputs.
+void check_scales_apart(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args,
+                        const char* api) {
+    const MatmulScales& s = args.scales;
+    const std::pair<const char*, const float*> scale_inputs[] = {
+        {"scales.a", s.a}, {"scales.b", s.b}, {"scales.c", s.c}, {"scales.d", s.d}};
+    const std::pair<const char*, const TensorView*> outputs[] = {
+        {"d", d}, {"aux", args.aux ? &*args.aux : nullptr}, {"bias_grad", args.bias_grad ? &*args.bias_grad : nullptr}};
+    for (const auto& [name, p] : scale_inputs) {
+        if (p == nullptr) continue;
+        for (const auto& [out_name, out] : outputs)
+            if (out != nullptr && overlap(p, *out))
+                invalid(api, "{}: points into {}'s memory; the product writes {} while it reads the scale", name,
+                        out_name, out_name);
+    }
+    if (s.amax_d == nullptr) return;
+    for (const auto& [name, p] : scale_inputs)
+        if (p != nullptr && overlap(s.amax_d, p))
+            invalid(api, "scales.amax_d: its 4 bytes overlap {}'s; amax is an output and needs memory of its own",
+                    name);
+    const std::pair<const char*, const TensorView*> tensors[] = {
+        {"a", &a},
+        {"b", &b},
+        {"c", args.c ? &*args.c : nullptr},
+        {"d", d},
+        {"bias", args.bias ? &*args.bias : nullptr},
+        {"aux", args.aux ? &*args.aux : nullptr},
+        {"bias_grad", args.bias_grad ? &*args.bias_grad : nullptr},
+        {"scales.a_tensor", s.a_tensor ? &*s.a_tensor : nullptr},
+        {"scales.b_tensor", s.b_tensor ? &*s.b_tensor : nullptr}};
+    for (const auto& [name, t] : tensors)
+        if (t != nullptr && overlap(s.amax_d, *t))
+            invalid(api, "scales.amax_d: points into {}'s memory; amax is an output and needs memory of its own", name);
+}
 
 void check_scalar(const Scalar& s, const char* name, DataType input, const char* api) {
     if (input == DataType::i8) {
@@ -197,6 +246,7 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
     // other operand either way.
     if (args.aux) check_output_alone(*args.aux, "aux", a, b, args, api);
     if (args.bias_grad) check_output_alone(*args.bias_grad, "bias_grad", a, b, args, api);
+    check_scales_apart(a, b, d, args, api);
     if (d == nullptr) return;
     if (overlap(*d, a)) invalid(api, "d: its memory overlaps a's; an output must not alias an input");
     if (overlap(*d, b)) invalid(api, "d: its memory overlaps b's; an output must not alias an input");
@@ -217,6 +267,20 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
         invalid(api, "bias_grad: its memory overlaps d's; pass separate memory");
     if (args.aux && args.bias_grad && overlap(*args.aux, *args.bias_grad))
         invalid(api, "bias_grad: its memory overlaps aux's; pass separate memory");
+}
+
+bool f16_scale_type(DataType input, const MatmulOptions& options) noexcept {
+    return input == DataType::f16 && options.compute_type == ComputeType::f16;
+}
+
+void check_scale_range(const Scalar& alpha, const Scalar& beta, bool f16_scale, const char* api) {
+    if (!f16_scale) return;
+    for (const auto& [name, x] : {std::pair{"alpha", &alpha}, std::pair{"beta", &beta}})
+        if (std::abs(x->real) > 65504.0)
+            invalid(api,
+                    "{}: {} is past the range of the f16 scale type of compute type f16 (|x| <= 65504); scale the "
+                    "inputs, or use compute type f32",
+                    name, x->real);
 }
 
 void check_output_alone(const TensorView& out, const char* name, const TensorView& a, const TensorView& b,

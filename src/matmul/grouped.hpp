@@ -28,6 +28,7 @@ struct GroupedShape {
     std::int64_t n = 0, k = 0;
     DataType input = DataType::f32;   // of every A and B
     DataType result = DataType::f32;  // of every D
+    bool f16_scale = false;           // alpha is f16 (f16 inputs, compute type f16)
 };
 
 /// One non-empty group's operands, as one matmul sees them.

@@ -311,6 +311,7 @@ GroupedShape check_group_layouts(std::span<const L> a, std::span<const L> b, con
                     s.n);
     }
     s.result = result_of(s.input, options);
+    s.f16_scale = f16_scale_type(s.input, options);
     return s;
 }
 
@@ -341,6 +342,7 @@ GroupedShape check_moe_layouts(const TensorLayout& a, const TensorLayout& b, con
     if (a.shape(1) != s.k)
         invalid(api, "a: shape {} has K = {}; b {} has K = {}", shape_text(a), a.shape(1), shape_text(b), s.k);
     s.result = result_of(s.input, options);
+    s.f16_scale = f16_scale_type(s.input, options);
     return s;
 }
 
@@ -363,6 +365,7 @@ void check_group_call(std::span<const TensorView> a, std::span<const TensorView>
                       const GroupedMatmulArgs& args, const GroupedShape& shape, Epilog epilog, const char* api) {
     if (std::int64_t(d.size()) != shape.groups) invalid(api, "d: {} views for G = {} groups", d.size(), shape.groups);
     check_bias(args, shape, epilog, api);
+    check_scale_range(args.alpha, Scalar(0.0), shape.f16_scale, api);
     std::vector<Range> outputs, inputs;
     outputs.reserve(d.size());
     inputs.reserve(2 * d.size() + 1);
@@ -416,6 +419,7 @@ void check_moe_call(const TensorView& a, const TensorView& b, const TensorView& 
     MatmulArgs margs{.alpha = args.alpha};
     if (args.bias) margs.bias = *args.bias;
     check_call(a, b, &d, margs, api);
+    check_scale_range(args.alpha, Scalar(0.0), shape.f16_scale, api);
     check_scales(args.scales, shape, api);
     // D must not overlap the scales it is computed from either (check_call saw the rest).
     std::vector<Range> scale_inputs;

@@ -58,6 +58,7 @@ public:
     MatmulOutputs execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                           core::StreamRef stream) {
         check_call(a, b, &d, args, "Matmul::execute");
+        check_scale_range(args.alpha, args.beta, f16_scale_type(a.dtype(), options_), "Matmul::execute");
         return execute_checked(a, b, d, args, stream);
     }
 
@@ -79,6 +80,7 @@ public:
         constexpr const char* api = "Matmul::execute";
         const TensorLayout layout = allocated_result_layout(a_, b_, c_, options_, api);
         check_call(a, b, nullptr, args, api);
+        check_scale_range(args.alpha, args.beta, f16_scale_type(a.dtype(), options_), api);
         // The whole call is validated before D is allocated (bias, aux and the rest included).
         MatmulSignature sig = MatmulSignature::of(call_of(a, b, nullptr, args));
         sig.d = layout;
@@ -93,10 +95,13 @@ public:
 
     const std::vector<AlgorithmInfo>& autotune(const TensorView& a, const TensorView& b, const TensorView& d,
                                                const MatmulArgs& args, core::StreamRef stream, int iterations) {
-        if (iterations < 1)
-            throw_invalid(fmt::format("iterations: {} given; autotune needs at least 1", iterations),
+        if (iterations < 1 || iterations > 10000)
+            throw_invalid(fmt::format("iterations: {} given; autotune takes 1 to 10000 (a median settles within a few "
+                                      "dozen)",
+                                      iterations),
                           "Matmul::autotune");
         check_call(a, b, &d, args, "Matmul::autotune");
+        check_scale_range(args.alpha, args.beta, f16_scale_type(a.dtype(), options_), "Matmul::autotune");
         const MatmulSignature sig = MatmulSignature::of(call_of(a, b, &d, args));
         check_operands(sig, "Matmul::autotune");
         MatmulProblem problem = analyze(sig, options_, "Matmul::autotune");

@@ -160,6 +160,13 @@ void check_options(const MatmulOptions& options, const char* api);
 /// inputs. No CUDA calls.
 void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args, const char* api);
 
+/// Whether products of `input` under `options` scale by an f16 alpha and beta (compute type f16),
+/// which hold |x| <= 65504.
+[[nodiscard]] bool f16_scale_type(DataType input, const MatmulOptions& options) noexcept;
+/// InvalidArgument when alpha or beta is past the f16 scale type's range and `f16_scale` (before any
+/// CUDA call; check_call bounds them by f32's range only).
+void check_scale_range(const Scalar& alpha, const Scalar& beta, bool f16_scale, const char* api);
+
 /// InvalidArgument when `out` (the aux, a bias gradient) overlaps an input of the call (a, b, c,
 /// bias, the scale tensors).
 void check_output_alone(const TensorView& out, const char* name, const TensorView& a, const TensorView& b,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include <gpumath/core.hpp>
@@ -56,6 +57,11 @@ TEST(Dim3, FromIntegers) {
     EXPECT_EQ(b.x, 1000);
     EXPECT_EQ(b.y, -2);
     EXPECT_EQ((Dim3{2, 3, 4}.volume()), 24);
+    // Saturating instead of overflowing (a product past int64 is a signed overflow).
+    constexpr std::int64_t big = std::int64_t(1) << 40;
+    EXPECT_EQ((Dim3{big, big, 1 << 20}.volume()), std::numeric_limits<std::int64_t>::max());
+    EXPECT_EQ((Dim3{-big, big, 1 << 20}.volume()), std::numeric_limits<std::int64_t>::min());
+    EXPECT_EQ((Dim3{big, big, 0}.volume()), 0);
     const LaunchConfig c{.grid = (n + 255) / 256, .block = 256};
     EXPECT_EQ(c.grid.x, 4);
     EXPECT_EQ(c.block, Dim3(256));
@@ -163,6 +169,11 @@ TEST(LaunchConfig, EveryDimensionIsCheckedAndNamed) {
     bad({.grid = {8, 3}, .block = 32, .cluster = Dim3{2, 2}}, {"LaunchConfig::cluster", "(8, 3, 1)", "(2, 2, 1)"});
     bad({.grid = {8, 4, 5}, .block = 32, .cluster = Dim3{1, 1, 2}}, {"LaunchConfig::cluster", "(8, 4, 5)"});
     bad({.grid = 2, .block = 32, .cluster = 4}, {"LaunchConfig::cluster", "(2, 1, 1)", "(4, 1, 1)", "multiple"});
+    // At most 16 blocks per cluster, whatever the grid.
+    bad({.grid = 64, .block = 32, .cluster = 32}, {"LaunchConfig::cluster", "over 16", "(32, 1, 1)"});
+    bad({.grid = {8, 4}, .block = 32, .cluster = Dim3{8, 4}},
+        {"LaunchConfig::cluster", "32", "(8, 4, 1)", "at most 16"});
+    bad({.grid = 0x7ffffffe, .block = 1, .cluster = 0x7ffffffe}, {"LaunchConfig::cluster", "over 16"});
     // The grid is checked before the cluster, so a bad grid is named as such.
     bad({.grid = 0, .block = 32, .cluster = 2}, {"LaunchConfig::grid"});
     // The same checks guard launch_raw and launch: an empty argument list reaches no driver call.

@@ -298,6 +298,11 @@ TEST(ObjectCode, FromBytesAndEmpty) {
                                              {"empty"});
     test::expect_throw_with<InvalidArgument>(
         [] { (void)ObjectCode::from_bytes(std::string_view("x"), CodeType::ptx, "bogus"); }, {"arch", "bogus"});
+    // PTX is read up to its first NUL: a terminator is fine, code after one is not.
+    EXPECT_NO_THROW((void)ObjectCode::from_bytes(std::string(".version 9.0\n.target sm_90\n\0", 28), CodeType::ptx));
+    test::expect_throw_with<InvalidArgument>(
+        [] { (void)ObjectCode::from_bytes(std::string(".version 9.0\n\0.target sm_90\n", 28), CodeType::ptx); },
+        {"bytes", "NUL byte at offset 13"});
     const ObjectCode empty;
     EXPECT_TRUE(empty.empty());
     test::expect_throw_with<InvalidArgument>([&] { (void)empty.type(); }, {"empty"});

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <sys/stat.h>
 
@@ -527,6 +528,50 @@ TEST(MatmulValidation, Fp8Alignment) {
         {"a:", "8-byte aligned", "16-byte"});
 }
 
+TEST(MatmulValidation, Fp8ScalesAndAmaxApartFromTheOutputs) {
+    // The product reads the scales while it writes d and amax_d: no scale inside an output, and
+    // amax_d apart from every operand and scale.
+    const auto a8 = v(0, DataType::e4m3, {32, 32}), b8 = v(1, DataType::e4m3, {32, 32}, {1, 32});
+    const auto d8 = v(2, DataType::e4m3, {32, 32});
+    const MatmulOptions to_e4m3{.result_type = DataType::e4m3};
+    auto* inside_d = static_cast<float*>(addr(2, 64));
+    auto* inside_a = static_cast<float*>(addr(0, 256));
+    auto* scale = static_cast<float*>(addr(9));
+    expect_throw_with<InvalidArgument>([&] { matmul(a8, b8, d8, {.scales = {.amax_d = inside_d}}, to_e4m3); },
+                                       {"scales.amax_d", "d's memory"});
+    expect_throw_with<InvalidArgument>([&] { matmul(a8, b8, d8, {.scales = {.amax_d = inside_a}}, to_e4m3); },
+                                       {"scales.amax_d", "a's memory"});
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(a8, b8, d8, {.scales = {.a = scale, .d = scale + 4, .amax_d = scale}}, to_e4m3); },
+        {"scales.amax_d", "scales.a"});
+    expect_throw_with<InvalidArgument>([&] { matmul(a8, b8, d8, {.scales = {.a = inside_d}}, to_e4m3); },
+                                       {"scales.a", "d's memory"});
+    Matmul mm(a8, b8, to_e4m3);
+    expect_throw_with<InvalidArgument>([&] { mm.execute(a8, b8, d8, {.scales = {.d = inside_d}}); },
+                                       {"scales.d", "d's memory"});
+}
+
+TEST(MatmulValidation, F16ScaleTypeRangeBeforeAnyCudaCall) {
+    // Compute type f16 scales by f16 alpha and beta (|x| <= 65504): refused before planning.
+    const auto a = v(0, DataType::f16, {64, 64}), b = v(1, DataType::f16, {64, 64}), d = v(2, DataType::f16, {64, 64});
+    const MatmulOptions f16_compute{.compute_type = ComputeType::f16};
+    expect_throw_with<InvalidArgument>([&] { matmul(a, b, d, {.alpha = 1e6}, f16_compute); },
+                                       {"alpha", "1000000", "65504"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(a, b, d, {.beta = -70000.0, .c = v(3, DataType::f16, {64, 64})}, f16_compute);
+        },
+        {"beta", "-70000", "compute type f32"});
+    Matmul mm(a, b, f16_compute);
+    expect_throw_with<InvalidArgument>([&] { mm.execute(a, b, d, {.alpha = 65505.0}); }, {"alpha", "65504"});
+    const std::vector<std::int64_t> sizes{32, 32};
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(a, v(4, DataType::f16, {2, 64, 64}), d, sizes, {.alpha = 1e5}, f16_compute);
+        },
+        {"alpha", "65504"});
+}
+
 TEST(MatmulValidation, Fp8ScalesAndAmax) {
     float* fake = static_cast<float*>(addr(9));
     Problem p;
@@ -646,6 +691,8 @@ TEST(MatmulValidation, PlanPreferencesAndAutotuneArguments) {
     Matmul mm(p.a, p.b);
     expect_throw_with<InvalidArgument>([&] { mm.plan({.max_algorithms = 0}); }, {"max_algorithms", "1..64"});
     expect_throw_with<InvalidArgument>([&] { mm.autotune(p.a, p.b, p.d, {}, {}, 0); }, {"iterations", "0"});
+    expect_throw_with<InvalidArgument>([&] { mm.autotune(p.a, p.b, p.d, {}, {}, 10001); },
+                                       {"iterations", "10001", "1 to 10000"});
     expect_throw_with<InvalidArgument>([&] { (void)mm.algorithm(); }, {"not planned"});
     EXPECT_TRUE(mm.algorithms().empty());
 }

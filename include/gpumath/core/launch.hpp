@@ -32,8 +32,15 @@ struct Dim3 {
     constexpr Dim3(X x_, Y y_ = 1, Z z_ = 1) noexcept  // NOLINT: implicit by design
         : x(static_cast<std::int64_t>(x_)), y(static_cast<std::int64_t>(y_)), z(static_cast<std::int64_t>(z_)) {}
 
-    /// x * y * z.
-    [[nodiscard]] constexpr std::int64_t volume() const noexcept { return x * y * z; }
+    /// x * y * z, saturating at INT64_MAX (and at INT64_MIN for a negative product) instead of
+    /// overflowing.
+    [[nodiscard]] constexpr std::int64_t volume() const noexcept {
+        if (x == 0 || y == 0 || z == 0) return 0;
+        std::int64_t xy = 0, xyz = 0;
+        if (__builtin_mul_overflow(x, y, &xy) || __builtin_mul_overflow(xy, z, &xyz))
+            return (int(x < 0) + int(y < 0) + int(z < 0)) % 2 == 1 ? INT64_MIN : INT64_MAX;
+        return xyz;
+    }
     friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
 };
 

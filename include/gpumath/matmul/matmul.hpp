@@ -68,6 +68,7 @@ public:
     /// candidates interleaved) and selects the fastest; the heuristic's first choice is kept unless another is more
     /// than 1% faster. Blocking: synchronizes `stream`. D (and aux / bias-gradient outputs) hold a valid result
     /// afterwards; a C aliasing D is restored between runs. Returns the candidates, fastest first.
+    /// `iterations` is 1 to 10000 (InvalidArgument otherwise: each run of each candidate takes two events).
     const std::vector<AlgorithmInfo>& autotune(const TensorView& a, const TensorView& b, const TensorView& d,
                                                const MatmulArgs& args = {}, core::StreamRef stream = {},
                                                int iterations = 10);
