@@ -69,6 +69,9 @@ int Device::count() noexcept {
 Device Device::current() { return Device(gpumath::detail::current_device()); }
 
 Device::Device(int ordinal) : ordinal_(ordinal) {
+    if (ordinal < 0)  // wrong on any machine: said before asking the driver anything
+        gpumath::detail::throw_invalid(fmt::format("ordinal: device {} requested; device ordinals start at 0", ordinal),
+                                       "Device");
     const int n = device_count_or_throw();
     if (ordinal < 0 || ordinal >= n)
         gpumath::detail::throw_invalid(

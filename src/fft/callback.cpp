@@ -27,6 +27,10 @@ void check_kind(FFTCallbackKind kind, const char* api) {
 
 std::string fft_callback_signature(FFTCallbackKind kind, DataType element, const std::string& name) {
     check_kind(kind, "gpumath::fft_callback_signature");
+    if (!detail::is_qualified_identifier(name))
+        detail::throw_invalid(
+            fmt::format("name: \"{}\" is not a C++ name (an identifier, optionally namespace-qualified with ::)", name),
+            "gpumath::fft_callback_signature");
     const char* type = detail::fft_callback_value_type(element, "gpumath::fft_callback_signature");
     if (kind == FFTCallbackKind::load)
         return fmt::format("__device__ {} {}(void* data_in, unsigned long long offset, void* user_info, void* shared)",

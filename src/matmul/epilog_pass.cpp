@@ -286,6 +286,11 @@ void run_epilog_pass(const EpilogPassKernels& kernels, const EpilogPass& pass, v
 namespace gpumath {
 
 std::string matmul_epilog_signature(const std::string& symbol) {
+    if (!detail::is_qualified_identifier(symbol))
+        detail::throw_invalid(
+            fmt::format("symbol: \"{}\" is not a C++ name (an identifier, optionally namespace-qualified with ::)",
+                        symbol),
+            "gpumath::matmul_epilog_signature");
     return fmt::format(
         "__device__ float {}(float value, long long batch, long long row, long long col, void* user_info)", symbol);
 }

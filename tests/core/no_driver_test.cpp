@@ -58,4 +58,5 @@ TEST_F(NoDriver, ValidationStillRunsFirst) {
     EXPECT_THROW((void)TensorLayout(DataType::f32, {-2}), InvalidArgument);
     const std::vector<float> three(3, 1.0f);
     EXPECT_THROW((void)Tensor::from_host(three, {4}), InvalidArgument);
+    EXPECT_THROW((void)core::Device(-1), InvalidArgument);  // wrong on any machine
 }

@@ -342,6 +342,9 @@ TEST(FftValidation, CallbackCompilesWithoutGpu) {
         compile_fft_callback({.source = src, .symbol = "window"}, FFTCallbackKind::load, DataType::c32, "sm_90");
     EXPECT_EQ(code.type(), core::CodeType::ltoir);
     EXPECT_GT(code.bytes().size(), 0u);
+    expect_throw_with<InvalidArgument>(
+        [] { (void)fft_callback_signature(FFTCallbackKind::load, DataType::c32, "a b;("); },
+        {"name", "not a C++ name"});
     EXPECT_EQ(fft_callback_signature(FFTCallbackKind::store, DataType::c64, "s"),
               "__device__ void s(void* data_out, unsigned long long offset, cufftDoubleComplex element, void* "
               "user_info, void* shared)");

@@ -262,6 +262,8 @@ TEST(EpilogPass, AFunctionThatDoesNotCompileNamesItselfAndItsSignature) {
         EXPECT_NE(what.find(matmul_epilog_signature("swish")), std::string::npos) << what;
         EXPECT_NE(e.log().find("undefined_name"), std::string::npos) << e.log();
     }
+    expect_throw_with<InvalidArgument>([] { (void)matmul_epilog_signature("1;x"); },
+                                       {"symbol", "\"1;x\"", "not a C++ name"});
     EXPECT_EQ(matmul_epilog_signature("f"),
               "__device__ float f(float value, long long batch, long long row, long long col, void* user_info)");
 }

@@ -30,8 +30,8 @@ public:
     /// The device current to the calling thread. Throws CudaError when no driver/device.
     [[nodiscard]] static Device current();
 
-    /// Device `ordinal`. Throws CudaError when there is no driver/device, InvalidArgument when
-    /// the ordinal is out of range.
+    /// Device `ordinal`. InvalidArgument for a negative ordinal (before any CUDA call) or one past
+    /// the machine's devices; CudaError when there is no driver/device.
     explicit Device(int ordinal);
 
     [[nodiscard]] int ordinal() const noexcept { return ordinal_; }

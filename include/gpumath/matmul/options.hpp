@@ -180,7 +180,8 @@ struct MatmulEpilogFunction {
     std::string symbol{};
 };
 
-/// The declaration a user epilog named `symbol` must match.
+/// The declaration a user epilog named `symbol` must match. InvalidArgument when `symbol` is not a
+/// (namespace-qualified) C++ name.
 [[nodiscard]] std::string matmul_epilog_signature(const std::string& symbol = "epilog");
 
 /// Options of a matrix multiplication, fixed when a Matmul is built (part of the plan cache key of
