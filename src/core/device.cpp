@@ -73,7 +73,7 @@ Device::Device(int ordinal) : ordinal_(ordinal) {
         gpumath::detail::throw_invalid(fmt::format("ordinal: device {} requested; device ordinals start at 0", ordinal),
                                        "Device");
     const int n = device_count_or_throw();
-    if (ordinal < 0 || ordinal >= n)
+    if (ordinal >= n)
         gpumath::detail::throw_invalid(
             fmt::format("ordinal: device {} requested, this machine has {} (valid: 0..{})", ordinal, n, n - 1),
             "Device");

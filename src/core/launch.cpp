@@ -110,13 +110,11 @@ void check_config_slow(const KernelState& k, const core::LaunchConfig& c) {
         if (cl.x < 1 || cl.y < 1 || cl.z < 1)
             throw_invalid(fmt::format("LaunchConfig::cluster: {} has a dimension below 1", dims(cl)), k_api);
         // Hopper runs clusters of at most 16 blocks (8 without the non-portable size attribute).
-        if (cl.x > 16 || cl.y > 16 || cl.z > 16 || cl.volume() > 16)
-            throw_invalid(
-                fmt::format("LaunchConfig::cluster: {} blocks per cluster ({}); a cluster holds at most 16 "
-                            "(8 portably)",
-                            cl.x > 16 || cl.y > 16 || cl.z > 16 ? std::string("over 16") : std::to_string(cl.volume()),
-                            dims(cl)),
-                k_api);
+        if (cl.volume() > 16)  // volume() saturates: no overflow for huge dimensions
+            throw_invalid(fmt::format("LaunchConfig::cluster: {} makes over 16 blocks per cluster ({}); a cluster "
+                                      "holds at most 16 (8 portably)",
+                                      dims(cl), cl.volume()),
+                          k_api);
         if (g.x % cl.x != 0 || g.y % cl.y != 0 || g.z % cl.z != 0)
             throw_invalid(fmt::format("LaunchConfig::cluster: grid {} is not a multiple of cluster {} in every "
                                       "dimension (the grid counts blocks)",

@@ -13,6 +13,7 @@
 #include <nvJitLink.h>
 
 #include "core/jit.hpp"
+#include "detail/identifier.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath::core {
@@ -82,15 +83,14 @@ void check_link_request(const LinkerOptions& o, const std::vector<ObjectCode>& i
             fmt::format("LinkerOptions::max_registers: {} is out of range; use 0 (no limit) or 1..255",
                         o.max_registers),
             api);
-    if (o.name.find('\0') != std::string::npos || o.arch.find('\0') != std::string::npos)
-        detail::throw_invalid("LinkerOptions::name and arch: must not contain a NUL byte", api);
+    detail::check_no_nul(o.name, "LinkerOptions::name", api);
+    detail::check_no_nul(o.arch, "LinkerOptions::arch", api);
     for (std::size_t i = 0; i < o.extra.size(); ++i) {
         const std::string& f = o.extra[i];
         if (f.empty() || f[0] != '-')
             detail::throw_invalid(
                 fmt::format("LinkerOptions::extra[{}]: \"{}\" is not a flag (flags start with '-')", i, f), api);
-        if (f.find('\0') != std::string::npos)
-            detail::throw_invalid(fmt::format("LinkerOptions::extra[{}]: contains a NUL byte", i), api);
+        detail::check_no_nul(f, fmt::format("LinkerOptions::extra[{}]", i), api);
         if (f.starts_with("-arch") || f.starts_with("--gpu-architecture"))
             detail::throw_invalid(
                 fmt::format("LinkerOptions::extra[{}]: \"{}\": set LinkerOptions::arch instead (the result's arch "

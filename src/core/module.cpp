@@ -15,6 +15,7 @@
 #include <gpumath/core/program.hpp>
 #include "core/driver_api.hpp"
 #include "detail/enum_check.hpp"
+#include "detail/identifier.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath::detail {
@@ -237,8 +238,7 @@ std::vector<std::string> Module::kernel_names() const {
 Kernel Module::kernel(std::string_view name, int device) const {
     constexpr const char* api = "Module::kernel";
     if (!library_) detail::throw_invalid(k_empty_module, api);
-    if (name.find('\0') != std::string_view::npos)
-        detail::throw_invalid("name: contains a NUL byte; the driver would look up only what comes before it", api);
+    detail::check_no_nul(name, "name", api);
     std::string symbol(name);
     for (const auto& [expr, lowered] : library_->lowered_names)
         if (expr == name) {

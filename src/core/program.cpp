@@ -22,6 +22,7 @@
 
 #include "core/jit.hpp"
 #include "detail/enum_check.hpp"
+#include "detail/identifier.hpp"
 #include "detail/log.hpp"
 #include "detail/scope_exit.hpp"
 #include <gpumath/core/device.hpp>
@@ -134,12 +135,6 @@ std::string current_device_arch(const char* field, const char* api) {
 
 namespace {
 
-bool is_identifier(std::string_view s) {
-    if (s.empty() || (std::isalpha(static_cast<unsigned char>(s[0])) == 0 && s[0] != '_')) return false;
-    return std::all_of(s.begin(), s.end(),
-                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; });
-}
-
 bool has_toolkit_headers(const fs::path& include) {
     std::error_code ec;
     return fs::is_regular_file(include / "cuda_fp16.h", ec);
@@ -214,26 +209,20 @@ const std::set<std::string_view>& dialects() {
 
 void validate_options(const core::ProgramOptions& o) {
     constexpr const char* api = "Program";
-    // NVRTC takes C strings: a NUL byte would silently cut off what follows it.
-    auto no_nul = [&](std::string_view text, const auto& what) {
-        if (text.find('\0') != std::string_view::npos)
-            throw_invalid(fmt::format("{}: contains a NUL byte at offset {}; NVRTC would ignore everything after it",
-                                      what, text.find('\0')),
-                          api);
-    };
-    no_nul(o.name, "ProgramOptions::name");
+    check_no_nul(o.name, "ProgramOptions::name", api);
     if (o.name.empty() || o.name.find_first_of("\n\r") != std::string::npos)
         throw_invalid("ProgramOptions::name: must be a non-empty single line", api);
-    no_nul(o.arch, "ProgramOptions::arch");
-    for (const auto& [k, v] : o.defines)
-        if (is_identifier(k)) no_nul(v, fmt::format("ProgramOptions::defines[\"{}\"]", k));  // keys: checked below
+    check_no_nul(o.arch, "ProgramOptions::arch", api);
+    for (const auto& [k, v] : o.defines)  // keys: checked below
+        if (is_identifier(k)) check_no_nul(v, fmt::format("ProgramOptions::defines[\"{}\"]", k), api);
     for (std::size_t i = 0; i < o.include_dirs.size(); ++i)
-        no_nul(o.include_dirs[i], fmt::format("ProgramOptions::include_dirs[{}]", i));
+        check_no_nul(o.include_dirs[i], fmt::format("ProgramOptions::include_dirs[{}]", i), api);
     for (const auto& [name, text] : o.headers) {
-        no_nul(name, "ProgramOptions::headers: a header name");
-        no_nul(text, fmt::format("ProgramOptions::headers[\"{}\"]", name));
+        check_no_nul(name, "ProgramOptions::headers: a header name", api);
+        check_no_nul(text, fmt::format("ProgramOptions::headers[\"{}\"]", name), api);
     }
-    for (std::size_t i = 0; i < o.extra.size(); ++i) no_nul(o.extra[i], fmt::format("ProgramOptions::extra[{}]", i));
+    for (std::size_t i = 0; i < o.extra.size(); ++i)
+        check_no_nul(o.extra[i], fmt::format("ProgramOptions::extra[{}]", i), api);
     if (!dialects().contains(o.std))
         throw_invalid(fmt::format("ProgramOptions::std: \"{}\" is not a dialect NVRTC accepts; use one of "
                                   "\"c++11\", \"c++14\", \"c++17\", \"c++20\"",
@@ -521,11 +510,7 @@ namespace gpumath::core {
 
 Program::Program(std::string source, ProgramOptions options)
     : source_(std::move(source)), options_(std::move(options)) {
-    if (const std::size_t nul = source_.find('\0'); nul != std::string::npos)
-        detail::throw_invalid(
-            fmt::format("source: contains a NUL byte at offset {} (of {}); NVRTC would ignore everything after it", nul,
-                        source_.size()),
-            "Program");
+    detail::check_no_nul(source_, "source", "Program");
     detail::validate_options(options_);
     if (options_.arch.empty()) options_.arch = detail::current_device_arch("ProgramOptions::arch", "Program");
     (void)detail::validate_arch(options_.arch, "ProgramOptions::arch", "Program");
@@ -535,8 +520,7 @@ Program::Program(std::string source, ProgramOptions options)
 Program& Program::add_name_expression(std::string expression) {
     if (moved_from_) detail::throw_moved_from("Program", "Program::add_name_expression");
     if (expression.empty()) detail::throw_invalid("name expression: must not be empty", "Program::add_name_expression");
-    if (expression.find('\0') != std::string::npos)
-        detail::throw_invalid("name expression: contains a NUL byte", "Program::add_name_expression");
+    detail::check_no_nul(expression, "name expression", "Program::add_name_expression");
     if (std::find(name_expressions_.begin(), name_expressions_.end(), expression) == name_expressions_.end())
         name_expressions_.push_back(std::move(expression));
     return *this;

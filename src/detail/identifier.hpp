@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private: what the run-time compiled sources may take as the name of a user's function.
+// Private: what the run-time compiled sources may take as the name of a user's function, and the
+// checks of text handed to NVRTC, nvJitLink or the driver.
 #pragma once
 
 #include <string_view>
+
+#include <fmt/format.h>
+
+#include "detail/status.hpp"
 
 namespace gpumath::detail {
 
@@ -27,6 +32,26 @@ namespace gpumath::detail {
         if (pos == std::string_view::npos) return true;
         s.remove_prefix(pos + 2);
     }
+}
+
+/// InvalidArgument `what`: "name" is not a C++ name, unless `name` is a qualified identifier (it is
+/// pasted into generated source).
+inline void check_qualified_name(std::string_view name, std::string_view what, const char* api) {
+    if (!is_qualified_identifier(name)) [[unlikely]]
+        throw_invalid(
+            fmt::format("{}: \"{}\" is not a C++ name (an identifier, optionally namespace-qualified with ::)", what,
+                        name),
+            api);
+}
+
+/// InvalidArgument when `text`, which NVRTC, nvJitLink or the driver read as a C string, holds a NUL
+/// byte: everything after it would be silently ignored.
+inline void check_no_nul(std::string_view text, std::string_view what, const char* api) {
+    if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) [[unlikely]]
+        throw_invalid(fmt::format("{}: contains a NUL byte at offset {}; it is read as a C string, so everything "
+                                  "after it would be ignored",
+                                  what, nul),
+                      api);
 }
 
 }  // namespace gpumath::detail

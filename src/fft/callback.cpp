@@ -27,10 +27,7 @@ void check_kind(FFTCallbackKind kind, const char* api) {
 
 std::string fft_callback_signature(FFTCallbackKind kind, DataType element, const std::string& name) {
     check_kind(kind, "gpumath::fft_callback_signature");
-    if (!detail::is_qualified_identifier(name))
-        detail::throw_invalid(
-            fmt::format("name: \"{}\" is not a C++ name (an identifier, optionally namespace-qualified with ::)", name),
-            "gpumath::fft_callback_signature");
+    detail::check_qualified_name(name, "name", "gpumath::fft_callback_signature");
     const char* type = detail::fft_callback_value_type(element, "gpumath::fft_callback_signature");
     if (kind == FFTCallbackKind::load)
         return fmt::format("__device__ {} {}(void* data_in, unsigned long long offset, void* user_info, void* shared)",
@@ -57,16 +54,8 @@ core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKi
             api);
     if (callback.symbol.empty())
         detail::throw_invalid("callback.symbol: empty; name the __device__ function the source defines", api);
-    if (const std::size_t nul = callback.source.find('\0'); nul != std::string::npos)
-        detail::throw_invalid(
-            fmt::format("callback.source: contains a NUL byte at offset {}; NVRTC would ignore everything after it",
-                        nul),
-            api);
-    if (!detail::is_qualified_identifier(callback.symbol))
-        detail::throw_invalid(fmt::format("callback.symbol: \"{}\" is not a C++ name (an identifier, optionally "
-                                          "namespace-qualified with ::)",
-                                          callback.symbol),
-                              api);
+    detail::check_no_nul(callback.source, "callback.source", api);
+    detail::check_qualified_name(callback.symbol, "callback.symbol", api);
     (void)detail::fft_callback_value_type(element, api);
     return detail::compile_fused_callback(callback, kind, element, 1.0, {}, std::move(arch));
 }

@@ -457,18 +457,10 @@ void check_callbacks(const FFTOptions& options, const char* api) {
                                       "defines",
                                       name),
                           api);
-        if (!cb->symbol.empty() && !is_qualified_identifier(cb->symbol))
-            throw_invalid(fmt::format("options.{}.symbol: \"{}\" is not a C++ name (an identifier, optionally "
-                                      "namespace-qualified with ::)",
-                                      name, cb->symbol),
-                          api);
+        if (!cb->symbol.empty()) check_qualified_name(cb->symbol, fmt::format("options.{}.symbol", name), api);
         if (cb->empty() && !cb->symbol.empty())
             throw_invalid(fmt::format("options.{}: symbol \"{}\" given without source or code", name, cb->symbol), api);
-        if (const std::size_t nul = cb->source.find('\0'); nul != std::string::npos)
-            throw_invalid(fmt::format("options.{}.source: contains a NUL byte at offset {}; NVRTC would ignore "
-                                      "everything after it",
-                                      name, nul),
-                          api);
+        check_no_nul(cb->source, fmt::format("options.{}.source", name), api);
         // cuFFT links callbacks as LTO-IR; PTX or a cubin would only fail when planning.
         if (!cb->code.empty() && cb->code.type() != core::CodeType::ltoir)
             throw_invalid(fmt::format("options.{}: ObjectCode of type {} given; an FFT callback must be CUDA C++ "

@@ -124,22 +124,17 @@ Range range_of(const TensorView& v) {
     const auto p = reinterpret_cast<std::uintptr_t>(v.data());
     return {p, p + std::uintptr_t(v.span_bytes())};
 }
-bool overlap(const TensorView& x, const TensorView& y) {
-    const Range a = range_of(x), b = range_of(y);
-    return a.lo < b.hi && b.lo < a.hi && a.lo != a.hi && b.lo != b.hi;
-}
-/// The 4 bytes of one f32 scale (or amax) against a tensor's memory, or another scale's.
+/// The 4 bytes of one f32 scale (or amax).
 Range range_of(const float* p) {
     const auto x = reinterpret_cast<std::uintptr_t>(p);
     return {x, x + sizeof(float)};
 }
-bool overlap(const float* p, const TensorView& v) {
-    const Range a = range_of(p), b = range_of(v);
-    return a.lo < b.hi && b.lo < a.hi && b.lo != b.hi;
-}
-bool overlap(const float* p, const float* q) {
-    const Range a = range_of(p), b = range_of(q);
-    return a.lo < b.hi && b.lo < a.hi;
+/// Whether two ranges, neither empty, share a byte.
+bool meet(const Range& a, const Range& b) { return a.lo < b.hi && b.lo < a.hi && a.lo != a.hi && b.lo != b.hi; }
+/// Whether two operands (tensors or f32 scales) share memory.
+template <class X, class Y>
+bool overlap(const X& x, const Y& y) {
+    return meet(range_of(x), range_of(y));
 }
 
 /// The per-tensor scales (inputs, one f32 each) apart from every output, and amax_d (an output)

@@ -147,18 +147,10 @@ void epilog_pass_route(const BiasInput& bias, const MatmulOptions& options, Matm
         if (f->symbol.empty())
             invalid(api, "options.epilog_function.symbol: empty; name the __device__ function to apply, declared as {}",
                     matmul_epilog_signature());
-        if (!is_qualified_identifier(f->symbol))
-            invalid(api,
-                    "options.epilog_function.symbol: \"{}\" is not a C++ name (an identifier, optionally "
-                    "namespace-qualified with ::)",
-                    f->symbol);
+        check_qualified_name(f->symbol, "options.epilog_function.symbol", api);
         if (f->source.empty())
             invalid(api, "options.epilog_function.source: empty; give the CUDA C++ source that defines {}", f->symbol);
-        if (const std::size_t nul = f->source.find('\0'); nul != std::string::npos)
-            invalid(api,
-                    "options.epilog_function.source: contains a NUL byte at offset {}; NVRTC would ignore everything "
-                    "after it",
-                    nul);
+        check_no_nul(f->source, "options.epilog_function.source", api);
         pass.function = true;
     }
     pass.on = pass.bias || pass.act != Activation::none || pass.function;
@@ -286,11 +278,7 @@ void run_epilog_pass(const EpilogPassKernels& kernels, const EpilogPass& pass, v
 namespace gpumath {
 
 std::string matmul_epilog_signature(const std::string& symbol) {
-    if (!detail::is_qualified_identifier(symbol))
-        detail::throw_invalid(
-            fmt::format("symbol: \"{}\" is not a C++ name (an identifier, optionally namespace-qualified with ::)",
-                        symbol),
-            "gpumath::matmul_epilog_signature");
+    detail::check_qualified_name(symbol, "symbol", "gpumath::matmul_epilog_signature");
     return fmt::format(
         "__device__ float {}(float value, long long batch, long long row, long long col, void* user_info)", symbol);
 }

@@ -445,14 +445,8 @@ void MatmulPlan::run_lt(const MatmulPointers& p, const Scalar& alpha, const Scal
     const MatmulProblem& P = problem_;
 
     // An f16 scale type (compute type f16) holds |x| <= 65504; past it alpha or beta would reach the
-    // GPU as infinity (check_call bounded them by f32's range).
-    if (P.lt.scale_type == CUDA_R_16F) [[unlikely]]
-        for (const auto& [name, x] : {std::pair{"alpha", &alpha}, std::pair{"beta", &beta}})
-            if (std::abs(x->real) > 65504.0)
-                throw_invalid(fmt::format("{}: {} is past the range of the f16 scale type of compute type f16 "
-                                          "(|x| <= 65504); scale the inputs, or use compute type f32",
-                                          name, x->real),
-                              P.api);
+    // GPU as infinity. The entry points check this first; this guards every other way to a plan.
+    check_scale_range(alpha, beta, P.lt.scale_type == CUDA_R_16F, P.api);
     alignas(16) unsigned char alpha_buf[16];
     alignas(16) unsigned char beta_buf[16];
     encode_scalar(alpha, P.lt.scale_type, alpha_buf);
