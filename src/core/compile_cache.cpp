@@ -7,8 +7,9 @@
 //             u32 count, count x (str expression, str lowered name) | str code
 //   str     : u64 size | bytes
 // A reader accepts an entry only when every field checks out (magic, version, exact file size,
-// checksum, the key stored inside, bounds of every string); anything else counts as a rejected
-// entry and is overwritten by the next successful compile.
+// checksum, the key stored inside, bounds of every string) and the entry holds what the compile
+// asks for (code type, architecture, program name, name expressions; a cubin's ELF architecture);
+// anything else counts as a rejected entry and is overwritten by the next successful compile.
 #include <gpumath/core/compile_cache.hpp>
 
 #include <algorithm>
@@ -113,8 +114,28 @@ std::string encode_entry(const Digest& key, const ObjectCodeData& d) {
     return out;
 }
 
+// Empty when `d` is what `expect` asks for, else what differs.
+std::string mismatch(const ObjectCodeData& d, const CompileExpectation& expect) {
+    if (d.type != expect.type)
+        return fmt::format("holds {} code where {} was asked for", core::to_string(d.type),
+                           core::to_string(expect.type));
+    if (d.arch != expect.arch) return fmt::format("built for {} where {} was asked for", d.arch, expect.arch);
+    if (d.name != expect.name)
+        return fmt::format("program name \"{}\" where \"{}\" was asked for", d.name, expect.name);
+    if (d.type == core::CodeType::cubin && cubin_arch(d.bytes) != d.arch)
+        return fmt::format("its cubin is for \"{}\", not {}", cubin_arch(d.bytes), d.arch);
+    const auto& names = d.lowered_names;
+    const auto& wanted = expect.name_expressions;
+    if (names.size() != wanted.size() ||
+        !std::equal(names.begin(), names.end(), wanted.begin(),
+                    [](const auto& stored, const std::string& e) { return stored.first == e; }))
+        return "its name expressions differ from the ones asked for";
+    return {};
+}
+
 // The entry's contents, or nullptr with `why` set when it is not a valid entry for `key`.
-std::shared_ptr<ObjectCodeData> decode_entry(std::string_view file, const Digest& key, std::string& why) {
+std::shared_ptr<ObjectCodeData> decode_entry(std::string_view file, const Digest& key, const CompileExpectation& expect,
+                                             std::string& why) {
     if (file.size() < k_header_size) {
         why = "shorter than its header";
         return nullptr;
@@ -168,6 +189,7 @@ std::shared_ptr<ObjectCodeData> decode_entry(std::string_view file, const Digest
         return nullptr;
     }
     d->type = core::CodeType(type);
+    if (why = mismatch(*d, expect); !why.empty()) return nullptr;
     return d;
 }
 
@@ -203,7 +225,8 @@ struct CompileCache::Impl {
         return d / (detail::to_hex(key) + ".jit");
     }
 
-    std::shared_ptr<const detail::ObjectCodeData> disk_read(const fs::path& d, const detail::Digest& key) {
+    std::shared_ptr<const detail::ObjectCodeData> disk_read(const fs::path& d, const detail::Digest& key,
+                                                            const detail::CompileExpectation& expect) {
         const fs::path path = entry_path(d, key);
         std::string file;
         std::string why;
@@ -224,8 +247,13 @@ struct CompileCache::Impl {
                 ++disk_rejected;
                 detail::log(LogLevel::info, "compile cache: ignoring {}: cannot read it", path.string());
                 return nullptr;
+            case detail::FileStatus::too_large:
+                ++disk_rejected;
+                detail::log(LogLevel::info, "compile cache: ignoring {}: larger than 4 GiB, so not an entry; not read",
+                            path.string());
+                return nullptr;
         }
-        std::shared_ptr<detail::ObjectCodeData> data = detail::decode_entry(file, key, why);
+        std::shared_ptr<detail::ObjectCodeData> data = detail::decode_entry(file, key, expect, why);
         if (!data) {
             ++disk_rejected;
             detail::log(LogLevel::info, "compile cache: ignoring {} ({}); it will be rewritten", path.string(), why);
@@ -365,14 +393,15 @@ void CompileCache::set_disk_limit(std::uintmax_t bytes) {
 
 namespace gpumath::detail {
 
-core::ObjectCode cached_compile(const Digest& key, const std::function<core::ObjectCode()>& compile) {
+core::ObjectCode cached_compile(const Digest& key, const CompileExpectation& expect,
+                                const std::function<core::ObjectCode()>& compile) {
     auto& c = CompileCacheAccess::impl(core::compile_cache());
     // The memory map is single-flight: threads missing the same key wait for one disk read or
     // NVRTC run, and all of them get a failed compile's exception.
     std::shared_ptr<const ObjectCodeData> data = c.memory.get_or_create(key, [&] {
         const fs::path dir = c.dir();
         if (!dir.empty()) {
-            if (auto hit = c.disk_read(dir, key)) {
+            if (auto hit = c.disk_read(dir, key, expect)) {
                 ++c.disk_hits;
                 return hit;
             }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -63,9 +64,20 @@ struct CompileJob {
 /// name expressions, NVRTC version.
 [[nodiscard]] Digest compile_key(const CompileJob& job);
 
+/// What a cache entry must hold to stand for a compile. A disk entry whose checksum and key check
+/// out can still have been written by hand (the checksum is not a signature): its code type,
+/// architecture, program name and name expressions must be the ones asked for.
+struct CompileExpectation {
+    core::CodeType type = core::CodeType::cubin;
+    std::string_view arch;  // the -arch value: "sm_90", "compute_90"
+    std::string_view name;  // ProgramOptions::name
+    std::span<const std::string> name_expressions;
+};
+
 /// Returns the cached result for `key` (memory, then disk) or runs `compile` once (also when
 /// several threads ask at once) and stores the result.
-[[nodiscard]] core::ObjectCode cached_compile(const Digest& key, const std::function<core::ObjectCode()>& compile);
+[[nodiscard]] core::ObjectCode cached_compile(const Digest& key, const CompileExpectation& expect,
+                                              const std::function<core::ObjectCode()>& compile);
 
 /// Entry points found in PTX text (".entry name(").
 [[nodiscard]] std::vector<std::string> ptx_entry_names(std::string_view ptx);
@@ -84,12 +96,17 @@ void ensure_context();
 void check_code_type(core::CodeType type, const char* field, const char* api);
 
 /// What `read_regular_file` found at a path.
-enum class FileStatus { ok, missing, not_regular, unreadable };
+enum class FileStatus { ok, missing, not_regular, unreadable, too_large };
+
+/// The largest file of device code or cache entry gpumath reads (4 GiB); anything larger is not
+/// device code, and reading it would only exhaust memory.
+inline constexpr std::uint64_t max_code_file_bytes = std::uint64_t(1) << 32;
 
 /// Reads a whole file into `out` if it is a regular file, without blocking on anything else: the
 /// file is opened non-blocking (and, unless `follow_symlinks`, not through a symbolic link) and
 /// checked with fstat on the open descriptor, so a FIFO, socket, device or directory at `path`
-/// is reported as `not_regular` instead of hanging or failing in the middle of a read.
+/// is reported as `not_regular` instead of hanging or failing in the middle of a read. A file of
+/// more than `max_code_file_bytes` is `too_large` and not read.
 [[nodiscard]] FileStatus read_regular_file(const std::filesystem::path& path, std::string& out, bool follow_symlinks);
 
 /// Reads a whole regular file (symbolic links followed); nullopt when it is missing, cannot be

@@ -215,6 +215,11 @@ ObjectCode ObjectCode::from_file(const fs::path& path, std::optional<CodeType> t
                 api);
         case detail::FileStatus::unreadable:
             detail::throw_invalid(fmt::format("path: cannot read \"{}\"", path.string()), api);
+        case detail::FileStatus::too_large:
+            detail::throw_invalid(fmt::format("path: \"{}\" is larger than 4 GiB, more than any device code; "
+                                              "give a file of device code",
+                                              path.string()),
+                                  api);
     }
     if (bytes.empty()) detail::throw_invalid(fmt::format("path: \"{}\" is empty", path.string()), api);
     return ObjectCode(code_data(bytes, *type, std::move(arch), {}, path.filename().string(), api));

@@ -479,6 +479,7 @@ FileStatus read_regular_file(const fs::path& path, std::string& out, bool follow
     struct stat st {};
     if (::fstat(fd, &st) != 0) return FileStatus::unreadable;
     if (!S_ISREG(st.st_mode)) return FileStatus::not_regular;
+    if (std::uint64_t(st.st_size) > max_code_file_bytes) return FileStatus::too_large;
     out.clear();
     out.reserve(std::size_t(st.st_size));
     char buffer[1 << 16];
@@ -561,7 +562,8 @@ ObjectCode Program::compile(CodeType target) const {
     if (target == CodeType::ltoir) job.flags.emplace_back("-dlto");
 
     if (!options_.cache) return detail::nvrtc_compile(job);
-    return detail::cached_compile(detail::compile_key(job), [&] { return detail::nvrtc_compile(job); });
+    const detail::CompileExpectation expect{target, job.arch, options_.name, job.name_expressions};
+    return detail::cached_compile(detail::compile_key(job), expect, [&] { return detail::nvrtc_compile(job); });
 }
 
 }  // namespace gpumath::core

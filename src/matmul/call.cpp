@@ -5,8 +5,9 @@
 
 #include "core/hash.hpp"
 
+#include <charconv>
 #include <cstdio>
-#include <cstdlib>
+#include <system_error>
 
 namespace gpumath::detail {
 
@@ -162,27 +163,29 @@ std::string key_to_text(const MatmulKey& key) {
 
 bool parse_key(const std::string& text, MatmulKey& key) {
     key = MatmulKey{};
-    const char* p = text.c_str();
-    char* end = nullptr;
-    const unsigned long pw = std::strtoul(p, &end, 10);
-    if (end == p || *end != ':') return false;
-    p = end + 1;
-    while (*p != '/' && *p != '\0') {
-        if (key.size >= MatmulKey::capacity) return false;
-        const unsigned long long w = std::strtoull(p, &end, 16);
-        if (end == p || *end != '.') return false;
+    // std::from_chars takes digits only: no sign, space or "0x" that strtoul would let through.
+    const char* p = text.data();
+    const char* const end = text.data() + text.size();
+    const auto number = [&](auto& value, int base, char terminator) {
+        const auto [next, ec] = std::from_chars(p, end, value, base);
+        if (ec != std::errc() || next == end || *next != terminator) return false;
+        p = next + 1;
+        return true;
+    };
+    std::uint32_t pw = 0;
+    if (!number(pw, 10, ':')) return false;
+    while (p != end && *p != '/') {
+        std::uint64_t w = 0;
+        if (key.size >= MatmulKey::capacity || !number(w, 16, '.')) return false;
         key.words[key.size++] = w;
-        p = end + 1;
     }
-    if (*p != '/') return false;
-    ++p;
+    if (p == end) return false;
+    ++p;  // '/'
     std::array<std::uint16_t, slot_count> read{};
     std::size_t n = 0;
-    while (*p != '\0') {
-        const unsigned long a = std::strtoul(p, &end, 16);
-        if (end == p || *end != '.' || n == read.size()) return false;
-        read[n++] = static_cast<std::uint16_t>(a);
-        p = end + 1;
+    while (p != end) {
+        if (n == read.size() || !number(read[n], 16, '.')) return false;
+        ++n;
     }
     // Keys written before the scale-tensor slots existed hold 8 alignment classes: the layout slots
     // up to bias_grad, then the per-tensor scales; the scale tensors were absent (256).
@@ -197,7 +200,7 @@ bool parse_key(const std::string& text, MatmulKey& key) {
         return false;
     }
     if (pw > key.size) return false;
-    key.problem_words = std::uint32_t(pw);
+    key.problem_words = pw;
     key.hash = hash_key(key);
     return true;
 }

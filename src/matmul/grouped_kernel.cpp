@@ -617,7 +617,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     // thread's two adjacent columns go out in one store; with 16-byte aligned rows and N % 8 == 0, a block of 8 columns.
     const unsigned long long d_at = reinterpret_cast<unsigned long long>(p.d);
     const bool pairs = sizeof(gm_out) == 2 && p.d_col == 1 && p.d_row % 2 == 0 && d_at % 4 == 0;
-    const bool wide = GM_WG_WIDE_STORES && pairs && p.d_row % 8 == 0 && p.n % 8 == 0 && d_at % 16 == 0;
+    const bool wide = pairs && p.d_row % 8 == 0 && p.n % 8 == 0 && d_at % 16 == 0;
     int st = 0;
     unsigned phase = 0;
 #if GM_WG_CLUSTER > 1
@@ -1019,8 +1019,8 @@ std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayo
     // on the H200: the two exchanged give wrong products once an MMA spans two blocks.
     s += fmt::format(
         "#define GM_WG_B_ROWS {}\n#define GM_WG_BN {}\n#define GM_WG_STAGES {}\n#define GM_WG_BAND {}\n"
-        "#define GM_WG_MN_LBO {}\n#define GM_WG_MN_SBO {}\n#define GM_WG_WIDE_STORES {}\n#define GM_WG_CLUSTER {}\n",
-        b_rows ? 1 : 0, block_n, grouped_wgmma_stages(block_n), grouped_wgmma_band, 8192, 1024, 1, cluster);
+        "#define GM_WG_MN_LBO {}\n#define GM_WG_MN_SBO {}\n#define GM_WG_CLUSTER {}\n",
+        b_rows ? 1 : 0, block_n, grouped_wgmma_stages(block_n), grouped_wgmma_band, 8192, 1024, cluster);
     s += cuda_element_conversions;
     s += wgmma_instruction(block_n, type, b_rows);
     s += "#line 1 \"gpumath_grouped_wgmma\"";
@@ -1097,7 +1097,7 @@ struct Chosen {
     core::LaunchConfig config;
     GroupedWgmmaLayout layout = GroupedWgmmaLayout::none;  // none: the portable kernel
     int block_n = 0;
-    int cluster = 1;
+    [[nodiscard]] int cluster() const noexcept { return config.cluster ? int(config.cluster->x) : 1; }
 };
 
 /// How many clusters of `config` (one block each without clusters) the Hopper kernel `k` can run at
@@ -1136,7 +1136,7 @@ Chosen hopper_choice(const GroupedKernelVariant& v, const GroupedKernelParams& p
     if (cluster > 1) config.cluster = core::Dim3{cluster};
     if (tiles >= grouped_wgmma_persistent_waves * std::int64_t(multiprocessors))
         config.grid = {std::min(tiles, std::int64_t(hopper_resident_clusters(*k, config, device)) * cluster)};
-    return {.kernel = k, .config = config, .layout = layout, .block_n = block_n, .cluster = cluster};
+    return {.kernel = k, .config = config, .layout = layout, .block_n = block_n};
 }
 
 /// The portable kernel for `p` on `device`.
@@ -1163,7 +1163,7 @@ void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams
     if (p.max_rows == 0 || p.n == 0) return;  // no row or no column: no tile
     const int device = detail::current_device();
     if (const Chosen c = hopper_choice(v, p, device); c.kernel != nullptr) {
-        if (const HopperMaps* maps = hopper_maps(v, p, c.layout, c.block_n, c.cluster)) {
+        if (const HopperMaps* maps = hopper_maps(v, p, c.layout, c.block_n, c.cluster())) {
             if (v.inline_sizes) core::launch(stream, c.config, *c.kernel, p, maps->a, maps->a_full, maps->b, *sizes);
             else core::launch(stream, c.config, *c.kernel, p, maps->a, maps->a_full, maps->b);
             hopper_launches.fetch_add(1, std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 #include "matmul/tuning.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -129,9 +130,7 @@ public:
         for (TuningEntry& e : entries) {
             if (!e.key.same_problem(base_key_)) continue;
             matched_problem = true;
-            auto it = std::find_if(tuned_.begin(), tuned_.end(), [&](const TuningEntry& t) { return t.key == e.key; });
-            if (it != tuned_.end()) *it = e;
-            else tuned_.push_back(e);
+            tuned_.insert_or_assign(e.key, e);  // a later line for the same key wins
         }
         if (!primary_) return matched_problem;
         return apply_tuned(*primary_);
@@ -175,15 +174,14 @@ private:
     }
 
     bool apply_tuned(MatmulPlan& plan) {
-        for (const TuningEntry& e : tuned_) {
-            if (!(e.key == plan.key())) continue;
-            if (plan.adopt(e.algo)) {
-                detail::log(LogLevel::debug, "Matmul: using the tuned algorithm {} from a tuning file",
-                            plan.infos()[plan.selected()].id);
-                return true;
-            }
-            detail::log(LogLevel::debug, "Matmul: cuBLASLt rejected a tuned algorithm from a tuning file; ignored");
+        const auto it = tuned_.find(plan.key());
+        if (it == tuned_.end()) return false;
+        if (plan.adopt(it->second.algo)) {
+            detail::log(LogLevel::debug, "Matmul: using the tuned algorithm {} from a tuning file",
+                        plan.infos()[plan.selected()].id);
+            return true;
         }
+        detail::log(LogLevel::debug, "Matmul: cuBLASLt rejected a tuned algorithm from a tuning file; ignored");
         return false;
     }
 
@@ -235,7 +233,7 @@ private:
     std::atomic<MatmulPlan*> fast_{nullptr};
     std::vector<std::shared_ptr<MatmulPlan>> variants_;
     std::vector<std::shared_ptr<MatmulPlan>> retired_;
-    std::vector<TuningEntry> tuned_;
+    std::unordered_map<MatmulKey, TuningEntry, MatmulKeyHash> tuned_;  // loaded entries of this problem, by key
 };
 
 }  // namespace detail

@@ -9,6 +9,7 @@
 #include "matmul/tuning.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -60,27 +62,6 @@ std::string clean_name(std::string s) {
     return s;
 }
 
-std::string algo_to_hex(const cublasLtMatmulAlgo_t& algo) {
-    std::string s;
-    char buf[20];
-    for (std::uint64_t w : algo.data) {
-        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(w));
-        s += buf;
-    }
-    return s;
-}
-
-bool hex_to_algo(const std::string& s, cublasLtMatmulAlgo_t& algo) {
-    if (s.size() != std::size_t{16} * 8) return false;
-    for (std::size_t i = 0; i < 8; ++i) {
-        const std::string part = s.substr(i * 16, 16);
-        char* end = nullptr;
-        algo.data[i] = std::strtoull(part.c_str(), &end, 16);
-        if (end != part.c_str() + 16) return false;
-    }
-    return true;
-}
-
 std::vector<std::string> split_tabs(const std::string& line) {
     std::vector<std::string> f;
     std::size_t start = 0;
@@ -94,6 +75,28 @@ std::vector<std::string> split_tabs(const std::string& line) {
 }
 
 }  // namespace
+
+std::string algo_to_hex(const cublasLtMatmulAlgo_t& algo) {
+    std::string s;
+    char buf[20];
+    for (std::uint64_t w : algo.data) {
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(w));
+        s += buf;
+    }
+    return s;
+}
+
+bool hex_to_algo(const std::string& s, cublasLtMatmulAlgo_t& algo) {
+    if (s.size() != std::size_t{16} * 8) return false;
+    for (std::size_t i = 0; i < 8; ++i) {
+        const char* first = s.data() + i * 16;
+        std::uint64_t word = 0;
+        const auto [next, ec] = std::from_chars(first, first + 16, word, 16);
+        if (ec != std::errc() || next != first + 16) return false;
+        algo.data[i] = word;
+    }
+    return true;
+}
 
 void autotune_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
                    const MatmulArgs& args, core::StreamRef stream, int iterations) {
@@ -193,16 +196,24 @@ bool tuning_file_exists(const std::string& path, const char* api) {
                                   "save_tuning (or a new path)",
                                   path),
                       api);
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > max_tuning_file_bytes)
+        throw_invalid(fmt::format("path: {} holds {} bytes, more than a tuning file's limit of {} MiB; it is not a "
+                                  "tuning file written by save_tuning",
+                                  path, size, max_tuning_file_bytes >> 20),
+                      api);
     return true;
+}
+
+TuningHost host_of(int device) {
+    const DeviceIdentity& id = device_identity(device);
+    return {clean_name(id.name), fmt::format("{}.{}", id.cc_major, id.cc_minor), std::to_string(id.lt_version)};
 }
 
 }  // namespace
 
 void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
-    const DeviceIdentity& id = device_identity(plan.device());
-    const std::string name = clean_name(id.name);
-    const std::string cc = fmt::format("{}.{}", id.cc_major, id.cc_minor);
-    const std::string version = std::to_string(id.lt_version);
+    const TuningHost host = host_of(plan.device());
     const std::string key = key_to_text(plan.key());
 
     std::vector<std::string> lines;
@@ -212,13 +223,13 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
         while (std::getline(in, line)) {
             if (line.empty() || line[0] == '#') continue;
             const auto f = split_tabs(line);
-            if (f.size() >= 4 && f[0] == name && f[1] == cc && f[2] == version && f[3] == key) continue;
+            if (f.size() >= 4 && f[0] == host.name && f[1] == host.cc && f[2] == host.version && f[3] == key) continue;
             lines.push_back(line);
         }
     }
     const AlgorithmInfo& info = plan.infos()[plan.selected()];
-    lines.push_back(fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}", name, cc, version, key, algo_to_hex(plan.selected_algo()),
-                                info.workspace_bytes, info.time_ms));
+    lines.push_back(fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}", host.name, host.cc, host.version, key,
+                                algo_to_hex(plan.selected_algo()), info.workspace_bytes, info.time_ms));
 
     const std::string tmp = path + ".tmp";
     {
@@ -236,35 +247,36 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
                     "Matmul::save_tuning");
 }
 
-std::vector<TuningEntry> read_tuning_entries(const std::string& path, const char* api) {
-    std::vector<TuningEntry> entries;
-    if (!tuning_file_exists(path, api)) return entries;  // nothing saved yet
-    std::ifstream in(path);
-    if (!in) return entries;
-    const DeviceIdentity& id = device_identity(matmul_current_device());
-    const std::string name = clean_name(id.name);
-    const std::string cc = fmt::format("{}.{}", id.cc_major, id.cc_minor);
-    const std::string version = std::to_string(id.lt_version);
+TuningText parse_tuning_text(std::istream& in, const TuningHost& host) {
+    TuningText out;
     std::string line;
-    int stale = 0, malformed = 0;
     while (std::getline(in, line)) {
         if (line.empty() || line[0] == '#') continue;
         const auto f = split_tabs(line);
         TuningEntry e;
         if (f.size() < 5 || !parse_key(f[3], e.key) || !hex_to_algo(f[4], e.algo)) {
-            ++malformed;
+            ++out.malformed;
             continue;
         }
-        if (f[0] != name || f[1] != cc || f[2] != version) {
-            ++stale;
+        if (f[0] != host.name || f[1] != host.cc || f[2] != host.version) {
+            ++out.stale;
             continue;
         }
-        entries.push_back(e);
+        out.entries.push_back(e);
     }
+    return out;
+}
+
+std::vector<TuningEntry> read_tuning_entries(const std::string& path, const char* api) {
+    if (!tuning_file_exists(path, api)) return {};  // nothing saved yet
+    std::ifstream in(path);
+    if (!in) return {};
+    const TuningHost host = host_of(matmul_current_device());
+    TuningText text = parse_tuning_text(in, host);
     detail::log(LogLevel::debug,
                 "matmul tuning file {}: {} entries for this GPU and cuBLASLt {}, {} stale, {} malformed", path,
-                entries.size(), version, stale, malformed);
-    return entries;
+                text.entries.size(), host.version, text.stale, text.malformed);
+    return std::move(text.entries);
 }
 
 }  // namespace gpumath::detail

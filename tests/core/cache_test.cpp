@@ -6,6 +6,7 @@
 
 #include <barrier>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <gpumath/core.hpp>
+#include <gpumath/log.hpp>
 #include "core/hash.hpp"
 
 #include "common/test_util.hpp"
@@ -275,6 +277,126 @@ TEST_F(CompileCache, CorruptOrTruncatedEntriesAreIgnoredAndRewritten) {
         EXPECT_EQ(cache().stats().disk_hits, hits + 1) << what;
         EXPECT_EQ(cache().stats().misses, ++misses) << what;  // a disk hit is a memory miss
     }
+}
+
+namespace {
+
+constexpr std::size_t header_bytes = 32;  // magic, version, zero, payload size, payload checksum
+
+// `entry` with `edit` applied to its payload and the header's checksum made to match again: an
+// entry that passes every integrity check but was not written for this compile.
+std::string forged(const std::string& entry, const std::function<void(std::string&)>& edit) {
+    std::string payload = entry.substr(header_bytes);
+    edit(payload);
+    std::string out = entry.substr(0, header_bytes);
+    const std::uint64_t size = payload.size();
+    const std::uint64_t sum = detail::checksum64(payload.data(), payload.size());
+    std::memcpy(out.data() + 16, &size, sizeof size);
+    std::memcpy(out.data() + 24, &sum, sizeof sum);
+    return out + payload;
+}
+
+void replace_once(std::string& s, const std::string& from, const std::string& to) {
+    const std::size_t at = s.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    ASSERT_EQ(s.find(from, at + 1), std::string::npos) << from;
+    s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_F(CompileCache, EntriesHoldingOtherCodeAreRejected) {
+    use_disk();
+    const Program p(source(test::unique_token()), {.name = "forge_me", .arch = "sm_90"});
+    Program named = p;
+    named.add_name_expression("fill<7>");
+    const ObjectCode good = named.compile(CodeType::ptx);
+    const std::vector<fs::path> files = entries(dir_.path());
+    ASSERT_EQ(files.size(), 1u);
+    const std::string original = read(files[0]);
+    // The payload starts with the 16-byte key, then the code type (u32) and the architecture.
+    constexpr std::size_t type_at = 16;
+
+    const std::vector<std::pair<std::string, std::function<void(std::string&)>>> forgeries = {
+        {"code type",
+         [](std::string& pl) {
+             const auto cubin = std::uint32_t(CodeType::cubin);
+             std::memcpy(pl.data() + type_at, &cubin, sizeof cubin);
+         }},
+        {"architecture", [](std::string& pl) { replace_once(pl, "compute_90", "compute_80"); }},
+        {"program name", [](std::string& pl) { replace_once(pl, "forge_me", "forge_it"); }},
+        {"name expression", [](std::string& pl) { replace_once(pl, "fill<7>", "fill<8>"); }},
+    };
+    // Sanity: re-signing the untouched payload gives the entry back, so only the edit differs.
+    ASSERT_EQ(forged(original, [](std::string&) {}), original);
+    std::uint64_t rejected = 0;
+    for (const auto& [what, edit] : forgeries) {
+        std::ofstream(files[0], std::ios::binary | std::ios::trunc) << forged(original, edit);
+        cache().clear();
+        const ObjectCode again = named.compile(CodeType::ptx);
+        EXPECT_EQ(cache().stats().disk_rejected, ++rejected) << what;
+        EXPECT_EQ(cache().stats().disk_hits, 0u) << what;
+        EXPECT_TRUE(same_bytes(again, good)) << what;
+        EXPECT_EQ(again.type(), CodeType::ptx) << what;
+        EXPECT_EQ(again.lowered_name("fill<7>"), "_Z4fillILi7EEvPi") << what;
+        EXPECT_EQ(read(files[0]), original) << what;  // rewritten
+    }
+    // Still a hit when nothing was forged.
+    cache().clear();
+    (void)named.compile(CodeType::ptx);
+    EXPECT_EQ(cache().stats().disk_hits, 1u);
+}
+
+TEST_F(CompileCache, ACubinEntryForAnotherArchitectureIsRejected) {
+    use_disk();
+    const Program p(source(test::unique_token()), {.arch = "sm_90"});
+    const ObjectCode good = p.compile(CodeType::cubin);
+    const Program other(source(test::unique_token()), {.arch = "sm_80"});
+    const ObjectCode sm80 = other.compile(CodeType::cubin);
+    ASSERT_EQ(sm80.arch(), "sm_80");
+    const std::vector<fs::path> files = entries(dir_.path());
+    ASSERT_EQ(files.size(), 2u);
+    const auto text_of = [](const ObjectCode& code) {
+        return std::string(reinterpret_cast<const char*>(code.bytes().data()), code.bytes().size());
+    };
+    const std::string good_bytes = text_of(good);
+    const std::string sm80_bytes = text_of(sm80);
+    const fs::path entry = read(files[0]).find(good_bytes) != std::string::npos ? files[0] : files[1];
+    const std::string original = read(entry);
+    // The sm_80 ELF in place of the sm_90 one, every other field (type, "sm_90") left as it was.
+    std::ofstream(entry, std::ios::binary | std::ios::trunc) << forged(original, [&](std::string& pl) {
+        const std::size_t at = pl.find(good_bytes);
+        ASSERT_NE(at, std::string::npos);
+        const std::uint64_t n = sm80_bytes.size();
+        std::memcpy(pl.data() + at - 8, &n, sizeof n);
+        pl.replace(at, good_bytes.size(), sm80_bytes);
+    });
+    cache().clear();
+    const ObjectCode again = p.compile(CodeType::cubin);
+    EXPECT_EQ(cache().stats().disk_rejected, 1u);
+    EXPECT_TRUE(same_bytes(again, good));
+    EXPECT_EQ(read(entry), original);
+}
+
+TEST_F(CompileCache, AnEntryLargerThanAnyCodeIsNotRead) {
+    use_disk();
+    const Program p(source(test::unique_token()), {.arch = "sm_90"});
+    const ObjectCode good = p.compile(CodeType::ptx);
+    const std::vector<fs::path> files = entries(dir_.path());
+    ASSERT_EQ(files.size(), 1u);
+    // Sparse: takes no disk space, but reading it whole would take 4 GiB of memory.
+    fs::resize_file(files[0], (std::uintmax_t(1) << 32) + 1);
+    cache().clear();
+    const LogLevel level = log_level();
+    set_log_level(LogLevel::info);
+    ::testing::internal::CaptureStderr();
+    const ObjectCode again = p.compile(CodeType::ptx);
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    set_log_level(level);
+    EXPECT_TRUE(same_bytes(again, good));
+    EXPECT_EQ(cache().stats().disk_rejected, 1u);
+    EXPECT_NE(log.find("larger than 4 GiB, so not an entry; not read"), std::string::npos) << log;
+    EXPECT_LT(fs::file_size(files[0]), std::uintmax_t(1) << 20);  // rewritten
 }
 
 TEST_F(CompileCache, DiskLimitDropsLeastRecentlyUsed) {

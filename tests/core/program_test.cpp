@@ -284,6 +284,12 @@ TEST(ObjectCode, SaveAndLoadFiles) {
                                              {"k.data", "extension"});
     test::expect_throw_with<InvalidArgument>([&] { (void)ObjectCode::from_file(dir.path() / "missing.cubin"); },
                                              {"missing.cubin"});
+    // A (sparse) file of more than 4 GiB is refused without reading it into memory.
+    const auto huge = dir.path() / "huge.cubin";
+    cubin.save(huge);
+    std::filesystem::resize_file(huge, (std::uintmax_t(1) << 32) + 1);
+    test::expect_throw_with<InvalidArgument>([&] { (void)ObjectCode::from_file(huge); },
+                                             {"huge.cubin", "larger than 4 GiB"});
 }
 
 TEST(ObjectCode, FromBytesAndEmpty) {

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // How gpumath arranges problems on cuBLASLt (swap for row-major D, ops, leading dimensions, batch
-// strides, epilog vectors, FP8's TN rule) and its plan keys. Host only.
+// strides, epilog vectors, FP8's TN rule), its plan keys and tuning-file text. Host only.
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "common/test_util.hpp"
 #include "matmul/internal.hpp"
+#include "matmul/tuning.hpp"
 
 using namespace gpumath;
 using namespace gpumath::detail;
@@ -318,4 +321,94 @@ TEST(MatmulKeys, AlignmentClasses) {
     EXPECT_EQ(alignment_class(reinterpret_cast<void*>(0x1010)), 16);
     EXPECT_EQ(alignment_class(reinterpret_cast<void*>(0x1002)), 2);
     EXPECT_EQ(alignment_class(reinterpret_cast<void*>(0x1001)), 1);
+}
+
+namespace {
+
+MatmulKey tuning_test_key() {
+    MatmulSignature s;
+    s.a = TensorLayout(f32, {3, 8, 4});
+    s.b = TensorLayout(f32, {4, 6});
+    s.d = TensorLayout(f32, {3, 8, 6});
+    s.align[slot_b] = 16;
+    return make_key(s.call(), {.epilog = Epilog::relu}, -1);
+}
+
+}  // namespace
+
+TEST(MatmulKeys, TextParsingTakesOnlyWhatKeyToTextWrites) {
+    const MatmulKey k = tuning_test_key();
+    const std::string text = key_to_text(k);
+    MatmulKey parsed;
+    ASSERT_TRUE(parse_key(text, parsed));
+    const std::size_t colon = text.find(':');
+    const std::size_t slash = text.find('/');
+    const std::size_t first_class_end = text.find('.', slash);
+    ASSERT_NE(first_class_end, std::string::npos);
+    const auto with = [&](std::size_t at, const std::string& insert) {
+        return text.substr(0, at) + insert + text.substr(at);
+    };
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"sign before the count", "+" + text},
+        {"space before the count", " " + text},
+        {"minus before a word", with(colon + 1, "-")},
+        {"plus before a word", with(colon + 1, "+")},
+        {"0x before a word", with(colon + 1, "0x")},
+        {"space before a word", with(colon + 1, " ")},
+        {"minus before an alignment class", with(slash + 1, "-")},
+        // strtoul read 0x10010 and the cast kept 16: the key matched an alignment it does not name.
+        {"alignment class past 16 bits", text.substr(0, slash + 1) + "10010" + text.substr(first_class_end)},
+        {"missing the last dot", text.substr(0, text.size() - 1)},
+        {"trailing text", text + "x"},
+        {"no slash", text.substr(0, slash)},
+        {"word too long", with(colon + 1, "fffffffffffffffff")},
+    };
+    for (const auto& [what, t] : bad) EXPECT_FALSE(parse_key(t, parsed)) << what << ": " << t;
+}
+
+TEST(TuningFiles, AlgorithmHexIsExactly128Digits) {
+    cublasLtMatmulAlgo_t algo{};
+    for (std::size_t i = 0; i < 8; ++i) algo.data[i] = 0x0123456789abcdefULL * (i + 1) + i;
+    const std::string hex = algo_to_hex(algo);
+    ASSERT_EQ(hex.size(), 128u);
+    cublasLtMatmulAlgo_t back{};
+    ASSERT_TRUE(hex_to_algo(hex, back));
+    for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(back.data[i], algo.data[i]) << i;
+
+    const auto at = [&](std::size_t i, const std::string& two) { return hex.substr(0, i) + two + hex.substr(i + 2); };
+    const std::vector<std::pair<std::string, std::string>> bad =
+        {
+            {"127 digits", hex.substr(1)}, {"129 digits", hex + "0"},
+            {"a sign", at(16, "-1")},  // strtoull took "-1..." and wrapped it
+            {"a plus", at(16, "+1")},      {"0x", at(32, "0x")},
+            {"a space", at(48, " 1")},     {"not hex", at(0, "g0")},
+        };
+    for (const auto& [what, h] : bad) EXPECT_FALSE(hex_to_algo(h, back)) << what;
+}
+
+TEST(TuningFiles, TextParsingCountsStaleAndMalformedLines) {
+    const MatmulKey k = tuning_test_key();
+    cublasLtMatmulAlgo_t algo{};
+    algo.data[0] = 42;
+    algo.data[7] = 0xfeedULL;
+    const std::string hex = algo_to_hex(algo);
+    const std::string key = key_to_text(k);
+    const TuningHost host{"NVIDIA H200", "9.0", "130000"};
+    std::istringstream in(
+        "# gpumath matmul tuning v1\n"
+        "\n"
+        "NVIDIA H200\t9.0\t130000\t" +
+        key + "\t" + hex + "\t0\t0.5\n" +                                 // ours
+        "NVIDIA H100\t9.0\t130000\t" + key + "\t" + hex + "\t0\t0.5\n" +  // another GPU
+        "NVIDIA H200\t9.0\t120800\t" + key + "\t" + hex + "\t0\t0.5\n" +  // another cuBLASLt
+        "NVIDIA H200\t9.0\t130000\t" + key + "\n" +                       // too few fields
+        "NVIDIA H200\t9.0\t130000\t" + key + "\t-" + hex.substr(1) + "\t0\t0.5\n" + "NVIDIA H200\t9.0\t130000\t0x" +
+        key + "\t" + hex + "\t0\t0.5\n" + "# a comment\n");
+    const TuningText text = parse_tuning_text(in, host);
+    ASSERT_EQ(text.entries.size(), 1u);
+    EXPECT_TRUE(text.entries[0].key == k);
+    EXPECT_EQ(text.entries[0].algo.data[0], 42u);
+    EXPECT_EQ(text.entries[0].algo.data[7], 0xfeedu);
+    EXPECT_EQ(text.stale, 2);
+    EXPECT_EQ(text.malformed, 3);
 }

@@ -759,27 +759,42 @@ TEST(GroupedGpu, DeviceSizesRunTheHopperKernelOnHopper) {
     EXPECT_EQ(detail::grouped_hopper_launches() - before, std::uint64_t(calls));
 }
 
-TEST(GroupedGpu, HopperKernelPersistentBlocksTakeManyTiles) {
-    REQUIRE_HOPPER_GROUPED_KERNEL();
-    // Enough tiles for persistent blocks (one per SM, each taking tile after tile): 41 groups, most
-    // of them of a few rows (a partial tile each), one of 300 (full 128-row tiles), 3 K steps (the
-    // last partial) so that the stages' phases run on across tiles out of step with them, N ending
-    // inside a 64-column block. The host-side bound's tiles must reach the persistent threshold
-    // however wide the blocks.
-    Case c{.sizes = {300}, .k = 136, .n = 2312};
+namespace {
+
+// 41 groups, most of them of a few rows (a partial tile each), one of 300 (full 128-row tiles), 3 K
+// steps (the last partial) so that the stages' phases run on across tiles out of step with them,
+// and `n` columns: enough tiles for persistent blocks on an H200.
+Case many_tiles_case(std::int64_t n) {
+    Case c{.sizes = {300}, .k = 136, .n = n};
     for (int g = 0; g < 40; ++g) c.sizes.push_back(g % 5 == 0 ? 0 : (g * 37) % 61 + 1);
-    const std::int64_t tiles =
-        detail::grouped_row_tiles(c.rows(), std::int64_t(c.sizes.size()), 128) * ((c.n + 255) / 256);
-    ASSERT_GE(tiles, detail::grouped_wgmma_persistent_waves * core::Device::current().multiprocessor_count())
-        << "the case no longer makes persistent blocks on this device";
-    const std::uint64_t before = detail::grouped_hopper_launches();
+    return c;
+}
+
+// `c` with row-major weights and no epilog, then column-major weights and gelu_bias, each through
+// the device-sizes calls and the kernel backend: eight calls of the kernel.
+void expect_both_weight_layouts(Case c) {
     for (bool b_col : {false, true}) {
         c.b_col = b_col;
         c.epilog = b_col ? Epilog::gelu_bias : Epilog::none;
         expect_device_case(c);
         expect_kernel_case(c);
     }
-    EXPECT_EQ(detail::grouped_hopper_launches() - before, 8U) << "two cases, four calls each";
+}
+
+}  // namespace
+
+TEST(GroupedGpu, HopperKernelPersistentBlocksTakeManyTiles) {
+    REQUIRE_HOPPER_GROUPED_KERNEL();
+    // Persistent blocks (one per SM, each taking tile after tile), N ending inside a 64-column
+    // block. The host-side bound's tiles must reach the persistent threshold however wide the blocks.
+    const Case c = many_tiles_case(2312);
+    const std::int64_t tiles =
+        detail::grouped_row_tiles(c.rows(), std::int64_t(c.sizes.size()), 128) * ((c.n + 255) / 256);
+    ASSERT_GE(tiles, detail::grouped_wgmma_persistent_waves * core::Device::current().multiprocessor_count())
+        << "the case no longer makes persistent blocks on this device";
+    const std::uint64_t before = detail::grouped_hopper_launches();
+    expect_both_weight_layouts(c);
+    EXPECT_EQ(detail::grouped_hopper_launches() - before, 8U) << "two layouts, four calls each";
 }
 
 TEST(GroupedGpu, HopperKernelClustersOfTwoShareA) {
@@ -797,24 +812,19 @@ TEST(GroupedGpu, HopperKernelClustersOfTwoShareA) {
         params.groups = std::int64_t(c.sizes.size());
         return detail::grouped_wgmma_cluster(params, detail::grouped_wgmma_columns(params, sms));
     };
-    std::vector<Case> cases;
-    cases.push_back({.sizes = {1, 17, 0, 40, 128, 300}, .k = 200, .n = 256});
-    cases.push_back({.sizes = {2000, 0, 1, 2223}, .k = 136, .n = 2048});  // 256 columns per block
-    Case persistent{.sizes = {300}, .k = 136, .n = 2296};
-    for (int g = 0; g < 40; ++g) persistent.sizes.push_back(g % 5 == 0 ? 0 : (g * 37) % 61 + 1);
-    cases.push_back(persistent);
+    const Case persistent = many_tiles_case(2296);
     const std::int64_t persistent_tiles = detail::grouped_row_tiles(persistent.rows(), 41, 128) * ((2296 + 127) / 128);
     ASSERT_GE(persistent_tiles, detail::grouped_wgmma_persistent_waves * sms)
         << "the last case no longer makes persistent clusters on this device";
+    const std::vector<Case> cases = {
+        {.sizes = {1, 17, 0, 40, 128, 300}, .k = 200, .n = 256},
+        {.sizes = {2000, 0, 1, 2223}, .k = 136, .n = 2048},  // 256 columns per block
+        persistent,
+    };
     const std::uint64_t before = detail::grouped_hopper_launches();
-    for (Case& c : cases) {
+    for (const Case& c : cases) {
         ASSERT_EQ(cluster_of(c), 2) << c.describe() << ": its column tiles no longer pair up";
-        for (bool b_col : {false, true}) {
-            c.b_col = b_col;
-            c.epilog = b_col ? Epilog::gelu_bias : Epilog::none;
-            expect_device_case(c);
-            expect_kernel_case(c);
-        }
+        expect_both_weight_layouts(c);
     }
     EXPECT_EQ(detail::grouped_hopper_launches() - before, 24U) << "three cases, eight calls each";
     // An odd number of column tiles: one block per cluster, the same values.

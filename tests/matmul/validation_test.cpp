@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <utility>
@@ -793,6 +795,12 @@ TEST(MatmulValidation, TuningFilesThatAreNotThere) {
     // Opening a FIFO would block until a writer appears: it is refused instead.
     expect_throw_with<InvalidArgument>([&] { (void)mm.load_tuning(fifo); }, {"path:", fifo, "not a regular file"});
     (void)std::remove(fifo.c_str());
+    // A (sparse) file past 64 MiB is not a tuning file: refused before a line of it is read.
+    const std::string huge = dir + "gpumath-tuning-huge";
+    { std::ofstream(huge) << "# gpumath matmul tuning v1\n"; }
+    std::filesystem::resize_file(huge, (std::uintmax_t(64) << 20) + 1);
+    expect_throw_with<InvalidArgument>([&] { (void)mm.load_tuning(huge); }, {"path:", huge, "64 MiB"});
+    (void)std::remove(huge.c_str());
 }
 
 // ---- what a valid problem reports without a GPU ----------------------------------------------------

@@ -22,8 +22,10 @@ namespace gpumath::core {
 /// includes from `include_dirs`, all options, architecture, target kind, NVRTC version, toolkit
 /// include directories and name expressions. An entry stores the code with its lowered names.
 /// Disk entries are written atomically (temporary file + rename); an entry that fails its header
-/// or checksum checks, or is not a regular file (only regular files are opened, never through a
-/// link, and a FIFO is not waited on), is ignored and rewritten. Thread-safe; concurrent compiles
+/// or checksum checks, holds other code than the compile asks for (code type, architecture,
+/// program name, name expressions, a cubin's ELF architecture), is larger than 4 GiB (not read),
+/// or is not a regular file (only regular files are opened, never through a link, and a FIFO is
+/// not waited on), is ignored and rewritten. Thread-safe; concurrent compiles
 /// of the same key run NVRTC once, and a failed compile's exception reaches every waiting thread.
 ///
 /// The directory comes from GPUMATH_CACHE_DIR ("off" disables the disk cache), else

@@ -81,7 +81,10 @@ public:
     /// cuBLASLt version; entries for another GPU or library version are ignored, and a remembered
     /// algorithm that cuBLASLt rejects for the problem is dropped (logged). The current plan and
     /// later plans of matching operands use them. Returns true when an entry matched the current
-    /// plan (or, before planning, when any entry matched this problem). A missing file returns false.
+    /// plan (or, before planning, when any entry matched this problem). A missing file returns false;
+    /// lines that are not entries as save_tuning writes them (a key or algorithm with a sign, space
+    /// or "0x", too few fields) are skipped; of several lines for one problem and layout the last
+    /// counts. InvalidArgument when `path` is not a regular file or is larger than 64 MiB.
     bool load_tuning(const std::string& path);
 
     /// Enqueues the product on `stream`. Operands must match the planned layouts: a, b (and c)
