@@ -192,7 +192,13 @@ TensorLayout check_layout(const DLTensor& t, DataType dtype, const char* api) {
                                           i, strides[i]),
                               api);
     }
-    return {dtype, shape, strides};
+    try {
+        return {dtype, shape, strides};
+    } catch (const InvalidArgument& e) {  // extents or strides whose products overflow: named for the DLTensor
+        std::string_view what = e.what();
+        if (what.starts_with("TensorLayout: ")) what.remove_prefix(14);
+        throw_invalid(fmt::format("DLTensor.{}", what), api);
+    }
 }
 
 void* check_data(const DLTensor& t, const TensorLayout& layout, const char* api) {

@@ -51,6 +51,12 @@ void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::s
                                       strides[i], i, to_string(strides)),
                           api);
         if (empty) continue;
+        // A dimension of extent 1 never steps, but code that turns strides into bytes (batch
+        // strides, byte offsets) must not overflow either.
+        if (strides[i] > limit / elem)
+            throw_invalid(fmt::format("strides: stride {} of dimension {} in {} is more bytes of {} than fit in int64",
+                                      strides[i], i, to_string(strides), to_string(dtype)),
+                          api);
         const std::int64_t extent = shape[i] - 1;
         // Keep (last + 1) * elem, the span in bytes, within int64.
         if (extent > 0 && strides[i] > (limit / elem - 1 - last) / extent)

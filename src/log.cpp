@@ -6,12 +6,13 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 
 #include <fmt/format.h>
 
 #include <gpumath/error.hpp>
+
+#include "detail/log.hpp"
 
 namespace gpumath {
 namespace {
@@ -79,10 +80,17 @@ LogLevel parse_log_level(std::string_view text) {
 }
 
 void log(LogLevel level, std::string_view message) noexcept {
-    if (!log_enabled(level)) return;
-    static std::mutex mutex;
-    std::lock_guard lock(mutex);
-    std::fprintf(stderr, "gpumath [%s] %.*s\n", level_name(level), static_cast<int>(message.size()), message.data());
+    if (log_enabled(level)) detail::write_log_line(stderr, level, message);
+}
+
+void detail::write_log_line(std::FILE* out, LogLevel level, std::string_view message) noexcept {
+    // One line at a time, also against other threads' stdio writes to the same stream.
+    ::flockfile(out);
+    std::fprintf(out, "gpumath [%s] ", level_name(level));
+    // fwrite, not "%.*s": an int precision cannot hold a message of 2^31 bytes or more.
+    std::fwrite(message.data(), 1, message.size(), out);
+    std::fputc('\n', out);
+    ::funlockfile(out);
 }
 
 }  // namespace gpumath

@@ -74,8 +74,12 @@ public:
     [[nodiscard]] constexpr std::int64_t span_bytes() const noexcept {
         return span_elements() * std::int64_t(size_of(dtype_));
     }
-    /// True when the strides are exactly row-major (C order) for the shape.
+    /// True when the strides are exactly row-major (C order) for the shape; the strides of
+    /// dimensions of extent 1 do not matter, and a layout with no element (an extent 0) is
+    /// contiguous whatever its strides, as in NumPy and PyTorch.
     [[nodiscard]] constexpr bool is_contiguous() const noexcept {
+        for (int i = 0; i < rank_; ++i)
+            if (shape_[std::size_t(i)] == 0) return true;
         std::int64_t expected = 1;
         for (int i = rank_ - 1; i >= 0; --i) {
             if (shape_[std::size_t(i)] != 1 && strides_[std::size_t(i)] != expected) return false;

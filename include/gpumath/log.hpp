@@ -17,11 +17,13 @@ void set_log_level(LogLevel level);
 /// Parses "off", "error", "warn", "info", "debug" (case-insensitive) or "0".."4";
 /// InvalidArgument otherwise.
 [[nodiscard]] LogLevel parse_log_level(std::string_view text);
-/// True when messages at `level` are written.
+/// True when messages at `level` are written (never for `off` or a value that is none of the levels).
 [[nodiscard]] inline bool log_enabled(LogLevel level) noexcept {
-    return level != LogLevel::off && static_cast<int>(level) <= static_cast<int>(log_level());
+    return static_cast<int>(level) >= static_cast<int>(LogLevel::error) &&
+           static_cast<int>(level) <= static_cast<int>(log_level());
 }
-/// Writes one line "gpumath [level] message" to stderr if `level` is enabled.
+/// Writes one line "gpumath [level] message" (all of `message`, whatever its length) to stderr if
+/// `level` is enabled; a value that is none of the levels error..debug writes nothing.
 void log(LogLevel level, std::string_view message) noexcept;
 
 }  // namespace gpumath

@@ -20,6 +20,13 @@ void MemoryResource::throw_bad_alignment(std::size_t alignment) {
                                    "MemoryResource::allocate");
 }
 
+void MemoryResource::throw_null_block(std::size_t bytes) {
+    throw CudaError(fmt::format("MemoryResource::allocate: the memory resource returned no memory (a null pointer) "
+                                "for {} bytes; out of memory, or the resource failed",
+                                bytes),
+                    int(cudaErrorMemoryAllocation), "MemoryResource::allocate");
+}
+
 void MemoryResource::reject_misaligned(void* ptr, std::size_t bytes, StreamRef stream, std::size_t alignment) {
     const auto address = reinterpret_cast<std::uintptr_t>(ptr);
     deallocate(ptr, bytes, stream, alignment);
@@ -85,10 +92,19 @@ void* block_of(void* ptr, std::size_t alignment) noexcept {
     return base;
 }
 
+// `device` as an ordinal: -1 is the current device; below -1 is InvalidArgument (before any CUDA call).
+int resolve_device(int device, const char* api) {
+    if (device < -1)
+        gpumath::detail::throw_invalid(
+            fmt::format("device: {} given; pass a device ordinal (0, 1, ...) or -1 for the current device", device),
+            api);
+    return device == -1 ? gpumath::detail::current_device() : Device(device).ordinal();
+}
+
 }  // namespace
 
 DeviceMemoryResource::DeviceMemoryResource(int device, const DeviceMemoryResourceOptions& options) {
-    device_ = device < 0 ? gpumath::detail::current_device() : Device(device).ordinal();
+    device_ = resolve_device(device, "DeviceMemoryResource");
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
@@ -111,7 +127,7 @@ DeviceMemoryResource::~DeviceMemoryResource() {
 const std::shared_ptr<DeviceMemoryResource>& DeviceMemoryResource::default_resource(int device) {
     // Never destroyed: workspaces and buffers freed at exit may still return memory to the pools.
     static auto& pools = *new gpumath::detail::DeviceRegistry<std::shared_ptr<DeviceMemoryResource>>();
-    const int d = device < 0 ? gpumath::detail::current_device() : Device(device).ordinal();
+    const int d = resolve_device(device, "DeviceMemoryResource::default_resource");
     return pools.get(d, "DeviceMemoryResource::default_resource", [](int o) {
         return new std::shared_ptr<DeviceMemoryResource>(std::make_shared<DeviceMemoryResource>(o));
     });

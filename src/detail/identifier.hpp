@@ -23,12 +23,38 @@ namespace gpumath::detail {
     return true;
 }
 
-/// Identifiers joined by "::", optionally after a leading "::" (a namespace-qualified name).
+/// A C++20 keyword or alternative token ("int", "return", "and"): an identifier in form that no
+/// function or namespace can be named.
+[[nodiscard]] constexpr bool is_keyword(std::string_view s) noexcept {
+    constexpr std::string_view keywords[] = {
+        "alignas",     "alignof",   "and",        "and_eq",    "asm",      "auto",         "bitand",
+        "bitor",       "bool",      "break",      "case",      "catch",    "char",         "char8_t",
+        "char16_t",    "char32_t",  "class",      "compl",     "concept",  "const",        "consteval",
+        "constexpr",   "constinit", "const_cast", "continue",  "co_await", "co_return",    "co_yield",
+        "decltype",    "default",   "delete",     "do",        "double",   "dynamic_cast", "else",
+        "enum",        "explicit",  "export",     "extern",    "false",    "float",        "for",
+        "friend",      "goto",      "if",         "inline",    "int",      "long",         "mutable",
+        "namespace",   "new",       "noexcept",   "not",       "not_eq",   "nullptr",      "operator",
+        "or",          "or_eq",     "private",    "protected", "public",   "register",     "reinterpret_cast",
+        "requires",    "return",    "short",      "signed",    "sizeof",   "static",       "static_assert",
+        "static_cast", "struct",    "switch",     "template",  "this",     "thread_local", "throw",
+        "true",        "try",       "typedef",    "typeid",    "typename", "union",        "unsigned",
+        "using",       "virtual",   "void",       "volatile",  "wchar_t",  "while",        "xor",
+        "xor_eq",
+    };
+    for (std::string_view k : keywords)
+        if (s == k) return true;
+    return false;
+}
+
+/// Identifiers that are not keywords joined by "::", optionally after a leading "::" (a
+/// namespace-qualified name).
 [[nodiscard]] constexpr bool is_qualified_identifier(std::string_view s) noexcept {
     if (s.starts_with("::")) s.remove_prefix(2);
     while (true) {
         const auto pos = s.find("::");
-        if (!is_identifier(s.substr(0, pos))) return false;
+        const std::string_view part = s.substr(0, pos);
+        if (!is_identifier(part) || is_keyword(part)) return false;
         if (pos == std::string_view::npos) return true;
         s.remove_prefix(pos + 2);
     }
@@ -38,10 +64,10 @@ namespace gpumath::detail {
 /// pasted into generated source).
 inline void check_qualified_name(std::string_view name, std::string_view what, const char* api) {
     if (!is_qualified_identifier(name)) [[unlikely]]
-        throw_invalid(
-            fmt::format("{}: \"{}\" is not a C++ name (an identifier, optionally namespace-qualified with ::)", what,
-                        name),
-            api);
+        throw_invalid(fmt::format("{}: \"{}\" is not a C++ name (an identifier that is not a keyword, optionally "
+                                  "namespace-qualified with ::)",
+                                  what, name),
+                      api);
 }
 
 /// InvalidArgument when `text`, which NVRTC, nvJitLink or the driver read as a C string, holds a NUL

@@ -460,6 +460,12 @@ void check_callbacks(const FFTOptions& options, const char* api) {
         if (!cb->symbol.empty()) check_qualified_name(cb->symbol, fmt::format("options.{}.symbol", name), api);
         if (cb->empty() && !cb->symbol.empty())
             throw_invalid(fmt::format("options.{}: symbol \"{}\" given without source or code", name, cb->symbol), api);
+        // Nothing would read it, yet it keys the plan: surely a callback that was meant to be set.
+        if (cb->empty() && cb->user_info != nullptr)
+            throw_invalid(fmt::format("options.{}.user_info: given without a callback (no source or code); set the "
+                                      "callback, or leave user_info null",
+                                      name),
+                          api);
         check_no_nul(cb->source, fmt::format("options.{}.source", name), api);
         // cuFFT links callbacks as LTO-IR; PTX or a cubin would only fail when planning.
         if (!cb->code.empty() && cb->code.type() != core::CodeType::ltoir)

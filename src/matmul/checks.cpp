@@ -268,6 +268,12 @@ bool f16_scale_type(DataType input, const MatmulOptions& options) noexcept {
     return input == DataType::f16 && options.compute_type == ComputeType::f16;
 }
 
+void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args,
+                const MatmulOptions& options, const char* api) {
+    check_call(a, b, d, args, api);
+    check_scale_range(args.alpha, args.beta, f16_scale_type(a.dtype(), options), api);
+}
+
 void check_scale_range(const Scalar& alpha, const Scalar& beta, bool f16_scale, const char* api) {
     if (!f16_scale) return;
     for (const auto& [name, x] : {std::pair{"alpha", &alpha}, std::pair{"beta", &beta}})

@@ -374,6 +374,9 @@ std::optional<GroupedBackend> BackendChoices::find(const BackendChoiceKey& key) 
 
 void BackendChoices::remember(const BackendChoiceKey& key, GroupedBackend backend) {
     std::lock_guard lock(mutex_);
+    // A process that meets ever new shapes must not grow without end: past the bound, a choice
+    // is dropped (and measured again if its class comes back).
+    if (choices_.size() >= max_entries && !choices_.contains(key)) choices_.erase(choices_.begin());
     choices_[key] = backend;
 }
 

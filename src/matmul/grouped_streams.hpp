@@ -127,8 +127,15 @@ struct BackendChoiceKey {
 /// The choices `automatic` measured (thread-safe; a few entries per shape of call).
 class BackendChoices {
 public:
+    /// Choices kept at most; remembering one more drops another.
+    static constexpr std::size_t max_entries = 4096;
+
     [[nodiscard]] std::optional<GroupedBackend> find(const BackendChoiceKey& key) const;
     void remember(const BackendChoiceKey& key, GroupedBackend backend);
+    [[nodiscard]] std::size_t size() const {
+        std::lock_guard lock(mutex_);
+        return choices_.size();
+    }
 
 private:
     mutable std::mutex mutex_;

@@ -58,8 +58,7 @@ public:
 
     MatmulOutputs execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                           core::StreamRef stream) {
-        check_call(a, b, &d, args, "Matmul::execute");
-        check_scale_range(args.alpha, args.beta, f16_scale_type(a.dtype(), options_), "Matmul::execute");
+        check_call(a, b, &d, args, options_, "Matmul::execute");
         return execute_checked(a, b, d, args, stream);
     }
 
@@ -80,8 +79,7 @@ public:
                                     core::StreamRef stream) {
         constexpr const char* api = "Matmul::execute";
         const TensorLayout layout = allocated_result_layout(a_, b_, c_, options_, api);
-        check_call(a, b, nullptr, args, api);
-        check_scale_range(args.alpha, args.beta, f16_scale_type(a.dtype(), options_), api);
+        check_call(a, b, nullptr, args, options_, api);
         // The whole call is validated before D is allocated (bias, aux and the rest included).
         MatmulSignature sig = MatmulSignature::of(call_of(a, b, nullptr, args));
         sig.d = layout;
@@ -101,8 +99,7 @@ public:
                                       "dozen)",
                                       iterations),
                           "Matmul::autotune");
-        check_call(a, b, &d, args, "Matmul::autotune");
-        check_scale_range(args.alpha, args.beta, f16_scale_type(a.dtype(), options_), "Matmul::autotune");
+        check_call(a, b, &d, args, options_, "Matmul::autotune");
         const MatmulSignature sig = MatmulSignature::of(call_of(a, b, &d, args));
         check_operands(sig, "Matmul::autotune");
         MatmulProblem problem = analyze(sig, options_, "Matmul::autotune");

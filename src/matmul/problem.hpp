@@ -159,6 +159,10 @@ void check_options(const MatmulOptions& options, const char* api);
 /// without c, operand pointers aligned to their element size, and overlaps between outputs and
 /// inputs. No CUDA calls.
 void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args, const char* api);
+/// check_call, then alpha and beta against the scale type of `a`'s products under `options`
+/// (check_scale_range): every check of a Matmul or matmul() call's values.
+void check_call(const TensorView& a, const TensorView& b, const TensorView* d, const MatmulArgs& args,
+                const MatmulOptions& options, const char* api);
 
 /// Whether products of `input` under `options` scale by an f16 alpha and beta (compute type f16),
 /// which hold |x| <= 65504.

@@ -64,8 +64,7 @@ MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView&
                      const MatmulOptions& options, core::StreamRef stream) {
     constexpr const char* api = "matmul";
     detail::check_options(options, api);
-    detail::check_call(a, b, &d, args, api);
-    detail::check_scale_range(args.alpha, args.beta, detail::f16_scale_type(a.dtype(), options), api);
+    detail::check_call(a, b, &d, args, options, api);
     // The key fixes everything analyze() decides, so the full analysis runs on a miss only (and
     // here, when there is no device, to report bad input as such); the pointer checks above depend
     // on the call's pointers and run on every call.
@@ -78,8 +77,7 @@ MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView&
 MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& args, const MatmulOptions& options,
                     core::StreamRef stream) {
     constexpr const char* api = "matmul";
-    detail::check_call(a, b, nullptr, args, api);
-    detail::check_scale_range(args.alpha, args.beta, detail::f16_scale_type(a.dtype(), options), api);
+    detail::check_call(a, b, nullptr, args, options, api);
     const std::optional<TensorLayout> c = args.c ? std::optional<TensorLayout>(*args.c) : std::nullopt;
     const TensorLayout layout = detail::allocated_result_layout(a, b, c, options, api);
     // The whole call is validated before D is allocated, so bad input is InvalidArgument on any

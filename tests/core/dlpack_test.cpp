@@ -203,6 +203,17 @@ TEST(DLPackView, RefusesStridesThatOverflow) {
     FakeDLTensor f;
     f.strides = {std::int64_t{1} << 62, 1};
     expect_refused(f.sync(), {"strides", "int64"});
+    // Named for the DLTensor and the function that read it, not for TensorLayout.
+    try {
+        (void)TensorView::from_dlpack(f.sync());
+        ADD_FAILURE() << "accepted";
+    } catch (const InvalidArgument& e) {
+        EXPECT_EQ(e.api(), "TensorView::from_dlpack");
+        EXPECT_NE(std::string(e.what()).find("DLTensor.strides:"), std::string::npos) << e.what();
+    }
+    f.strides = {};
+    f.shape = {INT64_MAX, 2};
+    expect_refused(f.reset(), {"TensorView::from_dlpack", "DLTensor.shape:", "more elements than fit in int64"});
 }
 
 TEST(DLPackView, RefusesMissingAndMisalignedData) {

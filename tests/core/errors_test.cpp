@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
+#include <string_view>
+
+#include <sys/mman.h>
 
 #include <cublasLt.h>
 #include <cufft.h>
 
+#include "detail/log.hpp"
 #include "detail/status.hpp"
 #include <gpumath/error.hpp>
 #include <gpumath/log.hpp>
@@ -174,4 +179,67 @@ TEST(Log, LevelsOutsideTheEnumAreRejected) {
     EXPECT_EQ(log_level(), LogLevel::error);  // unchanged
     EXPECT_FALSE(log_enabled(LogLevel::debug));
     set_log_level(before);
+}
+
+TEST(Log, ValuesThatAreNoLevelWriteNothing) {
+    const LogLevel before = log_level();
+    set_log_level(LogLevel::debug);
+    // Before: LogLevel(-1) counted as enabled and wrote "gpumath [off] x".
+    EXPECT_FALSE(log_enabled(static_cast<LogLevel>(-1)));
+    EXPECT_FALSE(log_enabled(static_cast<LogLevel>(7)));
+    EXPECT_FALSE(log_enabled(LogLevel::off));
+    ::testing::internal::CaptureStderr();
+    gpumath::log(static_cast<LogLevel>(-1), "x");
+    gpumath::log(static_cast<LogLevel>(7), "y");
+    gpumath::log(LogLevel::off, "z");
+    gpumath::log(LogLevel::debug, std::string_view("kept\0cut", 4));
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "gpumath [debug] kept\n");
+    set_log_level(before);
+}
+
+namespace {
+
+// A stdio stream that counts the bytes written to it and keeps none.
+struct CountingStream {
+    unsigned long long bytes = 0;
+    char last = 0;
+    std::FILE* file = nullptr;
+    CountingStream() {
+        const cookie_io_functions_t io{.read = nullptr,
+                                       .write = [](void* self, const char* data, std::size_t n) -> ssize_t {
+                                           auto* s = static_cast<CountingStream*>(self);
+                                           s->bytes += n;
+                                           if (n > 0) s->last = data[n - 1];
+                                           return ssize_t(n);
+                                       },
+                                       .seek = nullptr,
+                                       .close = nullptr};
+        file = ::fopencookie(this, "w", io);
+    }
+    ~CountingStream() { std::fclose(file); }
+    CountingStream(const CountingStream&) = delete;
+    CountingStream& operator=(const CountingStream&) = delete;
+    CountingStream(CountingStream&&) = delete;
+    CountingStream& operator=(CountingStream&&) = delete;
+};
+
+}  // namespace
+
+TEST(Log, MessagesPastTwoGibibytesAreWrittenWhole) {
+    // Untouched anonymous pages read as zeros without taking memory: messages of 2^31 + 1 and
+    // 2^32 + 5 bytes. "%.*s" with an int precision wrote the first until a NUL (past the view) and
+    // 5 bytes of the second.
+    const std::size_t sizes[] = {(std::size_t(1) << 31) + 1, (std::size_t(1) << 32) + 5};
+    const std::string prefix = "gpumath [error] ";
+    for (const std::size_t n : sizes) {
+        void* p = ::mmap(nullptr, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        ASSERT_NE(p, MAP_FAILED);
+        CountingStream out;
+        ASSERT_NE(out.file, nullptr);
+        detail::write_log_line(out.file, LogLevel::error, std::string_view(static_cast<const char*>(p), n));
+        std::fflush(out.file);
+        EXPECT_EQ(out.bytes, prefix.size() + n + 1) << n;
+        EXPECT_EQ(out.last, '\n');
+        ::munmap(p, n);
+    }
 }

@@ -79,6 +79,11 @@ TEST(TensorLayout, ScalarEmptyAndMaxRank) {
     const TensorLayout huge_stride(DataType::f32, {128, 0}, {std::int64_t(1) << 61, 1});
     EXPECT_EQ(huge_stride.span_elements(), 0);
     EXPECT_EQ(huge_stride.span_bytes(), 0);
+    // No element, so no order to break: contiguous whatever the strides (as NumPy and PyTorch say).
+    EXPECT_TRUE(empty.is_contiguous());
+    EXPECT_TRUE(TensorLayout(DataType::f32, {2, 0}).is_contiguous());  // strides (1, 1)
+    EXPECT_TRUE(huge_stride.is_contiguous());
+    EXPECT_FALSE(TensorLayout(DataType::f32, {2, 3}, {1, 2}).is_contiguous());
     TensorLayout r8(DataType::i8, {1, 2, 1, 2, 1, 2, 1, 2});
     EXPECT_EQ(r8.rank(), 8);
     EXPECT_EQ(r8.stride(0), 16);
@@ -129,6 +134,14 @@ TEST(TensorLayout, RejectsBadShapesAndStrides) {
             TensorLayout(DataType::f32, {4, 4}, {INT64_C(1) << 62, 1});
         },
         {"strides", "int64"});
+    // A dimension of extent 1 never steps, but its stride in bytes must still fit (batch strides
+    // of a batch of one become byte offsets); within that, any stride is fine there.
+    expect_throw_with<gpumath::InvalidArgument>(
+        [] {
+            TensorLayout(DataType::f32, {1, 1, 1}, {INT64_MAX, INT64_MAX, INT64_MAX});
+        },
+        {"strides", "dimension 0", "int64"});
+    EXPECT_NO_THROW(TensorLayout(DataType::f32, {1, 3}, {INT64_MAX / 4, 1}));
 }
 
 TEST(TensorLayout, SpanInBytesFitsInInt64) {

@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
 
 #include <gpumath/core.hpp>
 #include <gpumath/tensor.hpp>
@@ -50,7 +54,36 @@ private:
     bool misalign_;
 };
 
+// A resource that reports failure as std::pmr's null-returning resources do.
+class NullResource final : public core::MemoryResource {
+public:
+    [[nodiscard]] bool device_accessible() const noexcept override { return false; }
+    [[nodiscard]] bool host_accessible() const noexcept override { return true; }
+    int frees = 0;
+
+protected:
+    void* do_allocate(std::size_t, core::StreamRef, std::size_t) override { return nullptr; }
+    void do_deallocate(void*, std::size_t, core::StreamRef, std::size_t) noexcept override { ++frees; }
+};
+
 }  // namespace
+
+TEST(MemoryResource, ANullBlockForNonZeroBytesIsAnAllocationFailure) {
+    auto r = std::make_shared<NullResource>();
+    try {
+        (void)r->allocate(64);
+        ADD_FAILURE() << "a null block was accepted";
+    } catch (const CudaError& e) {
+        EXPECT_EQ(e.status(), int(cudaErrorMemoryAllocation));
+        EXPECT_EQ(e.api(), "MemoryResource::allocate");
+        EXPECT_NE(std::string(e.what()).find("null pointer) for 64 bytes"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(r->allocate(0), nullptr);  // zero bytes are not asked for
+    // Before: a Buffer of 64 bytes at address 0, and Tensor::empty blaming its own null data.
+    EXPECT_THROW(core::Buffer(64, {}, r), CudaError);
+    EXPECT_THROW((void)Tensor::empty(DataType::f32, {4}, {}, r), CudaError);
+    EXPECT_EQ(r->frees, 0);
+}
 
 TEST(MemoryResource, DefaultAlignmentIs256AndIsPassedOn) {
     static_assert(core::MemoryResource::default_alignment == 256);
@@ -118,4 +151,23 @@ TEST(Tensor, EmptyTakesAnAlignment) {
     EXPECT_EQ(t.buffer().alignment(), 1024u);
     EXPECT_EQ(r->last_alignment, 1024u);
     EXPECT_THROW((void)Tensor::empty(DataType::f32, {3}, {}, r, 100), InvalidArgument);
+}
+
+TEST(Tensor, EmptyTensorsOfEveryShapeAreRowMajor) {
+    auto r = std::make_shared<HostResource>();
+    // gpumath's own layouts of no element: an extent 0 anywhere, not only first.
+    for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{0, 2}, {2, 0}, {3, 0, 5}, {0}}) {
+        Tensor t = Tensor::empty(DataType::f32, shape, {}, r);
+        EXPECT_TRUE(t.layout().is_contiguous()) << gpumath::to_string(t.layout());
+        EXPECT_TRUE(t.to_host<float>().empty()) << gpumath::to_string(t.layout());
+    }
+    EXPECT_TRUE(Tensor::from_host(std::vector<float>{}, {3, 0}, {}, r).to_host<float>().empty());
+}
+
+TEST(DeviceMemoryResource, DevicesBelowMinusOneAreRefusedOnAnyMachine) {
+    // -1 means the current device; -7 meant it too, silently.
+    test::expect_throw_with<InvalidArgument>([] { core::DeviceMemoryResource pool(-7); },
+                                             {"DeviceMemoryResource", "device: -7", "-1 for the current device"});
+    test::expect_throw_with<InvalidArgument>([] { (void)core::DeviceMemoryResource::default_resource(-2); },
+                                             {"DeviceMemoryResource::default_resource", "device: -2"});
 }

@@ -280,8 +280,14 @@ TEST(FftValidation, CallbackFields) {
                                        {"options.epilog.symbol", "empty"});
     expect_throw_with<InvalidArgument>([] { FFT(TensorLayout(DataType::c32, {16}), {.prolog = {.symbol = "f"}}); },
                                        {"options.prolog", "without source"});
+    int info = 0;
+    expect_throw_with<InvalidArgument>(
+        [&] { FFT(TensorLayout(DataType::c32, {16}), {.epilog = {.user_info = &info}}); },
+        {"options.epilog.user_info", "without a callback"});
     // The symbol is pasted into the generated entry: it must be a (qualified) C++ name.
-    for (const char* bad : {"f(x)", "1f", "a::", "::", "a:::b", "f; g", "f\n"})
+    // Keywords are identifiers in form but name nothing ("int" pasted as a function's name).
+    for (const char* bad :
+         {"f(x)", "1f", "a::", "::", "a:::b", "f; g", "f\n", "return", "int", "std::delete", "and::f", "::new"})
         expect_throw_with<InvalidArgument>(
             [&] { FFT(TensorLayout(DataType::c32, {16}), {.prolog = {.source = "x", .symbol = bad}}); },
             {"options.prolog.symbol", "is not a C++ name"});
@@ -298,6 +304,9 @@ TEST(FftValidation, CallbackFields) {
         {"callback.source", "NUL byte"});
     EXPECT_TRUE(detail::is_qualified_identifier("::ns::inner::load_2"));
     EXPECT_TRUE(detail::is_qualified_identifier("_f"));
+    EXPECT_TRUE(detail::is_qualified_identifier("integer::returned"));  // keywords inside names are fine
+    EXPECT_TRUE(detail::is_qualified_identifier("Int"));
+    EXPECT_FALSE(detail::is_qualified_identifier("ns::while"));
 }
 
 TEST(FftValidation, CallbackCompileError) {
@@ -345,6 +354,10 @@ TEST(FftValidation, CallbackCompilesWithoutGpu) {
     expect_throw_with<InvalidArgument>(
         [] { (void)fft_callback_signature(FFTCallbackKind::load, DataType::c32, "a b;("); },
         {"name", "not a C++ name"});
+    for (const char* keyword : {"int", "std::delete"})
+        expect_throw_with<InvalidArgument>(
+            [&] { (void)fft_callback_signature(FFTCallbackKind::store, DataType::f32, keyword); },
+            {"name", keyword, "not a keyword"});
     EXPECT_EQ(fft_callback_signature(FFTCallbackKind::store, DataType::c64, "s"),
               "__device__ void s(void* data_out, unsigned long long offset, cufftDoubleComplex element, void* "
               "user_info, void* shared)");

@@ -264,6 +264,8 @@ TEST(EpilogPass, AFunctionThatDoesNotCompileNamesItselfAndItsSignature) {
     }
     expect_throw_with<InvalidArgument>([] { (void)matmul_epilog_signature("1;x"); },
                                        {"symbol", "\"1;x\"", "not a C++ name"});
+    expect_throw_with<InvalidArgument>([] { (void)matmul_epilog_signature("float"); },
+                                       {"symbol", "\"float\"", "not a keyword"});
     EXPECT_EQ(matmul_epilog_signature("f"),
               "__device__ float f(float value, long long batch, long long row, long long col, void* user_info)");
 }

@@ -3,11 +3,11 @@
 // names the operand and the group. Pointers here are never dereferenced: every call is invalid (or,
 // for the constructors, needs no device).
 #include <gtest/gtest.h>
-#include <limits>
 
 #include <algorithm>
 #include <complex>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +18,7 @@
 #include "matmul/grouped.hpp"
 #include "matmul/grouped_cublas.hpp"
 #include "matmul/grouped_scales.hpp"
+#include "matmul/grouped_streams.hpp"
 
 #ifndef GPUMATH_TEST_ARCH
 #define GPUMATH_TEST_ARCH "sm_90"
@@ -990,4 +991,25 @@ TEST(GroupedValidation, PartitionedPlansHaveKeysOfTheirOwn) {
     EXPECT_TRUE(k26.same_layouts(detail::partitioned_key(base, 26)));
     EXPECT_EQ(k26.hash, detail::hash_key(k26));
     EXPECT_NE(k26.hash, base.hash);
+}
+
+TEST(GroupedChoices, MeasuredChoicesAreBounded) {
+    // One choice per shape of call: a process meeting ever new shapes kept every one.
+    detail::BackendChoices choices;
+    const auto key = [](std::int64_t n) {
+        detail::BackendChoiceKey k;
+        k.n = n;
+        k.k = 64;
+        return k;
+    };
+    const std::int64_t count = std::int64_t(detail::BackendChoices::max_entries) + 100;
+    for (std::int64_t n = 1; n <= count; ++n)
+        choices.remember(key(n), n % 2 == 0 ? GroupedBackend::kernel : GroupedBackend::streams);
+    EXPECT_EQ(choices.size(), detail::BackendChoices::max_entries);
+    EXPECT_EQ(choices.find(key(count)), GroupedBackend::kernel);  // the newest stays
+    EXPECT_EQ(choices.find(key(count - 1)), GroupedBackend::streams);
+    // Remembering a known key again replaces its choice without dropping another.
+    choices.remember(key(count), GroupedBackend::cublas);
+    EXPECT_EQ(choices.size(), detail::BackendChoices::max_entries);
+    EXPECT_EQ(choices.find(key(count)), GroupedBackend::cublas);
 }

@@ -35,11 +35,14 @@ public:
 
     /// Allocates `bytes` aligned to `alignment` (a power of two) ordered on `stream`.
     /// InvalidArgument for an alignment that is not a power of two; NotSupported when the resource
-    /// returned a less aligned block; CudaError when the allocation fails.
+    /// returned a less aligned block; CudaError when the allocation fails, also when the resource
+    /// returns null for a non-zero size (status cudaErrorMemoryAllocation).
     [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {}, std::size_t alignment = default_alignment) {
         check_alignment(alignment);
         if (bytes == 0) return nullptr;
         void* p = do_allocate(bytes, stream, alignment);
+        if (p == nullptr) [[unlikely]]
+            throw_null_block(bytes);
         if ((reinterpret_cast<std::uintptr_t>(p) & (alignment - 1)) != 0) [[unlikely]]
             reject_misaligned(p, bytes, stream, alignment);
         return p;
@@ -77,6 +80,7 @@ protected:
 
 private:
     [[noreturn]] static void throw_bad_alignment(std::size_t alignment);
+    [[noreturn]] static void throw_null_block(std::size_t bytes);
     [[noreturn]] void reject_misaligned(void* ptr, std::size_t bytes, StreamRef stream, std::size_t alignment);
 };
 
@@ -92,7 +96,8 @@ struct DeviceMemoryResourceOptions {
 /// allocating `alignment - 256` bytes more and handing out the aligned address inside the block.
 class DeviceMemoryResource final : public MemoryResource {
 public:
-    /// Creates a pool on device `device` (-1: the current device). Throws CudaError.
+    /// Creates a pool on device `device` (-1: the current device). Throws CudaError; InvalidArgument
+    /// for a device below -1 or past the last one.
     explicit DeviceMemoryResource(int device = -1, const DeviceMemoryResourceOptions& options = {});
     ~DeviceMemoryResource() override;
     DeviceMemoryResource(const DeviceMemoryResource&) = delete;
@@ -101,7 +106,8 @@ public:
     DeviceMemoryResource& operator=(DeviceMemoryResource&&) = delete;
 
     /// gpumath's shared default pool for `device` (-1: current), created on first use and alive
-    /// until the process exits. Throws CudaError when there is no such device.
+    /// until the process exits. Throws CudaError when there is no device; InvalidArgument for a
+    /// device below -1 or past the last one.
     [[nodiscard]] static const std::shared_ptr<DeviceMemoryResource>& default_resource(int device = -1);
 
     [[nodiscard]] bool device_accessible() const noexcept override { return true; }

@@ -143,7 +143,8 @@ struct FFTCallback {
     std::string source{};
     /// Name of the load/store function (may be qualified, e.g. "filters::window").
     std::string symbol{};
-    /// Pointer handed to the callback on every call (device-accessible memory, or null).
+    /// Pointer handed to the callback on every call (device-accessible memory, or null). Set
+    /// without a callback (no source or code), it is InvalidArgument.
     void* user_info = nullptr;
     /// LTO-IR holding `symbol` (C++ linkage, unqualified or namespace-qualified), used instead of
     /// `source` when not empty. Code of another type (PTX, cubin, fatbin) is InvalidArgument when
