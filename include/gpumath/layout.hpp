@@ -22,8 +22,8 @@ void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::s
 
 /// Element type, shape and strides (in elements) of a tensor, stored inline (no heap).
 ///
-/// Rank 0..8. Strides default to row-major (C order), as in NumPy. A stride of 0 broadcasts a
-/// dimension. Extents and strides must be non-negative and the addressed span must fit in int64;
+/// Rank 0..8. Strides default to row-major (C order), as in NumPy; 0 broadcasts. Extents and strides
+/// are >= 0, and the addressed span and each stride in bytes (even of extent 1) must fit in int64;
 /// anything else throws InvalidArgument.
 class TensorLayout {
 public:

@@ -92,19 +92,10 @@ void* block_of(void* ptr, std::size_t alignment) noexcept {
     return base;
 }
 
-// `device` as an ordinal: -1 is the current device; below -1 is InvalidArgument (before any CUDA call).
-int resolve_device(int device, const char* api) {
-    if (device < -1)
-        gpumath::detail::throw_invalid(
-            fmt::format("device: {} given; pass a device ordinal (0, 1, ...) or -1 for the current device", device),
-            api);
-    return device == -1 ? gpumath::detail::current_device() : Device(device).ordinal();
-}
-
 }  // namespace
 
 DeviceMemoryResource::DeviceMemoryResource(int device, const DeviceMemoryResourceOptions& options) {
-    device_ = resolve_device(device, "DeviceMemoryResource");
+    device_ = gpumath::detail::resolve_device(device, "DeviceMemoryResource");
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
@@ -127,7 +118,7 @@ DeviceMemoryResource::~DeviceMemoryResource() {
 const std::shared_ptr<DeviceMemoryResource>& DeviceMemoryResource::default_resource(int device) {
     // Never destroyed: workspaces and buffers freed at exit may still return memory to the pools.
     static auto& pools = *new gpumath::detail::DeviceRegistry<std::shared_ptr<DeviceMemoryResource>>();
-    const int d = resolve_device(device, "DeviceMemoryResource::default_resource");
+    const int d = gpumath::detail::resolve_device(device, "DeviceMemoryResource::default_resource");
     return pools.get(d, "DeviceMemoryResource::default_resource", [](int o) {
         return new std::shared_ptr<DeviceMemoryResource>(std::make_shared<DeviceMemoryResource>(o));
     });

@@ -14,6 +14,7 @@
 #include <gpumath/core/launch.hpp>
 #include <gpumath/core/program.hpp>
 #include "core/driver_api.hpp"
+#include "detail/device_registry.hpp"
 #include "detail/enum_check.hpp"
 #include "detail/identifier.hpp"
 #include "detail/status.hpp"
@@ -245,7 +246,7 @@ Kernel Module::kernel(std::string_view name, int device) const {
             symbol = lowered;
             break;
         }
-    if (device < 0) device = detail::current_device();
+    device = detail::resolve_device(device, api);
     const Device dev(device);
 
     std::lock_guard lock(library_->mutex);
@@ -300,7 +301,7 @@ Kernel Kernel::adopt(CUkernel kernel, int device) {
             "kernel: a null CUkernel; pass a kernel from cuLibraryGetKernel (kernels of a gpumath "
             "Module come from Module::kernel)",
             api);
-    if (device < 0) device = detail::current_device();
+    device = detail::resolve_device(device, api);
     const Device dev(device);
     const detail::DriverApi& d = detail::driver();
     detail::require_driver_function(reinterpret_cast<const void*>(d.cuKernelGetAttribute), "cuKernelGetAttribute");

@@ -23,24 +23,23 @@ namespace gpumath::detail {
     return true;
 }
 
-/// A C++20 keyword or alternative token ("int", "return", "and"): an identifier in form that no
-/// function or namespace can be named.
+/// A C++17 keyword or alternative token ("int", "return", "and"): an identifier in form that no
+/// function or namespace can be named. C++17, the dialect gpumath compiles callbacks and epilog
+/// functions in: C++20's new keywords ("requires", "concept", "co_await", ...) are names there.
 [[nodiscard]] constexpr bool is_keyword(std::string_view s) noexcept {
     constexpr std::string_view keywords[] = {
-        "alignas",     "alignof",   "and",        "and_eq",    "asm",      "auto",         "bitand",
-        "bitor",       "bool",      "break",      "case",      "catch",    "char",         "char8_t",
-        "char16_t",    "char32_t",  "class",      "compl",     "concept",  "const",        "consteval",
-        "constexpr",   "constinit", "const_cast", "continue",  "co_await", "co_return",    "co_yield",
-        "decltype",    "default",   "delete",     "do",        "double",   "dynamic_cast", "else",
-        "enum",        "explicit",  "export",     "extern",    "false",    "float",        "for",
-        "friend",      "goto",      "if",         "inline",    "int",      "long",         "mutable",
-        "namespace",   "new",       "noexcept",   "not",       "not_eq",   "nullptr",      "operator",
-        "or",          "or_eq",     "private",    "protected", "public",   "register",     "reinterpret_cast",
-        "requires",    "return",    "short",      "signed",    "sizeof",   "static",       "static_assert",
-        "static_cast", "struct",    "switch",     "template",  "this",     "thread_local", "throw",
-        "true",        "try",       "typedef",    "typeid",    "typename", "union",        "unsigned",
-        "using",       "virtual",   "void",       "volatile",  "wchar_t",  "while",        "xor",
-        "xor_eq",
+        "alignas",   "alignof",  "and",      "and_eq",    "asm",          "auto",          "bitand",
+        "bitor",     "bool",     "break",    "case",      "catch",        "char",          "char16_t",
+        "char32_t",  "class",    "compl",    "const",     "constexpr",    "const_cast",    "continue",
+        "decltype",  "default",  "delete",   "do",        "double",       "dynamic_cast",  "else",
+        "enum",      "explicit", "export",   "extern",    "false",        "float",         "for",
+        "friend",    "goto",     "if",       "inline",    "int",          "long",          "mutable",
+        "namespace", "new",      "noexcept", "not",       "not_eq",       "nullptr",       "operator",
+        "or",        "or_eq",    "private",  "protected", "public",       "register",      "reinterpret_cast",
+        "return",    "short",    "signed",   "sizeof",    "static",       "static_assert", "static_cast",
+        "struct",    "switch",   "template", "this",      "thread_local", "throw",         "true",
+        "try",       "typedef",  "typeid",   "typename",  "union",        "unsigned",      "using",
+        "virtual",   "void",     "volatile", "wchar_t",   "while",        "xor",           "xor_eq",
     };
     for (std::string_view k : keywords)
         if (s == k) return true;

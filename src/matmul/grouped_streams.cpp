@@ -368,16 +368,24 @@ GroupedCallClass call_class(std::span<const std::int64_t> sizes) {
 
 std::optional<GroupedBackend> BackendChoices::find(const BackendChoiceKey& key) const {
     std::lock_guard lock(mutex_);
-    if (const auto it = choices_.find(key); it != choices_.end()) return it->second;
-    return std::nullopt;
+    const auto it = choices_.find(key);
+    if (it == choices_.end()) return std::nullopt;
+    it->second.used = ++clock_;
+    return it->second.backend;
 }
 
 void BackendChoices::remember(const BackendChoiceKey& key, GroupedBackend backend) {
     std::lock_guard lock(mutex_);
-    // A process that meets ever new shapes must not grow without end: past the bound, a choice
-    // is dropped (and measured again if its class comes back).
-    if (choices_.size() >= max_entries && !choices_.contains(key)) choices_.erase(choices_.begin());
-    choices_[key] = backend;
+    // A process that meets ever new shapes must not grow without end: past the bound, the least
+    // recently used choice is dropped (and measured again if its class comes back). The scan runs
+    // only when a new class was just measured, which took far longer.
+    if (choices_.size() >= max_entries && !choices_.contains(key)) {
+        const auto oldest = std::min_element(choices_.begin(), choices_.end(), [](const auto& x, const auto& y) {
+            return x.second.used < y.second.used;
+        });
+        choices_.erase(oldest);
+    }
+    choices_[key] = Choice{backend, ++clock_};
 }
 
 void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,

@@ -127,7 +127,7 @@ struct BackendChoiceKey {
 /// The choices `automatic` measured (thread-safe; a few entries per shape of call).
 class BackendChoices {
 public:
-    /// Choices kept at most; remembering one more drops another.
+    /// Choices kept at most; remembering one more drops the least recently found or remembered.
     static constexpr std::size_t max_entries = 4096;
 
     [[nodiscard]] std::optional<GroupedBackend> find(const BackendChoiceKey& key) const;
@@ -138,8 +138,13 @@ public:
     }
 
 private:
+    struct Choice {
+        GroupedBackend backend;
+        std::uint64_t used;  // `clock_` when last found or remembered
+    };
     mutable std::mutex mutex_;
-    std::map<BackendChoiceKey, GroupedBackend> choices_;
+    mutable std::uint64_t clock_ = 0;
+    mutable std::map<BackendChoiceKey, Choice> choices_;
 };
 
 /// Enqueues the products with `backend` (a single strided-batched product, group -1, always runs

@@ -198,8 +198,8 @@ bool tuning_file_exists(const std::string& path, const char* api) {
                       api);
     const std::uintmax_t size = std::filesystem::file_size(path, ec);
     if (!ec && size > max_tuning_file_bytes)
-        throw_invalid(fmt::format("path: {} holds {} bytes, more than a tuning file's limit of {} MiB; it is not a "
-                                  "tuning file written by save_tuning",
+        throw_invalid(fmt::format("path: {} holds {} bytes, more than the {} MiB a tuning file may hold; start a "
+                                  "new tuning file",
                                   path, size, max_tuning_file_bytes >> 20),
                       api);
     return true;
@@ -231,6 +231,13 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
     lines.push_back(fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}", host.name, host.cc, host.version, key,
                                 algo_to_hex(plan.selected_algo()), info.workspace_bytes, info.time_ms));
 
+    std::uintmax_t bytes = std::string_view(file_header).size() + 1;
+    for (const auto& l : lines) bytes += l.size() + 1;
+    if (bytes > max_tuning_file_bytes)  // load_tuning would refuse it
+        throw_invalid(fmt::format("path: {} would grow to {} bytes, past the {} MiB a tuning file may hold; save to "
+                                  "a new tuning file",
+                                  path, bytes, max_tuning_file_bytes >> 20),
+                      "Matmul::save_tuning");
     const std::string tmp = path + ".tmp";
     {
         std::ofstream out(tmp, std::ios::trunc);

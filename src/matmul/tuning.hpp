@@ -31,7 +31,8 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan);
 /// InvalidArgument.
 [[nodiscard]] std::vector<TuningEntry> read_tuning_entries(const std::string& path, const char* api);
 
-/// A tuning file larger than this (64 MiB, some 200000 entries) is refused rather than read.
+/// A tuning file larger than this (64 MiB, tens of thousands of entries) is refused rather than
+/// read, and save_tuning does not write one.
 inline constexpr std::uintmax_t max_tuning_file_bytes = std::uintmax_t(64) << 20;
 
 /// Where tuning entries count: a GPU name (tabs and line breaks as spaces), its compute

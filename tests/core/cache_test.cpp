@@ -378,6 +378,22 @@ TEST_F(CompileCache, ACubinEntryForAnotherArchitectureIsRejected) {
     EXPECT_EQ(read(entry), original);
 }
 
+TEST_F(CompileCache, ArchitectureSpecificCubinsAreDiskHits) {
+    // An sm_90a cubin's ELF header says sm_90: the entry a compile just wrote must still count.
+    use_disk();
+    for (const char* arch : {"sm_90a", "sm_90"}) {
+        const Program p(source(test::unique_token()), {.arch = arch});
+        const ObjectCode first = p.compile(CodeType::cubin);
+        cache().clear();
+        const std::uint64_t hits = cache().stats().disk_hits;
+        const ObjectCode again = p.compile(CodeType::cubin);
+        EXPECT_EQ(cache().stats().disk_hits, hits + 1) << arch;
+        EXPECT_EQ(cache().stats().disk_rejected, 0u) << arch;
+        EXPECT_EQ(again.arch(), arch);
+        EXPECT_TRUE(same_bytes(again, first)) << arch;
+    }
+}
+
 TEST_F(CompileCache, AnEntryLargerThanAnyCodeIsNotRead) {
     use_disk();
     const Program p(source(test::unique_token()), {.arch = "sm_90"});

@@ -221,6 +221,9 @@ TEST(JitGpu, UnknownKernelListsTheModulesKernels) {
     // The driver takes a C string: "add_one" followed by a NUL and more would find add_one.
     test::expect_throw_with<InvalidArgument>([] { (void)kernels().kernel(std::string("add_one\0x", 9)); },
                                              {"Module::kernel", "NUL byte"});
+    test::expect_throw_with<InvalidArgument>([] { (void)kernels().kernel("add_one", -7); },
+                                             {"Module::kernel", "device: -7"});
+    EXPECT_EQ(kernels().kernel("add_one", -1).name(), "add_one");
 }
 
 TEST(JitGpu, PtxAndLtoLinkedCodeLoad) {

@@ -53,6 +53,13 @@ TEST(Adopt, NullKernelIsRejectedBeforeAnyCudaCall) {
     test::expect_throw_with<InvalidArgument>([] { (void)core::Kernel::adopt(nullptr, 0); }, {"null CUkernel"});
 }
 
+TEST(Adopt, DevicesBelowMinusOneAreRejectedBeforeAnyCudaCall) {
+    // -1 means the current device; -7 meant it too, silently. The handle is never used.
+    const auto fake = reinterpret_cast<CUkernel>(std::uintptr_t(0x1000));
+    test::expect_throw_with<InvalidArgument>([&] { (void)core::Kernel::adopt(fake, -7); },
+                                             {"Kernel::adopt", "device: -7", "-1 for the current device"});
+}
+
 TEST(Adopt, OwnershipOutsideTheEnumIsRejected) {
     // A handle that is never used: the value is refused before anything looks at it.
     const auto fake = reinterpret_cast<CUlibrary>(std::uintptr_t(0x1000));

@@ -307,6 +307,7 @@ TEST(FftValidation, CallbackFields) {
     EXPECT_TRUE(detail::is_qualified_identifier("integer::returned"));  // keywords inside names are fine
     EXPECT_TRUE(detail::is_qualified_identifier("Int"));
     EXPECT_FALSE(detail::is_qualified_identifier("ns::while"));
+    EXPECT_TRUE(detail::is_qualified_identifier("ns::requires"));  // callbacks are C++17: not a keyword there
 }
 
 TEST(FftValidation, CallbackCompileError) {

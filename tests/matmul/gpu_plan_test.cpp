@@ -167,6 +167,23 @@ TEST(MatmulPlans, AutotuneSaveAndLoadRoundTrip) {
         const auto& fresh = mm.plan();
         EXPECT_TRUE(same_algorithm(mm.algorithm(), fresh.front()));
     }
+    {
+        // save_tuning keeps other GPUs' lines, but never grows a file past what load_tuning reads.
+        std::ofstream out(path, std::ios::trunc);
+        out << "# gpumath matmul tuning v1\n";
+        const std::string other = "Other GPU\t8.0\t1\t0:/\t" + std::string(128, '0') + "\t0\t1\n";
+        const std::uintmax_t limit = std::uintmax_t(64) << 20;
+        for (std::uintmax_t written = 27; written + other.size() < limit; written += other.size()) out << other;
+        out.close();
+        ASSERT_LE(std::filesystem::file_size(path), limit);
+        Matmul mm(da.view, db.view, {.compute_type = ComputeType::f32_fast_tf32});
+        mm.plan();
+        const auto before = std::filesystem::file_size(path);
+        gpumath::test::expect_throw_with<InvalidArgument>([&] { mm.save_tuning(path); },
+                                                          {"Matmul::save_tuning", "64 MiB", "new tuning file"});
+        EXPECT_EQ(std::filesystem::file_size(path), before) << "left as it was";
+        EXPECT_FALSE(mm.load_tuning(path));  // still readable: nothing for this GPU
+    }
     EXPECT_FALSE(Matmul(da.view, db.view).load_tuning(path + ".missing"));
     std::filesystem::remove(path);
 }

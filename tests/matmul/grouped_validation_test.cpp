@@ -993,7 +993,7 @@ TEST(GroupedValidation, PartitionedPlansHaveKeysOfTheirOwn) {
     EXPECT_NE(k26.hash, base.hash);
 }
 
-TEST(GroupedChoices, MeasuredChoicesAreBounded) {
+TEST(GroupedChoices, MeasuredChoicesAreBoundedAndKeepTheRecentlyUsed) {
     // One choice per shape of call: a process meeting ever new shapes kept every one.
     detail::BackendChoices choices;
     const auto key = [](std::int64_t n) {
@@ -1002,14 +1002,21 @@ TEST(GroupedChoices, MeasuredChoicesAreBounded) {
         k.k = 64;
         return k;
     };
-    const std::int64_t count = std::int64_t(detail::BackendChoices::max_entries) + 100;
-    for (std::int64_t n = 1; n <= count; ++n)
+    const auto max = std::int64_t(detail::BackendChoices::max_entries);
+    // Filled in descending order, so that key order and age disagree.
+    for (std::int64_t n = max; n >= 1; --n)
         choices.remember(key(n), n % 2 == 0 ? GroupedBackend::kernel : GroupedBackend::streams);
     EXPECT_EQ(choices.size(), detail::BackendChoices::max_entries);
-    EXPECT_EQ(choices.find(key(count)), GroupedBackend::kernel);  // the newest stays
-    EXPECT_EQ(choices.find(key(count - 1)), GroupedBackend::streams);
-    // Remembering a known key again replaces its choice without dropping another.
-    choices.remember(key(count), GroupedBackend::cublas);
+    // Key max is the oldest; finding it makes key max - 1 the oldest instead.
+    EXPECT_EQ(choices.find(key(max)), GroupedBackend::kernel);
+    choices.remember(key(max + 1), GroupedBackend::cublas);
     EXPECT_EQ(choices.size(), detail::BackendChoices::max_entries);
-    EXPECT_EQ(choices.find(key(count)), GroupedBackend::cublas);
+    EXPECT_EQ(choices.find(key(max)), GroupedBackend::kernel) << "recently found: kept";
+    EXPECT_FALSE(choices.find(key(max - 1)).has_value()) << "least recently used: dropped";
+    EXPECT_EQ(choices.find(key(max + 1)), GroupedBackend::cublas);
+    EXPECT_EQ(choices.find(key(1)), GroupedBackend::streams) << "the newest of the first fill";
+    // Remembering a known key again replaces its choice without dropping another.
+    choices.remember(key(1), GroupedBackend::loop);
+    EXPECT_EQ(choices.size(), detail::BackendChoices::max_entries);
+    EXPECT_EQ(choices.find(key(1)), GroupedBackend::loop);
 }

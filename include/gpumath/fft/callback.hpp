@@ -24,7 +24,7 @@ enum class FFTCallbackKind : std::uint8_t { load, store };
 /// The C++ declaration a callback of `kind` over elements of `element` (f32 -> cufftReal,
 /// f64 -> cufftDoubleReal, c32 -> cufftComplex, c64 -> cufftDoubleComplex) must match, with
 /// `name` as the function name. InvalidArgument for other element types, for a `kind` that is
-/// neither load nor store and for a `name` that is not a (namespace-qualified) C++ name.
+/// neither load nor store and for a `name` that is not a (namespace-qualified) C++ name (a C++17 keyword is not one).
 [[nodiscard]] std::string fft_callback_signature(FFTCallbackKind kind, DataType element,
                                                  const std::string& name = "callback");
 

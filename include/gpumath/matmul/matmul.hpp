@@ -75,7 +75,8 @@ public:
 
     /// Writes the selected algorithm of the current plan to `path` (a text file gpumath owns;
     /// other problems' entries are kept), keyed by GPU name, compute capability, cuBLASLt version
-    /// and problem. Throws InvalidArgument before planning, Error when the file cannot be written.
+    /// and problem. Throws InvalidArgument before planning or when the file would grow past 64 MiB
+    /// (load_tuning's limit), Error when the file cannot be written.
     void save_tuning(const std::string& path) const;
     /// Reads `path` and remembers the entries saved for this problem on this GPU with this
     /// cuBLASLt version; entries for another GPU or library version are ignored, and a remembered

@@ -181,7 +181,7 @@ struct MatmulEpilogFunction {
 };
 
 /// The declaration a user epilog named `symbol` must match. InvalidArgument when `symbol` is not a
-/// (namespace-qualified) C++ name.
+/// (namespace-qualified) C++ name (a C++17 keyword is not one).
 [[nodiscard]] std::string matmul_epilog_signature(const std::string& symbol = "epilog");
 
 /// Options of a matrix multiplication, fixed when a Matmul is built (part of the plan cache key of
