@@ -11,6 +11,7 @@
 #include <functional>
 #include <future>
 #include <thread>
+#include <utility>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -67,6 +68,14 @@ protected:
     void TearDown() override { SetUp(); }
     static core::CompileCache& cache() { return core::compile_cache(); }
     void use_disk() { cache().set_directory(dir_.path()); }
+    // Turns the disk cache on and compiles `p` to `target`: the code and the one entry it wrote.
+    std::pair<ObjectCode, fs::path> first_entry(const Program& p, CodeType target) {
+        use_disk();
+        ObjectCode code = p.compile(target);
+        const std::vector<fs::path> files = entries(dir_.path());
+        EXPECT_EQ(files.size(), 1u) << "the compile wrote one entry";
+        return {std::move(code), files.empty() ? fs::path() : files.front()};
+    }
     test::TempDir dir_;
 };
 
@@ -241,12 +250,12 @@ TEST_F(CompileCache, DiskHitKeepsLoweredNames) {
 }
 
 TEST_F(CompileCache, CorruptOrTruncatedEntriesAreIgnoredAndRewritten) {
-    use_disk();
     const Program p(source(test::unique_token()), {.arch = "sm_90"});
-    const ObjectCode good = p.compile(CodeType::ptx);
-    const std::vector<fs::path> files = entries(dir_.path());
-    ASSERT_EQ(files.size(), 1u);
-    const std::string original = read(files[0]);
+    const auto first = first_entry(p, CodeType::ptx);
+    const ObjectCode& good = first.first;
+    const fs::path& entry = first.second;
+    ASSERT_FALSE(entry.empty());
+    const std::string original = read(entry);
 
     const std::vector<std::pair<std::string, std::string>> damages = {
         {"truncated", original.substr(0, original.size() / 2)},
@@ -263,14 +272,14 @@ TEST_F(CompileCache, CorruptOrTruncatedEntriesAreIgnoredAndRewritten) {
     };
     std::uint64_t rejected = 0, misses = 1;
     for (const auto& [what, bytes] : damages) {
-        std::ofstream(files[0], std::ios::binary | std::ios::trunc) << bytes;
+        std::ofstream(entry, std::ios::binary | std::ios::trunc) << bytes;
         cache().clear();
         const ObjectCode again = p.compile(CodeType::ptx);
         EXPECT_EQ(cache().stats().disk_rejected, ++rejected) << what;
         EXPECT_EQ(cache().stats().misses, ++misses) << what;
         EXPECT_TRUE(same_bytes(again, good)) << what;
         // Rewritten: the next process gets a disk hit.
-        EXPECT_EQ(read(files[0]), original) << what;
+        EXPECT_EQ(read(entry), original) << what;
         cache().clear();
         const std::uint64_t hits = cache().stats().disk_hits;
         (void)p.compile(CodeType::ptx);
@@ -306,14 +315,13 @@ void replace_once(std::string& s, const std::string& from, const std::string& to
 }  // namespace
 
 TEST_F(CompileCache, EntriesHoldingOtherCodeAreRejected) {
-    use_disk();
-    const Program p(source(test::unique_token()), {.name = "forge_me", .arch = "sm_90"});
-    Program named = p;
+    Program named(source(test::unique_token()), {.name = "forge_me", .arch = "sm_90"});
     named.add_name_expression("fill<7>");
-    const ObjectCode good = named.compile(CodeType::ptx);
-    const std::vector<fs::path> files = entries(dir_.path());
-    ASSERT_EQ(files.size(), 1u);
-    const std::string original = read(files[0]);
+    const auto first = first_entry(named, CodeType::ptx);
+    const ObjectCode& good = first.first;
+    const fs::path& entry = first.second;
+    ASSERT_FALSE(entry.empty());
+    const std::string original = read(entry);
     // The payload starts with the 16-byte key, then the code type (u32) and the architecture.
     constexpr std::size_t type_at = 16;
 
@@ -331,7 +339,7 @@ TEST_F(CompileCache, EntriesHoldingOtherCodeAreRejected) {
     ASSERT_EQ(forged(original, [](std::string&) {}), original);
     std::uint64_t rejected = 0;
     for (const auto& [what, edit] : forgeries) {
-        std::ofstream(files[0], std::ios::binary | std::ios::trunc) << forged(original, edit);
+        std::ofstream(entry, std::ios::binary | std::ios::trunc) << forged(original, edit);
         cache().clear();
         const ObjectCode again = named.compile(CodeType::ptx);
         EXPECT_EQ(cache().stats().disk_rejected, ++rejected) << what;
@@ -339,7 +347,7 @@ TEST_F(CompileCache, EntriesHoldingOtherCodeAreRejected) {
         EXPECT_TRUE(same_bytes(again, good)) << what;
         EXPECT_EQ(again.type(), CodeType::ptx) << what;
         EXPECT_EQ(again.lowered_name("fill<7>"), "_Z4fillILi7EEvPi") << what;
-        EXPECT_EQ(read(files[0]), original) << what;  // rewritten
+        EXPECT_EQ(read(entry), original) << what;  // rewritten
     }
     // Still a hit when nothing was forged.
     cache().clear();
@@ -395,13 +403,13 @@ TEST_F(CompileCache, ArchitectureSpecificCubinsAreDiskHits) {
 }
 
 TEST_F(CompileCache, AnEntryLargerThanAnyCodeIsNotRead) {
-    use_disk();
     const Program p(source(test::unique_token()), {.arch = "sm_90"});
-    const ObjectCode good = p.compile(CodeType::ptx);
-    const std::vector<fs::path> files = entries(dir_.path());
-    ASSERT_EQ(files.size(), 1u);
+    const auto first = first_entry(p, CodeType::ptx);
+    const ObjectCode& good = first.first;
+    const fs::path& entry = first.second;
+    ASSERT_FALSE(entry.empty());
     // Sparse: takes no disk space, but reading it whole would take 4 GiB of memory.
-    fs::resize_file(files[0], (std::uintmax_t(1) << 32) + 1);
+    fs::resize_file(entry, (std::uintmax_t(1) << 32) + 1);
     cache().clear();
     const LogLevel level = log_level();
     set_log_level(LogLevel::info);
@@ -412,7 +420,7 @@ TEST_F(CompileCache, AnEntryLargerThanAnyCodeIsNotRead) {
     EXPECT_TRUE(same_bytes(again, good));
     EXPECT_EQ(cache().stats().disk_rejected, 1u);
     EXPECT_NE(log.find("larger than 4 GiB, so not an entry; not read"), std::string::npos) << log;
-    EXPECT_LT(fs::file_size(files[0]), std::uintmax_t(1) << 20);  // rewritten
+    EXPECT_LT(fs::file_size(entry), std::uintmax_t(1) << 20);  // rewritten
 }
 
 TEST_F(CompileCache, DiskLimitDropsLeastRecentlyUsed) {
@@ -518,12 +526,11 @@ void release_fifo_reader(const fs::path& fifo) {
 }  // namespace
 
 TEST_F(CompileCache, NonRegularFilesAtAnEntryPathAreRejectedNotOpened) {
-    use_disk();
     const Program p(source(test::unique_token()), {.arch = "sm_90"});
-    const ObjectCode good = p.compile(CodeType::ptx);
-    const std::vector<fs::path> files = entries(dir_.path());
-    ASSERT_EQ(files.size(), 1u);
-    const fs::path entry = files[0];
+    const auto first = first_entry(p, CodeType::ptx);
+    const ObjectCode& good = first.first;
+    const fs::path& entry = first.second;
+    ASSERT_FALSE(entry.empty());
     const std::string original = read(entry);
     test::TempDir elsewhere;
     const fs::path outside_fifo = elsewhere.path() / "fifo";
