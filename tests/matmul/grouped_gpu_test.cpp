@@ -860,6 +860,30 @@ TEST(GroupedGpu, DeviceSizesPastTheBoundAreCutAtIt) {
     for (const cd& x : download(slice_rows(o.view, 50, 30)).v) ASSERT_TRUE(std::isnan(x.real()));
 }
 
+TEST(GroupedGpu, DeviceSizesOutOfRangeAreClampedInsideTheBuffers) {
+    GPUMATH_REQUIRE_GPU();
+    // Whatever a router writes, the kernel stays inside the operands: a negative size counts as 0 and
+    // a size past the bound is cut at it; the rows are summed in 64 bits, so INT32_MAX twice does
+    // not wrap. `c.sizes` is what the kernel must compute; the portable kernel (K = 24) and the
+    // Hopper one (K = 64), one block and clusters (N = 96 and 256), both weight layouts.
+    const std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> cases = {
+        {{-5, 40, INT32_MIN, 30, INT32_MAX}, {0, 40, 0, 30, 10}},
+        {{INT32_MAX, INT32_MAX, -1}, {80, 0, 0}},
+    };
+    for (const auto& [written, computed] : cases)
+        for (const std::int64_t k : {24, 64})
+            for (const std::int64_t n : {96, 256})
+                for (bool b_col : {false, true}) {
+                    const Case c{.sizes = computed, .k = k, .n = n, .b_col = b_col};
+                    const Prepared p = prepare(c);
+                    const Dev ds = device_sizes(written);
+                    const Output o = output(c);
+                    grouped_matmul(p.da.view, p.db.view, o.view,
+                                   DeviceGroupSizes{.sizes = ds.view, .max_total_rows = c.rows()});
+                    expect_result(c, o, p.want, "sizes as written: " + c.describe());
+                }
+}
+
 namespace {
 
 /// The two sets of sizes the grouped kernel's capture tests switch between on the same operands
