@@ -117,24 +117,10 @@ void check_fp8_operands(const MatmulSignature& sig, const ProblemShape& shape, b
 
 namespace {
 
-struct Range {
-    std::uintptr_t lo = 0, hi = 0;
-};
-Range range_of(const TensorView& v) {
-    const auto p = reinterpret_cast<std::uintptr_t>(v.data());
-    return {p, p + std::uintptr_t(v.span_bytes())};
-}
-/// The 4 bytes of one f32 scale (or amax).
-Range range_of(const float* p) {
-    const auto x = reinterpret_cast<std::uintptr_t>(p);
-    return {x, x + sizeof(float)};
-}
-/// Whether two ranges, neither empty, share a byte.
-bool meet(const Range& a, const Range& b) { return a.lo < b.hi && b.lo < a.hi && a.lo != a.hi && b.lo != b.hi; }
 /// Whether two operands (tensors or f32 scales) share memory.
 template <class X, class Y>
 bool overlap(const X& x, const Y& y) {
-    return meet(range_of(x), range_of(y));
+    return meet(bytes_of(x), bytes_of(y));
 }
 
 /// The per-tensor scales (inputs, one f32 each) apart from every output, and amax_d (an output)

@@ -3,6 +3,7 @@
 // stage's own decision (options, per-call values, FP8 scales and operands, epilog operands).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -21,6 +22,22 @@ template <class... Args>
 template <class... Args>
 [[noreturn]] void unsupported(const char* api, fmt::format_string<Args...> f, Args&&... args) {
     throw_not_supported(fmt::format(f, std::forward<Args>(args)...), api);
+}
+
+/// The bytes [lo, hi) an operand occupies, for the checks that outputs and inputs stay apart.
+struct ByteRange {
+    std::uintptr_t lo = 0, hi = 0;
+};
+inline ByteRange bytes_of(const void* p, std::int64_t bytes) {
+    const auto lo = reinterpret_cast<std::uintptr_t>(p);
+    return {lo, lo + std::uintptr_t(bytes)};
+}
+inline ByteRange bytes_of(const TensorView& v) { return bytes_of(v.data(), v.span_bytes()); }
+/// The 4 bytes of one f32 (a per-tensor scale or amax).
+inline ByteRange bytes_of(const float* p) { return bytes_of(p, std::int64_t(sizeof(float))); }
+/// Whether two ranges, neither empty, share a byte.
+[[nodiscard]] constexpr bool meet(const ByteRange& x, const ByteRange& y) noexcept {
+    return x.lo < y.hi && y.lo < x.hi && x.lo != x.hi && y.lo != y.hi;
 }
 
 inline std::string shape_text(const TensorLayout& l) { return to_string(l.shape()); }

@@ -40,22 +40,14 @@ DataType result_of(DataType input, const MatmulOptions& options) {
     return options.result_type ? *options.result_type : *default_result(input);
 }
 
-struct Range {
-    std::uintptr_t lo = 0, hi = 0;
+/// An operand's bytes, with the group and name a message gives it.
+struct Range : ByteRange {
     std::int64_t group = 0;
     const char* name = "";
     const TensorView* view = nullptr;
 };
 
-Range range_of(const TensorView& v, std::int64_t group, const char* name) {
-    const auto p = reinterpret_cast<std::uintptr_t>(v.data());
-    return {p, p + std::uintptr_t(v.span_bytes()), group, name, &v};
-}
-
-/// Whether two ranges of memory, neither empty, share a byte.
-bool meet(const Range& x, const Range& y) noexcept {
-    return x.lo < y.hi && y.lo < x.hi && x.lo != x.hi && y.lo != y.hi;
-}
+Range range_of(const TensorView& v, std::int64_t group, const char* name) { return {bytes_of(v), group, name, &v}; }
 
 /// Where a matrix lies on the grid of its parent: outputs that are blocks of one parent matrix (the
 /// same element size and strides, a unit stride, the other stride at least both extents, starts a
@@ -180,7 +172,7 @@ void check_disjoint(std::vector<Range> outputs, std::vector<Range> inputs, const
     for (std::size_t i = 0; i < inputs.size(); ++i)
         furthest[i] = (i > 0 && inputs[furthest[i - 1]].hi >= inputs[i].hi) ? furthest[i - 1] : i;
     for (const Range& o : outputs) {
-        const auto end = std::lower_bound(inputs.begin(), inputs.end(), Range{o.hi}, by_lo);
+        const auto end = std::lower_bound(inputs.begin(), inputs.end(), Range{{o.hi}}, by_lo);
         if (end == inputs.begin()) continue;
         const Range& in = inputs[furthest[std::size_t(end - inputs.begin()) - 1]];
         if (in.hi > o.lo)

@@ -121,30 +121,21 @@ void check_grid(ScaleMode mode, const QuantizeGeometry& g, const char* api) {
                     what);
 }
 
-struct Range {
-    std::uintptr_t lo = 0, hi = 0;
-};
-Range range_of(const void* p, std::int64_t bytes) {
-    const auto lo = reinterpret_cast<std::uintptr_t>(p);
-    return {lo, lo + std::uintptr_t(bytes)};
-}
-bool overlap(Range a, Range b) { return a.lo < b.hi && b.lo < a.hi && a.lo != a.hi && b.lo != b.hi; }
-
 void check_no_overlaps(const TensorView& x, const TensorView& data, const float* scales, std::int64_t scale_count,
                        const float* amax, const char* api) {
-    const Range rx = range_of(x.data(), x.span_bytes());
-    const Range rd = range_of(data.data(), data.span_bytes());
-    const Range rs = range_of(scales, scale_count * std::int64_t(sizeof(float)));
-    const Range ra = range_of(amax, amax != nullptr ? std::int64_t(sizeof(float)) : 0);
-    if (overlap(rd, rx)) invalid(api, "data: its memory overlaps x's; outputs must not alias the input");
-    if (overlap(rs, rx))
+    const ByteRange rx = bytes_of(x);
+    const ByteRange rd = bytes_of(data);
+    const ByteRange rs = bytes_of(scales, scale_count * std::int64_t(sizeof(float)));
+    const ByteRange ra = bytes_of(amax, amax != nullptr ? std::int64_t(sizeof(float)) : 0);
+    if (meet(rd, rx)) invalid(api, "data: its memory overlaps x's; outputs must not alias the input");
+    if (meet(rs, rx))
         invalid(api, "scales: the {} floats it occupies overlap x's memory; outputs must not alias the input",
                 scale_count);
-    if (overlap(ra, rx)) invalid(api, "amax: it points into x's memory; outputs must not alias the input");
-    if (overlap(rs, rd))
+    if (meet(ra, rx)) invalid(api, "amax: it points into x's memory; outputs must not alias the input");
+    if (meet(rs, rd))
         invalid(api, "scales: the {} floats it occupies overlap data's memory; pass separate memory", scale_count);
-    if (overlap(ra, rd)) invalid(api, "amax: it points into data's memory; pass separate memory");
-    if (overlap(ra, rs)) invalid(api, "amax: it points into the scales' memory; pass separate memory");
+    if (meet(ra, rd)) invalid(api, "amax: it points into data's memory; pass separate memory");
+    if (meet(ra, rs)) invalid(api, "amax: it points into the scales' memory; pass separate memory");
 }
 
 bool dense_row_major(const TensorLayout& l) {
