@@ -19,12 +19,12 @@ void check_device_ordinal(int device, const char* api) {
             api);
 }
 
-int resolve_device(int device, const char* api) {
+core::Device resolve_device(int device, const char* api) {
     if (device < -1)
         throw_invalid(
             fmt::format("device: {} given; pass a device ordinal (0, 1, ...) or -1 for the current device", device),
             api);
-    return device == -1 ? current_device() : core::Device(device).ordinal();
+    return device == -1 ? core::Device::current() : core::Device(device);
 }
 
 int current_device() {

@@ -95,7 +95,7 @@ void* block_of(void* ptr, std::size_t alignment) noexcept {
 }  // namespace
 
 DeviceMemoryResource::DeviceMemoryResource(int device, const DeviceMemoryResourceOptions& options) {
-    device_ = gpumath::detail::resolve_device(device, "DeviceMemoryResource");
+    device_ = gpumath::detail::resolve_device(device, "DeviceMemoryResource").ordinal();
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
@@ -118,7 +118,7 @@ DeviceMemoryResource::~DeviceMemoryResource() {
 const std::shared_ptr<DeviceMemoryResource>& DeviceMemoryResource::default_resource(int device) {
     // Never destroyed: workspaces and buffers freed at exit may still return memory to the pools.
     static auto& pools = *new gpumath::detail::DeviceRegistry<std::shared_ptr<DeviceMemoryResource>>();
-    const int d = gpumath::detail::resolve_device(device, "DeviceMemoryResource::default_resource");
+    const int d = gpumath::detail::resolve_device(device, "DeviceMemoryResource::default_resource").ordinal();
     return pools.get(d, "DeviceMemoryResource::default_resource", [](int o) {
         return new std::shared_ptr<DeviceMemoryResource>(std::make_shared<DeviceMemoryResource>(o));
     });

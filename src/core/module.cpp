@@ -246,8 +246,8 @@ Kernel Module::kernel(std::string_view name, int device) const {
             symbol = lowered;
             break;
         }
-    device = detail::resolve_device(device, api);
-    const Device dev(device);
+    const Device dev = detail::resolve_device(device, api);
+    device = dev.ordinal();
 
     std::lock_guard lock(library_->mutex);
     auto& slot = library_->kernels[{symbol, device}];
@@ -301,8 +301,8 @@ Kernel Kernel::adopt(CUkernel kernel, int device) {
             "kernel: a null CUkernel; pass a kernel from cuLibraryGetKernel (kernels of a gpumath "
             "Module come from Module::kernel)",
             api);
-    device = detail::resolve_device(device, api);
-    const Device dev(device);
+    const Device dev = detail::resolve_device(device, api);
+    device = dev.ordinal();
     const detail::DriverApi& d = detail::driver();
     detail::require_driver_function(reinterpret_cast<const void*>(d.cuKernelGetAttribute), "cuKernelGetAttribute");
     detail::DeviceGuard guard(device);

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <mutex>
 
+#include <gpumath/core/device.hpp>
+
 namespace gpumath::detail {
 
 /// The most devices gpumath keeps per-device state for (runtime ordinals 0..max_devices-1).
@@ -16,10 +18,10 @@ inline constexpr int max_devices = 64;
 /// NotSupported naming `api` unless 0 <= device < max_devices.
 void check_device_ordinal(int device, const char* api);
 
-/// A public API's `device` argument as an ordinal: -1 is the current device; below -1 is
-/// InvalidArgument naming `api` (before any CUDA call), past the last device InvalidArgument from
-/// core::Device; CudaError without a driver/device.
-[[nodiscard]] int resolve_device(int device, const char* api);
+/// A public API's `device` argument: -1 is the current device; below -1 is InvalidArgument naming
+/// `api` (before any CUDA call), past the last device InvalidArgument from core::Device; CudaError
+/// without a driver/device.
+[[nodiscard]] core::Device resolve_device(int device, const char* api);
 
 /// One lazily created `T` per device ordinal. `get` creates a device's value on first use, exactly
 /// once even when threads race (a creation that throws is retried by the next caller), and then
