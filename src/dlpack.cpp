@@ -19,6 +19,7 @@
 #include <gpumath/layout.hpp>
 #include <gpumath/tensor.hpp>
 
+#include "detail/layout_check.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath {
@@ -192,13 +193,9 @@ TensorLayout check_layout(const DLTensor& t, DataType dtype, const char* api) {
                                           i, strides[i]),
                               api);
     }
-    try {
-        return {dtype, shape, strides};
-    } catch (const InvalidArgument& e) {  // extents or strides whose products overflow: named for the DLTensor
-        std::string_view what = e.what();
-        if (what.starts_with("TensorLayout: ")) what.remove_prefix(14);
-        throw_invalid(fmt::format("DLTensor.{}", what), api);
-    }
+    // Extents or strides whose products overflow, named for the DLTensor and this function.
+    validate_layout(dtype, shape, strides, api, "DLTensor.");
+    return {dtype, shape, strides};
 }
 
 void* check_data(const DLTensor& t, const TensorLayout& layout, const char* api) {

@@ -3,6 +3,7 @@
 #include <gpumath/layout.hpp>
 
 #include <limits>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -11,60 +12,70 @@
 #include "detail/status.hpp"
 
 #include "detail/enum_check.hpp"
+#include "detail/layout_check.hpp"
 
 namespace gpumath {
 namespace detail {
 
-void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) {
-    constexpr const char* api = "TensorLayout";
-    check_enum(dtype, data_type_count, "a DataType", "dtype", api);
+void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides,
+                     const char* api, std::string_view field_prefix) {
+    if (field_prefix.empty()) check_enum(dtype, data_type_count, "a DataType", "dtype", api);
+    else check_enum(dtype, data_type_count, "a DataType", fmt::format("{}dtype", field_prefix).c_str(), api);
     if (shape.size() > std::size_t(max_rank))
-        throw_invalid(fmt::format("shape: rank {} given, at most {} allowed", shape.size(), max_rank), api);
+        throw_invalid(fmt::format("{}shape: rank {} given, at most {} allowed", field_prefix, shape.size(), max_rank),
+                      api);
     if (!strides.empty() && strides.size() != shape.size())
-        throw_invalid(fmt::format("strides: {} values given for a shape of rank {} ({}); pass one stride per "
+        throw_invalid(fmt::format("{}strides: {} values given for a shape of rank {} ({}); pass one stride per "
                                   "dimension or none for row-major",
-                                  strides.size(), shape.size(), to_string(shape)),
+                                  field_prefix, strides.size(), shape.size(), to_string(shape)),
                       api);
     constexpr std::int64_t limit = std::numeric_limits<std::int64_t>::max();
     std::int64_t count = 1;
     bool empty = false;
     for (std::size_t i = 0; i < shape.size(); ++i) {
         if (shape[i] < 0)
-            throw_invalid(fmt::format("shape: extent {} of dimension {} in {} is negative; extents must be >= 0",
-                                      shape[i], i, to_string(shape)),
+            throw_invalid(fmt::format("{}shape: extent {} of dimension {} in {} is negative; extents must be >= 0",
+                                      field_prefix, shape[i], i, to_string(shape)),
                           api);
         if (shape[i] == 0) empty = true;
         else if (count > limit / shape[i])
-            throw_invalid(fmt::format("shape: {} has more elements than fit in int64", to_string(shape)), api);
+            throw_invalid(
+                fmt::format("{}shape: {} has more elements than fit in int64", field_prefix, to_string(shape)), api);
         else count *= shape[i];
     }
     const auto elem = std::int64_t(size_of(dtype));
     if (!empty && count > limit / elem)
-        throw_invalid(
-            fmt::format("shape: {} of {} needs more bytes than fit in int64", to_string(shape), to_string(dtype)), api);
+        throw_invalid(fmt::format("{}shape: {} of {} needs more bytes than fit in int64", field_prefix,
+                                  to_string(shape), to_string(dtype)),
+                      api);
     if (strides.empty()) return;
     std::int64_t last = 0;
     for (std::size_t i = 0; i < strides.size(); ++i) {
         if (strides[i] < 0)
-            throw_invalid(fmt::format("strides: stride {} of dimension {} in {} is negative; strides must be >= 0 "
+            throw_invalid(fmt::format("{}strides: stride {} of dimension {} in {} is negative; strides must be >= 0 "
                                       "(0 broadcasts)",
-                                      strides[i], i, to_string(strides)),
+                                      field_prefix, strides[i], i, to_string(strides)),
                           api);
         if (empty) continue;
         // A dimension of extent 1 never steps, but code that turns strides into bytes (batch
         // strides, byte offsets) must not overflow either.
         if (strides[i] > limit / elem)
-            throw_invalid(fmt::format("strides: stride {} of dimension {} in {} is more bytes of {} than fit in int64",
-                                      strides[i], i, to_string(strides), to_string(dtype)),
-                          api);
+            throw_invalid(
+                fmt::format("{}strides: stride {} of dimension {} in {} is more bytes of {} than fit in int64",
+                            field_prefix, strides[i], i, to_string(strides), to_string(dtype)),
+                api);
         const std::int64_t extent = shape[i] - 1;
         // Keep (last + 1) * elem, the span in bytes, within int64.
         if (extent > 0 && strides[i] > (limit / elem - 1 - last) / extent)
-            throw_invalid(fmt::format("strides: {} with shape {} address more bytes than fit in int64",
+            throw_invalid(fmt::format("{}strides: {} with shape {} address more bytes than fit in int64", field_prefix,
                                       to_string(strides), to_string(shape)),
                           api);
         last += extent * strides[i];
     }
+}
+
+void validate_layout(DataType dtype, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) {
+    validate_layout(dtype, shape, strides, "TensorLayout", "");
 }
 
 }  // namespace detail
