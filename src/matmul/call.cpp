@@ -5,6 +5,7 @@
 
 #include "core/hash.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <system_error>
@@ -164,11 +165,15 @@ std::string key_to_text(const MatmulKey& key) {
 bool parse_key(const std::string& text, MatmulKey& key) {
     key = MatmulKey{};
     // std::from_chars takes digits only: no sign, space or "0x" that strtoul would let through.
+    // Only the digits key_to_text writes are taken (lowercase, no leading zero), so that a damaged
+    // line cannot read as another spelling of a key.
     const char* p = text.data();
     const char* const end = text.data() + text.size();
     const auto number = [&](auto& value, int base, char terminator) {
         const auto [next, ec] = std::from_chars(p, end, value, base);
         if (ec != std::errc() || next == end || *next != terminator) return false;
+        if ((next - p > 1 && *p == '0') || std::any_of(p, next, [](char c) { return c >= 'A' && c <= 'F'; }))
+            return false;
         p = next + 1;
         return true;
     };

@@ -160,7 +160,8 @@ struct MatmulKeyHash {
 [[nodiscard]] MatmulKey make_key(const MatmulCall& call, const MatmulOptions& options, int device) noexcept;
 /// The hash of a key's words and alignment classes.
 [[nodiscard]] std::size_t hash_key(const MatmulKey& k) noexcept;
-/// Hex text of a key (for tuning files) and back; `parse_key` returns false on malformed text.
+/// Hex text of a key (for tuning files) and back; `parse_key` returns false on text key_to_text
+/// would not write (malformed, capitals, leading zeros).
 [[nodiscard]] std::string key_to_text(const MatmulKey& key);
 [[nodiscard]] bool parse_key(const std::string& text, MatmulKey& key);
 

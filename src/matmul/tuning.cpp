@@ -87,7 +87,9 @@ std::string algo_to_hex(const cublasLtMatmulAlgo_t& algo) {
 }
 
 bool hex_to_algo(const std::string& s, cublasLtMatmulAlgo_t& algo) {
-    if (s.size() != std::size_t{16} * 8) return false;
+    // Lowercase only, as algo_to_hex writes it.
+    if (s.size() != std::size_t{16} * 8 || std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'F'; }))
+        return false;
     for (std::size_t i = 0; i < 8; ++i) {
         const char* first = s.data() + i * 16;
         std::uint64_t word = 0;

@@ -51,7 +51,7 @@ struct TuningText {
 [[nodiscard]] TuningText parse_tuning_text(std::istream& in, const TuningHost& host);
 
 /// cuBLASLt's 64 algorithm bytes as 128 lowercase hex digits, and back: `hex_to_algo` accepts
-/// exactly 128 hex digits (no sign, space or "0x").
+/// exactly 128 lowercase hex digits (no sign, space, "0x" or capital).
 [[nodiscard]] std::string algo_to_hex(const cublasLtMatmulAlgo_t& algo);
 [[nodiscard]] bool hex_to_algo(const std::string& s, cublasLtMatmulAlgo_t& algo);
 

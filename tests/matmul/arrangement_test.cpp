@@ -362,6 +362,11 @@ TEST(MatmulKeys, TextParsingTakesOnlyWhatKeyToTextWrites) {
         {"trailing text", text + "x"},
         {"no slash", text.substr(0, slash)},
         {"word too long", with(colon + 1, "fffffffffffffffff")},
+        // Other spellings of the same numbers: a damaged line must not read as a key.
+        {"leading zero in a word", with(colon + 1, "0")},
+        {"leading zero in the count", "0" + text},
+        {"leading zero in an alignment class", with(slash + 1, "0")},
+        {"capital hex digit", text.substr(0, colon + 1) + "F" + text.substr(colon + 2)},
     };
     for (const auto& [what, t] : bad) EXPECT_FALSE(parse_key(t, parsed)) << what << ": " << t;
 }
@@ -382,6 +387,7 @@ TEST(TuningFiles, AlgorithmHexIsExactly128Digits) {
             {"a sign", at(16, "-1")},  // strtoull took "-1..." and wrapped it
             {"a plus", at(16, "+1")},      {"0x", at(32, "0x")},
             {"a space", at(48, " 1")},     {"not hex", at(0, "g0")},
+            {"a capital", at(62, "EF")},
         };
     for (const auto& [what, h] : bad) EXPECT_FALSE(hex_to_algo(h, back)) << what;
 }
