@@ -15,10 +15,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -124,7 +124,9 @@ std::string mismatch(const ObjectCodeData& d, const CompileExpectation& expect) 
     if (d.name != expect.name)
         return fmt::format("program name \"{}\" where \"{}\" was asked for", d.name, expect.name);
     if (d.type == core::CodeType::cubin) {
-        // The ELF header holds the SM number only ("sm_90" for an sm_90a cubin); an ELF gpumath
+        if (const std::string defect = cubin_defect(d.bytes); !defect.empty())
+            return fmt::format("its cubin is not well formed: {}", defect);
+        // The ELF header holds the SM number only ("sm_90" for an sm_90a cubin); one gpumath
         // cannot read says nothing either way.
         const std::string elf_arch = cubin_arch(d.bytes);
         const std::optional<Arch> asked = parse_arch(d.arch), found = parse_arch(elf_arch);
@@ -282,19 +284,19 @@ struct CompileCache::Impl {
         std::error_code ec;
         fs::create_directories(d, ec);
         bool ok = !ec;
-        if (ok) {
-            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-            out.write(entry.data(), std::streamsize(entry.size()));
-            out.close();
-            ok = static_cast<bool>(out);
-        }
+        int error = 0;
+        // A new file only: whatever sits at the temporary name (a FIFO, a link) is not written through.
+        if (ok) ok = detail::write_regular_file(tmp, entry, /*exclusive=*/true, error) == detail::WriteStatus::ok;
         if (ok) {
             fs::rename(tmp, path, ec);  // atomic: readers see the old entry or the new one, never half
             ok = !ec;
         }
         if (!ok) {
-            const std::string reason = ec ? ec.message() : std::string("write failed");
-            fs::remove(tmp, ec);
+            const std::string reason = ec      ? ec.message()
+                                       : error ? std::string(std::strerror(error))
+                                               : std::string("not a regular file");
+            // Not someone else's file that already sat at the temporary name.
+            if (error != EEXIST && error != ELOOP) fs::remove(tmp, ec);
             std::lock_guard lock(mutex);
             if (!warned_write) {
                 warned_write = true;

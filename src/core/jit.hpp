@@ -86,6 +86,16 @@ struct CompileExpectation {
 [[nodiscard]] std::vector<std::string> cubin_entry_names(std::string_view elf);
 /// "sm_NN" from a cubin's ELF header, empty when unreadable.
 [[nodiscard]] std::string cubin_arch(std::string_view elf);
+/// Empty when `elf` is a CUDA ELF file whose structure holds together: the ELF header, the
+/// program and section header tables, and the string, symbol and relocation tables inside the file
+/// and referring to sections and symbols that exist. Otherwise what is wrong, for a message ("its
+/// 21 section headers at offset 5200 run past the end of its 6824 bytes"). The code and CUDA's own
+/// sections are not read: nvJitLink and the driver trust these structures, and damaged ones crash
+/// them.
+[[nodiscard]] std::string cubin_defect(std::string_view elf);
+/// Empty when `fatbin` is a fatbin container whose header and entry headers lie inside it, else
+/// what is wrong. The entries' contents are not read.
+[[nodiscard]] std::string fatbin_defect(std::string_view fatbin);
 
 /// Makes sure a CUDA context is current on the calling thread (the primary context of the
 /// current device, as the runtime API uses). Cheap after the first call per thread.
@@ -108,6 +118,17 @@ inline constexpr std::uint64_t max_code_file_bytes = std::uint64_t(1) << 32;
 /// is reported as `not_regular` instead of hanging or failing in the middle of a read. A file of
 /// more than `max_code_file_bytes` is `too_large` and not read.
 [[nodiscard]] FileStatus read_regular_file(const std::filesystem::path& path, std::string& out, bool follow_symlinks);
+
+/// What `write_regular_file` did.
+enum class WriteStatus { ok, not_regular, failed };
+
+/// Writes `bytes` as the whole content of the regular file at `path`, without blocking on anything
+/// else: a FIFO (with or without a reader), a directory, socket or device is `not_regular` and is
+/// neither waited on nor written. `exclusive` creates a new file and refuses an existing path or a
+/// symbolic link (for temporary files); otherwise an existing file is truncated and links are
+/// followed. `error` receives errno when the result is `failed`.
+[[nodiscard]] WriteStatus write_regular_file(const std::filesystem::path& path, std::string_view bytes, bool exclusive,
+                                             int& error);
 
 /// Reads a whole regular file (symbolic links followed); nullopt when it is missing, cannot be
 /// read or is not a regular file.

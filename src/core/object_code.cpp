@@ -2,15 +2,22 @@
 // ObjectCode: construction from memory and files, saving, lowered names, kernel names.
 #include <gpumath/core/object_code.hpp>
 
+#include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <map>
 #include <set>
 #include <utility>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "core/jit.hpp"
 #include <gpumath/core/module.hpp>
+#include "detail/identifier.hpp"
+#include "detail/scope_exit.hpp"
 #include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
@@ -103,6 +110,216 @@ std::vector<std::string> cubin_entry_names(std::string_view elf) {
     return names;
 }
 
+namespace {
+
+// ELF64 constants a cubin uses (System V gABI).
+constexpr std::uint32_t sht_symtab = 2, sht_strtab = 3, sht_rela = 4, sht_nobits = 8, sht_rel = 9, sht_dynsym = 11;
+constexpr std::uint16_t shn_loreserve = 0xff00, shn_xindex = 0xffff;
+constexpr std::uint64_t section_header_bytes = 64, program_header_bytes = 56, symbol_bytes = 24;
+
+// True when `count` records of `size` bytes at `offset` lie inside a file of `file` bytes.
+bool inside(std::uint64_t file, std::uint64_t offset, std::uint64_t count, std::uint64_t size) {
+    if (offset > file) return false;
+    return size == 0 || count <= (file - offset) / size;
+}
+
+struct Section {
+    std::uint32_t name = 0, type = 0, link = 0, info = 0;
+    std::uint64_t offset = 0, size = 0, entsize = 0;
+};
+
+}  // namespace
+
+std::string cubin_defect(std::string_view elf) {
+    if (!is_elf64(elf)) return "it is not a 64-bit little-endian ELF file";
+    const std::uint64_t file = elf.size();
+    std::uint16_t machine = 0, phentsize = 0, phnum = 0, shentsize = 0, shnum = 0, shstrndx = 0;
+    std::uint64_t phoff = 0, shoff = 0;
+    (void)read_at(elf, 0x12, machine);
+    (void)read_at(elf, 0x20, phoff);
+    (void)read_at(elf, 0x28, shoff);
+    (void)read_at(elf, 0x36, phentsize);
+    (void)read_at(elf, 0x38, phnum);
+    (void)read_at(elf, 0x3a, shentsize);
+    (void)read_at(elf, 0x3c, shnum);
+    (void)read_at(elf, 0x3e, shstrndx);
+    if (machine != 190 /* EM_CUDA */) return fmt::format("its ELF header names machine {}, not CUDA (190)", machine);
+
+    if (phnum > 0) {
+        if (phentsize != program_header_bytes)
+            return fmt::format("its program headers are {} bytes each, not {}", phentsize, program_header_bytes);
+        if (!inside(file, phoff, phnum, program_header_bytes))
+            return fmt::format("its {} program headers at offset {} run past the end of its {} bytes", phnum, phoff,
+                               file);
+        for (std::uint64_t i = 0; i < phnum; ++i) {
+            std::uint64_t offset = 0, filesz = 0;
+            const std::uint64_t at = phoff + i * program_header_bytes;
+            (void)read_at(elf, at + 0x08, offset);
+            (void)read_at(elf, at + 0x20, filesz);
+            if (!inside(file, offset, filesz, 1))
+                return fmt::format("program header {} ({} bytes at offset {}) runs past the end of its {} bytes", i,
+                                   filesz, offset, file);
+        }
+    }
+
+    // The section header table; more than 0xff00 sections keep their count in section 0.
+    if (shoff == 0) return "it has no section header table";
+    if (shentsize != section_header_bytes)
+        return fmt::format("its section headers are {} bytes each, not {}", shentsize, section_header_bytes);
+    if (!inside(file, shoff, 1, section_header_bytes))
+        return fmt::format("its section header table at offset {} lies past the end of its {} bytes", shoff, file);
+    std::uint64_t sections = shnum;
+    if (sections == 0) (void)read_at(elf, shoff + 0x20, sections);
+    if (sections == 0) return "it has no sections";
+    if (!inside(file, shoff, sections, section_header_bytes))
+        return fmt::format("its {} section headers at offset {} run past the end of its {} bytes", sections, shoff,
+                           file);
+    const auto section = [&](std::uint64_t i) {
+        Section s;
+        const std::uint64_t at = shoff + i * section_header_bytes;
+        (void)read_at(elf, at + 0x00, s.name);
+        (void)read_at(elf, at + 0x04, s.type);
+        (void)read_at(elf, at + 0x18, s.offset);
+        (void)read_at(elf, at + 0x20, s.size);
+        (void)read_at(elf, at + 0x28, s.link);
+        (void)read_at(elf, at + 0x2c, s.info);
+        (void)read_at(elf, at + 0x38, s.entsize);
+        return s;
+    };
+    std::uint64_t names = shstrndx;
+    if (shstrndx == shn_xindex) names = section(0).link;
+    if (names >= sections) return fmt::format("its section name table is section {} of {}", names, sections);
+    const Section name_table = section(names);
+    if (name_table.type != sht_strtab)
+        return fmt::format("its section name table (section {}) is not a string table", names);
+
+    for (std::uint64_t i = 0; i < sections; ++i) {
+        const Section s = section(i);
+        if (s.type != sht_nobits && !inside(file, s.offset, s.size, 1))
+            return fmt::format("section {} ({} bytes at offset {}) runs past the end of its {} bytes", i, s.size,
+                               s.offset, file);
+        if (i > 0 && s.name >= name_table.size)
+            return fmt::format("section {} names offset {} of a {}-byte name table", i, s.name, name_table.size);
+        if (s.link >= sections) return fmt::format("section {} links to section {} of {}", i, s.link, sections);
+        if (s.type == sht_strtab && s.size > 0 && elf[s.offset + s.size - 1] != '\0')
+            return fmt::format("string table section {} does not end in a NUL", i);
+        if (s.type == sht_symtab || s.type == sht_dynsym) {
+            if (s.entsize != symbol_bytes || s.size % symbol_bytes != 0)
+                return fmt::format("symbol table section {} has {}-byte entries over {} bytes, not 24-byte ones", i,
+                                   s.entsize, s.size);
+            const Section strings = section(s.link);
+            if (strings.type != sht_strtab)
+                return fmt::format("symbol table section {} links to section {}, which is not a string table", i,
+                                   s.link);
+            for (std::uint64_t at = s.offset; at < s.offset + s.size; at += symbol_bytes) {
+                std::uint32_t name = 0;
+                std::uint16_t index = 0;
+                (void)read_at(elf, at, name);
+                (void)read_at(elf, at + 6, index);
+                if (name >= strings.size && !(name == 0 && strings.size == 0))
+                    return fmt::format("symbol {} of section {} names offset {} of a {}-byte string table",
+                                       (at - s.offset) / symbol_bytes, i, name, strings.size);
+                if (index >= sections && index < shn_loreserve)
+                    return fmt::format("symbol {} of section {} lies in section {} of {}",
+                                       (at - s.offset) / symbol_bytes, i, index, sections);
+            }
+        }
+        if (s.type == sht_rel || s.type == sht_rela) {
+            const std::uint64_t bytes = s.type == sht_rel ? 16 : 24;
+            if (s.entsize != bytes || s.size % bytes != 0)
+                return fmt::format("relocation section {} has {}-byte entries over {} bytes, not {}-byte ones", i,
+                                   s.entsize, s.size, bytes);
+            const Section symbols = section(s.link);
+            if (symbols.type != sht_symtab && symbols.type != sht_dynsym)
+                return fmt::format("relocation section {} links to section {}, which is not a symbol table", i, s.link);
+            if (s.info >= sections)
+                return fmt::format("relocation section {} applies to section {} of {}", i, s.info, sections);
+            const std::uint64_t count = symbols.size / symbol_bytes;
+            for (std::uint64_t at = s.offset; at < s.offset + s.size; at += bytes) {
+                std::uint64_t info = 0;
+                (void)read_at(elf, at + 8, info);
+                if ((info >> 32) >= count)
+                    return fmt::format("relocation {} of section {} refers to symbol {} of {}", (at - s.offset) / bytes,
+                                       i, info >> 32, count);
+            }
+        }
+    }
+    return {};
+}
+
+std::string fatbin_defect(std::string_view fatbin) {
+    // Container: u32 magic | u16 version | u16 header size | u64 size of the entries that follow.
+    // Entry:     u16 kind | u16 flags | u32 header size | u64 payload size | ... | payload.
+    constexpr std::uint32_t magic = 0xba55ed50;
+    std::uint32_t found = 0;
+    std::uint16_t header = 0;
+    std::uint64_t entries = 0;
+    if (!read_at(fatbin, 0, found) || !read_at(fatbin, 6, header) || !read_at(fatbin, 8, entries))
+        return fmt::format("it is {} bytes, shorter than a fatbin header (16)", fatbin.size());
+    if (found != magic) return fmt::format("it starts with 0x{:08x}, not the fatbin magic 0x{:08x}", found, magic);
+    if (header < 16) return fmt::format("its header claims {} bytes, less than the 16 it holds", header);
+    if (!inside(fatbin.size(), header, entries, 1))
+        return fmt::format("its header says {} bytes of entries follow its {}-byte header, but it is {} bytes", entries,
+                           header, fatbin.size());
+    const std::uint64_t end = header + entries;
+    int count = 0;
+    for (std::uint64_t at = header; at < end; ++count) {
+        std::uint32_t entry_header = 0;
+        std::uint64_t payload = 0;
+        if (end - at < 16 || !read_at(fatbin, at + 4, entry_header) || !read_at(fatbin, at + 8, payload))
+            return fmt::format("entry {} at offset {} is cut off by the end of the entries ({})", count, at, end);
+        if (entry_header < 16 || entry_header > end - at || payload > end - at - entry_header)
+            return fmt::format(
+                "entry {} at offset {} ({}-byte header, {}-byte payload) runs past the end of the "
+                "entries ({})",
+                count, at, entry_header, payload, end);
+        at += entry_header + payload;
+    }
+    if (count == 0) return "it holds no entries";
+    return {};
+}
+
+WriteStatus write_regular_file(const fs::path& path, std::string_view bytes, bool exclusive, int& error) {
+    // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader (ENXIO instead). The
+    // file is truncated only once the descriptor shows a regular file.
+    int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC;
+    if (exclusive) flags |= O_EXCL | O_NOFOLLOW;
+    const int fd = ::open(path.c_str(), flags, 0666);  // NOLINT(cppcoreguidelines-pro-type-vararg)
+    if (fd < 0) {
+        error = errno;
+        return error == ENXIO || error == EISDIR ? WriteStatus::not_regular : WriteStatus::failed;
+    }
+    bool closed = false;
+    const ScopeExit close_fd([&] {
+        if (!closed) (void)::close(fd);
+    });
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        error = errno;
+        return WriteStatus::failed;
+    }
+    if (!S_ISREG(st.st_mode)) return WriteStatus::not_regular;
+    if (!exclusive && ::ftruncate(fd, 0) != 0) {
+        error = errno;
+        return WriteStatus::failed;
+    }
+    while (!bytes.empty()) {
+        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            error = errno;
+            return WriteStatus::failed;
+        }
+        bytes.remove_prefix(std::size_t(n));
+    }
+    closed = true;
+    if (::close(fd) != 0) {
+        error = errno;
+        return WriteStatus::failed;
+    }
+    return WriteStatus::ok;
+}
+
 std::string cubin_arch(std::string_view elf) {
     if (!is_elf64(elf)) return {};
     std::uint16_t machine = 0;
@@ -158,6 +375,30 @@ std::shared_ptr<detail::ObjectCodeData> code_data(std::string_view bytes, CodeTy
                 fmt::format("bytes: PTX with a NUL byte at offset {} of {}; the code after it would be ignored", nul,
                             bytes.size()),
                 api);
+    }
+    // nvJitLink and the driver read a cubin's tables, and the driver a fatbin's entries, where their
+    // headers say they are (the driver is not even told the size).
+    const std::string defect = type == CodeType::cubin    ? detail::cubin_defect(bytes)
+                               : type == CodeType::fatbin ? detail::fatbin_defect(bytes)
+                                                          : std::string();
+    if (!defect.empty())
+        detail::throw_invalid(fmt::format("bytes: not a well-formed {}: {}", core::to_string(type), defect), api);
+    // Module::kernel hands a lowered name to the driver as a C string: one cut short by a NUL
+    // would name another kernel.
+    std::map<std::string_view, std::size_t> seen;
+    for (std::size_t i = 0; i < lowered_names.size(); ++i) {
+        const auto& [expression, lowered] = lowered_names[i];
+        const std::string field = fmt::format("lowered_names[{}]", i);
+        if (expression.empty() || lowered.empty())
+            detail::throw_invalid(fmt::format("{}: (\"{}\", \"{}\") has an empty {}", field, expression, lowered,
+                                              expression.empty() ? "expression" : "lowered name"),
+                                  api);
+        detail::check_no_nul(expression, field + ".first", api);
+        detail::check_no_nul(lowered, field + ".second", api);
+        if (const auto [it, fresh] = seen.emplace(expression, i); !fresh)
+            detail::throw_invalid(fmt::format("{}: expression \"{}\" is also lowered_names[{}]; give each once", field,
+                                              expression, it->second),
+                                  api);
     }
     if (!arch.empty() && !detail::parse_arch(arch))
         detail::throw_invalid(fmt::format("arch: \"{}\" is not an architecture name (sm_NN or compute_NN)", arch), api);
@@ -226,11 +467,20 @@ ObjectCode ObjectCode::from_file(const fs::path& path, std::optional<CodeType> t
 }
 
 void ObjectCode::save(const fs::path& path) const {
-    const std::string& b = data().bytes;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(b.data(), std::streamsize(b.size()));
-    out.close();
-    if (!out) throw Error(fmt::format("ObjectCode::save: cannot write \"{}\"", path.string()), 0, "ObjectCode::save");
+    constexpr const char* api = "ObjectCode::save";
+    int error = 0;
+    switch (detail::write_regular_file(path, data().bytes, /*exclusive=*/false, error)) {
+        case detail::WriteStatus::ok:
+            return;
+        case detail::WriteStatus::not_regular:
+            detail::throw_invalid(fmt::format("path: \"{}\" is not a regular file (a directory, FIFO, socket or "
+                                              "device); give a file path",
+                                              path.string()),
+                                  api);
+        case detail::WriteStatus::failed:
+            break;
+    }
+    throw Error(fmt::format("{}: cannot write \"{}\": {}", api, path.string(), std::strerror(error)), 0, api);
 }
 
 const std::string& ObjectCode::lowered_name(std::string_view expression) const {

@@ -7,7 +7,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -45,6 +48,27 @@ inline std::string unique_token() {
     std::random_device rd;
     return std::to_string(::getpid()) + "_" + std::to_string(rd()) + "_" + std::to_string(counter++) + "_" +
            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+/// A fatbin holding `cubin` (sm_90) and `ptx` (compute_90), made by the toolkit's fatbinary tool;
+/// empty where the build found no such tool (GPUMATH_TEST_FATBINARY names it).
+inline std::string fatbin_of(const std::string& cubin, const std::string& ptx) {
+#ifdef GPUMATH_TEST_FATBINARY
+    const TempDir dir;
+    const std::filesystem::path c = dir.path() / "k.cubin", p = dir.path() / "k.ptx", out = dir.path() / "k.fatbin";
+    std::ofstream(c, std::ios::binary) << cubin;
+    std::ofstream(p, std::ios::binary) << ptx;
+    const std::string command = std::string("\"") + GPUMATH_TEST_FATBINARY + "\" --create=\"" + out.string() +
+                                "\" --image3=kind=elf,sm=90,file=\"" + c.string() +
+                                "\" --image3=kind=ptx,sm=90,file=\"" + p.string() + "\"";
+    if (std::system(command.c_str()) != 0) return {};
+    std::ifstream in(out, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+#else
+    (void)cubin;
+    (void)ptx;
+    return {};
+#endif
 }
 
 /// Keeps the test program's compiles out of the user's cache directory: the disk cache is off

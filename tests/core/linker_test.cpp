@@ -1,13 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 // Linker with nvJitLink for real (no GPU needed): LTO of two programs, non-LTO links of relocatable
-// code, unresolved symbols, architecture mismatches and bad options.
+// code, unresolved symbols, architecture mismatches and bad options; and the structure checks that
+// keep damaged cubins and fatbins from nvJitLink and the driver.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
 
 #include <gpumath/core.hpp>
 
 #include "common/test_util.hpp"
+#include "core/jit.hpp"
 #include "jit_test_util.hpp"
 
 using namespace gpumath;
@@ -29,6 +45,7 @@ __global__ void apply(T* x, int n) {
 template __global__ void apply<float>(float*, int);
 )";
 constexpr const char* k_callee = "__device__ float twice(float v) { return 2.0f * v; }\n";
+constexpr const char* k_callee_kernel = "extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n";
 
 ObjectCode compile(const char* src, CodeType t, const char* arch = "sm_90", bool names = false) {
     Program p(src, {.name = names ? "caller" : "callee", .arch = arch, .relocatable = true});
@@ -156,4 +173,174 @@ TEST(Linker, MovedFromLinkerThrowsFromItsMethods) {
     // NOLINTEND(bugprone-use-after-move)
     EXPECT_EQ(b.inputs().size(), 2u);
     EXPECT_EQ(b.link().type(), CodeType::cubin);
+}
+
+namespace {
+
+std::string bytes_of(const ObjectCode& code) { return {code.text().data(), code.text().size()}; }
+
+template <class T>
+T get(const std::string& s, std::size_t at) {
+    T v{};
+    std::memcpy(&v, s.data() + at, sizeof v);
+    return v;
+}
+
+template <class T>
+std::string with(std::string s, std::size_t at, T v) {
+    std::memcpy(s.data() + at, &v, sizeof v);
+    return s;
+}
+
+// The offset of the header of the first section of ELF type `type` in `elf`.
+std::size_t section_of_type(const std::string& elf, std::uint32_t type) {
+    const auto shoff = get<std::uint64_t>(elf, 0x28);
+    for (std::size_t i = 0; i < get<std::uint16_t>(elf, 0x3c); ++i)
+        if (get<std::uint32_t>(elf, shoff + i * 64 + 4) == type) return shoff + i * 64;
+    ADD_FAILURE() << "no section of type " << type;
+    return 0;
+}
+
+void expect_refused(const std::string& bytes, CodeType type, std::initializer_list<std::string> needles) {
+    std::vector<std::string> all{"ObjectCode::from_bytes", "bytes: not a well-formed"};
+    all.insert(all.end(), needles);
+    try {
+        (void)ObjectCode::from_bytes(bytes, type, "sm_90");
+        ADD_FAILURE() << "accepted";
+    } catch (const InvalidArgument& e) {
+        for (const auto& n : all) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what() << "\n" << n;
+    }
+}
+
+}  // namespace
+
+TEST(ObjectCodeStructure, CubinsFromEveryProducerAreWellFormed) {
+    // NVRTC whole-program and relocatable, with debug information, and nvJitLink's output of LTO
+    // and of PTX: the checks that guard nvJitLink and the driver must accept them all.
+    const std::vector<std::pair<std::string, ObjectCode>> cubins = {
+        {"nvrtc", Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::cubin)},
+        {"nvrtc relocatable", compile(k_caller, CodeType::cubin, "sm_90", true)},
+        {"nvrtc -G", Program(k_callee_kernel, {.arch = "sm_90", .debug = true}).compile(CodeType::cubin)},
+        {"nvrtc -lineinfo sm_90a",
+         Program(k_callee_kernel, {.arch = "sm_90a", .lineinfo = true}).compile(CodeType::cubin)},
+        {"nvJitLink LTO", Linker().add(caller_lto()).add(callee_lto()).link()},
+        {"nvJitLink PTX",
+         Linker({.arch = "sm_90"}).add(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::ptx)).link()},
+    };
+    for (const auto& [what, code] : cubins) {
+        EXPECT_EQ(detail::cubin_defect(bytes_of(code)), "") << what;
+        EXPECT_NO_THROW((void)ObjectCode::from_bytes(code.bytes(), CodeType::cubin)) << what;
+    }
+}
+
+TEST(ObjectCodeStructure, CubinsWhoseTablesLieOutsideAreRefusedBeforeNvJitLink) {
+    const std::string cubin = bytes_of(compile(k_caller, CodeType::cubin, "sm_90", true));
+    const auto shoff = get<std::uint64_t>(cubin, 0x28);
+    const auto shnum = get<std::uint16_t>(cubin, 0x3c);
+    expect_refused(cubin.substr(0, 63), CodeType::cubin, {"not a 64-bit little-endian ELF file"});
+    expect_refused(with(cubin, 0x12, std::uint16_t(62)), CodeType::cubin, {"machine 62, not CUDA"});
+    // nvJitLink read these past the end of the bytes (a segmentation fault).
+    expect_refused(with(cubin, 0x28, shoff + (std::uint64_t(1) << 40)), CodeType::cubin,
+                   {"section header table at offset", "past the end"});
+    expect_refused(cubin.substr(0, cubin.size() - 8), CodeType::cubin,
+                   {fmt::format("{} section headers at offset {} run past the end", shnum, shoff)});
+    expect_refused(with(cubin, 0x3a, std::uint16_t(32)), CodeType::cubin, {"section headers are 32 bytes each"});
+    expect_refused(with(cubin, 0x3e, std::uint16_t(shnum)), CodeType::cubin, {"section name table is section"});
+    const std::size_t symtab = section_of_type(cubin, 2);
+    expect_refused(with(cubin, symtab + 0x18, std::uint64_t(cubin.size() - 8)), CodeType::cubin,
+                   {"runs past the end of its"});
+    expect_refused(with(cubin, symtab + 0x28, std::uint32_t(shnum + 5)), CodeType::cubin, {"links to section"});
+    expect_refused(with(cubin, symtab + 0x38, std::uint64_t(16)), CodeType::cubin, {"16-byte entries"});
+    // A symbol naming text past its string table, and one in a section that does not exist.
+    const auto symbols = get<std::uint64_t>(cubin, symtab + 0x18);
+    expect_refused(with(cubin, symbols + 24, std::uint32_t(0x7fffffff)), CodeType::cubin,
+                   {"symbol 1 of section", "string table"});
+    expect_refused(with(cubin, symbols + 24 + 6, std::uint16_t(shnum + 1)), CodeType::cubin,
+                   {"symbol 1 of section", fmt::format("lies in section {} of {}", shnum + 1, shnum)});
+    // A relocation naming a symbol that does not exist (relocatable code has them).
+    const std::size_t rel = section_of_type(cubin, 4);  // SHT_RELA
+    const auto relocations = get<std::uint64_t>(cubin, rel + 0x18);
+    expect_refused(with(cubin, relocations + 8, std::uint64_t(0xffffff) << 32), CodeType::cubin,
+                   {"relocation 0 of section", "refers to symbol 16777215"});
+    // The same checks guard from_file.
+    const test::TempDir dir;
+    std::ofstream(dir.path() / "cut.cubin", std::ios::binary) << cubin.substr(0, cubin.size() / 2);
+    test::expect_throw_with<InvalidArgument>([&] { (void)ObjectCode::from_file(dir.path() / "cut.cubin"); },
+                                             {"ObjectCode::from_file", "bytes: not a well-formed cubin"});
+}
+
+TEST(ObjectCodeStructure, FatbinsWhoseEntriesLieOutsideAreRefused) {
+    const std::string cubin = bytes_of(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::cubin));
+    const std::string ptx = bytes_of(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::ptx));
+    expect_refused(cubin, CodeType::fatbin, {"not the fatbin magic 0xba55ed50"});
+    expect_refused("\x50\xed\x55\xba", CodeType::fatbin, {"4 bytes, shorter than a fatbin header"});
+    const std::string fatbin = test::fatbin_of(cubin, ptx);
+    if (fatbin.empty()) GTEST_SKIP() << "the CUDA toolkit's fatbinary tool was not found at build time";
+    EXPECT_EQ(detail::fatbin_defect(fatbin), "");
+    const ObjectCode good = ObjectCode::from_bytes(fatbin, CodeType::fatbin);
+    EXPECT_NO_THROW((void)Linker({.arch = "sm_90"}).add(good).link());
+    expect_refused(fatbin.substr(0, fatbin.size() - 1), CodeType::fatbin,
+                   {"bytes of entries follow its 16-byte header"});
+    expect_refused(with(fatbin, 6, std::uint16_t(8)), CodeType::fatbin, {"header claims 8 bytes"});
+    expect_refused(with(fatbin, 16 + 8, std::uint64_t(1) << 60), CodeType::fatbin,
+                   {"entry 0 at offset 16", "runs past the end of the entries"});
+    expect_refused(with(fatbin, 16 + 4, std::uint32_t(4)), CodeType::fatbin, {"entry 0 at offset 16 (4-byte header"});
+}
+
+TEST(ObjectCodeFiles, SaveWritesOnlyRegularFilesAndNeverWaits) {
+    const test::TempDir dir;
+    const ObjectCode code = Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::ptx);
+    // A regular file, written whole and replacing what was there.
+    const std::filesystem::path file = dir.path() / "k.ptx";
+    std::ofstream(file) << std::string(100000, 'x');
+    code.save(file);
+    EXPECT_EQ(bytes_of(ObjectCode::from_file(file)), bytes_of(code));
+    // A FIFO without a reader: std::ofstream waited for one forever.
+    const std::filesystem::path fifo = dir.path() / "fifo.ptx";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    auto saved = std::async(std::launch::async, [&] {
+        test::expect_throw_with<InvalidArgument>([&] { code.save(fifo); },
+                                                 {"ObjectCode::save", "path:", "is not a regular file"});
+    });
+    if (saved.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+        // Unblock the writer so the test ends.
+        const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // NOLINT(cppcoreguidelines-pro-type-vararg)
+        saved.wait();
+        if (fd >= 0) ::close(fd);
+        FAIL() << "ObjectCode::save waited on a FIFO";
+    }
+    test::expect_throw_with<InvalidArgument>([&] { code.save(dir.path()); }, {"is not a regular file"});
+    if (std::filesystem::exists("/dev/full"))
+        test::expect_throw_with<InvalidArgument>([&] { code.save("/dev/full"); }, {"is not a regular file"});
+    test::expect_throw_with<Error>([&] { code.save(dir.path() / "missing" / "k.ptx"); },
+                                   {"ObjectCode::save: cannot write", "No such file or directory"});
+}
+
+TEST(ObjectCodeFiles, LoweredNamesAreWholeNonEmptyAndUnique) {
+    const std::string ptx = bytes_of(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::ptx));
+    using Names = std::vector<std::pair<std::string, std::string>>;
+    const auto make = [&](Names names) { (void)ObjectCode::from_bytes(ptx, CodeType::ptx, "", std::move(names)); };
+    EXPECT_NO_THROW(make({{"twice<int>", "twice"}, {"twice<float>", "twice"}}));
+    // The driver reads "bar\0evil" as "bar": Module::kernel("foo<int>") would find another kernel.
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            make({{"foo<int>", std::string("bar\0evil", 8)}});
+        },
+        {"ObjectCode::from_bytes", "lowered_names[0].second", "NUL byte"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            make({{"ok", "twice"}, {std::string("f\0x", 3), "twice"}});
+        },
+        {"lowered_names[1].first", "NUL byte"});
+    test::expect_throw_with<InvalidArgument>([&] { make({{"", "twice"}}); }, {"lowered_names[0]", "empty expression"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            make({{"twice<int>", ""}});
+        },
+        {"lowered_names[0]", "empty lowered name"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            make({{"a", "twice"}, {"b", "twice"}, {"a", "other"}});
+        },
+        {"lowered_names[2]", "\"a\" is also lowered_names[0]"});
 }

@@ -59,7 +59,9 @@ public:
     /// Wraps code given in memory (copied). `arch` ("sm_90", "compute_90") is read from a cubin's
     /// ELF header when left empty; `lowered_names` maps name expressions to mangled names so that
     /// `Module::kernel("scale<float>")` works for code compiled elsewhere. InvalidArgument when
-    /// `bytes` is empty or `type` is not a CodeType.
+    /// `bytes` is empty, `type` is not a CodeType, a cubin's ELF tables or a fatbin's entries lie
+    /// outside `bytes` (nvJitLink and the driver would read past them), PTX holds a NUL before its
+    /// end, or a lowered name or expression is empty, holds a NUL or repeats an expression.
     [[nodiscard]] static ObjectCode from_bytes(std::span<const std::byte> bytes, CodeType type, std::string arch = {},
                                                std::vector<std::pair<std::string, std::string>> lowered_names = {});
     /// Same, from a string (PTX text, or binary data held in a std::string).
@@ -67,10 +69,12 @@ public:
                                                std::vector<std::pair<std::string, std::string>> lowered_names = {});
     /// Reads a file. The type comes from `type` or else the extension (.ptx, .cubin, .ltoir/.lto,
     /// .fatbin/.fatbin.bin); InvalidArgument when neither says, when `type` is not a CodeType, or
-    /// when the file is missing, empty or not a regular file (a FIFO is refused, not waited on).
+    /// when the file is missing, empty or not a regular file (a FIFO is refused, not waited on),
+    /// and when its bytes fail from_bytes' checks.
     [[nodiscard]] static ObjectCode from_file(const std::filesystem::path& path,
                                               std::optional<CodeType> type = std::nullopt, std::string arch = {});
-    /// Writes the bytes to `path` (as nvcc would write the same kind of file). Throws Error on I/O failure.
+    /// Writes the bytes to `path` (as nvcc would write the same kind of file). InvalidArgument when
+    /// `path` is not a regular file (a FIFO is not waited on); Error on I/O failure.
     void save(const std::filesystem::path& path) const;
 
     /// True for a default-constructed object.
