@@ -42,6 +42,8 @@ core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKi
                                       std::string arch) {
     constexpr const char* api = "gpumath::compile_fft_callback";
     check_kind(kind, api);
+    if (!callback.source.empty() && !callback.code.empty())
+        detail::throw_invalid("callback: give source or code, not both; only source is compiled", api);
     if (callback.source.empty())
         detail::throw_invalid(
             callback.code.empty() ? std::string("callback: empty (no source); give the CUDA C++ source of a __device__ "

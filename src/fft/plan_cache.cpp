@@ -68,6 +68,7 @@ void fill(LayoutKey& k, const TensorLayout& l) noexcept {
 
 std::uint64_t callback_id(const FFTCallback& cb) noexcept {
     if (cb.empty()) return 0;
+    // Validation refuses a callback with both source and code, so one of them identifies it.
     if (!cb.code.empty()) {
         // The cached plan keeps the code alive, so its address cannot be reused while cached.
         const auto addr = reinterpret_cast<std::uintptr_t>(cb.code.shared_data().get());

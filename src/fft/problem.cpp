@@ -448,10 +448,17 @@ void check_half_precision(const FftProblem& p, const TensorLayout& in, const FFT
                             api);
 }
 
-// Each callback names its function and comes as source or LTO-IR.
+// Each callback names its function and comes as source or LTO-IR (one of them).
 void check_callbacks(const FFTOptions& options, const char* api) {
     for (const FFTCallback* cb : {&options.prolog, &options.epilog}) {
         const char* name = cb == &options.prolog ? "prolog" : "epilog";
+        // Which one would run is a guess either way, and the plan cache keys code by identity alone.
+        if (!cb->source.empty() && !cb->code.empty())
+            throw_invalid(
+                fmt::format("options.{}: give source or code, not both (source has {} bytes, code is {} "
+                            "bytes of {})",
+                            name, cb->source.size(), cb->code.bytes().size(), core::to_string(cb->code.type())),
+                api);
         if (!cb->empty() && cb->symbol.empty())
             throw_invalid(fmt::format("options.{}.symbol: empty; name the __device__ function the callback source "
                                       "defines",

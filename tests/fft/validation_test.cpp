@@ -608,6 +608,38 @@ TEST(FftValidation, CallbackCodeMustBeLtoIr) {
     EXPECT_EQ(ok.kind(), FFTKind::c2c);
 }
 
+// A callback is source or LTO-IR, never both: neither would be the obvious one to run, and the plan
+// cache identifies code by its address alone, so a second source could not be told apart.
+TEST(FftValidation, CallbackSourceAndCodeTogether) {
+    const std::string src = R"(
+        __device__ float2 load(void* d, unsigned long long o, void*, void*) {
+            return static_cast<float2*>(d)[o];
+        })";
+    const core::ObjectCode lto =
+        compile_fft_callback({.source = src, .symbol = "load"}, FFTCallbackKind::load, DataType::c32, "sm_90");
+    ASSERT_EQ(lto.type(), core::CodeType::ltoir);
+    const TensorLayout c(DataType::c32, {16});
+    expect_throw_with<InvalidArgument>([&] { FFT(c, {.prolog = {.source = src, .symbol = "load", .code = lto}}); },
+                                       {"gpumath::FFT", "options.prolog: give source or code, not both"});
+    const std::string store = "__device__ void store(void*, unsigned long long, float2, void*, void*) {}";
+    expect_throw_with<InvalidArgument>([&] { FFT(c, {.epilog = {.source = store, .symbol = "store", .code = lto}}); },
+                                       {"options.epilog: give source or code, not both"});
+    // Refused before the source is looked at (a NUL byte would be reported otherwise).
+    const std::string nul("x\0y", 3);
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)fft(fake<c32>({16}), {.prolog = {.source = nul, .symbol = "load", .code = lto}}); },
+        {"gpumath::fft", "options.prolog: give source or code, not both"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)compile_fft_callback({.source = src, .symbol = "load", .code = lto}, FFTCallbackKind::load,
+                                       DataType::c32, "sm_90");
+        },
+        {"gpumath::compile_fft_callback", "callback: give source or code, not both"});
+    // Each alone is valid.
+    EXPECT_EQ(FFT(c, {.prolog = {.source = src, .symbol = "load"}}).kind(), FFTKind::c2c);
+    EXPECT_EQ(FFT(c, {.prolog = {.symbol = "load", .code = lto}}).kind(), FFTKind::c2c);
+}
+
 TEST(FftValidation, EnumNames) {
     EXPECT_EQ(to_string(Normalization::ortho), "ortho");
     EXPECT_EQ(to_string(CallbackMode::separate), "separate");
@@ -725,6 +757,18 @@ TEST_F(FftPlanCacheHit, InvalidRequestsMissAndAreNeverCached) {
     expect_throw_with<InvalidArgument>(
         [&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, bad_axis), device); },
         {"axes: axis 1 is out of range"});
+    // A callback with source and code misses as well (never served by a plan of the code alone).
+    const core::ObjectCode lto =
+        compile_fft_callback({.source = "__device__ float2 load(void* d, unsigned long long o, void*, void*) { "
+                                        "return static_cast<float2*>(d)[o]; }",
+                              .symbol = "load"},
+                             FFTCallbackKind::load, DataType::c32, "sm_90");
+    const FFTOptions code_only{.prolog = {.symbol = "load", .code = lto}};
+    (void)seed(call(FFTKind::c2c, in, &out, code_only));
+    const FFTOptions code_and_nul_source{.prolog = {.source = std::string("x\0y", 3), .symbol = "load", .code = lto}};
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, code_and_nul_source), device); },
+        {"options.prolog: give source or code, not both"});
     const FFTOptions bad_enum{.normalization = static_cast<Normalization>(9)};
     expect_throw_with<InvalidArgument>(
         [&] { (void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, bad_enum), device); },
@@ -733,7 +777,7 @@ TEST_F(FftPlanCacheHit, InvalidRequestsMissAndAreNeverCached) {
     const core::CacheStats s = fft_plan_cache().stats();
     EXPECT_EQ(s.misses, 0u);
     EXPECT_EQ(s.hits, 0u);
-    EXPECT_EQ(s.size, 1u);
+    EXPECT_EQ(s.size, 2u);
 }
 
 }  // namespace

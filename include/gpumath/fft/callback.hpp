@@ -33,7 +33,8 @@ enum class FFTCallbackKind : std::uint8_t { load, store };
 /// JIT compile cache. Needs no GPU when `arch` is given ("sm_90"); empty: the current device's.
 /// Planning compiles callbacks itself; call this to check a callback early or to warm the cache.
 /// Throws CompileError with NVRTC's log (the message names the callback and its expected
-/// signature), InvalidArgument for an empty callback, a callback given as `code`, a missing
+/// signature), InvalidArgument for an empty callback, a callback given as `code` (alone or
+/// with `source`), a missing
 /// symbol, a `kind` that is neither load nor store or an element type without callbacks.
 [[nodiscard]] core::ObjectCode compile_fft_callback(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
                                                     std::string arch = {});

@@ -124,8 +124,8 @@ private:
 ///
 /// Either CUDA C++ `source` defining an ordinary `__device__` function named `symbol` with cuFFT's
 /// LTO callback signature, or `code`: LTO-IR (e.g. from `compile_fft_callback` or nvcc `-dlto`)
-/// holding `symbol` with C++ linkage. Whether the source declares the function `extern "C"` or not
-/// does not matter. The source may `#include <cufftXt.h>` or use `cufftComplex`, `cufftReal`,
+/// holding `symbol` with C++ linkage. Setting both is InvalidArgument. Whether the source declares the function `extern
+/// "C"` or not does not matter. The source may `#include <cufftXt.h>` or use `cufftComplex`, `cufftReal`,
 /// `cufftDoubleComplex`, `cufftDoubleReal` directly: gpumath provides them. Signatures
 /// (T = cufftComplex, cufftDoubleComplex, cufftReal or cufftDoubleReal, the element type the
 /// transform reads or writes):
@@ -139,16 +139,17 @@ private:
 ///
 /// Callbacks need f32/c32/f64/c64 data (cuFFT has no half-precision callbacks).
 struct FFTCallback {
-    /// CUDA C++ source defining `symbol` (ignored when `code` is set).
+    /// CUDA C++ source defining `symbol`. Leave empty when `code` is set (giving both is
+    /// InvalidArgument).
     std::string source{};
     /// Name of the load/store function (may be qualified, e.g. "filters::window").
     std::string symbol{};
     /// Pointer handed to the callback on every call (device-accessible memory, or null). Set
     /// without a callback (no source or code), it is InvalidArgument.
     void* user_info = nullptr;
-    /// LTO-IR holding `symbol` (C++ linkage, unqualified or namespace-qualified), used instead of
-    /// `source` when not empty. Code of another type (PTX, cubin, fatbin) is InvalidArgument when
-    /// the FFT is constructed: cuFFT links callbacks as LTO-IR only.
+    /// LTO-IR holding `symbol` (C++ linkage, unqualified or namespace-qualified), given instead of
+    /// `source` (giving both is InvalidArgument). Code of another type (PTX, cubin, fatbin) is
+    /// InvalidArgument when the FFT is constructed: cuFFT links callbacks as LTO-IR only.
     core::ObjectCode code{};
 
     /// True when no callback is set (no source and no code).
