@@ -430,8 +430,8 @@ void output_stage(const TensorLayout& in, const TensorLayout* out, bool inplace,
                       api);
 }
 
-// Half precision: power-of-two lengths, no callbacks; bf16's compute capability is checked when
-// planning (it needs a device).
+// Half precision: power-of-two lengths, fewer than 2^32 elements, no callbacks; bf16's compute
+// capability is checked when planning (it needs a device).
 void check_half_precision(const FftProblem& p, const TensorLayout& in, const FFTOptions& options, const char* api) {
     if (!is_half(p.precision)) return;
     for (int i = 0; i < p.naxes; ++i)
@@ -441,6 +441,27 @@ void check_half_precision(const FftProblem& p, const TensorLayout& in, const FFT
                                             gpumath::to_string(p.precision), p.n[std::size_t(i)],
                                             p.axes[std::size_t(i)], shape_text(in)),
                                 api);
+    // cuFFT does not support half-precision transforms spanning more than 4 billion (2^32)
+    // elements: refused here, before any GPU work, instead of by cuFFT's planning. Counted in
+    // transform elements (a complex pair is one) over the whole batch, input and output.
+    constexpr std::int64_t half_limit = std::int64_t(1) << 32;
+    for (const FftOperand* op : {&p.in, &p.out}) {
+        std::int64_t count = 1;
+        bool over = false;
+        for (int i = 0; i < op->rank; ++i)
+            over = over || __builtin_mul_overflow(count, op->shape[std::size_t(i)], &count);
+        if (over || count >= half_limit)
+            throw_not_supported(
+                fmt::format(
+                    "{}: {} transforms of 2^32 or more elements are not supported (a cuFFT rule: half-precision "
+                    "transforms may not span more than 4 billion elements); the {} has {} elements{} (shape {}); "
+                    "use f32, or transform the batch in parts",
+                    op == &p.in ? "input" : "out", gpumath::to_string(p.precision), op == &p.in ? "input" : "output",
+                    over ? std::string("more than 2^63") : fmt::format("{}", count),
+                    (op == &p.in ? p.in_complex : p.out_complex) ? " (complex pairs)" : "",
+                    gpumath::to_string(std::span(op->shape.data(), std::size_t(op->rank)))),
+                api);
+    }
     if (!options.prolog.empty() || !options.epilog.empty())
         throw_not_supported(fmt::format("options.{}: callbacks need f32/c32/f64/c64 data (cuFFT has no "
                                         "half-precision callbacks); the input is {}",

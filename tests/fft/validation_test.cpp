@@ -269,6 +269,42 @@ TEST(FftValidation, HalfPrecisionSizes) {
     EXPECT_EQ(c2c.output_layout(), TensorLayout(DataType::bf16, {8, 2}));
 }
 
+// cuFFT does not support half-precision transforms spanning more than 4 billion (2^32) elements:
+// refused up front rather than as a CufftError from planning. Complex pairs count once.
+TEST(FftValidation, HalfPrecisionElementLimit) {
+    constexpr std::int64_t k64 = 65536;
+    expect_throw_with<NotSupported>(
+        [] {
+            FFT(TensorLayout(DataType::f16, {k64, k64, 2}), {.kind = FFTKind::c2c});
+        },
+        {"gpumath::FFT", "input: f16 transforms of 2^32 or more elements", "4 billion",
+         "has 4294967296 elements (complex pairs)", "(65536, 65536)"});
+    // r2c: the real input is the larger side; batch dimensions count too.
+    expect_throw_with<NotSupported>(
+        [] {
+            FFT(TensorLayout(DataType::bf16, {4, k64 * k64 / 4}));
+        },
+        {"input: bf16 transforms", "has 4294967296 elements (shape (4, 1073741824))"});
+    // c2r: the real output is the larger side (the input has 2 * (2^30 + 1) pairs).
+    expect_throw_with<NotSupported>(
+        [] {
+            FFT(TensorLayout(DataType::f16, {4, k64 * k64 / 8 + 1, 2}), {.kind = FFTKind::c2r});
+        },
+        {"out: f16 transforms of 2^32 or more elements",
+         "the output has 4294967296 elements (shape (4, "
+         "1073741824))"});
+    expect_throw_with<NotSupported>(
+        [] {
+            (void)fft(TensorView(reinterpret_cast<const void*>(0x10000), DataType::f16, {k64, k64, 2}));
+        },
+        {"gpumath::fft", "2^32 or more elements"});
+    // Half the size is allowed, as are f32 transforms of any count.
+    FFT half_ok(TensorLayout(DataType::f16, {k64 / 2, k64, 2}), {.kind = FFTKind::c2c});
+    EXPECT_EQ(half_ok.output_layout(), TensorLayout(DataType::f16, {k64 / 2, k64, 2}));
+    FFT single(TensorLayout(DataType::c32, {k64, k64}));
+    EXPECT_EQ(single.output_layout(), TensorLayout(DataType::c32, {k64, k64}));
+}
+
 TEST(FftValidation, HalfPrecisionCallbacks) {
     expect_throw_with<NotSupported>(
         [] { FFT(TensorLayout(DataType::f16, {16}), {.prolog = {.source = "x", .symbol = "f"}}); },
