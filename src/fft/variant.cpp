@@ -3,6 +3,7 @@
 // (build), and one execution of it (run_variant).
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -23,7 +24,27 @@
 namespace gpumath::detail {
 namespace {
 
-std::size_t align_up(std::size_t v) { return (v + 255) / 256 * 256; }
+// Adds `bytes` rounded up to 256 to `offset`; NotSupported naming `what` when the sum does not fit.
+void add_region(std::size_t& offset, std::size_t bytes, const char* what, const char* api) {
+    std::size_t padded = 0, sum = 0;
+    if (__builtin_add_overflow(bytes, std::size_t(255), &padded) ||
+        __builtin_add_overflow(offset, padded / 256 * 256, &sum))
+        throw_not_supported(fmt::format("workspace: {} ({} bytes) after {} bytes of work area does not fit in "
+                                        "size_t",
+                                        what, bytes, offset),
+                            api);
+    offset = sum;
+}
+
+// Bytes of `elements` temp elements of `element_bytes` each; NotSupported naming `what` on overflow.
+std::size_t temp_bytes(std::int64_t elements, std::size_t element_bytes, const char* what, const char* api) {
+    std::size_t bytes = 0;
+    if (elements < 0 || __builtin_mul_overflow(std::size_t(elements), element_bytes, &bytes))
+        throw_not_supported(fmt::format("workspace: {} of {} elements of {} bytes does not fit in size_t", what,
+                                        elements, element_bytes),
+                            api);
+    return bytes;
+}
 
 }  // namespace
 
@@ -122,14 +143,15 @@ void FFTImpl::layout_work_area(FftVariant& v) const {
     const FftGeometry& g = v.g;
     const std::size_t in_bytes = fft_element_bytes(p.precision, p.in_complex);
     const std::size_t out_bytes = fft_element_bytes(p.precision, p.out_complex);
-    std::size_t offset = align_up(std::max<std::size_t>(v.cufft_work, 1));
+    std::size_t offset = 0;
+    add_region(offset, std::max<std::size_t>(v.cufft_work, 1), "cuFFT's work area", api);
     if (g.in.temp) {
         v.temp_in_offset = offset;
-        offset += align_up(std::size_t(g.in.temp_elements) * in_bytes);
+        add_region(offset, temp_bytes(g.in.temp_elements, in_bytes, "the input temp", api), "the input temp", api);
     }
     if (g.out.temp) {
         v.temp_out_offset = offset;
-        offset += align_up(std::size_t(g.out.temp_elements) * out_bytes);
+        add_region(offset, temp_bytes(g.out.temp_elements, out_bytes, "the output temp", api), "the output temp", api);
     }
     // Always a real work area to bind, also when cuFFT needs none.
     v.bytes = std::max<std::size_t>(offset, 256);

@@ -3,11 +3,13 @@
 // before any GPU work (these tests run on machines without a GPU).
 #include <gpumath/core/program.hpp>
 #include <gpumath/fft.hpp>
+#include "fft/fft_impl.hpp"
 #include "fft/plan_cache.hpp"
 
 #include <complex>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "common/test_util.hpp"
@@ -674,6 +676,47 @@ TEST(FftValidation, CallbackSourceAndCodeTogether) {
     // Each alone is valid.
     EXPECT_EQ(FFT(c, {.prolog = {.source = src, .symbol = "load"}}).kind(), FFTKind::c2c);
     EXPECT_EQ(FFT(c, {.prolog = {.symbol = "load", .code = lto}}).kind(), FFTKind::c2c);
+}
+
+// The work area of a variant is cuFFT's plus the temps, each rounded up to 256 bytes; a sum that
+// does not fit in size_t is NotSupported naming the part, never a wrapped (too small) size.
+TEST(FftValidation, WorkAreaSizeOverflow) {
+    detail::FFTImpl impl;
+    impl.p = detail::make_fft_problem(TensorLayout(DataType::c32, {16}), nullptr, {}, FFTKind::automatic, impl.api);
+    {
+        detail::FftVariant v;
+        v.cufft_work = 1000;
+        v.g.in.temp = true;
+        v.g.in.temp_elements = 10;  // 80 bytes of c32
+        v.g.out.temp = true;
+        v.g.out.temp_elements = 3;
+        impl.layout_work_area(v);
+        EXPECT_EQ(v.temp_in_offset, 1024u);
+        EXPECT_EQ(v.temp_out_offset, 1280u);
+        EXPECT_EQ(v.bytes, 1536u);
+    }
+    {
+        detail::FftVariant v;
+        v.cufft_work = std::numeric_limits<std::size_t>::max() - 100;
+        expect_throw_with<NotSupported>([&] { impl.layout_work_area(v); },
+                                        {"gpumath::FFT", "workspace: cuFFT's work area", "does not fit in size_t"});
+    }
+    {
+        detail::FftVariant v;
+        v.cufft_work = 256;
+        v.g.out.temp = true;
+        v.g.out.temp_elements = std::numeric_limits<std::int64_t>::max() / 2;  // times 8 bytes overflows
+        expect_throw_with<NotSupported>([&] { impl.layout_work_area(v); },
+                                        {"workspace: the output temp of 4611686018427387903 elements of 8 bytes"});
+    }
+    {
+        detail::FftVariant v;
+        v.cufft_work = std::numeric_limits<std::size_t>::max() / 2;
+        v.g.in.temp = true;
+        v.g.in.temp_elements = std::numeric_limits<std::int64_t>::max() / 8;  // fits alone, not after cuFFT's
+        expect_throw_with<NotSupported>([&] { impl.layout_work_area(v); },
+                                        {"workspace: the input temp", "does not fit in size_t"});
+    }
 }
 
 TEST(FftValidation, EnumNames) {
