@@ -41,9 +41,9 @@ void FFTImpl::plan_locked(int current) {
     if (!callbacks) {
         if (asked != CallbackMode::fused) {
             // Normalization is a separate pass (fused into a generated store only in fused mode).
-            owned[aligned].push_back(build(false, false, false, first));
-            run[aligned][0] = owned[aligned].back().get();
-            run[aligned][1] = owned[aligned].back().get();
+            FftVariant* v = keep_locked(aligned, build(false, false, false, first));
+            run[aligned][0] = v;
+            run[aligned][1] = v;
             return;
         }
         fuse = true;
@@ -52,9 +52,9 @@ void FFTImpl::plan_locked(int current) {
     }
 
     if (asked == CallbackMode::separate) {
-        owned[aligned].push_back(build(false, false, false, first));
-        run[aligned][0] = owned[aligned].back().get();
-        run[aligned][1] = owned[aligned].back().get();
+        FftVariant* v = keep_locked(aligned, build(false, false, false, first));
+        run[aligned][0] = v;
+        run[aligned][1] = v;
         mode = CallbackMode::separate;
         return;
     }
@@ -101,17 +101,25 @@ void FFTImpl::plan_locked(int current) {
         log(LogLevel::info, "fft: callbacks fused {:.4f} ms, separate {:.4f} ms per transform: using {}", tf, ts,
             tf < ts ? "fused" : "separate");
         if (tf < ts) {
-            run[aligned][std::size_t(first)] = fused.get();
-            owned[aligned].push_back(std::move(fused));
+            run[aligned][std::size_t(first)] = keep_locked(aligned, std::move(fused));
             mode = CallbackMode::fused;
             fuse = true;
             return;
         }
     }
-    run[aligned][0] = separate.get();
-    run[aligned][1] = separate.get();
-    owned[aligned].push_back(std::move(separate));
+    FftVariant* v = keep_locked(aligned, std::move(separate));
+    run[aligned][0] = v;
+    run[aligned][1] = v;
     mode = CallbackMode::separate;
+}
+
+FftVariant* FFTImpl::keep_locked(std::size_t alignment, std::unique_ptr<FftVariant> v) {
+    FftVariant* kept = v.get();
+    owned[alignment].push_back(std::move(v));
+    // Writers hold plan_mutex; workspace_size() reads without it.
+    if (alignment == aligned && kept->bytes > aligned_workspace.load(std::memory_order_relaxed))
+        aligned_workspace.store(kept->bytes, std::memory_order_relaxed);
+    return kept;
 }
 
 FftVariant* FFTImpl::fused_for_locked(Direction d) {
@@ -124,8 +132,7 @@ FftVariant* FFTImpl::fused_for_locked(Direction d) {
         const bool fits = v->fused.scale ? v->fused.baked_scale == scale : (scale == 1.0 || v->g.out.temp);
         if (fits) return v.get();
     }
-    owned[aligned].push_back(build(false, false, true, d));
-    return owned[aligned].back().get();
+    return keep_locked(aligned, build(false, false, true, d));
 }
 
 FftVariant* FFTImpl::variant_for(std::size_t alignment, Direction d, core::StreamRef stream) {
@@ -166,8 +173,7 @@ FftVariant* FFTImpl::odd_real_variant_locked(Direction d) {
     } else {
         built = build(r2c, !r2c, fuse, d);
     }
-    owned[odd_real].push_back(std::move(built));
-    return owned[odd_real].back().get();
+    return keep_locked(odd_real, std::move(built));
 }
 
 void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, core::StreamRef stream) {
@@ -311,10 +317,8 @@ const FFTOptions& FFT::options() const noexcept { return impl_ ? impl_->options 
 CallbackMode FFT::callback_mode() const noexcept { return planned() ? impl_->mode : CallbackMode::automatic; }
 
 std::size_t FFT::workspace_size() const noexcept {
-    if (!planned()) return 0;
-    std::size_t b = 0;
-    for (const auto& v : impl_->owned[detail::aligned]) b = std::max(b, v->bytes);
-    return b;
+    // owned[] may grow meanwhile (the first execution in the other direction of a fused plan).
+    return planned() ? impl_->aligned_workspace.load(std::memory_order_relaxed) : 0;
 }
 
 bool FFT::copies() const noexcept {

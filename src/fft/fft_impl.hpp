@@ -97,6 +97,9 @@ struct FFTImpl {
     // at an odd real offset (those variants copy the real side); run[] by alignment and Direction.
     std::array<std::vector<std::unique_ptr<FftVariant>>, 2> owned;
     std::array<std::array<std::atomic<FftVariant*>, 2>, 2> run{};
+    // The largest `bytes` of owned[aligned], kept by keep_locked: what FFT::workspace_size() reports
+    // without taking plan_mutex.
+    std::atomic<std::size_t> aligned_workspace{0};
     std::shared_ptr<core::MemoryResource> resource;
     std::shared_ptr<StreamWorkspace> workspace;
 
@@ -109,6 +112,8 @@ struct FFTImpl {
     void plan(int current);
     void plan_locked(int current);
     void plan_first_execution(core::StreamRef stream, int current);
+    // Adds `v` to owned[alignment] (under plan_mutex) and returns it.
+    FftVariant* keep_locked(std::size_t alignment, std::unique_ptr<FftVariant> v);
     FftVariant* fused_for_locked(Direction d);
     FftVariant* variant_for(std::size_t alignment, Direction d, core::StreamRef stream);
     FftVariant* odd_real_variant_locked(Direction d);

@@ -2,9 +2,12 @@
 // FFT load/store callbacks on the GPU, in all three modes (fused into cuFFT, separate passes,
 // automatic), with and without extern "C", from source and from LTO-IR, against a CPU reference
 // in double; results must agree across modes.
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <optional>
+#include <thread>
 
 #include <gpumath/core/program.hpp>
 
@@ -336,6 +339,30 @@ TEST_F(FftCallbacks, OneSourceForPrologAndEpilog) {
     std::vector<cd> y = dft(x, {2, 32}, {1}, -1);
     for (std::size_t i = 0; i < y.size(); ++i) y[i] *= gh[i];
     for (const auto& r : results) GPUMATH_EXPECT_CLOSE(r, y, 2e-5, "shared source");
+}
+
+TEST_F(FftCallbacks, WorkspaceSizeWhileTheOtherDirectionIsBuilt) {
+    // A fused c2c plan builds its inverse variant on the first inverse execution; workspace_size()
+    // may be read meanwhile from another thread (run under ThreadSanitizer to see a race).
+    const std::vector<cd> x = random_values(4 * 256, true, DataType::f32, rng);
+    Operand in = upload(TensorLayout(DataType::c32, {4, 256}), x);
+    FFT plan(in.layout, {.callback_mode = CallbackMode::fused});
+    plan.plan();
+    const std::size_t before = plan.workspace_size();
+    EXPECT_GT(before, 0u);
+    std::atomic<bool> done{false};
+    std::size_t smallest = before;
+    std::thread reader([&] {
+        while (!done.load()) smallest = std::min(smallest, plan.workspace_size());
+    });
+    Operand y = poisoned(in.layout), z = poisoned(in.layout);
+    plan.execute(in.view(), y.view(), Direction::forward);
+    plan.execute(y.view(), z.view(), Direction::inverse);
+    done = true;
+    reader.join();
+    EXPECT_EQ(smallest, before);  // never shrinks
+    EXPECT_GE(plan.workspace_size(), before);
+    GPUMATH_EXPECT_CLOSE(download(z), x, 2e-5, "round trip");
 }
 
 TEST_F(FftCallbacks, FusedNormalizationWithoutCallbacks) {
