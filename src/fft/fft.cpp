@@ -74,14 +74,7 @@ void FFTImpl::plan_locked(int current) {
 
     // Automatic: plan both, time both once on scratch data, keep the faster.
     std::unique_ptr<FftVariant> separate = build(false, false, false, first);
-    std::unique_ptr<FftVariant> fused;
-    try {
-        fused = build(false, false, true, first);
-    } catch (const CufftError& e) {
-        log(LogLevel::info, "fft: cuFFT refused fused callbacks ({}); the callbacks run as separate passes", e.what());
-    } catch (const LinkError& e) {
-        log(LogLevel::info, "fft: fused callbacks failed to link ({}); the callbacks run as separate passes", e.what());
-    }
+    std::unique_ptr<FftVariant> fused = try_build_fused(false, false, first, "");
     if (fused && fused->fuses()) {
         core::Stream stream;
         const std::size_t in_span = std::size_t(std::max<std::int64_t>(p.in_layout.span_bytes(), 1));
@@ -113,6 +106,24 @@ void FFTImpl::plan_locked(int current) {
     mode = CallbackMode::separate;
 }
 
+std::unique_ptr<FftVariant> FFTImpl::try_build_fused(bool in_temp, bool out_temp, Direction d, const char* what) {
+    // Automatic mode never fails where separate passes work: whatever only the fused build does
+    // (compile the entry cuFFT calls, link, plan with callbacks) falls back to them.
+    try {
+        return build(in_temp, out_temp, true, d);
+    } catch (const CufftError& e) {
+        log(LogLevel::info, "fft: cuFFT refused fused callbacks{} ({}); the callbacks run as separate passes", what,
+            e.what());
+    } catch (const CompileError& e) {
+        log(LogLevel::info, "fft: fused callbacks failed to compile{} ({}); the callbacks run as separate passes", what,
+            e.what());
+    } catch (const LinkError& e) {
+        log(LogLevel::info, "fft: fused callbacks failed to link{} ({}); the callbacks run as separate passes", what,
+            e.what());
+    }
+    return nullptr;
+}
+
 FftVariant* FFTImpl::keep_locked(std::size_t alignment, std::unique_ptr<FftVariant> v) {
     FftVariant* kept = v.get();
     owned[alignment].push_back(std::move(v));
@@ -132,7 +143,10 @@ FftVariant* FFTImpl::fused_for_locked(Direction d) {
         const bool fits = v->fused.scale ? v->fused.baked_scale == scale : (scale == 1.0 || v->g.out.temp);
         if (fits) return v.get();
     }
-    return keep_locked(aligned, build(false, false, true, d));
+    if (options.callback_mode == CallbackMode::fused) return keep_locked(aligned, build(false, false, true, d));
+    // Automatic mode fused the first direction; this one may still need separate passes.
+    std::unique_ptr<FftVariant> v = try_build_fused(false, false, d, " for the other direction");
+    return keep_locked(aligned, v ? std::move(v) : build(false, false, false, d));
 }
 
 FftVariant* FFTImpl::variant_for(std::size_t alignment, Direction d, core::StreamRef stream) {
@@ -160,15 +174,7 @@ FftVariant* FFTImpl::odd_real_variant_locked(Direction d) {
     std::unique_ptr<FftVariant> built;
     if (fuse && options.callback_mode != CallbackMode::fused) {
         // Chosen by automatic mode for aligned operands; cuFFT may refuse the new geometry.
-        try {
-            built = build(r2c, !r2c, true, d);
-        } catch (const CufftError& e) {
-            log(LogLevel::info, "fft: cuFFT refused fused callbacks for the copied layout ({}); separate passes",
-                e.what());
-        } catch (const LinkError& e) {
-            log(LogLevel::info, "fft: fused callbacks failed to link for the copied layout ({}); separate passes",
-                e.what());
-        }
+        built = try_build_fused(r2c, !r2c, d, " for the copied layout");
         if (!built) built = build(r2c, !r2c, false, d);
     } else {
         built = build(r2c, !r2c, fuse, d);

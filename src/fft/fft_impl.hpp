@@ -114,6 +114,8 @@ struct FFTImpl {
     void plan_first_execution(core::StreamRef stream, int current);
     // Adds `v` to owned[alignment] (under plan_mutex) and returns it.
     FftVariant* keep_locked(std::size_t alignment, std::unique_ptr<FftVariant> v);
+    // Automatic mode's fused variant, or null (logged) where only separate passes can run it.
+    std::unique_ptr<FftVariant> try_build_fused(bool in_temp, bool out_temp, Direction d, const char* what);
     FftVariant* fused_for_locked(Direction d);
     FftVariant* variant_for(std::size_t alignment, Direction d, core::StreamRef stream);
     FftVariant* odd_real_variant_locked(Direction d);

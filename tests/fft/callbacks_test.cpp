@@ -341,6 +341,28 @@ TEST_F(FftCallbacks, OneSourceForPrologAndEpilog) {
     for (const auto& r : results) GPUMATH_EXPECT_CLOSE(r, y, 2e-5, "shared source");
 }
 
+TEST_F(FftCallbacks, AutomaticFallsBackWhenOnlyTheFusedEntryFailsToCompile) {
+    // A macro named like a parameter of the entry gpumath wraps around a fused callback breaks
+    // that entry only; the separate pass compiles. Automatic mode runs separately, fused throws.
+    const DataType p = DataType::f32;
+    const std::string src = "#define shared\n" + load_source(p, true, false, "win");
+    // load_source names its last parameter `shared`: with the macro it is unnamed, still valid.
+    Operand in = upload(TensorLayout(DataType::c32, {2, 32}), random_values(64, true, p, rng));
+    Operand w = weights(64, p, rng);
+    FFTOptions o{.prolog = {.source = src, .symbol = "win", .user_info = w.buffer.data()}};
+    FFT plan(in.layout, o);
+    Operand out = poisoned(in.layout);
+    plan.execute(in.view(), out.view(), Direction::forward);
+    EXPECT_EQ(plan.callback_mode(), CallbackMode::separate);
+    std::vector<cd> x = download(in);
+    const std::vector<double> wh = host_weights(w);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] *= wh[i];
+    GPUMATH_EXPECT_CLOSE(download(out), dft(x, {2, 32}, {1}, -1), 2e-5, "automatic after a fused compile error");
+    o.callback_mode = CallbackMode::fused;
+    FFT fused(in.layout, o);
+    EXPECT_THROW(fused.plan(), CompileError);
+}
+
 TEST_F(FftCallbacks, WorkspaceSizeWhileTheOtherDirectionIsBuilt) {
     // A fused c2c plan builds its inverse variant on the first inverse execution; workspace_size()
     // may be read meanwhile from another thread (run under ThreadSanitizer to see a race).

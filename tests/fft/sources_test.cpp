@@ -6,6 +6,7 @@
 #include <string>
 
 #include <gpumath/core/program.hpp>
+#include <gpumath/error.hpp>
 
 #include "common/test_util.hpp"
 
@@ -69,6 +70,26 @@ TEST(FftSources, FusedEntryHasCxxLinkage) {
     EXPECT_NE(s2.find("0x1p-2f"), std::string::npos) << s2;
     const core::ObjectCode ptx2 = compile(s2, core::CodeType::ptx, true);
     EXPECT_NE(ptx2.text().find("_Z23gpumath_fft_store_entryPvy6float2S_S_"), std::string_view::npos) << ptx2.text();
+}
+
+// A source can be valid for a separate pass and still break the entry gpumath wraps around it for
+// cuFFT (here a macro named like one of the entry's parameters); automatic mode then falls back
+// to separate passes (callbacks_test.cpp checks that on a GPU).
+TEST(FftSources, FusedOnlyCompileError) {
+    const FFTCallback load{.source = R"(
+#include <cufftXt.h>
+#define shared
+__device__ cufftComplex twice(void* d, unsigned long long o, void*, void*) {
+    cufftComplex v = static_cast<cufftComplex*>(d)[o];
+    v.x *= 2.0f; v.y *= 2.0f;
+    return v;
+})",
+                           .symbol = "twice"};
+    FftPassSpec gather{.element = DataType::c32, .callback = &load, .kind = FFTCallbackKind::load};
+    EXPECT_GT(compile(fft_pass_source(gather), core::CodeType::cubin).bytes().size(), 0u);
+    EXPECT_THROW((void)compile(fft_fused_callback_source(load, FFTCallbackKind::load, DataType::c32, 1.0, {}),
+                               core::CodeType::ltoir),
+                 CompileError);
 }
 
 TEST(FftSources, ScaleStoreCompiles) {
