@@ -113,8 +113,7 @@ std::vector<CufftCallback> compile_cufft_callbacks(const FftProblem& p, const FF
     const DataType in_element = fft_element(p.precision, p.in_complex);
     const DataType out_element = fft_element(p.precision, p.out_complex);
     std::vector<CufftCallback> callbacks;
-    const bool same_source = p.has_prolog && p.has_epilog && !options.prolog.source.empty() &&
-                             options.prolog.source == options.epilog.source;
+    const bool same_source = fft_callbacks_share_source(options);
     if (fused.prolog) {
         prolog_info[0] = options.prolog.user_info;
         if (!options.prolog.source.empty())

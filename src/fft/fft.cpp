@@ -17,6 +17,7 @@
 
 #include "detail/log.hpp"
 #include "fft/fft_impl.hpp"
+#include "fft/sources.hpp"
 
 namespace gpumath {
 namespace detail {
@@ -109,6 +110,13 @@ void FFTImpl::plan_locked(int current) {
 std::unique_ptr<FftVariant> FFTImpl::try_build_fused(bool in_temp, bool out_temp, Direction d, const char* what) {
     // Automatic mode never fails where separate passes work: whatever only the fused build does
     // (compile the entry cuFFT calls, link, plan with callbacks) falls back to them.
+    if (fft_callbacks_share_name(options)) {
+        log(LogLevel::info,
+            "fft: prolog \"{}\" and epilog \"{}\" come from one source and end in the same name, which fused "
+            "modules cannot tell apart; the callbacks run as separate passes",
+            options.prolog.symbol, options.epilog.symbol);
+        return nullptr;
+    }
     try {
         return build(in_temp, out_temp, true, d);
     } catch (const CufftError& e) {

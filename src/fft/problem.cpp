@@ -17,6 +17,7 @@
 
 #include "detail/identifier.hpp"
 #include "detail/status.hpp"
+#include "fft/sources.hpp"
 
 #include "detail/enum_check.hpp"
 
@@ -502,6 +503,15 @@ void check_callbacks(const FFTOptions& options, const char* api) {
                                       name, core::to_string(cb->code.type())),
                           api);
     }
+    // Fused, each callback's module is compiled from the whole source with the other function
+    // renamed away by its own name; two functions of one name cannot be told apart.
+    if (options.callback_mode == CallbackMode::fused && fft_callbacks_share_name(options))
+        throw_invalid(fmt::format("options.epilog.symbol: \"{}\" ends in the same name as options.prolog.symbol "
+                                  "\"{}\", and both come from one source; fused callbacks of one source need "
+                                  "functions of different names (the two modules cuFFT links would both define "
+                                  "them); rename one, or use CallbackMode::separate or automatic",
+                                  options.epilog.symbol, options.prolog.symbol),
+                      api);
 }
 
 }  // namespace

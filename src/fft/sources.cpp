@@ -94,6 +94,12 @@ std::vector<std::string> split_qualified(const std::string& symbol) {
     return parts;
 }
 
+// The unqualified name a (possibly qualified) symbol ends in: "win" for "cb::win".
+std::string_view last_component(std::string_view symbol) noexcept {
+    const auto pos = symbol.rfind("::");
+    return pos == std::string_view::npos ? symbol : symbol.substr(pos + 2);
+}
+
 std::string parameter_list(FFTCallbackKind kind, const char* value_type) {
     if (kind == FFTCallbackKind::load) return "void* data, unsigned long long offset, void* info, void* shared";
     return fmt::format("void* data, unsigned long long offset, {} element, void* info, void* shared", value_type);
@@ -115,6 +121,15 @@ std::string scale_statement(DataType element, const std::string& var, const std:
 
 const char* fft_callback_entry_name(FFTCallbackKind kind) noexcept {
     return kind == FFTCallbackKind::load ? "gpumath_fft_load_entry" : "gpumath_fft_store_entry";
+}
+
+bool fft_callbacks_share_source(const FFTOptions& options) noexcept {
+    return !options.prolog.source.empty() && options.prolog.source == options.epilog.source;
+}
+
+bool fft_callbacks_share_name(const FFTOptions& options) noexcept {
+    return fft_callbacks_share_source(options) &&
+           last_component(options.prolog.symbol) == last_component(options.epilog.symbol);
 }
 
 const char* fft_callback_value_type(DataType element, const char* api) {
@@ -143,8 +158,18 @@ std::string fft_fused_callback_source(const FFTCallback& callback, FFTCallbackKi
                                       const std::string& rename) {
     const char* type = fft_callback_value_type(element, "gpumath::compile_fft_callback");
     std::string s = "#include <cufftXt.h>\n";
-    if (!rename.empty() && is_identifier(rename) && rename != callback.symbol)
-        s += fmt::format("#define {0} gpumath_fft_renamed_{0}\n", rename);
+    if (!rename.empty()) {
+        // A macro renames the other function's own name, whatever namespace it is declared in; it
+        // cannot rename that function alone when both end in the same name.
+        const std::string_view other = last_component(rename);
+        if (other == last_component(callback.symbol) || !is_identifier(other))
+            throw_invalid(fmt::format("symbol: \"{}\" and \"{}\" come from one source and end in the same name, so "
+                                      "the fused modules of that source cannot tell them apart; name the functions "
+                                      "differently, or run them in CallbackMode::separate",
+                                      callback.symbol, rename),
+                          "gpumath::FFT");
+        s += fmt::format("#define {0} gpumath_fft_renamed_{0}\n", other);
+    }
     s += user_text(callback, kind);
     s += "#line 1 \"gpumath_fft_callback_entry\"\n";
     const char* entry = fft_callback_entry_name(kind);

@@ -23,11 +23,21 @@ namespace gpumath::detail {
 /// and callback typedefs without cuFFT's host API (which NVRTC cannot compile).
 [[nodiscard]] const std::map<std::string, std::string>& fft_callback_headers();
 
+/// True when prolog and epilog are given as one (non-empty) source.
+[[nodiscard]] bool fft_callbacks_share_source(const FFTOptions& options) noexcept;
+
+/// True when prolog and epilog share one source and their symbols end in the same name ("f" and
+/// "ns::f", or one overloaded name): the fused modules of that source cannot rename one function
+/// apart from the other, so such callbacks run in separate passes only.
+[[nodiscard]] bool fft_callbacks_share_name(const FFTOptions& options) noexcept;
+
 /// The source cuFFT gets for a fused callback: the user's source, then an entry named
 /// `fft_callback_entry_name(kind)` with C++ linkage that calls `callback.symbol` (and, for
-/// stores, multiplies the element by `scale` first when it is not 1). `rename` (may be empty)
-/// is an identifier renamed away in this compile: the other callback's symbol when prolog and
-/// epilog share one source, so the two LTO-IR modules do not both define it.
+/// stores, multiplies the element by `scale` first when it is not 1). `rename` (may be empty) is
+/// the other callback's symbol when prolog and epilog share one source: the last component of
+/// its (possibly qualified) name is renamed away in this compile, so the two LTO-IR modules do
+/// not both define it. InvalidArgument when `rename` ends in the same name as `callback.symbol`
+/// (see fft_callbacks_share_name).
 [[nodiscard]] std::string fft_fused_callback_source(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
                                                     double scale, const std::string& rename);
 

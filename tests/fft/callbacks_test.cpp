@@ -341,6 +341,57 @@ TEST_F(FftCallbacks, OneSourceForPrologAndEpilog) {
     for (const auto& r : results) GPUMATH_EXPECT_CLOSE(r, y, 2e-5, "shared source");
 }
 
+TEST_F(FftCallbacks, OneSourceWithQualifiedNames) {
+    // Namespace-qualified symbols of one source: each fused module renames the other function.
+    const DataType p = DataType::f32;
+    const std::string src = "namespace cb {\n" + load_source(p, true, false, "win") +
+                            store_source(p, true, false, "gain") + "}  // namespace cb\n";
+    Operand in = upload(TensorLayout(DataType::c32, {2, 32}), random_values(64, true, p, rng));
+    Operand w = weights(64, p, rng), g = weights(64, p, rng);
+    std::vector<cd> x = download(in);
+    const std::vector<double> wh = host_weights(w), gh = host_weights(g);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] *= wh[i];
+    std::vector<cd> y = dft(x, {2, 32}, {1}, -1);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] *= gh[i];
+    for (CallbackMode mode : {CallbackMode::separate, CallbackMode::fused, CallbackMode::automatic}) {
+        Operand out = poisoned(TensorLayout(DataType::c32, {2, 32}));
+        FFT plan(in.layout, {.prolog = {.source = src, .symbol = "cb::win", .user_info = w.buffer.data()},
+                             .epilog = {.source = src, .symbol = "::cb::gain", .user_info = g.buffer.data()},
+                             .callback_mode = mode});
+        plan.execute(in.view(), out.view(), Direction::forward);
+        if (mode != CallbackMode::automatic) {
+            EXPECT_EQ(plan.callback_mode(), mode);
+        }
+        GPUMATH_EXPECT_CLOSE(download(out), y, 2e-5, "qualified names, " << to_string(mode));
+    }
+}
+
+TEST_F(FftCallbacks, OneSourceWithOneNameRunsSeparately) {
+    // "a::f" and "b::f" of one source cannot be renamed apart in a fused module: fused mode is
+    // refused when the plan is made, automatic runs them as separate passes.
+    const DataType p = DataType::f32;
+    const std::string src = "namespace a {\n" + load_source(p, true, false, "f") + "}\nnamespace b {\n" +
+                            store_source(p, true, false, "f") + "}\n";
+    Operand in = upload(TensorLayout(DataType::c32, {2, 32}), random_values(64, true, p, rng));
+    Operand w = weights(64, p, rng), g = weights(64, p, rng);
+    FFTOptions o{.prolog = {.source = src, .symbol = "a::f", .user_info = w.buffer.data()},
+                 .epilog = {.source = src, .symbol = "b::f", .user_info = g.buffer.data()},
+                 .callback_mode = CallbackMode::fused};
+    test::expect_throw_with<InvalidArgument>([&] { FFT(in.layout, o); },
+                                             {"options.epilog.symbol", "ends in the same name"});
+    o.callback_mode = CallbackMode::automatic;
+    FFT plan(in.layout, o);
+    Operand out = poisoned(in.layout);
+    plan.execute(in.view(), out.view(), Direction::forward);
+    EXPECT_EQ(plan.callback_mode(), CallbackMode::separate);
+    std::vector<cd> x = download(in);
+    const std::vector<double> wh = host_weights(w), gh = host_weights(g);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] *= wh[i];
+    std::vector<cd> y = dft(x, {2, 32}, {1}, -1);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] *= gh[i];
+    GPUMATH_EXPECT_CLOSE(download(out), y, 2e-5, "one name, automatic");
+}
+
 TEST_F(FftCallbacks, AutomaticFallsBackWhenOnlyTheFusedEntryFailsToCompile) {
     // A macro named like a parameter of the entry gpumath wraps around a fused callback breaks
     // that entry only; the separate pass compiles. Automatic mode runs separately, fused throws.

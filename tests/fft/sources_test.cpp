@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include <gpumath/core/linker.hpp>
 #include <gpumath/core/program.hpp>
 #include <gpumath/error.hpp>
 
@@ -70,6 +71,76 @@ TEST(FftSources, FusedEntryHasCxxLinkage) {
     EXPECT_NE(s2.find("0x1p-2f"), std::string::npos) << s2;
     const core::ObjectCode ptx2 = compile(s2, core::CodeType::ptx, true);
     EXPECT_NE(ptx2.text().find("_Z23gpumath_fft_store_entryPvy6float2S_S_"), std::string_view::npos) << ptx2.text();
+}
+
+// Prolog and epilog from one source with namespace-qualified names: each fused module renames
+// the other function by its last name component, so the two modules link together (cuFFT links
+// them into one program) without two definitions of either function.
+const char* const qualified_pair = R"(
+#include <cufftXt.h>
+namespace cb {
+__device__ cufftComplex win(void* data, unsigned long long offset, void* info, void* shared) {
+    cufftComplex v = static_cast<cufftComplex*>(data)[offset];
+    v.x *= 0.5f; v.y *= 0.5f;
+    return v;
+}
+__device__ void gain(void* data, unsigned long long offset, cufftComplex e, void* info, void* shared) {
+    e.x *= 2.0f; e.y *= 2.0f;
+    static_cast<cufftComplex*>(data)[offset] = e;
+}
+}  // namespace cb
+)";
+
+TEST(FftSources, SharedSourceRenamesQualifiedSymbols) {
+    const FFTCallback load{.source = qualified_pair, .symbol = "cb::win"};
+    const FFTCallback store{.source = qualified_pair, .symbol = "::cb::gain"};
+    const FFTOptions options{.prolog = load, .epilog = store};
+    EXPECT_TRUE(fft_callbacks_share_source(options));
+    EXPECT_FALSE(fft_callbacks_share_name(options));
+    const std::string s1 = fft_fused_callback_source(load, FFTCallbackKind::load, DataType::c32, 1.0, store.symbol);
+    const std::string s2 = fft_fused_callback_source(store, FFTCallbackKind::store, DataType::c32, 0.5, load.symbol);
+    EXPECT_NE(s1.find("#define gain gpumath_fft_renamed_gain\n"), std::string::npos) << s1;
+    EXPECT_NE(s2.find("#define win gpumath_fft_renamed_win\n"), std::string::npos) << s2;
+    const std::string p1(compile(s1, core::CodeType::ptx, true).text());
+    const std::string p2(compile(s2, core::CodeType::ptx, true).text());
+    // cb::win and cb::gain, mangled, each defined by exactly one of the modules.
+    EXPECT_NE(p1.find("_ZN2cb3winEPvyS0_S0_"), std::string::npos) << p1;
+    EXPECT_EQ(p1.find("_ZN2cb4gain"), std::string::npos) << p1;
+    EXPECT_NE(p1.find("gpumath_fft_renamed_gain"), std::string::npos) << p1;
+    EXPECT_NE(p2.find("_ZN2cb4gainEPvy6float2S0_S0_"), std::string::npos) << p2;
+    EXPECT_EQ(p2.find("_ZN2cb3win"), std::string::npos) << p2;
+    EXPECT_NE(p2.find("_Z23gpumath_fft_store_entryPvy6float2S_S_"), std::string::npos) << p2;
+    // What cuFFT does with the two modules: link them into one program.
+    core::Linker linker(core::LinkerOptions{.name = "fft_sources_test", .arch = GPUMATH_TEST_ARCH});
+    linker.add(compile(s1, core::CodeType::ltoir)).add(compile(s2, core::CodeType::ltoir));
+    EXPECT_EQ(linker.link(core::CodeType::cubin).type(), core::CodeType::cubin);
+}
+
+// Two functions of one source that end in the same name cannot be renamed apart.
+TEST(FftSources, SharedSourceSameNameIsRefused) {
+    const char* const overloads = R"(
+#include <cufftXt.h>
+__device__ cufftComplex f(void* d, unsigned long long o, void*, void*) { return static_cast<cufftComplex*>(d)[o]; }
+__device__ void f(void* d, unsigned long long o, cufftComplex e, void*, void*) { static_cast<cufftComplex*>(d)[o] = e; }
+namespace a { using ::f; }
+)";
+    const FFTCallback load{.source = overloads, .symbol = "f"};
+    for (const char* other : {"f", "::f", "a::f"}) {
+        const FFTCallback store{.source = overloads, .symbol = other};
+        EXPECT_TRUE(fft_callbacks_share_name({.prolog = load, .epilog = store})) << other;
+        test::expect_throw_with<InvalidArgument>(
+            [&] { (void)fft_fused_callback_source(load, FFTCallbackKind::load, DataType::c32, 1.0, store.symbol); },
+            {"\"f\" and", "end in the same name", "CallbackMode::separate"});
+    }
+    // Different sources, or different last names, are fine.
+    EXPECT_FALSE(fft_callbacks_share_name({.prolog = load, .epilog = {.source = window_c, .symbol = "f"}}));
+    EXPECT_FALSE(fft_callbacks_share_name({.prolog = load, .epilog = {.source = overloads, .symbol = "f::g"}}));
+    // Separate passes compile each callback on its own: the overloads are no obstacle there.
+    const FFTCallback store{.source = overloads, .symbol = "f"};
+    FftPassSpec gather{.element = DataType::c32, .callback = &load, .kind = FFTCallbackKind::load};
+    FftPassSpec scatter{.element = DataType::c32, .callback = &store, .kind = FFTCallbackKind::store};
+    EXPECT_GT(compile(fft_pass_source(gather), core::CodeType::cubin).bytes().size(), 0u);
+    EXPECT_GT(compile(fft_pass_source(scatter), core::CodeType::cubin).bytes().size(), 0u);
 }
 
 // A source can be valid for a separate pass and still break the entry gpumath wraps around it for

@@ -719,6 +719,35 @@ TEST(FftValidation, WorkAreaSizeOverflow) {
     }
 }
 
+// Fused callbacks of one source need functions of different names: each fused module renames the
+// other function by the last component of its name, which cannot tell "a::f" from "b::f".
+TEST(FftValidation, FusedCallbacksOfOneSourceNeedDifferentNames) {
+    const std::string src = R"(
+        namespace a { __device__ float2 f(void* d, unsigned long long o, void*, void*) { return static_cast<float2*>(d)[o]; } }
+        namespace b { __device__ void f(void* d, unsigned long long o, float2 e, void*, void*) { static_cast<float2*>(d)[o] = e; } })";
+    const TensorLayout c(DataType::c32, {16});
+    FFTOptions o{.prolog = {.source = src, .symbol = "a::f"},
+                 .epilog = {.source = src, .symbol = "b::f"},
+                 .callback_mode = CallbackMode::fused};
+    expect_throw_with<InvalidArgument>([&] { FFT(c, o); }, {"gpumath::FFT",
+                                                            "options.epilog.symbol: \"b::f\" ends in the same name as "
+                                                            "options.prolog.symbol \"a::f\"",
+                                                            "CallbackMode::separate"});
+    expect_throw_with<InvalidArgument>([&] { (void)fft(fake<c32>({16}), o); },
+                                       {"gpumath::fft", "options.epilog.symbol", "ends in the same name"});
+    // Separate passes compile each callback on its own; automatic runs them that way.
+    o.callback_mode = CallbackMode::separate;
+    EXPECT_EQ(FFT(c, o).kind(), FFTKind::c2c);
+    o.callback_mode = CallbackMode::automatic;
+    EXPECT_EQ(FFT(c, o).kind(), FFTKind::c2c);
+    // Different last names, or different sources, fuse.
+    o.callback_mode = CallbackMode::fused;
+    o.epilog.symbol = "b::g";
+    EXPECT_EQ(FFT(c, o).kind(), FFTKind::c2c);
+    o.epilog = {.source = src + "\n", .symbol = "b::f"};
+    EXPECT_EQ(FFT(c, o).kind(), FFTKind::c2c);
+}
+
 TEST(FftValidation, EnumNames) {
     EXPECT_EQ(to_string(Normalization::ortho), "ortho");
     EXPECT_EQ(to_string(CallbackMode::separate), "separate");
