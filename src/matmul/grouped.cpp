@@ -113,7 +113,9 @@ public:
         check_group_sizes(sizes, shape_.groups, a.shape(0), api);
         check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
         if (backend_ == GroupedBackend::kernel) {
-            run_host_kernel(host_sizes_call(a, b, d, sizes, args, shape_, options_, api), stream);
+            const HostKernelCall h = host_sizes_call(a, b, d, sizes, args, shape_, options_, api);
+            check_grouped_kernel_device(h.call, api);
+            run_host_kernel(h, stream);
             return;
         }
         std::vector<GroupOperands> groups;
@@ -145,6 +147,7 @@ public:
         check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
         check_device_sizes(sizes, d, shape_, a.shape(0), api);
         const GroupedKernelCall call = device_sizes_call(a, b, d, sizes, args, shape_, options_, api);
+        check_grouped_kernel_device(call, api);
         run_grouped_kernel(call.variant, call.params, stream);
     }
 
@@ -193,6 +196,7 @@ private:
         const std::int64_t bias_shape[] = {shape_.groups, shape_.n};
         if (epilog_takes_bias(options_.epilog)) args.bias = TensorView(at(4), TensorLayout(shape_.result, bias_shape));
         const HostKernelCall h = host_sizes_call(a, b, d, sizes_, args, shape_, options_, api);
+        check_grouped_kernel_device(h.call, api);
         load_grouped_kernel(h.call.variant, h.call.params);
     }
 

@@ -517,10 +517,33 @@ GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, co
                     "a: {} inputs with group sizes in device memory; gpumath's grouped kernel takes f16, bf16 and "
                     "f32 (FP8 grouped products run with host group sizes)",
                     to_string(shape.input));
+    if (shape.groups > grouped_device_groups)
+        unsupported(api,
+                    "b: {} groups; with sizes in device memory each tile of the grouped kernel finds its group by "
+                    "reading the sizes before it, so a call takes at most {} groups: split the call, or pass the "
+                    "sizes on the host",
+                    shape.groups, grouped_device_groups);
     GroupedKernelCall c = kernel_call(a, b, d, sizes.max_total_rows, args, shape, options, "group_sizes.max_total_rows",
                                       ", or pass the sizes on the host", api);
     c.params.sizes = static_cast<const std::int32_t*>(sizes.sizes.data());
     return c;
+}
+
+std::string grouped_kernel_device_refusal(DataType input, core::ComputeCapability cc) {
+    if (input == DataType::f32 || cc.major >= 8) return {};
+    return fmt::format(
+        "{} inputs on a device of compute capability {}.{}; gpumath's grouped kernel runs f16 and "
+        "bf16 from compute capability 8.0 (cp.async, bf16 MMA) and f32 on any",
+        to_string(input), cc.major, cc.minor);
+}
+
+void check_grouped_kernel_device(const GroupedKernelCall& call, const char* api) {
+    const DataType input = call.variant.input;
+    if (input == DataType::f32 || call.params.max_rows == 0 || call.params.n == 0) return;
+    const int device = current_device();
+    if (std::string why = grouped_kernel_device_refusal(input, grouped_device_traits(device).cc); !why.empty())
+        unsupported(api, "a: {} (device {}); pass the group sizes on the host and use loop, streams or automatic", why,
+                    device);
 }
 
 std::string host_kernel_refusal(const GroupedShape& shape, std::int64_t rows) {
@@ -557,7 +580,7 @@ std::optional<HostKernelCall> kernel_candidate(const TensorView& a, const Tensor
     // The kernel accumulates in f32: a candidate only where that is what the compute type asks
     // for, and on GPUs its tensor-core kernels run on (cp.async: compute capability 8.0).
     if (options.compute_type != ComputeType::automatic && options.compute_type != ComputeType::f32) return std::nullopt;
-    if (shape.input != DataType::f32 && grouped_device_traits(device).cc.major < 8) return std::nullopt;
+    if (!grouped_kernel_device_refusal(shape.input, grouped_device_traits(device).cc).empty()) return std::nullopt;
     std::optional<HostKernelCall> h;
     try {
         h = host_sizes_call(a, b, d, sizes, args, shape, options, api);

@@ -136,10 +136,12 @@ void enqueue_cublas(std::span<const GroupOperands> groups, std::span<const std::
         ldb[i] = lt.b.ld;
         ldd[i] = lt.d.ld;
     }
-    // Workspace: the three pointer arrays, then cuBLAS's own (256-byte aligned).
+    // Workspace: the three pointer arrays, then cuBLAS's own (256-byte aligned), within the options'
+    // workspace_limit and from their memory resource, like every plan's.
+    const MatmulPlan& plan = *plans.front();
     const std::size_t array_bytes = (3 * count * sizeof(void*) + 255) / 256 * 256;
-    const std::size_t cublas_bytes = default_workspace_limit;
-    StreamWorkspace::Lease lease = default_stream_workspace(device).acquire(array_bytes + cublas_bytes, stream);
+    const std::size_t cublas_bytes = std::min(plan.workspace_limit(), default_workspace_limit);
+    StreamWorkspace::Lease lease = plan.workspace().acquire(array_bytes + cublas_bytes, stream);
     auto** arrays = static_cast<void**>(lease.data);
     void* cublas_work = static_cast<unsigned char*>(lease.data) + array_bytes;
     for (std::size_t start = 0; start < count; start += cublas_groups_per_call) {

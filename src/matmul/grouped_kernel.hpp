@@ -31,6 +31,11 @@ struct GroupedKernelVariant {
 /// Groups whose sizes a launch can carry in its parameters (the `kernel` backend's limit).
 inline constexpr std::int64_t grouped_inline_groups = 512;
 
+/// Groups a device-sizes call may have: every tile finds its group by reading the sizes before it
+/// (G / 32 steps of a warp), so the kernel's work grows as G times its tiles; past this a hostile
+/// G (a million 8 x 8 products) would keep the GPU busy for minutes.
+inline constexpr std::int64_t grouped_device_groups = 16384;
+
 /// The kernel's second parameter in a variant with inline_sizes: the host's group sizes by value
 /// (entries past the call's groups unread). 2 KiB, within the 4 KiB every CUDA driver takes.
 struct GroupedInlineSizes {

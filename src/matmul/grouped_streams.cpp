@@ -395,13 +395,15 @@ void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std:
     if (backend == GroupedBackend::automatic && groups.size() > 1) {
         key.device = device;
         key.calls = call_class(groups);
+        const bool with_cublas = call.area == nullptr && std::all_of(plans.begin(), plans.end(), [](const auto& p) {
+                                     return cublas_grouped_refusal(p->problem()).empty();
+                                 });
+        key.cublas = with_cublas;
         if (const std::optional<GroupedBackend> chosen = choices.find(key)) {
             backend = *chosen;
         } else if (is_capturing(stream, who)) {
             backend = GroupedBackend::loop;
         } else {
-            const bool with_cublas = std::all_of(
-                plans.begin(), plans.end(), [](const auto& p) { return cublas_grouped_refusal(p->problem()).empty(); });
             std::array<double, 5> ms{}, host_ms{};
             const auto narrow = partitioned.plans(partition_sm_target(groups.size(), device));
             backend = measure_backends(groups, plans, narrow, call, stream, device, with_cublas, ms, host_ms);

@@ -117,10 +117,13 @@ struct BackendChoiceKey {
     /// -1 where the `kernel` backend cannot run the call, else the GroupedWgmmaLayout the grouped
     /// kernel runs it with (0: the portable kernel).
     int kernel = -1;
+    /// Whether the `cublas` backend can run the call (compute type, C, layouts): a choice of
+    /// cublas must not reach a call it refuses.
+    bool cublas = false;
     GroupedCallClass calls;
     friend bool operator<(const BackendChoiceKey& x, const BackendChoiceKey& y) noexcept {
-        return std::tie(x.device, x.n, x.k, x.input, x.result, x.epilog, x.kernel, x.calls) <
-               std::tie(y.device, y.n, y.k, y.input, y.result, y.epilog, y.kernel, y.calls);
+        return std::tie(x.device, x.n, x.k, x.input, x.result, x.epilog, x.kernel, x.cublas, x.calls) <
+               std::tie(y.device, y.n, y.k, y.input, y.result, y.epilog, y.kernel, y.cublas, y.calls);
     }
 };
 

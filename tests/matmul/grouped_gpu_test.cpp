@@ -670,6 +670,28 @@ TEST(GroupedGpu, CublasBackendCapturedAndReplayed) {
     EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(eager.view, stream)) << "replay == eager, bitwise";
 }
 
+TEST(GroupedGpu, CublasBackendLeasesFromTheOptionsMemoryResourceWithinTheLimit) {
+    // The cublas backend took its 32 MiB from the device's default pool whatever the options said.
+    GPUMATH_REQUIRE_GPU();
+    const Case c{.sizes = {24, 0, 1, 40, 7}};
+    core::Stream stream;
+    const Prepared p = prepare(c, stream);
+    auto pool = std::make_shared<core::DeviceMemoryResource>();
+    auto small = std::make_shared<core::DeviceMemoryResource>();
+    GroupedMatmul full(p.da.view, p.db.view, c.sizes, {.memory_resource = pool}, {.backend = GroupedBackend::cublas});
+    GroupedMatmul none(p.da.view, p.db.view, c.sizes, {.workspace_limit = 0, .memory_resource = small},
+                       {.backend = GroupedBackend::cublas});
+    const Output a = output(c, stream), b = output(c, stream);
+    full.execute(p.da.view, p.db.view, a.view, c.sizes, {}, stream);
+    none.execute(p.da.view, p.db.view, b.view, c.sizes, {}, stream);
+    stream.synchronize();
+    expect_result(c, a, p.want, "cublas, own memory resource", stream);
+    expect_result(c, b, p.want, "cublas, no workspace", stream);
+    EXPECT_GE(pool->used_bytes(), std::size_t(32) << 20) << "cuBLAS's workspace came from the options' resource";
+    EXPECT_GT(small->used_bytes(), 0u) << "the pointer arrays came from the options' resource";
+    EXPECT_LT(small->used_bytes(), std::size_t(32) << 20) << "workspace_limit 0: no cuBLAS workspace";
+}
+
 // ---- graph capture -------------------------------------------------------------------------------
 
 TEST(GroupedGpu, CapturedAndReplayedLikeEagerCalls) {

@@ -583,6 +583,29 @@ TEST(GroupedValidation, DeviceSizesPastTheKernelsGrid) {
                                     {"group_sizes.max_total_rows:", "2^31 - 1 row tiles", "host"});
 }
 
+TEST(GroupedValidation, DeviceSizesOfTooManyGroups) {
+    // Each tile scans the sizes before it: 10^6 groups of 8 x 8 products kept the GPU busy for
+    // minutes. Refused before anything is compiled; the limit itself passes validation.
+    const auto at = [](int shift) { return reinterpret_cast<void*>(std::uintptr_t(1) << shift); };
+    const TensorView a(at(40), bf16, {64, K}), d(at(41), bf16, {64, N});
+    for (const std::int64_t groups : {std::int64_t(16385), std::int64_t(1) << 20}) {
+        const TensorView b(at(42), bf16, {groups, K, N});
+        const DeviceGroupSizes sizes{.sizes = TensorView(at(43), DataType::i32, {groups}), .max_total_rows = 64};
+        expect_throw_with<NotSupported>([&] { grouped_matmul(a, b, d, sizes); },
+                                        {"grouped_matmul", "b:", "groups", "at most 16384 groups", "host"});
+        std::vector<std::int64_t> host(std::size_t(groups), 0);
+        host[0] = 64;
+        GroupedMatmul mm(a, b, host);
+        expect_throw_with<NotSupported>([&] { mm.execute(a, b, d, sizes); },
+                                        {"GroupedMatmul::execute", "at most 16384 groups"});
+    }
+    if (!test::has_gpu()) {
+        const TensorView b(at(42), bf16, {16384, K, N});
+        const DeviceGroupSizes sizes{.sizes = TensorView(at(43), DataType::i32, {16384}), .max_total_rows = 64};
+        EXPECT_THROW(grouped_matmul(a, b, d, sizes), CudaError) << "valid: stops at the missing device";
+    }
+}
+
 TEST(GroupedValidation, StridedBatchedRules) {
     const Groups g;
     expect_throw_with<NotSupported>(
@@ -1019,4 +1042,35 @@ TEST(GroupedChoices, MeasuredChoicesAreBoundedAndKeepTheRecentlyUsed) {
     choices.remember(key(1), GroupedBackend::loop);
     EXPECT_EQ(choices.size(), detail::BackendChoices::max_entries);
     EXPECT_EQ(choices.find(key(1)), GroupedBackend::loop);
+}
+
+TEST(GroupedChoices, ACublasChoiceIsKeptApartFromCallsCublasRefuses) {
+    // automatic remembered cublas for a call class measured with f32 compute; a call of the same
+    // class with an f16 compute type (which cublas refuses) found that choice and threw
+    // NotSupported. Whether cublas can run the call is part of the key.
+    detail::BackendChoices choices;
+    detail::BackendChoiceKey runs;
+    runs.n = 2048;
+    runs.k = 7168;
+    runs.cublas = true;
+    choices.remember(runs, GroupedBackend::cublas);
+    detail::BackendChoiceKey refused = runs;
+    refused.cublas = false;
+    EXPECT_FALSE(choices.find(refused).has_value());
+    EXPECT_EQ(choices.find(runs), GroupedBackend::cublas);
+}
+
+TEST(GroupedKernel, F16AndBf16NeedComputeCapability8) {
+    // ptxas refused the kernel's cp.async and bf16 MMA on older GPUs: a CompileError about
+    // gpumath's own source instead of NotSupported before anything is compiled.
+    for (const DataType t : {DataType::f16, DataType::bf16}) {
+        const std::string why = detail::grouped_kernel_device_refusal(t, {7, 5});
+        EXPECT_NE(why.find(std::string(to_string(t)) + " inputs on a device of compute capability 7.5"),
+                  std::string::npos)
+            << why;
+        EXPECT_NE(why.find("from compute capability 8.0"), std::string::npos) << why;
+        EXPECT_EQ(detail::grouped_kernel_device_refusal(t, {8, 0}), "");
+        EXPECT_EQ(detail::grouped_kernel_device_refusal(t, {9, 0}), "");
+    }
+    EXPECT_EQ(detail::grouped_kernel_device_refusal(DataType::f32, {7, 0}), "") << "the SIMT kernel runs anywhere";
 }
