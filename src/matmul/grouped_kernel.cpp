@@ -855,8 +855,9 @@ const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, co
 
 /// The Hopper kernel of `which` for `device`, or null (and the portable kernel from then on for that
 /// device, with a warning) when it cannot be compiled or loaded there: an NVRTC without sm_90a, a
-/// driver refusing the shared memory. A kernel that did load keeps serving the thread that last
-/// looked it up (it stays valid), even after another program was refused on that device.
+/// driver refusing the shared memory (out of memory while loading: null for this call only). A kernel that did load
+/// keeps serving the thread that last looked it up (it stays valid), even after another program was refused on that
+/// device.
 const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, const Program& which) {
     // The last kernel this thread found (a model's layers call the same few): no lock on the way.
     struct Last {
@@ -882,12 +883,17 @@ const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, con
         last = {.device = device, .variant = v, .which = which, .kernel = k};
         return k;
     } catch (const Error& e) {
+        // Running out of memory while loading passes (the next call tries again); anything else
+        // (an NVRTC without sm_90a, a driver refusing the shared memory) holds for the device.
+        const bool transient = dynamic_cast<const CudaError*>(&e) != nullptr && e.status() == CUDA_ERROR_OUT_OF_MEMORY;
         log(LogLevel::warn,
             "grouped matmul: the Hopper grouped kernel is unavailable on device {} ({}); the portable "
-            "kernel runs its calls there",
-            device, e.what());
-        std::lock_guard lock(mutex);
-        refused->insert(device);
+            "kernel runs {} there",
+            device, e.what(), transient ? "this call" : "its calls");
+        if (!transient) {
+            std::lock_guard lock(mutex);
+            refused->insert(device);
+        }
         return nullptr;
     }
 }
