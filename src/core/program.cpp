@@ -261,6 +261,19 @@ void validate_options(const core::ProgramOptions& o) {
                           api);
         if (starts("-std") || starts("--std"))
             throw_invalid(fmt::format("ProgramOptions::extra[{}]: \"{}\": set ProgramOptions::std instead", i, f), api);
+        // The cache key follows includes as NVRTC resolves them; it reads the search path from
+        // include_dirs, so a path given here would let an edited header return stale code.
+        if (starts("-I") || starts("--include-path"))
+            throw_invalid(fmt::format("ProgramOptions::extra[{}]: \"{}\": set ProgramOptions::include_dirs instead "
+                                      "(the compile cache keys the headers found there)",
+                                      i, f),
+                          api);
+        if (starts("-include") || starts("--pre-include"))
+            throw_invalid(fmt::format("ProgramOptions::extra[{}]: \"{}\": pre-included headers are not supported; "
+                                      "#include the header at the top of the source (the compile cache keys the "
+                                      "headers it reaches that way)",
+                                      i, f),
+                          api);
         if (f == "-dlto" || f == "--dlink-time-opt")
             throw_invalid(fmt::format("ProgramOptions::extra[{}]: \"{}\": compile(CodeType::ltoir) instead", i, f),
                           api);
@@ -408,34 +421,85 @@ std::vector<std::pair<std::string, bool>> include_directives(std::string_view te
     return out;
 }
 
-// Hashes the contents of every file reachable through #include from `text` that lives in one of
-// the caller's include_dirs (the toolkit's headers are covered by the toolkit path and NVRTC
-// version in the key). Conditional includes are followed regardless of their condition, so the
-// key may depend on more files than the compile reads, never on fewer (except for includes
-// spelled through macros).
-void hash_included_files(KeyHasher& h, const core::ProgramOptions& o, std::string_view text, const fs::path& dir,
-                         std::set<std::string>& seen) {
-    for (const auto& [name, quoted] : include_directives(text)) {
-        if (seen.size() > 4096) return;
-        if (auto it = o.headers.find(name); it != o.headers.end()) {
-            if (seen.insert("mem:" + name).second) hash_included_files(h, o, it->second, {}, seen);
-            continue;
-        }
-        std::vector<fs::path> candidates;
-        if (quoted && !dir.empty()) candidates.push_back(dir / name);
-        for (const std::string& d : o.include_dirs) candidates.push_back(fs::path(d) / name);
-        for (const fs::path& c : candidates) {
-            std::error_code ec;
-            if (!fs::is_regular_file(c, ec)) continue;
-            const std::string key = c.lexically_normal().string();
-            if (!seen.insert(key).second) break;
-            std::optional<std::string> contents = read_file(c);
-            h.field(key);
-            h.field(contents ? *contents : std::string("(unreadable)"));
-            if (contents) hash_included_files(h, o, *contents, c.parent_path(), seen);
-            break;
+// Where NVRTC looks for a file named in `#include`, read from the flags it is given: a quoted
+// name first in the directory of the file that includes it (the program's name and the names of
+// in-memory headers count as paths, relative to the working directory) unless the flags have
+// -no-source-include; then, quoted or angled, each -I directory in order. validate_options refuses
+// every other spelling of an include path and --pre-include, so "-I<dir>" is the only form here.
+struct IncludeSearch {
+    struct Dir {
+        fs::path path;
+        bool hashed = true;  // false for the toolkit's: covered by its path and the NVRTC version
+    };
+    std::vector<Dir> dirs;
+    bool source_dirs = true;
+};
+
+IncludeSearch include_search(const CompileJob& job) {
+    const core::ProgramOptions& o = *job.options;
+    IncludeSearch s;
+    for (const std::string& f : job.flags) {
+        if (f == "-no-source-include" || f == "--no-source-include") s.source_dirs = false;
+        if (!f.starts_with("-I")) continue;
+        std::string dir = f.substr(2);
+        const bool user = std::find(o.include_dirs.begin(), o.include_dirs.end(), dir) != o.include_dirs.end();
+        s.dirs.push_back({std::move(dir), user});
+    }
+    return s;
+}
+
+// One file the compile reads, with its contents.
+struct IncludedFile {
+    std::string path;
+    std::optional<std::string> contents;
+};
+
+struct IncludeWalk {
+    const core::ProgramOptions& options;
+    const IncludeSearch& search;
+    std::set<std::string> seen;
+    std::vector<IncludedFile> files;
+
+    // Follows every #include of `text` (a file in `dir`) as NVRTC would resolve it, recursively.
+    // Conditional includes are followed regardless of their condition, so the list may hold more
+    // files than the compile reads, never fewer (except for includes spelled through macros).
+    void follow(std::string_view text, const fs::path& dir) {
+        for (const auto& [name, quoted] : include_directives(text)) {
+            if (seen.size() > 4096) return;
+            if (auto it = options.headers.find(name); it != options.headers.end()) {
+                if (seen.insert("mem:" + name).second) follow(it->second, fs::path(name).parent_path());
+                continue;
+            }
+            resolve(name, quoted, dir);
         }
     }
+
+    void resolve(const std::string& name, bool quoted, const fs::path& dir) {
+        const auto try_candidate = [&](const fs::path& c, bool hashed) {
+            std::error_code ec;
+            const fs::file_status st = fs::status(c, ec);
+            // NVRTC passes over what is missing or a directory and tries the next candidate.
+            if (ec || !fs::is_regular_file(st)) return false;
+            if (!hashed) return true;
+            std::string key = c.lexically_normal().string();
+            if (!seen.insert(key).second) return true;
+            std::optional<std::string> contents = read_file(c);
+            files.push_back({key, contents});
+            if (contents) follow(*contents, c.parent_path());
+            return true;
+        };
+        if (quoted && search.source_dirs && try_candidate(dir / name, true)) return;
+        for (const IncludeSearch::Dir& d : search.dirs)
+            if (try_candidate(d.path / name, d.hashed)) return;
+    }
+};
+
+// The files `job` reaches through #include outside the toolkit, in the order NVRTC finds them.
+std::vector<IncludedFile> included_files(const CompileJob& job) {
+    const IncludeSearch search = include_search(job);
+    IncludeWalk walk{*job.options, search, {}, {}};
+    walk.follow(*job.source, fs::path(job.options->name).parent_path());
+    return std::move(walk.files);
 }
 
 }  // namespace
@@ -457,9 +521,9 @@ Digest compile_key(const CompileJob& job) {
     }
     h.field(std::uint64_t(job.name_expressions.size()));
     for (const std::string& e : job.name_expressions) h.field(e);
-    if (!o.include_dirs.empty()) {
-        std::set<std::string> seen;
-        hash_included_files(h, o, *job.source, {}, seen);
+    for (const IncludedFile& f : included_files(job)) {
+        h.field(f.path);
+        h.field(f.contents ? *f.contents : std::string("(unreadable)"));
     }
     return h.finish();
 }

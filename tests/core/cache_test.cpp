@@ -205,6 +205,105 @@ TEST_F(CompileCache, FilesIncludedFromIncludeDirsAreKeyedByContents) {
     EXPECT_EQ(c.shared_data(), a.shared_data());
 }
 
+namespace {
+
+void write_file(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+// Makes `dir` the working directory for the scope, and restores the previous one.
+class WorkingDirectory {
+public:
+    explicit WorkingDirectory(const fs::path& dir) : previous_(fs::current_path()) { fs::current_path(dir); }
+    WorkingDirectory(const WorkingDirectory&) = delete;
+    WorkingDirectory& operator=(const WorkingDirectory&) = delete;
+    ~WorkingDirectory() {
+        std::error_code ec;
+        fs::current_path(previous_, ec);
+    }
+
+private:
+    fs::path previous_;
+};
+
+// A kernel storing `value * 1001` after `includes`; its PTX holds that number as a literal.
+std::string value_source(const std::string& includes) {
+    return "// " + test::unique_token() + "\n" + includes +
+           "extern \"C\" __global__ void k(int* p) { *p = value * 1001; }\n";
+}
+
+bool has(const ObjectCode& code, std::string_view number) { return code.text().find(number) != std::string_view::npos; }
+
+}  // namespace
+
+// NVRTC looks for a quoted include first in the directory of the file that includes it: for the
+// program itself the directory part of ProgramOptions::name, relative to the working directory
+// (so the working directory itself for a name without one), for an in-memory header the directory
+// part of its name. Before, the key followed include_dirs only, and an edited header there was a
+// stale hit.
+TEST_F(CompileCache, HeadersFoundInTheWorkingDirectoryAreKeyedByContents) {
+    use_disk();
+    const fs::path work = dir_.path() / "work";
+    fs::create_directories(work / "sub");
+    const WorkingDirectory cwd(work);
+    write_file(work / "value.h", "constexpr int value = 11;\n");
+    const ProgramOptions o{.arch = "sm_90"};  // the default name has no directory part
+    const std::string src = value_source("#include \"value.h\"\n");
+    const ObjectCode a = Program(src, o).compile(CodeType::ptx);
+    EXPECT_TRUE(has(a, "11011"));
+    write_file(work / "value.h", "constexpr int value = 13;\n");
+    EXPECT_TRUE(has(Program(src, o).compile(CodeType::ptx), "13013")) << "a stale entry was returned from memory";
+    write_file(work / "value.h", "constexpr int value = 17;\n");
+    cache().clear();
+    EXPECT_TRUE(has(Program(src, o).compile(CodeType::ptx), "17017")) << "a stale entry was returned from disk";
+    EXPECT_EQ(cache().stats().disk_hits, 0u);
+    write_file(work / "value.h", "constexpr int value = 11;\n");  // back: the first entry answers from disk
+    cache().clear();
+    EXPECT_TRUE(same_bytes(Program(src, o).compile(CodeType::ptx), a));
+    EXPECT_EQ(cache().stats().disk_hits, 1u);
+
+    // An in-memory header's quoted includes are looked for next to its name: sub/top.h -> sub/.
+    write_file(work / "sub" / "value.h", "constexpr int value = 19;\n");
+    const ProgramOptions m{.arch = "sm_90", .headers = {{"sub/top.h", "#include \"value.h\"\n"}}};
+    const std::string msrc = value_source("#include \"sub/top.h\"\n");
+    EXPECT_TRUE(has(Program(msrc, m).compile(CodeType::ptx), "19019"));
+    write_file(work / "sub" / "value.h", "constexpr int value = 23;\n");
+    EXPECT_TRUE(has(Program(msrc, m).compile(CodeType::ptx), "23023")) << "a stale entry was returned";
+}
+
+TEST_F(CompileCache, HeadersNextToTheProgramNameAreKeyedByContents) {
+    const fs::path kernels = dir_.path() / "kernels";
+    fs::create_directories(kernels);
+    write_file(kernels / "value.h", "constexpr int value = 29;\n");
+    const ProgramOptions o{.name = (kernels / "prog.cu").string(), .arch = "sm_90"};
+    const std::string src = value_source("#include \"value.h\"\n");
+    EXPECT_TRUE(has(Program(src, o).compile(CodeType::ptx), "29029"));
+    write_file(kernels / "value.h", "constexpr int value = 31;\n");
+    EXPECT_TRUE(has(Program(src, o).compile(CodeType::ptx), "31031")) << "a stale entry was returned";
+    EXPECT_EQ(cache().stats().misses, 2u);
+    // Angled includes are looked for in the -I directories only: none here, so NVRTC fails.
+    EXPECT_THROW((void)Program(value_source("#include <value.h>\n"), o).compile(CodeType::ptx), CompileError);
+}
+
+// -no-source-include in extra takes the including file's directory out of the search: the key
+// follows the header in include_dirs that NVRTC reads, not the one next to the program.
+TEST_F(CompileCache, NoSourceIncludeKeysTheHeaderNvrtcReads) {
+    const fs::path here = dir_.path() / "here", inc = dir_.path() / "inc";
+    fs::create_directories(here);
+    fs::create_directories(inc);
+    write_file(here / "value.h", "constexpr int value = 37;\n");
+    write_file(inc / "value.h", "constexpr int value = 41;\n");
+    const std::string src = value_source("#include \"value.h\"\n");
+    const ProgramOptions plain{.name = (here / "prog.cu").string(), .arch = "sm_90", .include_dirs = {inc.string()}};
+    ProgramOptions no_source = plain;
+    no_source.extra = {"-no-source-include"};
+    EXPECT_TRUE(has(Program(src, plain).compile(CodeType::ptx), "37037"));
+    const ObjectCode a = Program(src, no_source).compile(CodeType::ptx);
+    EXPECT_TRUE(has(a, "41041"));
+    write_file(inc / "value.h", "constexpr int value = 43;\n");
+    EXPECT_TRUE(has(Program(src, no_source).compile(CodeType::ptx), "43043")) << "a stale entry was returned";
+    EXPECT_TRUE(has(Program(src, plain).compile(CodeType::ptx), "37037"));
+    EXPECT_EQ(cache().stats().misses, 3u) << "the header NVRTC does not read changed nothing";
+}
+
 TEST_F(CompileCache, Eviction) {
     cache().set_capacity(2);
     const std::string t = test::unique_token();

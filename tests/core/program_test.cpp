@@ -209,6 +209,12 @@ TEST(Program, BadOptionsAreRejectedBeforeCompiling) {
         {"ProgramOptions::extra[1]", "-arch=sm_80", "ProgramOptions::arch"});
     bad({.arch = "sm_90", .extra = {"-std=c++14"}}, {"ProgramOptions::extra[0]", "ProgramOptions::std"});
     bad({.arch = "sm_90", .extra = {"-dlto"}}, {"ProgramOptions::extra[0]", "ltoir"});
+    // Every spelling NVRTC accepts for an include path or a pre-included header: the compile cache
+    // keys the headers found through include_dirs and #include, so these have no way around it.
+    for (const char* f : {"-I/tmp", "-I", "-I=/tmp", "--include-path=/tmp", "--include-path"})
+        bad({.arch = "sm_90", .extra = {"-G", f}}, {"ProgramOptions::extra[1]", f, "ProgramOptions::include_dirs"});
+    for (const char* f : {"-include", "-include=x.h", "--pre-include=x.h", "--pre-include"})
+        bad({.arch = "sm_90", .extra = {f}}, {"ProgramOptions::extra[0]", f, "#include the header"});
     bad({.name = ""}, {"ProgramOptions::name"});
     // NVRTC reads C strings: a NUL byte anywhere would cut off what follows it without a word.
     const std::string nul("a\0b", 3);
