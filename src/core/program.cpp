@@ -479,7 +479,12 @@ struct IncludeWalk {
             std::error_code ec;
             const fs::file_status st = fs::status(c, ec);
             // NVRTC passes over what is missing or a directory and tries the next candidate.
-            if (ec || !fs::is_regular_file(st)) return false;
+            if (ec || !fs::exists(st) || fs::is_directory(st)) return false;
+            if (!fs::is_regular_file(st))  // NVRTC would open a FIFO and wait for a writer forever
+                throw_invalid(fmt::format("#include {}{}{}: \"{}\" is not a regular file (a FIFO, socket or device); "
+                                          "NVRTC cannot read it as a header",
+                                          quoted ? '"' : '<', name, quoted ? '"' : '>', c.string()),
+                              "Program::compile");
             if (!hashed) return true;
             std::string key = c.lexically_normal().string();
             if (!seen.insert(key).second) return true;
@@ -495,6 +500,7 @@ struct IncludeWalk {
 };
 
 // The files `job` reaches through #include outside the toolkit, in the order NVRTC finds them.
+// InvalidArgument when one resolves to something other than a regular file.
 std::vector<IncludedFile> included_files(const CompileJob& job) {
     const IncludeSearch search = include_search(job);
     IncludeWalk walk{*job.options, search, {}, {}};
@@ -625,7 +631,10 @@ ObjectCode Program::compile(CodeType target) const {
     for (std::string& f : detail::common_flags(options_, toolkit_dirs_)) job.flags.push_back(std::move(f));
     if (target == CodeType::ltoir) job.flags.emplace_back("-dlto");
 
-    if (!options_.cache) return detail::nvrtc_compile(job);
+    if (!options_.cache) {
+        (void)detail::included_files(job);  // refuses a FIFO or device before NVRTC would wait on it
+        return detail::nvrtc_compile(job);
+    }
     const detail::CompileExpectation expect{target, job.arch, options_.name, job.name_expressions};
     return detail::cached_compile(detail::compile_key(job), expect, [&] { return detail::nvrtc_compile(job); });
 }

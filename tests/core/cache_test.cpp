@@ -682,3 +682,32 @@ TEST_F(CompileCache, NonRegularFilesAtAnEntryPathAreRejectedNotOpened) {
     }
     EXPECT_TRUE(fs::is_directory(entry));
 }
+
+// An include that resolves to a FIFO made NVRTC wait for a writer forever; a directory is passed
+// over as NVRTC does. Checked with the compile cache on and off.
+TEST_F(CompileCache, AnIncludeThatIsNotARegularFileIsRefused) {
+    const fs::path first = dir_.path() / "first", second = dir_.path() / "second";
+    fs::create_directories(first / "value.h");  // a directory: NVRTC tries the next include dir
+    fs::create_directories(second);
+    write_file(second / "value.h", "constexpr int value = 47;\n");
+    const std::string src = value_source("#include <value.h>\n");
+    ProgramOptions o{.arch = "sm_90", .include_dirs = {first.string(), second.string()}};
+    EXPECT_TRUE(has(Program(src, o).compile(CodeType::ptx), "47047"));
+
+    const fs::path fifo = dir_.path() / "fifo_dir" / "value.h";
+    fs::create_directories(fifo.parent_path());
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    for (const bool cache_on : {true, false}) {
+        o.include_dirs = {fifo.parent_path().string(), second.string()};
+        o.cache = cache_on;
+        const bool finished = finishes_within(
+            std::chrono::seconds(20),
+            [&] {
+                test::expect_throw_with<InvalidArgument>(
+                    [&] { (void)Program(src, o).compile(CodeType::ptx); },
+                    {"Program::compile", "<value.h>", fifo.string(), "not a regular file"});
+            },
+            [&] { release_fifo_reader(fifo); });
+        EXPECT_TRUE(finished) << "cache " << cache_on << ": the compile blocked on the FIFO";
+    }
+}
