@@ -85,13 +85,15 @@ public:
 
     /// Copies the tensor to a host vector (row-major). Blocking: synchronizes `stream`.
     /// InvalidArgument unless `data_type_of<T>() == dtype()`, and for a tensor adopted with strides
-    /// that are not row-major (`is_contiguous()`).
+    /// that are not row-major (`is_contiguous()`), and, with nothing enqueued, when `stream` is
+    /// capturing a CUDA graph (a capture cannot hold the wait). CudaError.
     template <class T>
     [[nodiscard]] std::vector<T> to_host(core::StreamRef stream = {}) const {
         check_type(data_type_of<T>());
         check_contiguous();
         std::vector<T> out(static_cast<std::size_t>(size()));
         if (!out.empty()) {
+            detail::reject_blocking_copy_in_capture(stream, "Tensor::to_host");
             detail::copy_async(out.data(), data(), out.size() * sizeof(T), stream);
             stream.synchronize();
         }

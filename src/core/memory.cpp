@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
+#include "core/stream_workspace.hpp"
 #include "detail/status.hpp"
 
 #include "detail/device_registry.hpp"
@@ -220,6 +221,13 @@ void check_copy_sizes(std::size_t dst_bytes, std::size_t src_bytes, const char* 
             fmt::format("sizes differ: destination holds {} bytes, source {} bytes; copies move whole buffers",
                         dst_bytes, src_bytes),
             api);
+}
+
+void reject_blocking_copy_in_capture(core::StreamRef stream, const char* api) {
+    reject_capture(stream, api,
+                   "to_host copies into pageable memory and waits for the stream, which ends the capture with "
+                   "an error; call it after cudaStreamEndCapture, or capture Buffer::copy_to into memory from "
+                   "PinnedMemoryResource and read it once the graph has run");
 }
 
 }  // namespace gpumath::detail

@@ -387,3 +387,30 @@ TEST(StreamWorkspace, AreasPerStreamAndPerThreadForThePerThreadStream) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ws.release();
 }
+
+// to_host copies into pageable memory and synchronizes: inside a capture that would end the
+// capture with an error. It is refused with nothing enqueued, and the capture goes on.
+TEST(Buffer, ToHostIsRefusedWhileTheStreamCaptures) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream s;
+    const std::vector<float> host = {1, 2, 3, 4};
+    const core::Buffer a = core::Buffer::from_host(host, s);
+    core::Buffer b(a.size_bytes(), s);
+    const Tensor t = Tensor::from_host(host, {4}, s);
+    s.synchronize();
+    ASSERT_EQ(cudaStreamBeginCapture(s.handle(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    b.copy_from(a, s);
+    test::expect_throw_with<InvalidArgument>([&] { (void)a.to_host<float>(s); },
+                                             {"Buffer::to_host", "capturing a CUDA graph", "cudaStreamEndCapture"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)t.to_host<float>(s); },
+                                             {"Tensor::to_host", "capturing a CUDA graph", "PinnedMemoryResource"});
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(s.handle(), &graph), cudaSuccess) << "the capture was invalidated";
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, s.handle()), cudaSuccess);
+    EXPECT_EQ(b.to_host<float>(s), host) << "the captured copy ran";
+    EXPECT_EQ(t.to_host<float>(s), host);
+    (void)cudaGraphExecDestroy(exec);
+    (void)cudaGraphDestroy(graph);
+}

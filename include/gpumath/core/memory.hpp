@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -174,6 +175,10 @@ namespace gpumath::detail {
 // Blocking-free copy of `bytes` on `stream` (cudaMemcpyAsync, cudaMemcpyDefault).
 void copy_async(void* dst, const void* src, std::size_t bytes, core::StreamRef stream);
 void check_copy_sizes(std::size_t dst_bytes, std::size_t src_bytes, const char* api);
+// InvalidArgument when `stream` is capturing a CUDA graph: a copy into pageable host memory that
+// then synchronizes the stream would invalidate the caller's capture. CudaError as
+// cudaStreamIsCapturing's.
+void reject_blocking_copy_in_capture(core::StreamRef stream, const char* api);
 }  // namespace gpumath::detail
 
 namespace gpumath::core {
@@ -261,6 +266,7 @@ public:
     /// Copies host data into this buffer on `stream`; sizes must match. `src` may be reused on return.
     template <class T>
     void copy_from(std::span<const T> src, StreamRef stream = {}) {
+        static_assert(std::is_trivially_copyable_v<T>, "Buffer::copy_from needs trivially copyable elements");
         detail::check_copy_sizes(bytes_, src.size_bytes(), "Buffer::copy_from");
         if (bytes_ != 0) detail::copy_async(data_, src.data(), bytes_, stream);
     }
@@ -270,16 +276,20 @@ public:
     /// data is valid after the stream is synchronized; use pinned memory for real asynchrony).
     template <class T>
     void copy_to(std::span<T> dst, StreamRef stream = {}) const {
+        static_assert(std::is_trivially_copyable_v<T>, "Buffer::copy_to needs trivially copyable elements");
         detail::check_copy_sizes(dst.size_bytes(), bytes_, "Buffer::copy_to");
         if (bytes_ != 0) detail::copy_async(dst.data(), data_, bytes_, stream);
     }
     /// Copies the buffer to a new host vector. Blocking: synchronizes `stream`. The size must be a
-    /// multiple of sizeof(T) (InvalidArgument).
+    /// multiple of sizeof(T) (InvalidArgument). InvalidArgument, with nothing enqueued, when
+    /// `stream` is capturing a CUDA graph (a capture cannot hold the wait); CudaError.
     template <class T>
     [[nodiscard]] std::vector<T> to_host(StreamRef stream = {}) const {
+        static_assert(std::is_trivially_copyable_v<T>, "Buffer::to_host needs trivially copyable elements");
         check_multiple(sizeof(T), "Buffer::to_host");
         std::vector<T> out(bytes_ / sizeof(T));
         if (bytes_ != 0) {
+            detail::reject_blocking_copy_in_capture(stream, "Buffer::to_host");
             detail::copy_async(out.data(), data_, bytes_, stream);
             stream.synchronize();
         }
