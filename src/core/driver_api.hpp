@@ -15,6 +15,9 @@ namespace gpumath::detail {
     X(cuDeviceGet, 2000)                                 \
     X(cuCtxGetCurrent, 4000)                             \
     X(cuCtxGetDevice, 2000)                              \
+    X(cuCtxPushCurrent, 4000)                            \
+    X(cuCtxPopCurrent, 4000)                             \
+    X(cuStreamGetCtx, 9020)                              \
     X(cuDevicePrimaryCtxRetain, 7000)                    \
     X(cuModuleLoadData, 2000)                            \
     X(cuModuleUnload, 2000)                              \

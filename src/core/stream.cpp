@@ -5,10 +5,48 @@
 
 #include <fmt/format.h>
 
+#include <gpumath/core/device.hpp>
+
+#include "core/driver_api.hpp"
 #include "core/event_check.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath::core {
+
+namespace {
+
+// The device `stream` belongs to. The CUDA runtime answers from 12.8 on; before, the driver
+// names the stream's context, whose device is read with that context current.
+int device_of(StreamRef stream) {
+    int device = 0;
+#if CUDART_VERSION >= 12080
+    detail::check(cudaStreamGetDevice(stream.handle(), &device), "cudaStreamGetDevice");
+#else
+    const detail::DriverApi& d = detail::driver();
+    const auto check = [](CUresult r, const char* api) {
+        if (r != CUDA_SUCCESS) detail::throw_cu(r, api, "finding the device of a stream");
+    };
+    CUcontext ctx = nullptr;
+    check(d.cuStreamGetCtx(reinterpret_cast<CUstream>(stream.handle()), &ctx), "cuStreamGetCtx");
+    check(d.cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
+    CUdevice dev = 0;
+    const CUresult r = d.cuCtxGetDevice(&dev);
+    CUcontext popped = nullptr;
+    (void)d.cuCtxPopCurrent(&popped);
+    check(r, "cuCtxGetDevice");
+    device = int(dev);
+#endif
+    return device;
+}
+
+// An event to record on `stream`: CUDA records an event only on a stream of the device it was
+// created on, which need not be the current one.
+Event event_for(StreamRef stream) {
+    const detail::DeviceGuard guard(device_of(stream));
+    return Event();
+}
+
+}  // namespace
 
 void StreamRef::synchronize() const { detail::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
@@ -19,7 +57,7 @@ void StreamRef::wait(EventRef event) const {
 
 void StreamRef::wait(StreamRef other) const {
     if (other == *this) return;
-    Event e;
+    Event e = event_for(other);
     e.record(other);
     wait(e);
 }
@@ -30,7 +68,7 @@ void StreamRef::record(EventRef event) const {
 }
 
 Event StreamRef::record() const {
-    Event e;
+    Event e = event_for(*this);
     e.record(*this);
     return e;
 }

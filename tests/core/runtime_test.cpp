@@ -414,3 +414,28 @@ TEST(Buffer, ToHostIsRefusedWhileTheStreamCaptures) {
     (void)cudaGraphExecDestroy(exec);
     (void)cudaGraphDestroy(graph);
 }
+
+// An event recorded on a stream must come from that stream's device; wait(other) and record()
+// made theirs on the current device instead.
+TEST(Stream, WaitsOnAndRecordsStreamsOfAnotherDevice) {
+    GPUMATH_REQUIRE_GPU();
+    if (core::Device::count() < 2) GTEST_SKIP() << "needs two devices";
+    const core::Device previous = core::Device::current();
+    core::Device(0).set_current();
+    const core::Stream other = core::Device(1).create_stream();
+    const core::Stream mine = core::Device(0).create_stream();
+    const std::vector<float> host(1 << 20, 3.0f);
+    core::Buffer on_one;
+    {
+        const detail::DeviceGuard guard(1);
+        on_one = core::Buffer::from_host(host, other);
+    }
+    mine.wait(other);
+    const core::Event e = other.record();
+    EXPECT_EQ(core::Device::current(), core::Device(0)) << "the current device changed";
+    e.synchronize();
+    EXPECT_TRUE(other.ready());
+    mine.synchronize();
+    EXPECT_EQ(on_one.to_host<float>(other), host);
+    previous.set_current();
+}

@@ -45,11 +45,13 @@ public:
     /// the host). `event` may be gpumath's `Event` or any adopted `cudaEvent_t`. InvalidArgument
     /// for an empty event; CudaError.
     void wait(EventRef event) const;
-    /// Makes future work on this stream wait for all work enqueued so far on `other`.
+    /// Makes future work on this stream wait for all work enqueued so far on `other`, which may
+    /// belong to another device (the event between them is made on `other`'s). Throws CudaError.
     void wait(StreamRef other) const;
     /// Records `event` on this stream. InvalidArgument for an empty event; CudaError.
     void record(EventRef event) const;
-    /// Creates an event (timing disabled), records it on this stream and returns it.
+    /// Creates an event (timing disabled) on this stream's device, whichever is current, records
+    /// it on this stream and returns it. Throws CudaError.
     [[nodiscard]] Event record() const;
     /// True when all enqueued work has finished (non-blocking query). Throws CudaError on failure.
     [[nodiscard]] bool ready() const;
