@@ -48,6 +48,14 @@ void throw_arg_size(const KernelState& k, std::size_t index, const ArgInfo& give
                   k_api);
 }
 
+void throw_null_args(const KernelState& k) {
+    throw_invalid(
+        fmt::format("args: null, but kernel {} takes {} parameter{} (sizes in bytes: {}); pass an array of "
+                    "{} pointers, one to each argument's value",
+                    kernel_label(k), k.params.size(), k.params.size() == 1 ? "" : "s", param_sizes(k), k.params.size()),
+        k_api);
+}
+
 void check_config_slow(const KernelState& k, const core::LaunchConfig& c) {
     const core::Dim3& b = c.block;
     const core::Dim3& g = c.grid;

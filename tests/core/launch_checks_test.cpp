@@ -189,6 +189,13 @@ TEST(LaunchConfig, EveryDimensionIsCheckedAndNamed) {
     test::expect_throw_with<InvalidArgument>(
         [&] { core::launch_raw({}, {.grid = 1, .block = 1, .cluster = Dim3{0}}, kernel, nullptr); },
         {"LaunchConfig::cluster", "below 1"});
+    // A null parameter array for a kernel that takes parameters would have the driver read
+    // through it; refused before the launch, and before the configuration is looked at.
+    const auto saxpy = std::shared_ptr<detail::KernelState>(fake_kernel().release());
+    const core::Kernel with_params = detail::KernelAccess::make(saxpy);
+    for (const LaunchConfig& c : {LaunchConfig{.grid = 1, .block = 1}, LaunchConfig{.grid = 0, .block = 1}})
+        test::expect_throw_with<InvalidArgument>([&] { core::launch_raw({}, c, with_params, nullptr); },
+                                                 {"launch", "args: null", "'saxpy'", "3 parameters", "8, 4, 8"});
     test::expect_throw_with<InvalidArgument>(
         [&] { (void)kernel.max_active_clusters({.grid = 6, .block = 32, .cluster = 4}); },
         {"LaunchConfig::cluster", "multiple"});

@@ -82,6 +82,7 @@ inline constexpr ArgInfo arg_infos[sizeof...(Args) + 1] = {
 
 [[noreturn]] void throw_arg_count(const KernelState& k, std::size_t given, const ArgInfo* infos);
 [[noreturn]] void throw_arg_size(const KernelState& k, std::size_t index, const ArgInfo& given);
+[[noreturn]] void throw_null_args(const KernelState& k);
 /// Full validation of `c` for `k`; throws InvalidArgument/NotSupported or returns when it is fine.
 void check_config_slow(const KernelState& k, const core::LaunchConfig& c);
 /// Launches with packed arguments; the caller has checked them.
@@ -147,9 +148,12 @@ void launch(StreamRef stream, const LaunchConfig& config, const Kernel& kernel, 
 }
 
 /// Enqueues `kernel` with a caller-packed parameter array (one pointer per parameter, as for
-/// cuLaunchKernel). Checks `config` like `launch`, but cannot check the arguments.
+/// cuLaunchKernel). Checks `config` like `launch`, but cannot check the arguments' sizes;
+/// InvalidArgument when `args` is null for a kernel known to take parameters.
 inline void launch_raw(StreamRef stream, const LaunchConfig& config, const Kernel& kernel, void** args) {
     const detail::KernelState& k = detail::KernelAccess::state(kernel);
+    if (args == nullptr && k.params_known && !k.params.empty()) [[unlikely]]
+        detail::throw_null_args(k);
     detail::check_config(k, config);
     detail::launch_kernel(stream, config, k, args);
 }
