@@ -231,13 +231,21 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
     if (d == nullptr) return;
     if (overlap(*d, a)) invalid(api, "d: its memory overlaps a's; an output must not alias an input");
     if (overlap(*d, b)) invalid(api, "d: its memory overlaps b's; an output must not alias an input");
-    if (args.c && overlap(*d, *args.c) &&
-        !(args.c->data() == d->data() && args.c->shape().size() == d->shape().size() &&
-          std::equal(args.c->strides().begin(), args.c->strides().end(), d->strides().begin()) &&
-          std::equal(args.c->shape().begin(), args.c->shape().end(), d->shape().begin())))
-        invalid(api,
-                "c: its memory overlaps d's without being d; c may be d itself (same pointer, shape and strides) "
-                "or separate memory");
+    if (args.c && overlap(*d, *args.c)) {
+        const bool same_view = args.c->data() == d->data() && args.c->shape().size() == d->shape().size() &&
+                               std::equal(args.c->strides().begin(), args.c->strides().end(), d->strides().begin()) &&
+                               std::equal(args.c->shape().begin(), args.c->shape().end(), d->shape().begin());
+        if (!same_view)
+            invalid(api,
+                    "c: its memory overlaps d's without being d; c may be d itself (same pointer, shape and "
+                    "strides) or separate memory");
+        // An FP8 product may read a bf16 or f16 c: at d's address its elements sit at other bytes
+        // than d's, which the product overwrites while reading them.
+        if (args.c->dtype() != d->dtype())
+            invalid(api,
+                    "c: {} at d's address, but d is {}; c may be d itself only with d's dtype: pass separate memory",
+                    to_string(args.c->dtype()), to_string(d->dtype()));
+    }
     if (args.bias && overlap(*d, *args.bias)) invalid(api, "bias: its memory overlaps d's; pass separate memory");
     if (args.aux && overlap(*d, *args.aux)) invalid(api, "aux: its memory overlaps d's; pass separate memory");
     if (args.scales.a_tensor && overlap(*d, *args.scales.a_tensor))

@@ -521,6 +521,23 @@ TEST(MatmulValidation, Fp8BiasDtype) {
         {"bias:", "f32", "bf16"});
 }
 
+TEST(MatmulValidation, Fp8InPlaceCNeedsDsDtype) {
+    // An FP8 product may read a bf16 c; one at d's address passed as "c is d" though its elements
+    // sit at other bytes than d's, which the product overwrites while reading them.
+    const auto a8 = v(0, DataType::e4m3, {16, 16}), b8 = v(1, DataType::e4m3, {16, 16}, {1, 16});
+    const auto d8 = v(2, DataType::e4m3, {16, 16});
+    const MatmulOptions to_e4m3{.result_type = DataType::e4m3};
+    const MatmulArgs args{.beta = 1.0, .c = v(2, bf16, {16, 16})};
+    const std::initializer_list<std::string> needles = {"c:", "bf16 at d's address", "d is e4m3", "d's dtype"};
+    expect_throw_with<InvalidArgument>([&] { matmul(a8, b8, d8, args, to_e4m3); }, needles);
+    Matmul mm(a8.layout(), b8.layout(), args.c->layout(), to_e4m3);
+    expect_throw_with<InvalidArgument>([&] { mm.execute(a8, b8, d8, args); }, needles);
+    // Separate memory is fine (validation passes; without a GPU the call stops at the device).
+    if (!test::has_gpu()) {
+        EXPECT_THROW(matmul(a8, b8, d8, {.beta = 1.0, .c = v(3, bf16, {16, 16})}, to_e4m3), CudaError);
+    }
+}
+
 TEST(MatmulValidation, Fp8Alignment) {
     expect_throw_with<NotSupported>(
         [&] {
