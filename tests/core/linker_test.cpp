@@ -45,6 +45,16 @@ __global__ void apply(T* x, int n) {
 template __global__ void apply<float>(float*, int);
 )";
 constexpr const char* k_callee = "__device__ float twice(float v) { return 2.0f * v; }\n";
+constexpr const char* k_device_data = R"(
+__device__ float table[1 << 20];
+__managed__ int counters[100000];
+extern "C" __global__ void kb(float* x) {
+    __shared__ float s[4096];
+    s[threadIdx.x] = x[threadIdx.x] + table[threadIdx.x];
+    __syncthreads();
+    x[threadIdx.x] = s[4095 - threadIdx.x] + float(counters[threadIdx.x]);
+}
+)";
 constexpr const char* k_callee_kernel = "extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n";
 
 ObjectCode compile(const char* src, CodeType t, const char* arch = "sm_90", bool names = false) {
@@ -220,6 +230,13 @@ TEST(ObjectCodeStructure, CubinsFromEveryProducerAreWellFormed) {
     const std::vector<std::pair<std::string, ObjectCode>> cubins = {
         {"nvrtc", Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::cubin)},
         {"nvrtc relocatable", compile(k_caller, CodeType::cubin, "sm_90", true)},
+        // Relocatable code keeps globals and static shared memory in CUDA's own section types,
+        // whose sizes are device memory, not bytes of the file.
+        {"nvrtc relocatable with device and shared arrays",
+         Program(k_device_data, {.arch = "sm_90", .relocatable = true}).compile(CodeType::cubin)},
+        {"nvrtc relocatable -G with device and shared arrays",
+         Program(k_device_data, {.arch = "sm_80", .debug = true, .relocatable = true}).compile(CodeType::cubin)},
+        {"nvrtc with device and shared arrays", Program(k_device_data, {.arch = "sm_90"}).compile(CodeType::cubin)},
         {"nvrtc -G", Program(k_callee_kernel, {.arch = "sm_90", .debug = true}).compile(CodeType::cubin)},
         {"nvrtc -lineinfo sm_90a",
          Program(k_callee_kernel, {.arch = "sm_90a", .lineinfo = true}).compile(CodeType::cubin)},
