@@ -94,24 +94,51 @@ core::ObjectCode compile_pointer_kernel(const std::string& arch) {
     return core::Program(pointer_kernel_source, std::move(options)).compile(core::CodeType::cubin);
 }
 
-std::string cublas_grouped_refusal(const MatmulProblem& P) {
+namespace {
+
+enum class CublasRefusal { none, epilog, c, batched, fp8, types, compute };
+
+CublasRefusal cublas_refusal_of(const MatmulProblem& P) noexcept {
     const LtArrangement& lt = P.lt;
-    if (lt.epilog != CUBLASLT_EPILOGUE_DEFAULT || P.pass.on) return "an epilog: cublasGemmGroupedBatchedEx has none";
-    if (lt.has_c) return "c: cublasGemmGroupedBatchedEx reads no separate C";
-    if (P.shape.batch != 1 || lt.loop.on) return "a batched product";
-    if (P.types.fp8) return "FP8 inputs: cublasGemmGroupedBatchedEx takes f16, bf16 and f32";
+    if (lt.epilog != CUBLASLT_EPILOGUE_DEFAULT || P.pass.on) return CublasRefusal::epilog;
+    if (lt.has_c) return CublasRefusal::c;
+    if (P.shape.batch != 1 || lt.loop.on) return CublasRefusal::batched;
+    if (P.types.fp8) return CublasRefusal::fp8;
     // Measured on the H200 (cuBLAS 13.1): f16 or bf16 into f32 is CUBLAS_STATUS_NOT_SUPPORTED.
     const bool types_ok =
         lt.a.type == lt.b.type && lt.d.type == lt.a.type && (half_type(lt.a.type) || lt.a.type == CUDA_R_32F);
-    if (!types_ok)
-        return fmt::format(
-            "types {} x {} -> {}: cublasGemmGroupedBatchedEx takes f16, bf16 and f32, each into its "
-            "own type",
-            to_string(P.types.a), to_string(P.types.b), to_string(P.types.d));
+    if (!types_ok) return CublasRefusal::types;
     const bool compute_ok = lt.compute == CUBLAS_COMPUTE_32F || lt.compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
                             lt.compute == CUBLAS_COMPUTE_32F_FAST_16BF || lt.compute == CUBLAS_COMPUTE_32F_FAST_16F;
-    if (!compute_ok || lt.scale_type != CUDA_R_32F)
-        return fmt::format("compute type {}: the cublas backend runs f32 compute types", to_string(P.types.compute));
+    if (!compute_ok || lt.scale_type != CUDA_R_32F) return CublasRefusal::compute;
+    return CublasRefusal::none;
+}
+
+}  // namespace
+
+bool cublas_grouped_runs(const MatmulProblem& P) noexcept { return cublas_refusal_of(P) == CublasRefusal::none; }
+
+std::string cublas_grouped_refusal(const MatmulProblem& P) {
+    switch (cublas_refusal_of(P)) {
+        case CublasRefusal::none:
+            return {};
+        case CublasRefusal::epilog:
+            return "an epilog: cublasGemmGroupedBatchedEx has none";
+        case CublasRefusal::c:
+            return "c: cublasGemmGroupedBatchedEx reads no separate C";
+        case CublasRefusal::batched:
+            return "a batched product";
+        case CublasRefusal::fp8:
+            return "FP8 inputs: cublasGemmGroupedBatchedEx takes f16, bf16 and f32";
+        case CublasRefusal::types:
+            return fmt::format(
+                "types {} x {} -> {}: cublasGemmGroupedBatchedEx takes f16, bf16 and f32, each into its "
+                "own type",
+                to_string(P.types.a), to_string(P.types.b), to_string(P.types.d));
+        case CublasRefusal::compute:
+            return fmt::format("compute type {}: the cublas backend runs f32 compute types",
+                               to_string(P.types.compute));
+    }
     return {};
 }
 
@@ -136,8 +163,8 @@ void enqueue_cublas(std::span<const GroupOperands> groups, std::span<const std::
         ldb[i] = lt.b.ld;
         ldd[i] = lt.d.ld;
     }
-    // Workspace: the three pointer arrays, then cuBLAS's own (256-byte aligned), within the options'
-    // workspace_limit and from their memory resource, like every plan's.
+    // Workspace: the three pointer arrays, then cuBLAS's own (256-byte aligned; at most the options'
+    // workspace_limit), leased like every plan's (from the options' memory resource).
     const MatmulPlan& plan = *plans.front();
     const std::size_t array_bytes = (3 * count * sizeof(void*) + 255) / 256 * 256;
     const std::size_t cublas_bytes = std::min(plan.workspace_limit(), default_workspace_limit);

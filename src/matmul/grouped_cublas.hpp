@@ -22,6 +22,8 @@ struct GroupOperands;
 /// no epilogs, no C, no batch and no FP8, takes f16, bf16 and f32 inputs each into its own type,
 /// and a 32-bit float compute type.
 [[nodiscard]] std::string cublas_grouped_refusal(const MatmulProblem& P);
+/// cublas_grouped_refusal(P).empty(), without building a message (for every automatic call).
+[[nodiscard]] bool cublas_grouped_runs(const MatmulProblem& P) noexcept;
 
 /// Makes the cublas backend's per-device state (cuBLAS handle, pointer kernel) if not made yet.
 void prepare_cublas(int device);

@@ -396,7 +396,7 @@ void enqueue_grouped(std::span<const GroupOperands> groups, std::span<const std:
         key.device = device;
         key.calls = call_class(groups);
         const bool with_cublas = call.area == nullptr && std::all_of(plans.begin(), plans.end(), [](const auto& p) {
-                                     return cublas_grouped_refusal(p->problem()).empty();
+                                     return cublas_grouped_runs(p->problem());
                                  });
         key.cublas = with_cublas;
         if (const std::optional<GroupedBackend> chosen = choices.find(key)) {
