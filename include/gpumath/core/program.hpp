@@ -45,7 +45,9 @@ struct ProgramOptions {
     /// -maxrregcount: register limit per thread, 0 = no limit (otherwise 1..255).
     int max_registers = 0;
     /// Further NVRTC flags, each starting with '-', passed as given (after the typed ones). The
-    /// architecture, dialect and output kind have typed fields and are rejected here.
+    /// architecture, dialect and output kind have typed fields and are rejected here, and so are
+    /// include paths (-I, --include-path: use `include_dirs`, which the compile cache keys) and
+    /// pre-included headers (-include, --pre-include).
     std::vector<std::string> extra{};
     /// CUDA toolkit root whose headers (cuda_fp16.h, cuda_bf16.h, cuda/std/...) JIT sources may
     /// include. Empty: $CUDA_PATH, then $CUDA_HOME, then the toolkit gpumath was built against,
