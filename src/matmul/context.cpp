@@ -12,6 +12,7 @@
 #include "detail/status.hpp"
 
 #include "detail/device_registry.hpp"
+#include "detail/capture_mode.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -32,6 +33,8 @@ DeviceContext& context(int device) {
         ctx->identity.cc_minor = props.minor;
         ctx->identity.l2_bytes = props.l2CacheSize;
         ctx->identity.lt_version = cublasLtGetVersion();
+        // The first plan may be made while the caller's stream captures.
+        const RelaxedCaptureMode relaxed("creating the cuBLASLt handle");
         check_cublas(int(cublasLtCreate(&ctx->handle)), "cublasLtCreate",
                      [&] { return fmt::format("creating the cuBLASLt handle of device {}", d); });
         return ctx.release();

@@ -21,6 +21,7 @@
 #include "matmul/checks.hpp"
 #include "matmul/shapes.hpp"
 #include "matmul/types.hpp"
+#include "detail/capture_mode.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -242,6 +243,8 @@ std::shared_ptr<const EpilogPassKernels> load_epilog_pass(const MatmulProblem& P
     }
     // Compiled outside the lock; two threads that miss at once both compile (the compile cache
     // serves the second) and the first one stored wins.
+    // A plan may be made while the caller's stream captures: loading a module is no stream work.
+    const RelaxedCaptureMode relaxed("loading a matmul epilog pass");
     const core::ObjectCode code = compile_epilog_pass(P.pass, P.types.d, function, core::Device(device).arch());
     auto k = std::make_shared<EpilogPassKernels>();
     k->module = core::Module(code);

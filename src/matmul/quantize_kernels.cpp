@@ -18,6 +18,7 @@
 #include "detail/status.hpp"
 #include "matmul/quantize_source.hpp"
 #include "matmul/shapes.hpp"
+#include "detail/capture_mode.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -48,6 +49,7 @@ const QuantizeKernels& quantize_kernels(int device, DataType element, DataType f
     // Compiled outside the lock; two threads that miss at once both compile (the compile cache
     // serves the second) and the first one stored wins.
     const core::Device dev(device);
+    const RelaxedCaptureMode relaxed("loading the FP8 quantize kernels");  // the first call may be in a capture
     const core::Module module(compile_quantize_kernels(element, fp8, dev.arch()));
     auto k = std::make_unique<QuantizeKernels>();
     namespace n = quantize_kernel;
