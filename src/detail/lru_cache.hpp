@@ -11,6 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include <gpumath/core/cache.hpp>
 
@@ -97,30 +98,37 @@ public:
 
     /// Inserts or replaces the value for `key`.
     void put(const Key& key, std::shared_ptr<Value> value) {
+        Dropped dropped;  // these two are destroyed after the lock is released
+        std::shared_ptr<Value> replaced;
         std::lock_guard lock(mutex_);
         if (capacity_ == 0) return;
         if (auto it = index_.find(key); it != index_.end()) {
-            it->second->second = std::move(value);
+            replaced = std::exchange(it->second->second, std::move(value));
             order_.splice(order_.begin(), order_, it->second);
             return;
         }
         order_.emplace_front(key, std::move(value));
         index_.emplace(key, order_.begin());
-        evict_to(capacity_);
+        evict_to(capacity_, dropped);
     }
 
-    /// Drops every entry (values still held by callers stay alive). Counters are kept.
+    /// Drops every entry (values still held by callers stay alive). Counters are kept. The values
+    /// are destroyed after the lock is released, as are evicted ones everywhere: a value's
+    /// destructor (a plan's: cuBLASLt or cuFFT teardown, a device synchronization) never holds up
+    /// other callers, nor calls back into the cache under its lock.
     void clear() {
+        decltype(order_) dropped;
         std::lock_guard lock(mutex_);
         index_.clear();
-        order_.clear();
+        dropped.swap(order_);
     }
 
     /// Changes the capacity, evicting least recently used entries as needed.
     void set_capacity(std::size_t capacity) {
+        Dropped dropped;
         std::lock_guard lock(mutex_);
         capacity_ = capacity;
-        evict_to(capacity_);
+        evict_to(capacity_, dropped);
     }
 
     [[nodiscard]] std::size_t capacity() const {
@@ -157,6 +165,7 @@ private:
     // meanwhile wins), wakes the waiters and returns what they get.
     std::shared_ptr<Value> finish(const Key& key, Flight& flight, std::shared_ptr<Value> created,
                                   const std::exception_ptr& error) {
+        Dropped dropped;
         {
             std::lock_guard lock(mutex_);
             if (!error && capacity_ != 0) {
@@ -172,7 +181,7 @@ private:
                             order_.pop_front();
                             throw;
                         }
-                        evict_to(capacity_);
+                        evict_to(capacity_, dropped);
                     } catch (...) {  // NOLINT(bugprone-empty-catch): the value is still returned
                     }
                 }
@@ -186,9 +195,17 @@ private:
         return created;
     }
 
-    void evict_to(std::size_t n) {
+    using Dropped = std::vector<std::shared_ptr<Value>>;
+
+    // Evicts down to `n` entries, moving their values to `dropped` for the caller to destroy
+    // after unlocking (out of memory there destroys a value in place instead).
+    void evict_to(std::size_t n, Dropped& dropped) {
         while (index_.size() > n) {
             index_.erase(order_.back().first);
+            try {
+                dropped.push_back(std::move(order_.back().second));
+            } catch (...) {  // NOLINT(bugprone-empty-catch): destroyed under the lock then
+            }
             order_.pop_back();
             ++stats_.evictions;
         }

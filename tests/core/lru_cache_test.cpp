@@ -203,3 +203,46 @@ TEST(LruCache, AFailedAdmissionReachesOnlyItsCaller) {
     EXPECT_EQ(makes.load(), 1);
     EXPECT_EQ(cache.stats().waits, 1u);
 }
+
+namespace {
+
+// A value whose destructor asks its cache for its size: under the cache's lock that deadlocked
+// (and a plan's destructor, tearing down cuFFT or synchronizing the device, held up every caller).
+struct AsksTheCache {
+    gpumath::detail::LruCache<int, AsksTheCache>* cache = nullptr;
+    std::atomic<int>* destroyed = nullptr;
+    ~AsksTheCache() {
+        (void)cache->size();
+        ++*destroyed;
+    }
+};
+
+}  // namespace
+
+TEST(LruCache, ValuesAreDestroyedOutsideTheLock) {
+    using Asking = gpumath::detail::LruCache<int, AsksTheCache>;
+    std::atomic<int> destroyed{0};
+    std::atomic<bool> finished{false};
+    std::thread worker([&] {
+        Asking cache(2);
+        const auto make = [&] {
+            auto v = std::make_shared<AsksTheCache>();
+            v->cache = &cache;
+            v->destroyed = &destroyed;
+            return v;
+        };
+        for (int k = 0; k < 4; ++k) (void)cache.get_or_create(k, make);  // two evicted by creation
+        cache.put(9, make());
+        cache.put(9, make());  // replaced
+        cache.set_capacity(1);
+        cache.clear();  // empty now: destroying the cache destroys no value
+        finished = true;
+    });
+    for (int i = 0; i < 200 && !finished; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!finished) {
+        worker.detach();
+        FAIL() << "a value's destructor waited for the cache's lock";
+    }
+    worker.join();
+    EXPECT_EQ(destroyed.load(), 6);
+}
