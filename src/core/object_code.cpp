@@ -303,6 +303,11 @@ WriteStatus write_regular_file(const fs::path& path, std::string_view bytes, boo
         return WriteStatus::failed;
     }
     if (!S_ISREG(st.st_mode)) return WriteStatus::not_regular;
+    // A regular file: writes may block again (some network file systems honour O_NONBLOCK).
+    if (const int fl = ::fcntl(fd, F_GETFL); fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {  // NOLINT
+        error = errno;
+        return WriteStatus::failed;
+    }
     if (!exclusive && ::ftruncate(fd, 0) != 0) {
         error = errno;
         return WriteStatus::failed;
