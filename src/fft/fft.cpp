@@ -144,7 +144,9 @@ FftVariant* FFTImpl::keep_locked(std::size_t alignment, std::unique_ptr<FftVaria
 FftVariant* FFTImpl::fused_for_locked(Direction d) {
     // A fused variant bakes one scale into its store; reuse one that fits this direction.
     const double scale = fft_scale(p, d);
-    // Only fused variants are aligned ones when this runs (a separate one serves both directions).
+    // The aligned variants here are fused ones (a separate one from plan() serves both directions
+    // and never reaches this), or the separate one automatic mode fell back to for the other
+    // direction, which applies its scale in its own passes.
     for (const auto& v : owned[aligned]) {
         // Without a baked scale, a variant applies one itself only before its scatter pass (or
         // when it has no epilog to see unscaled values, in the scale pass).
