@@ -105,6 +105,24 @@ core::ObjectCode compile(core::CodeType type) {
     return core::Program(std::string(k_kernels), options).compile(type);
 }
 
+// Relocatable code with a global array and static shared memory: sections of CUDA's own types
+// that hold device memory rather than file bytes.
+core::ObjectCode relocatable_cubin() {
+    core::ProgramOptions options;
+    options.arch = "sm_90";
+    options.relocatable = true;
+    return core::Program(
+               "__device__ float table[4096];\n"
+               "extern \"C\" __global__ void k(float* x) {\n"
+               "    __shared__ float s[1024];\n"
+               "    s[threadIdx.x] = x[threadIdx.x] + table[threadIdx.x];\n"
+               "    __syncthreads();\n"
+               "    x[threadIdx.x] = s[1023 - threadIdx.x];\n"
+               "}\n",
+               options)
+        .compile(core::CodeType::cubin);
+}
+
 std::string bytes_of(const core::ObjectCode& code) {
     return {reinterpret_cast<const char*>(code.bytes().data()), code.bytes().size()};
 }
@@ -131,14 +149,20 @@ TEST(BinaryFuzz, CubinHeadersAreReadWithinTheFile) {
     ASSERT_EQ(names, (std::vector<std::string>{"first", "second", "third"}));
     ASSERT_EQ(detail::cubin_arch(cubin), "sm_90");
     ASSERT_EQ(detail::cubin_defect(cubin), "");
-    const auto hot = elf_structure(cubin);
+    // Relocatable code too: relocation tables, and sections of device memory without file bytes.
+    const std::string relocatable = bytes_of(relocatable_cubin());
+    ASSERT_EQ(detail::cubin_defect(relocatable), "");
+    ASSERT_EQ(detail::cubin_entry_names(relocatable), std::vector<std::string>{"k"});
+    const std::array<std::pair<const std::string*, std::vector<std::pair<std::size_t, std::size_t>>>, 2> inputs{
+        {{&cubin, elf_structure(cubin)}, {&relocatable, elf_structure(relocatable)}}};
 
     const std::uint64_t seed = fuzz_seed() + 20;
     Fuzzer fz(seed);
     const int n = iterations(4000) * 5;
     int with_names = 0, defects = 0;
     for (int i = 0; i < n; ++i) {
-        const std::string damaged = mutate(fz, cubin, hot);
+        const auto& [original, hot] = inputs[std::size_t(i % 2)];
+        const std::string damaged = mutate(fz, *original, hot);
         const std::vector<std::string> found = detail::cubin_entry_names(damaged);
         // What was read is in the file: each name once, no more symbols than the file can hold.
         EXPECT_LE(found.size(), damaged.size() / 24) << "#" << i;
@@ -159,10 +183,12 @@ TEST(BinaryFuzz, CubinHeadersAreReadWithinTheFile) {
 
 // nvJitLink reads a cubin's tables where its headers point and the driver does not even know a
 // fatbin's size: damaged structure must stop at ObjectCode (InvalidArgument); what passes that
-// check, and damaged PTX, must give nvJitLink's LinkError or link. Inside a fatbin's entries and in
-// LTO-IR, gpumath checks nothing (the formats are NVIDIA's own, and nvJitLink crashes or aborts on
-// some damage there: docs/runtime.md), so fatbins are damaged in their container and entry
-// headers' sizes only, and LTO-IR not at all.
+// check, and damaged PTX, must give nvJitLink's LinkError or link. What gpumath does not check --
+// the flags and CUDA's own sections of relocatable code (.nv.info attributes name symbols by
+// index), a fatbin's entries, LTO-IR -- nvJitLink trusts, and some damage there crashes or aborts
+// it (docs/runtime.md). So a whole-program cubin and PTX are damaged anywhere, a fatbin in its
+// container and entry headers' sizes, and relocatable code and LTO-IR not at all here (the cubin
+// test above damages a relocatable cubin for gpumath's own readers).
 TEST(BinaryFuzz, DamagedObjectCodeIsRefusedOrALinkError) {
     const std::uint64_t seed = fuzz_seed() + 21;
     Fuzzer fz(seed);
