@@ -29,10 +29,10 @@ enum class GroupedBackend : std::uint8_t {
     /// fastest on the GPU (the host's time to enqueue decides among those within 25 % of the
     /// fastest: calls in a row go no faster than the longer of the two) when this class of call
     /// (the number of products, the powers of two of their largest and mean rows; per device, N, K,
-    /// types, epilog and which grouped kernel the operands get) was first met outside a capture:
-    /// that call runs its products with each, the chosen one last (and synchronizes the stream
-    /// once), the choice is kept and logged at info level. A capture meeting a class not measured
-    /// yet runs the loop.
+    /// types, epilog, which grouped kernel the operands get and whether `cublas` can run them) was
+    /// first met outside a capture: that call runs its products with each, the chosen one last (and
+    /// synchronizes the stream once), the choice is kept and logged at info level. A capture
+    /// meeting a class not measured yet runs the loop.
     automatic,
     /// One cuBLASLt product per non-empty group, on the caller's stream, in group order; each
     /// group's plan is made once (per M, layout and pointer alignment) and cached.
