@@ -115,8 +115,10 @@ namespace {
 // ELF64 constants a cubin uses (System V gABI).
 constexpr std::uint32_t sht_symtab = 2, sht_strtab = 3, sht_rela = 4, sht_nobits = 8, sht_rel = 9, sht_dynsym = 11;
 // CUDA's own sections that hold no bytes in the file (their size is device memory): .nv.global
-// (globals, managed variables) and .nv.shared.<kernel> (static shared memory) of relocatable code.
-constexpr std::uint32_t sht_cuda_global = 0x70000007, sht_cuda_shared = 0x7000000a;
+// (globals, managed variables), .nv.local.<kernel>, .nv.shared.<kernel> (static shared memory) and
+// .nv.shared.reserved.<n> of relocatable code.
+constexpr std::uint32_t sht_cuda_global = 0x70000007, sht_cuda_local = 0x70000009, sht_cuda_shared = 0x7000000a,
+                        sht_cuda_reserved_shared = 0x70000015;
 constexpr std::uint16_t shn_loreserve = 0xff00, shn_xindex = 0xffff;
 constexpr std::uint64_t section_header_bytes = 64, program_header_bytes = 56, symbol_bytes = 24;
 
@@ -198,7 +200,8 @@ std::string cubin_defect(std::string_view elf) {
 
     for (std::uint64_t i = 0; i < sections; ++i) {
         const Section s = section(i);
-        const bool no_bytes = s.type == sht_nobits || s.type == sht_cuda_global || s.type == sht_cuda_shared;
+        const bool no_bytes = s.type == sht_nobits || s.type == sht_cuda_global || s.type == sht_cuda_local ||
+                              s.type == sht_cuda_shared || s.type == sht_cuda_reserved_shared;
         if (!no_bytes && !inside(file, s.offset, s.size, 1))
             return fmt::format("section {} ({} bytes at offset {}) runs past the end of its {} bytes", i, s.size,
                                s.offset, file);

@@ -165,12 +165,13 @@ private:
     // meanwhile wins), wakes the waiters and returns what they get.
     std::shared_ptr<Value> finish(const Key& key, Flight& flight, std::shared_ptr<Value> created,
                                   const std::exception_ptr& error) {
-        Dropped dropped;
+        Dropped dropped;  // these two are destroyed after the lock is released
+        std::shared_ptr<Value> discarded;
         {
             std::lock_guard lock(mutex_);
             if (!error && capacity_ != 0) {
                 if (auto it = index_.find(key); it != index_.end()) {
-                    created = it->second->second;
+                    discarded = std::exchange(created, it->second->second);  // a value put() meanwhile wins
                 } else {
                     // Out of memory while storing leaves the value uncached, never the waiters hung.
                     try {

@@ -234,6 +234,11 @@ TEST(LruCache, ValuesAreDestroyedOutsideTheLock) {
         for (int k = 0; k < 4; ++k) (void)cache.get_or_create(k, make);  // two evicted by creation
         cache.put(9, make());
         cache.put(9, make());  // replaced
+        // A value put() while the same key is being created wins; the created one is dropped.
+        (void)cache.get_or_create(5, [&] {
+            cache.put(5, make());
+            return make();
+        });
         cache.set_capacity(1);
         cache.clear();  // empty now: destroying the cache destroys no value
         finished = true;
@@ -244,5 +249,5 @@ TEST(LruCache, ValuesAreDestroyedOutsideTheLock) {
         FAIL() << "a value's destructor waited for the cache's lock";
     }
     worker.join();
-    EXPECT_EQ(destroyed.load(), 6);
+    EXPECT_EQ(destroyed.load(), 8) << "every value made was destroyed";
 }
