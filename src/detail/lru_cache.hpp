@@ -10,8 +10,8 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <iterator>
 #include <utility>
-#include <vector>
 
 #include <gpumath/core/cache.hpp>
 
@@ -98,7 +98,7 @@ public:
 
     /// Inserts or replaces the value for `key`.
     void put(const Key& key, std::shared_ptr<Value> value) {
-        Dropped dropped;  // these two are destroyed after the lock is released
+        Entries dropped;  // these two are destroyed after the lock is released
         std::shared_ptr<Value> replaced;
         std::lock_guard lock(mutex_);
         if (capacity_ == 0) return;
@@ -117,7 +117,7 @@ public:
     /// destructor (a plan's: cuBLASLt or cuFFT teardown, a device synchronization) never holds up
     /// other callers, nor calls back into the cache under its lock.
     void clear() {
-        decltype(order_) dropped;
+        Entries dropped;
         std::lock_guard lock(mutex_);
         index_.clear();
         dropped.swap(order_);
@@ -125,7 +125,7 @@ public:
 
     /// Changes the capacity, evicting least recently used entries as needed.
     void set_capacity(std::size_t capacity) {
-        Dropped dropped;
+        Entries dropped;
         std::lock_guard lock(mutex_);
         capacity_ = capacity;
         evict_to(capacity_, dropped);
@@ -165,7 +165,7 @@ private:
     // meanwhile wins), wakes the waiters and returns what they get.
     std::shared_ptr<Value> finish(const Key& key, Flight& flight, std::shared_ptr<Value> created,
                                   const std::exception_ptr& error) {
-        Dropped dropped;  // these two are destroyed after the lock is released
+        Entries dropped;  // these two are destroyed after the lock is released
         std::shared_ptr<Value> discarded;
         {
             std::lock_guard lock(mutex_);
@@ -196,25 +196,21 @@ private:
         return created;
     }
 
-    using Dropped = std::vector<std::shared_ptr<Value>>;
+    using Entries = std::list<std::pair<Key, std::shared_ptr<Value>>>;
 
-    // Evicts down to `n` entries, moving their values to `dropped` for the caller to destroy
-    // after unlocking (out of memory there destroys a value in place instead).
-    void evict_to(std::size_t n, Dropped& dropped) {
+    // Evicts down to `n` entries, moving them to `dropped` for the caller to destroy after
+    // unlocking (a splice: no allocation, no throw).
+    void evict_to(std::size_t n, Entries& dropped) {
         while (index_.size() > n) {
             index_.erase(order_.back().first);
-            try {
-                dropped.push_back(std::move(order_.back().second));
-            } catch (...) {  // NOLINT(bugprone-empty-catch): destroyed under the lock then
-            }
-            order_.pop_back();
+            dropped.splice(dropped.end(), order_, std::prev(order_.end()));
             ++stats_.evictions;
         }
     }
 
     mutable std::mutex mutex_;
     std::size_t capacity_;
-    std::list<std::pair<Key, std::shared_ptr<Value>>> order_;
+    Entries order_;
     std::unordered_map<Key, typename decltype(order_)::iterator, Hash, Equal> index_;
     std::unordered_map<Key, std::shared_ptr<Flight>, Hash, Equal> pending_;  // creations in progress
     core::CacheStats stats_;  // size and capacity are filled in by stats()
