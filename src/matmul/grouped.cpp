@@ -113,9 +113,7 @@ public:
         check_group_sizes(sizes, shape_.groups, a.shape(0), api);
         check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
         if (backend_ == GroupedBackend::kernel) {
-            const HostKernelCall h = host_sizes_call(a, b, d, sizes, args, shape_, options_, api);
-            check_grouped_kernel_device(h.call, api);
-            run_host_kernel(h, stream);
+            run_host_kernel(host_sizes_call(a, b, d, sizes, args, shape_, options_, api), stream, api);
             return;
         }
         std::vector<GroupOperands> groups;
@@ -147,8 +145,7 @@ public:
         check_moe_call(a, b, d, a.shape(0), args, shape_, options_.epilog, api);
         check_device_sizes(sizes, d, shape_, a.shape(0), api);
         const GroupedKernelCall call = device_sizes_call(a, b, d, sizes, args, shape_, options_, api);
-        check_grouped_kernel_device(call, api);
-        run_grouped_kernel(call.variant, call.params, stream);
+        run_grouped_kernel(call.variant, call.params, stream, api);
     }
 
     [[nodiscard]] const GroupedShape& shape() const noexcept { return shape_; }
@@ -196,8 +193,7 @@ private:
         const std::int64_t bias_shape[] = {shape_.groups, shape_.n};
         if (epilog_takes_bias(options_.epilog)) args.bias = TensorView(at(4), TensorLayout(shape_.result, bias_shape));
         const HostKernelCall h = host_sizes_call(a, b, d, sizes_, args, shape_, options_, api);
-        check_grouped_kernel_device(h.call, api);
-        load_grouped_kernel(h.call.variant, h.call.params);
+        load_grouped_kernel(h.call.variant, h.call.params, api);
     }
 
     /// The signature plan() plans a group with: FP8 with per-group scales a and b (and d for an FP8

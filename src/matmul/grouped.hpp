@@ -88,10 +88,6 @@ struct GroupedKernelCall {
                                                   const GroupedShape& shape, const MatmulOptions& options,
                                                   const char* api);
 
-/// NotSupported, before anything is compiled, when the current device cannot run `call`
-/// (grouped_kernel_device_refusal); a call with no row or no column launches nothing and passes.
-void check_grouped_kernel_device(const GroupedKernelCall& call, const char* api);
-
 /// A mixture-of-experts call with host group sizes as one launch of the grouped kernel (the
 /// `kernel` backend): the sizes travel in the launch's parameters.
 struct HostKernelCall {
@@ -100,13 +96,9 @@ struct HostKernelCall {
 };
 
 /// Enqueues `h`'s launch on `stream` (run_grouped_kernel with its sizes).
-inline void run_host_kernel(const HostKernelCall& h, core::StreamRef stream) {
-    run_grouped_kernel(h.call.variant, h.call.params, stream, &h.sizes);
+inline void run_host_kernel(const HostKernelCall& h, core::StreamRef stream, const char* api) {
+    run_grouped_kernel(h.call.variant, h.call.params, stream, api, &h.sizes);
 }
-
-/// Why the grouped kernel cannot run `input` on a device of compute capability `cc` (empty when it
-/// can): its f16 and bf16 kernels use cp.async and bf16 MMA fragments, from compute capability 8.0.
-[[nodiscard]] std::string grouped_kernel_device_refusal(DataType input, core::ComputeCapability cc);
 
 /// Why the `kernel` backend cannot run a call of `shape` over `rows` rows of A (empty when it can):
 /// FP8 inputs, more groups than a launch carries, sizes past 32 bits.

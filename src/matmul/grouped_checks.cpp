@@ -529,23 +529,6 @@ GroupedKernelCall device_sizes_call(const TensorView& a, const TensorView& b, co
     return c;
 }
 
-std::string grouped_kernel_device_refusal(DataType input, core::ComputeCapability cc) {
-    if (input == DataType::f32 || cc.major >= 8) return {};
-    return fmt::format(
-        "{} inputs on a device of compute capability {}.{}; gpumath's grouped kernel runs f16 and "
-        "bf16 from compute capability 8.0 (cp.async, bf16 MMA) and f32 on any",
-        to_string(input), cc.major, cc.minor);
-}
-
-void check_grouped_kernel_device(const GroupedKernelCall& call, const char* api) {
-    const DataType input = call.variant.input;
-    if (input == DataType::f32 || call.params.max_rows == 0 || call.params.n == 0) return;
-    const int device = current_device();
-    if (std::string why = grouped_kernel_device_refusal(input, grouped_device_traits(device).cc); !why.empty())
-        unsupported(api, "a: {} (device {}); pass the group sizes on the host and use loop, streams or automatic", why,
-                    device);
-}
-
 std::string host_kernel_refusal(const GroupedShape& shape, std::int64_t rows) {
     if (is_fp8(shape.input))
         return fmt::format("{} inputs; gpumath's grouped kernel takes f16, bf16 and f32", to_string(shape.input));
@@ -607,7 +590,7 @@ std::optional<HostKernelCall> automatic_kernel_step(const TensorView& a, const T
     std::optional<HostKernelCall> kernel =
         kernel_candidate(a, b, d, sizes, calls, args, shape, options, device, key, api);
     if (kernel && choices.find(key) == GroupedBackend::kernel) {
-        run_host_kernel(*kernel, stream);
+        run_host_kernel(*kernel, stream, api);
         launched = true;
     }
     return kernel;

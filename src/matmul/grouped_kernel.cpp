@@ -855,9 +855,9 @@ const core::Kernel& grouped_kernel(int device, const GroupedKernelVariant& v, co
 
 /// The Hopper kernel of `which` for `device`, or null (and the portable kernel from then on for that
 /// device, with a warning) when it cannot be compiled or loaded there: an NVRTC without sm_90a, a
-/// driver refusing the shared memory (out of memory while loading: null for this call only). A kernel that did load
-/// keeps serving the thread that last looked it up (it stays valid), even after another program was refused on that
-/// device.
+/// driver refusing the shared memory (out of memory while loading: null for this call only). A
+/// kernel that did load keeps serving the thread that last looked it up (it stays valid), even
+/// after another program was refused on that device.
 const core::Kernel* hopper_kernel(int device, const GroupedKernelVariant& v, const Program& which) {
     // The last kernel this thread found (a model's layers call the same few): no lock on the way.
     struct Last {
@@ -1090,6 +1090,14 @@ const GroupedDeviceTraits& grouped_device_traits(int device) {
     return traits;
 }
 
+std::string grouped_kernel_device_refusal(DataType input, core::ComputeCapability cc) {
+    if (input == DataType::f32 || cc.major >= 8) return {};
+    return fmt::format(
+        "{} inputs on a device of compute capability {}.{}; gpumath's grouped kernel runs f16 and "
+        "bf16 from compute capability 8.0 (cp.async, bf16 MMA) and f32 on any",
+        to_string(input), cc.major, cc.minor);
+}
+
 GroupedWgmmaLayout grouped_kernel_layout(const GroupedKernelVariant& v, const GroupedKernelParams& p, int device) {
     const core::ComputeCapability cc = grouped_device_traits(device).cc;
     return cc.major == 9 && cc.minor == 0 ? grouped_wgmma_layout(v, p) : GroupedWgmmaLayout::none;
@@ -1160,14 +1168,24 @@ Chosen portable_choice(const GroupedKernelVariant& v, const GroupedKernelParams&
     return c;
 }
 
+// NotSupported naming `api` where `device` cannot run the kernel of `v`.
+void refuse_older_devices(const GroupedKernelVariant& v, int device, const char* api) {
+    if (std::string why = grouped_kernel_device_refusal(v.input, grouped_device_traits(device).cc); !why.empty())
+        throw_not_supported(
+            fmt::format("a: {} (device {}); pass the group sizes on the host and use loop, streams or automatic", why,
+                        device),
+            api);
+}
+
 }  // namespace
 
 void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream,
-                        const GroupedInlineSizes* sizes) {
+                        const char* api, const GroupedInlineSizes* sizes) {
     if (v.inline_sizes && sizes == nullptr)
         throw_invalid("sizes: a variant with inline sizes launched without them", "run_grouped_kernel");
     if (p.max_rows == 0 || p.n == 0) return;  // no row or no column: no tile
     const int device = detail::current_device();
+    refuse_older_devices(v, device, api);
     if (const Chosen c = hopper_choice(v, p, device); c.kernel != nullptr) {
         if (const HopperMaps* maps = hopper_maps(v, p, c.layout, c.block_n, c.cluster())) {
             if (v.inline_sizes) core::launch(stream, c.config, *c.kernel, p, maps->a, maps->a_full, maps->b, *sizes);
@@ -1181,8 +1199,9 @@ void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams
     else core::launch(stream, c.config, *c.kernel, p);
 }
 
-void load_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p) {
+void load_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, const char* api) {
     const int device = detail::current_device();
+    if (p.max_rows != 0 && p.n != 0) refuse_older_devices(v, device, api);
     if (hopper_choice(v, p, device).kernel == nullptr) (void)portable_choice(v, p, device);
 }
 

@@ -166,16 +166,22 @@ struct GroupedDeviceTraits {
 [[nodiscard]] GroupedWgmmaLayout grouped_kernel_layout(const GroupedKernelVariant& v, const GroupedKernelParams& p,
                                                        int device);
 
+/// Why the grouped kernel cannot run `input` on a device of compute capability `cc` (empty when it
+/// can): its f16 and bf16 kernels use cp.async and bf16 MMA fragments, from compute capability 8.0.
+[[nodiscard]] std::string grouped_kernel_device_refusal(DataType input, core::ComputeCapability cc);
+
 /// Enqueues the kernel of `v` on `stream` (current device; compiled and loaded on first use, then
 /// kept): the Hopper kernel where grouped_kernel_layout allows it (its tensor maps encoded on the
 /// host, once per thread for a run of calls on the same operands), the portable one otherwise or
 /// where the driver cannot encode the maps. `sizes` is read when `v.inline_sizes` (and must then
 /// be given). Allocates nothing and reads device sizes on the device only, so it may be captured.
+/// A call with rows and columns on a device grouped_kernel_device_refusal names is NotSupported
+/// naming `api`, before anything is compiled.
 void run_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, core::StreamRef stream,
-                        const GroupedInlineSizes* sizes = nullptr);
+                        const char* api, const GroupedInlineSizes* sizes = nullptr);
 
 /// Compiles and loads on the current device the kernel run_grouped_kernel would launch for `v` and
-/// `p` (no launch; the pointers in `p` only choose the kernel).
-void load_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p);
+/// `p` (no launch; the pointers in `p` only choose the kernel); refuses devices as it does.
+void load_grouped_kernel(const GroupedKernelVariant& v, const GroupedKernelParams& p, const char* api);
 
 }  // namespace gpumath::detail

@@ -111,8 +111,7 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
     detail::check_moe_call(a, b, d, a.shape(0), args, shape, options.epilog, api);
     detail::check_device_sizes(group_sizes, d, shape, a.shape(0), api);
     const detail::GroupedKernelCall call = detail::device_sizes_call(a, b, d, group_sizes, args, shape, options, api);
-    detail::check_grouped_kernel_device(call, api);
-    detail::run_grouped_kernel(call.variant, call.params, stream);
+    detail::run_grouped_kernel(call.variant, call.params, stream, api);
 }
 
 }  // namespace gpumath

@@ -336,7 +336,7 @@ void enqueue_kernel(const GroupCall& call, core::StreamRef stream, const char* w
         unsupported(who,
                     "grouped.backend: kernel runs the mixture-of-experts form (one A, weights (G, K, N), one D) "
                     "with host or device sizes only");
-    run_host_kernel(*call.kernel, stream);
+    run_host_kernel(*call.kernel, stream, who);
 }
 
 GroupedCallClass call_class(std::span<const GroupOperands> groups) {
