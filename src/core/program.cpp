@@ -448,17 +448,11 @@ IncludeSearch include_search(const CompileJob& job) {
     return s;
 }
 
-// One file the compile reads, with its contents.
-struct IncludedFile {
-    std::string path;
-    std::optional<std::string> contents;
-};
-
 struct IncludeWalk {
     const core::ProgramOptions& options;
     const IncludeSearch& search;
+    KeyHasher* hasher;  // gets each file's path and contents; null: the walk only checks
     std::set<std::string> seen;
-    std::vector<IncludedFile> files;
 
     // Follows every #include of `text` (a file in `dir`) as NVRTC would resolve it, recursively.
     // Conditional includes are followed regardless of their condition, so the list may hold more
@@ -488,8 +482,11 @@ struct IncludeWalk {
             if (!hashed) return true;
             std::string key = c.lexically_normal().string();
             if (!seen.insert(key).second) return true;
-            std::optional<std::string> contents = read_file(c);
-            files.push_back({key, contents});
+            const std::optional<std::string> contents = read_file(c);
+            if (hasher != nullptr) {
+                hasher->field(key);
+                hasher->field(contents ? *contents : std::string("(unreadable)"));
+            }
             if (contents) follow(*contents, c.parent_path());
             return true;
         };
@@ -499,13 +496,13 @@ struct IncludeWalk {
     }
 };
 
-// The files `job` reaches through #include outside the toolkit, in the order NVRTC finds them.
-// InvalidArgument when one resolves to something other than a regular file.
-std::vector<IncludedFile> included_files(const CompileJob& job) {
+// Walks the files `job` reaches through #include outside the toolkit, in the order NVRTC finds
+// them, giving `hasher` (unless null) each one's path and contents. InvalidArgument when one
+// resolves to something other than a regular file.
+void walk_includes(const CompileJob& job, KeyHasher* hasher) {
     const IncludeSearch search = include_search(job);
-    IncludeWalk walk{*job.options, search, {}, {}};
+    IncludeWalk walk{*job.options, search, hasher, {}};
     walk.follow(*job.source, fs::path(job.options->name).parent_path());
-    return std::move(walk.files);
 }
 
 }  // namespace
@@ -527,10 +524,7 @@ Digest compile_key(const CompileJob& job) {
     }
     h.field(std::uint64_t(job.name_expressions.size()));
     for (const std::string& e : job.name_expressions) h.field(e);
-    for (const IncludedFile& f : included_files(job)) {
-        h.field(f.path);
-        h.field(f.contents ? *f.contents : std::string("(unreadable)"));
-    }
+    walk_includes(job, &h);
     return h.finish();
 }
 
@@ -632,7 +626,7 @@ ObjectCode Program::compile(CodeType target) const {
     if (target == CodeType::ltoir) job.flags.emplace_back("-dlto");
 
     if (!options_.cache) {
-        (void)detail::included_files(job);  // refuses a FIFO or device before NVRTC would wait on it
+        detail::walk_includes(job, nullptr);  // refuses a FIFO or device before NVRTC would wait on it
         return detail::nvrtc_compile(job);
     }
     const detail::CompileExpectation expect{target, job.arch, options_.name, job.name_expressions};
