@@ -60,58 +60,6 @@ bool is_elf64(std::string_view elf) {
            elf[4] == 2 /* 64-bit */ && elf[5] == 1 /* little-endian */;
 }
 
-}  // namespace
-
-std::vector<std::string> cubin_entry_names(std::string_view elf) {
-    std::vector<std::string> names;
-    if (!is_elf64(elf)) return names;
-    std::uint64_t shoff = 0;
-    std::uint16_t shentsize = 0, shnum = 0;
-    if (!read_at(elf, 0x28, shoff) || !read_at(elf, 0x3a, shentsize) || !read_at(elf, 0x3c, shnum)) return names;
-    if (shentsize < 64) return names;
-    const auto section = [&](std::uint32_t i, std::uint32_t& type, std::uint64_t& offset, std::uint64_t& size,
-                             std::uint32_t& link, std::uint64_t& entsize) {
-        const std::uint64_t base = shoff + std::uint64_t(i) * shentsize;
-        return read_at(elf, base + 4, type) && read_at(elf, base + 0x18, offset) && read_at(elf, base + 0x20, size) &&
-               read_at(elf, base + 0x28, link) && read_at(elf, base + 0x38, entsize);
-    };
-    // A hostile ELF may point many section headers at one symbol table: read each (offset, size)
-    // range once, visit at most as many symbols as the file can hold, and report each name once.
-    std::set<std::pair<std::uint64_t, std::uint64_t>> visited;
-    std::set<std::string_view> seen;
-    std::uint64_t budget = elf.size() / 24;
-    for (std::uint32_t i = 0; i < shnum; ++i) {
-        std::uint32_t type = 0, link = 0;
-        std::uint64_t offset = 0, size = 0, entsize = 0;
-        if (!section(i, type, offset, size, link, entsize)) return names;
-        if (type != 2 /* SHT_SYMTAB */ || entsize < 24) continue;
-        if (!visited.emplace(offset, size).second) continue;
-        std::uint32_t st_type = 0, st_link = 0;
-        std::uint64_t str_off = 0, str_size = 0, st_entsize = 0;
-        if (link >= shnum || !section(link, st_type, str_off, str_size, st_link, st_entsize)) return names;
-        if (str_off > elf.size() || elf.size() - str_off < str_size) return names;
-        const std::string_view strtab = elf.substr(str_off, str_size);
-        for (std::uint64_t s = 0; s + entsize <= size; s += entsize) {
-            if (budget == 0) return names;
-            --budget;
-            std::uint32_t name_off = 0;
-            std::uint8_t info = 0, other = 0;
-            if (!read_at(elf, offset + s, name_off) || !read_at(elf, offset + s + 4, info) ||
-                !read_at(elf, offset + s + 5, other))
-                return names;
-            // STT_FUNC symbols marked as CUDA entry points (st_other bit 0x10) are kernels.
-            if ((info & 0xf) != 2 || (other & 0x10) == 0 || name_off >= strtab.size()) continue;
-            const std::size_t end = strtab.find('\0', name_off);
-            if (end == std::string_view::npos) continue;
-            const std::string_view name = strtab.substr(name_off, end - name_off);
-            if (seen.insert(name).second) names.emplace_back(name);
-        }
-    }
-    return names;
-}
-
-namespace {
-
 // ELF64 constants a cubin uses (System V gABI).
 constexpr std::uint32_t sht_symtab = 2, sht_strtab = 3, sht_rela = 4, sht_nobits = 8, sht_rel = 9, sht_dynsym = 11;
 // CUDA's own sections that hold no bytes in the file (their size is device memory): .nv.global
@@ -128,12 +76,61 @@ bool inside(std::uint64_t file, std::uint64_t offset, std::uint64_t count, std::
     return size == 0 || count <= (file - offset) / size;
 }
 
+// The fields of an ELF64 section header gpumath reads.
 struct Section {
     std::uint32_t name = 0, type = 0, link = 0, info = 0;
     std::uint64_t offset = 0, size = 0, entsize = 0;
 };
 
+// Section header `i` of the table at `shoff` with headers of `header_bytes`; false when it does not
+// lie inside `elf`.
+bool read_section(std::string_view elf, std::uint64_t shoff, std::uint64_t header_bytes, std::uint64_t i, Section& s) {
+    const std::uint64_t at = shoff + i * header_bytes;
+    return read_at(elf, at + 0x00, s.name) && read_at(elf, at + 0x04, s.type) && read_at(elf, at + 0x18, s.offset) &&
+           read_at(elf, at + 0x20, s.size) && read_at(elf, at + 0x28, s.link) && read_at(elf, at + 0x2c, s.info) &&
+           read_at(elf, at + 0x38, s.entsize);
+}
+
 }  // namespace
+
+std::vector<std::string> cubin_entry_names(std::string_view elf) {
+    std::vector<std::string> names;
+    if (!is_elf64(elf)) return names;
+    std::uint64_t shoff = 0;
+    std::uint16_t shentsize = 0, shnum = 0;
+    if (!read_at(elf, 0x28, shoff) || !read_at(elf, 0x3a, shentsize) || !read_at(elf, 0x3c, shnum)) return names;
+    if (shentsize < 64) return names;
+    // A hostile ELF may point many section headers at one symbol table: read each (offset, size)
+    // range once, visit at most as many symbols as the file can hold, and report each name once.
+    std::set<std::pair<std::uint64_t, std::uint64_t>> visited;
+    std::set<std::string_view> seen;
+    std::uint64_t budget = elf.size() / symbol_bytes;
+    for (std::uint32_t i = 0; i < shnum; ++i) {
+        Section symtab, strings;
+        if (!read_section(elf, shoff, shentsize, i, symtab)) return names;
+        if (symtab.type != sht_symtab || symtab.entsize < symbol_bytes) continue;
+        if (!visited.emplace(symtab.offset, symtab.size).second) continue;
+        if (symtab.link >= shnum || !read_section(elf, shoff, shentsize, symtab.link, strings)) return names;
+        if (strings.offset > elf.size() || elf.size() - strings.offset < strings.size) return names;
+        const std::string_view strtab = elf.substr(strings.offset, strings.size);
+        for (std::uint64_t s = 0; s + symtab.entsize <= symtab.size; s += symtab.entsize) {
+            if (budget == 0) return names;
+            --budget;
+            std::uint32_t name_off = 0;
+            std::uint8_t info = 0, other = 0;
+            if (!read_at(elf, symtab.offset + s, name_off) || !read_at(elf, symtab.offset + s + 4, info) ||
+                !read_at(elf, symtab.offset + s + 5, other))
+                return names;
+            // STT_FUNC symbols marked as CUDA entry points (st_other bit 0x10) are kernels.
+            if ((info & 0xf) != 2 || (other & 0x10) == 0 || name_off >= strtab.size()) continue;
+            const std::size_t end = strtab.find('\0', name_off);
+            if (end == std::string_view::npos) continue;
+            const std::string_view name = strtab.substr(name_off, end - name_off);
+            if (seen.insert(name).second) names.emplace_back(name);
+        }
+    }
+    return names;
+}
 
 std::string cubin_defect(std::string_view elf) {
     if (!is_elf64(elf)) return "it is not a 64-bit little-endian ELF file";
@@ -179,16 +176,10 @@ std::string cubin_defect(std::string_view elf) {
     if (!inside(file, shoff, sections, section_header_bytes))
         return fmt::format("its {} section headers at offset {} run past the end of its {} bytes", sections, shoff,
                            file);
+    // Every header lies inside the file (checked above).
     const auto section = [&](std::uint64_t i) {
         Section s;
-        const std::uint64_t at = shoff + i * section_header_bytes;
-        (void)read_at(elf, at + 0x00, s.name);
-        (void)read_at(elf, at + 0x04, s.type);
-        (void)read_at(elf, at + 0x18, s.offset);
-        (void)read_at(elf, at + 0x20, s.size);
-        (void)read_at(elf, at + 0x28, s.link);
-        (void)read_at(elf, at + 0x2c, s.info);
-        (void)read_at(elf, at + 0x38, s.entsize);
+        (void)read_section(elf, shoff, section_header_bytes, i, s);
         return s;
     };
     std::uint64_t names = shstrndx;
