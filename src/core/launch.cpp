@@ -6,6 +6,7 @@
 
 #include "core/jit.hpp"
 #include "core/driver_api.hpp"
+#include "core/graph_holds.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath::detail {
@@ -143,8 +144,12 @@ void check_config_slow(const KernelState& k, const core::LaunchConfig& c) {
     }
 }
 
-void launch_kernel(core::StreamRef stream, const core::LaunchConfig& c, const KernelState& k, void** args) {
+void launch_kernel(core::StreamRef stream, const core::LaunchConfig& c, const core::Kernel& kernel, void** args) {
+    const KernelState& k = KernelAccess::state(kernel);
     ensure_context();
+    // A captured launch keeps the kernel's module loaded for as long as the graph exists.
+    if (const CaptureTarget t = capture_target(stream); t.graph != nullptr) [[unlikely]]
+        hold_for_graph(t.graph, t.capture, KernelAccess::owner(kernel));
     static const DriverApi& d = driver();  // a Kernel exists, so the driver does
     const auto f = reinterpret_cast<CUfunction>(k.kernel);
     const auto s = reinterpret_cast<CUstream>(stream.handle());

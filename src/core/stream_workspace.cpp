@@ -178,6 +178,24 @@ StreamWorkspace::StreamWorkspace(int device, std::shared_ptr<core::MemoryResourc
     check_device_ordinal(device, k_api);
 }
 
+StreamWorkspace::~StreamWorkspace() {
+    // Each area may still be in use by work on the stream it serves, and that stream may have been
+    // destroyed since (its handle must not be used again): so the device finishes its work, and
+    // the areas are freed in no stream's order. Only workspaces of custom memory resources are
+    // destroyed, with the last plan using them: rarely, and never on a hot path. The relaxed
+    // capture mode keeps a capture on another thread valid.
+    if (entries_.empty()) return;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    const bool exchanged = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+    int current = -1;
+    if (cudaGetDevice(&current) == cudaSuccess && current != device_ && cudaSetDevice(device_) != cudaSuccess)
+        current = -1;
+    (void)cudaDeviceSynchronize();
+    for (auto& [key, entry] : entries_) entry->buffer.reset(core::StreamRef{});
+    if (current >= 0 && current != device_) (void)cudaSetDevice(current);
+    if (exchanged) (void)cudaThreadExchangeStreamCaptureMode(&mode);
+}
+
 StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamRef stream) {
     if (bytes == 0) return {};
     const cudaStream_t h = stream.handle();
@@ -190,7 +208,7 @@ StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamR
         if (status != cudaStreamCaptureStatusActive)
             throw_cuda(cudaErrorStreamCaptureInvalidated, "gpumath workspace",
                        "the stream's capture was invalidated by an earlier error; end the capture and start again");
-        return {{}, workspaces_of(device_).capture_areas.acquire(bytes, h, capture, graph)};
+        return {{}, workspaces_of(device_).capture_areas.acquire(bytes, h, capture, graph), graph, capture};
     }
     Entry* entry = nullptr;
     {

@@ -29,11 +29,21 @@ namespace gpumath::detail {
 class StreamWorkspace {
 public:
     StreamWorkspace(int device, std::shared_ptr<core::MemoryResource> resource);
+    /// Waits for the device, then frees every area (see the .cpp).
+    ~StreamWorkspace();
+    StreamWorkspace(const StreamWorkspace&) = delete;
+    StreamWorkspace& operator=(const StreamWorkspace&) = delete;
+    StreamWorkspace(StreamWorkspace&&) = delete;
+    StreamWorkspace& operator=(StreamWorkspace&&) = delete;
 
     /// An area and the lock that keeps it alive: hold it until the work using `data` is enqueued.
     struct Lease {
         std::unique_lock<std::mutex> lock;
         void* data = nullptr;  // null for 0 bytes
+        // When `stream` is capturing (asked for more than 0 bytes): the graph that owns `data`
+        // and its capture sequence, for what else the captured work must keep alive.
+        cudaGraph_t graph = nullptr;
+        unsigned long long capture = 0;
     };
 
     /// At least `bytes` usable by work enqueued on `stream` while the lease is held.

@@ -16,6 +16,7 @@
 #include <gpumath/error.hpp>
 
 #include "detail/log.hpp"
+#include "core/graph_holds.hpp"
 #include "fft/fft_impl.hpp"
 #include "fft/sources.hpp"
 
@@ -236,6 +237,11 @@ void FFTImpl::enqueue(const TensorView& in, const TensorView& out, Direction d, 
             v = variant_for(odd_real, d, stream);
     }
     StreamWorkspace::Lease lease = workspace->acquire(v->bytes, stream);
+    // A captured execution keeps the variant (cuFFT's plan and tables, callback kernels) for as
+    // long as the graph exists: the FFT, or the cache entry of a stateless call, may go first.
+    const CaptureTarget t = v->bytes > 0 ? CaptureTarget{lease.graph, lease.capture} : capture_target(stream);
+    if (t.graph != nullptr) [[unlikely]]
+        hold_for_graph(t.graph, t.capture, v->shared_from_this());
     run_variant(*v, in.data(), out.data(), d, stream, lease.data);
 }
 

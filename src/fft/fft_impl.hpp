@@ -41,7 +41,7 @@ struct FFTAccess {
 };
 
 /// One way of running the transform: a cuFFT plan plus the passes around it.
-struct FftVariant {
+struct FftVariant : std::enable_shared_from_this<FftVariant> {
     FftGeometry g;
     CufftPlan plan;
     std::size_t cufft_work = 0;
@@ -95,7 +95,7 @@ struct FFTImpl {
     bool fuse = false;                            // the aligned variants are fused ones
     // Variants by operand alignment: `aligned`, or `odd_real` for r2c/c2r whose real operand starts
     // at an odd real offset (those variants copy the real side); run[] by alignment and Direction.
-    std::array<std::vector<std::unique_ptr<FftVariant>>, 2> owned;
+    std::array<std::vector<std::shared_ptr<FftVariant>>, 2> owned;
     std::array<std::array<std::atomic<FftVariant*>, 2>, 2> run{};
     // The largest `bytes` of owned[aligned], kept by keep_locked: what FFT::workspace_size() reports
     // without taking plan_mutex.

@@ -86,7 +86,7 @@ inline constexpr ArgInfo arg_infos[sizeof...(Args) + 1] = {
 /// Full validation of `c` for `k`; throws InvalidArgument/NotSupported or returns when it is fine.
 void check_config_slow(const KernelState& k, const core::LaunchConfig& c);
 /// Launches with packed arguments; the caller has checked them.
-void launch_kernel(core::StreamRef stream, const core::LaunchConfig& c, const KernelState& k, void** args);
+void launch_kernel(core::StreamRef stream, const core::LaunchConfig& c, const core::Kernel& kernel, void** args);
 
 /// Throws InvalidArgument unless `Args` match the kernel's parameters in count and sizes.
 template <class... Args>
@@ -135,13 +135,13 @@ void launch(StreamRef stream, const LaunchConfig& config, const Kernel& kernel, 
     detail::check_args<Args...>(k);
     detail::check_config(k, config);
     if constexpr (sizeof...(Args) == 0) {
-        detail::launch_kernel(stream, config, k, nullptr);
+        detail::launch_kernel(stream, config, kernel, nullptr);
     } else {
         std::tuple<typename KernelArgument<Args>::type...> values{KernelArgument<Args>::get(args)...};
         std::apply(
             [&](auto&... v) {
                 void* pointers[] = {const_cast<void*>(static_cast<const void*>(&v))...};
-                detail::launch_kernel(stream, config, k, pointers);
+                detail::launch_kernel(stream, config, kernel, pointers);
             },
             values);
     }
@@ -155,7 +155,7 @@ inline void launch_raw(StreamRef stream, const LaunchConfig& config, const Kerne
     if (args == nullptr && k.params_known && !k.params.empty()) [[unlikely]]
         detail::throw_null_args(k);
     detail::check_config(k, config);
-    detail::launch_kernel(stream, config, k, args);
+    detail::launch_kernel(stream, config, kernel, args);
 }
 
 }  // namespace gpumath::core

@@ -188,6 +188,10 @@ namespace gpumath::detail {
 struct KernelAccess {
     /// The cached launch information of `kernel`. InvalidArgument on an empty Kernel.
     [[nodiscard]] static const KernelState& state(const core::Kernel& kernel) { return kernel.state(); }
+    /// What keeps the kernel loaded: its module's library (or, for an adopted kernel, its state).
+    [[nodiscard]] static const std::shared_ptr<KernelState>& owner(const core::Kernel& kernel) noexcept {
+        return kernel.state_;
+    }
     /// A Kernel sharing `state`; whatever owns the state (a library) must be kept alive by it.
     [[nodiscard]] static core::Kernel make(std::shared_ptr<KernelState> state) noexcept {
         return core::Kernel(std::move(state));

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private: what a CUDA graph captured from gpumath work keeps alive besides its scratch memory
+// (loaded modules, FFT plans), and the thread that destroys it once the graph is gone.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include <cuda_runtime_api.h>
+
+#include <gpumath/core/stream.hpp>
+
+namespace gpumath::detail {
+
+/// Ties `keep` to `graph`, the graph of capture sequence `capture`: it lives until the graph and
+/// every executable graph made from it are destroyed and their launched work has finished. CUDA
+/// then releases a user object from a thread of its own, where no CUDA call may be made; so `keep`
+/// is handed to gpumath's release thread, which drops it with this thread's capture mode relaxed
+/// (destroying a module or a cuFFT plan makes CUDA calls). A thread that ties the same object
+/// (the same owner) to the same capture twice in a row ties it once. CudaError when CUDA refuses
+/// the user object; nothing is tied then.
+void hold_for_graph(cudaGraph_t graph, unsigned long long capture, const std::shared_ptr<const void>& keep);
+
+/// The graph `stream` is capturing into and its capture sequence, or a null graph when it is not
+/// capturing. A failed query or an invalidated capture also gives a null graph: the work that
+/// follows fails on its own with CUDA's error. One CUDA query; no allocation.
+struct CaptureTarget {
+    cudaGraph_t graph = nullptr;
+    unsigned long long capture = 0;
+};
+[[nodiscard]] CaptureTarget capture_target(core::StreamRef stream) noexcept;
+
+/// Counts since the process started, for tests and diagnostics: objects tied to graphs, released
+/// by CUDA, and dropped by the release thread.
+struct GraphHoldStats {
+    std::size_t held = 0;
+    std::size_t released = 0;
+    std::size_t dropped = 0;
+};
+[[nodiscard]] GraphHoldStats graph_hold_stats();
+
+}  // namespace gpumath::detail
