@@ -36,6 +36,7 @@ namespace gpumath::detail {
     X(cuFuncGetParamInfo, 12040)                         \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
     X(cuOccupancyMaxActiveClusters, 11070)               \
+    X(cuStreamIsCapturing, 10000)                        \
     X(cuLaunchKernel, 4000)                              \
     X(cuLaunchKernelEx, 11060)                           \
     X(cuTensorMapEncodeTiled, 12000)
