@@ -2,6 +2,7 @@
 // Per-stream scratch areas shared by the math modules, and the areas captured graphs own.
 #include "core/stream_workspace.hpp"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 #include <vector>
@@ -215,10 +216,18 @@ StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamR
         std::lock_guard lock(mutex_);
         std::unique_ptr<Entry>& slot =
             entries_[Key{h, h == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id{}}];
-        if (!slot) slot = std::make_unique<Entry>();
-        entry = slot.get();  // entries are never removed while the workspace lives
+        if (!slot) {
+            slot = std::make_unique<Entry>();
+            slot->used = generation_;  // a trim now keeps it
+            if (entries_.size() > trim_at_) [[unlikely]]
+                trim_locked();
+        }
+        entry = slot.get();
+        entry->used = generation_;
+        entry->pending.fetch_add(1, std::memory_order_relaxed);  // no trim removes it before the lock below
     }
     Lease lease{std::unique_lock(entry->mutex), nullptr};
+    entry->pending.fetch_sub(1, std::memory_order_release);
     if (entry->buffer.size_bytes() < bytes) {
         entry->buffer.reset(stream);
         entry->buffer = core::Buffer(bytes, stream, resource_);
@@ -226,6 +235,35 @@ StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamR
     }
     lease.data = entry->buffer.data();
     return lease;
+}
+
+void StreamWorkspace::trim_locked() {
+    // The stale areas' streams may be destroyed (their handles must not be used), and work on them
+    // may still run: the device finishes first, and the areas are freed in no stream's order.
+    {
+        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        const bool exchanged = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+        int current = -1;
+        if (cudaGetDevice(&current) == cudaSuccess && current != device_ && cudaSetDevice(device_) != cudaSuccess)
+            current = -1;
+        const cudaError_t synced = cudaDeviceSynchronize();
+        if (current >= 0 && current != device_) (void)cudaSetDevice(current);
+        if (exchanged) (void)cudaThreadExchangeStreamCaptureMode(&mode);
+        if (synced != cudaSuccess) return;  // nothing is freed; the caller's work reports the error
+    }
+    const std::size_t before = entries_.size();
+    std::erase_if(entries_, [&](auto& e) {
+        Entry& entry = *e.second;
+        if (entry.used >= generation_ || entry.pending.load(std::memory_order_acquire) > 0 || !entry.mutex.try_lock())
+            return false;
+        entry.buffer.reset(core::StreamRef{});
+        entry.mutex.unlock();
+        return true;
+    });
+    ++generation_;
+    trim_at_ = entries_.size() + min_trim;
+    log(LogLevel::debug, "workspace of device {}: freed the areas of {} streams unused since the last trim; {} kept",
+        device_, before - entries_.size(), entries_.size());
 }
 
 void StreamWorkspace::release() {

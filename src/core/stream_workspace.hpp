@@ -3,7 +3,9 @@
 // apart for work captured into CUDA graphs.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -21,6 +23,13 @@ namespace gpumath::detail {
 /// keeps the stream's entry locked for as long as the lease lives, so a concurrent caller on the
 /// same stream cannot free the area (by growing it) before this caller has enqueued the work that
 /// uses it. Thread-safe.
+///
+/// Streams die without telling gpumath, so areas of streams no longer used are trimmed: once 64
+/// new streams have come since the last trim, the device is synchronized and every area not used
+/// since that trim is freed, in no stream's order. A process that makes a stream per request thus
+/// holds at most about 130 areas and synchronizes once per 64 new streams; one with a fixed set of
+/// up to 64 streams trims at most once. (One that cycles through more streams than that frees and
+/// remakes some areas at every trim.)
 ///
 /// A stream that is capturing a CUDA graph never touches its area: the captured work gets an area
 /// of its own (one per capture and stream, see CaptureAreas in the .cpp), owned by the graph and
@@ -60,6 +69,8 @@ private:
     struct Entry {
         std::mutex mutex;
         core::Buffer buffer;
+        std::uint64_t used = 0;       // the trim generation of the last acquire (under the map's mutex)
+        std::atomic<int> pending{0};  // acquires between the map lookup and locking `mutex`
     };
     // cudaStreamPerThread is one handle naming a different stream in every thread: its areas are
     // kept per thread (the thread id is the default one for every other handle).
@@ -74,10 +85,28 @@ private:
                    (std::hash<std::thread::id>{}(k.thread) << 1);
         }
     };
+    // Frees the areas of entries not used since the previous trim (the map's mutex held).
+    void trim_locked();
+
     std::mutex mutex_;
     int device_;
+    std::uint64_t generation_ = 0;  // trims so far
+    std::size_t trim_at_ = min_trim;
     std::shared_ptr<core::MemoryResource> resource_;
     std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> entries_;
+
+public:
+    /// The fewest entries that make a trim.
+    static constexpr std::size_t min_trim = 64;
+    /// Trims so far, and the entries there are; for tests.
+    [[nodiscard]] std::uint64_t trims() {
+        std::lock_guard lock(mutex_);
+        return generation_;
+    }
+    [[nodiscard]] std::size_t entries() {
+        std::lock_guard lock(mutex_);
+        return entries_.size();
+    }
 };
 
 /// The workspace of `device` for `resource`: one per (device, memory resource), shared by every

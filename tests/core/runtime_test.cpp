@@ -2,10 +2,12 @@
 // Device, Stream, Event, memory resources and Buffer on a real GPU.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <latch>
+#include <memory>
 #include <numeric>
 #include <span>
 #include <thread>
@@ -386,6 +388,62 @@ TEST(StreamWorkspace, AreasPerStreamAndPerThreadForThePerThreadStream) {
     EXPECT_NE(per_thread[0], per_thread[1]) << "cudaStreamPerThread of two threads are two streams";
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ws.release();
+}
+
+// Counts live allocations and records the stream of every deallocation.
+class TrackingResource final : public core::MemoryResource {
+public:
+    [[nodiscard]] bool device_accessible() const noexcept override { return true; }
+    [[nodiscard]] bool host_accessible() const noexcept override { return false; }
+    std::atomic<int> live{0};
+    std::vector<cudaStream_t> freed_on;
+
+protected:
+    void* do_allocate(std::size_t bytes, core::StreamRef stream, std::size_t alignment) override {
+        ++live;
+        return pool_->allocate(bytes, stream, alignment);
+    }
+    void do_deallocate(void* ptr, std::size_t bytes, core::StreamRef stream, std::size_t alignment) noexcept override {
+        --live;
+        freed_on.push_back(stream.handle());
+        pool_->deallocate(ptr, bytes, stream, alignment);
+    }
+
+private:
+    std::shared_ptr<core::DeviceMemoryResource> pool_ = core::DeviceMemoryResource::default_resource();
+};
+
+// Streams come and go without telling gpumath: areas of streams no longer used are trimmed once
+// enough new streams have come (after the device finished, in no stream's order), so a stream per
+// request does not grow device memory; a stream used all along keeps its area.
+TEST(StreamWorkspace, AreasOfStreamsNoLongerUsedAreTrimmed) {
+    GPUMATH_REQUIRE_GPU();
+    using gpumath::detail::StreamWorkspace;
+    const int device = gpumath::core::Device::current().ordinal();
+    auto resource = std::make_shared<TrackingResource>();
+    {
+        StreamWorkspace ws(device, resource);
+        core::Stream steady;
+        std::vector<core::Stream> requests(300);  // all alive, so every handle is distinct
+        void* steady_area = nullptr;
+        for (std::size_t i = 0; i < requests.size(); ++i) {
+            {
+                auto lease = ws.acquire(4096, requests[i]);
+                ASSERT_EQ(cudaMemsetAsync(lease.data, int(i & 0xFF), 4096, requests[i].handle()), cudaSuccess);
+            }
+            auto lease = ws.acquire(4096, steady);
+            if (i == 0) steady_area = lease.data;
+            EXPECT_EQ(lease.data, steady_area) << "the stream used all along lost its area at request " << i;
+            const std::size_t bound = 2 * StreamWorkspace::min_trim + 4;
+            ASSERT_LE(ws.entries(), bound) << "at request " << i;
+            ASSERT_LE(resource->live.load(), int(bound)) << "at request " << i;
+        }
+        EXPECT_GE(ws.trims(), 3u);
+        const auto trimmed = resource->freed_on;
+        EXPECT_GE(trimmed.size(), 150u);
+        for (cudaStream_t s : trimmed) EXPECT_EQ(s, nullptr) << "an area was freed on its stream";
+    }
+    EXPECT_EQ(resource->live.load(), 0);
 }
 
 // to_host copies into pageable memory and synchronizes: inside a capture that would end the
