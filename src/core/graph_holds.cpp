@@ -2,12 +2,16 @@
 // What captured graphs keep alive, and the thread that drops it after CUDA releases it.
 #include "core/graph_holds.hpp"
 
+#include <array>
 #include <atomic>
+#include <cstdlib>
+#include <exception>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <utility>
 
+#include "detail/log.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath::detail {
@@ -17,6 +21,7 @@ namespace {
 // (it runs on a CUDA thread, where throwing or blocking on CUDA work is not allowed).
 struct Hold {
     std::shared_ptr<const void> keep;
+    int device = -1;  // current when it was tied: what it is dropped with
     Hold* next = nullptr;
 };
 
@@ -25,6 +30,7 @@ struct Holds {
     std::condition_variable wake;
     Hold* released = nullptr;  // released by CUDA, waiting for the release thread
     std::once_flag started;
+    std::atomic<bool> exiting{false};  // the process is exiting: holds are no longer dropped
     std::atomic<std::size_t> held{0};
     std::atomic<std::size_t> released_count{0};
     std::atomic<std::size_t> dropped{0};
@@ -41,6 +47,7 @@ Holds& holds() {
     // does not invalidate a capture that another thread runs in global mode.
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    int current = -1;
     for (;;) {
         Hold* list = nullptr;
         {
@@ -48,8 +55,11 @@ Holds& holds() {
             h.wake.wait(lock, [&] { return h.released != nullptr; });
             list = std::exchange(h.released, nullptr);
         }
-        while (list != nullptr) {
+        // Once the process exits, cuFFT and the CUDA runtime may be shutting down: holds stay.
+        while (list != nullptr && !h.exiting.load(std::memory_order_acquire)) {
             Hold* next = list->next;
+            if (list->device >= 0 && list->device != current && cudaSetDevice(list->device) == cudaSuccess)
+                current = list->device;
             delete list;  // drops the graph's reference, maybe the last one
             list = next;
             h.dropped.fetch_add(1, std::memory_order_relaxed);
@@ -65,38 +75,65 @@ void CUDART_CB on_release(void* p) noexcept {
         std::lock_guard lock(h.mutex);
         hold->next = h.released;
         h.released = hold;
+        h.released_count.fetch_add(1, std::memory_order_relaxed);  // before the release thread can drop it
     }
-    h.released_count.fetch_add(1, std::memory_order_relaxed);
     h.wake.notify_one();
 }
 
-struct LastHold {
-    unsigned long long capture = 0;
-    std::weak_ptr<const void> owner;
+// Owners this thread tied to graphs lately, with their captures.
+struct RecentHolds {
+    static constexpr std::size_t size = 8;
+    std::array<unsigned long long, size> capture{};
+    std::array<std::weak_ptr<const void>, size> owner;
+    std::size_t next = 0;
+
+    [[nodiscard]] bool contains(unsigned long long c, const std::shared_ptr<const void>& keep) const {
+        for (std::size_t i = 0; i < size; ++i)
+            if (capture[i] == c && !owner[i].owner_before(keep) && !keep.owner_before(owner[i])) return true;
+        return false;
+    }
+    void add(unsigned long long c, const std::shared_ptr<const void>& keep) {
+        capture[next] = c;
+        owner[next] = keep;
+        next = (next + 1) % size;
+    }
 };
+
+void start_release_thread(Holds& h) {
+    try {
+        std::thread([&h] { release_thread(h); }).detach();
+        std::atexit([] { holds().exiting.store(true, std::memory_order_release); });
+    } catch (const std::exception& e) {
+        // Holds are then kept for the life of the process: graphs still replay correctly.
+        log(LogLevel::warn, "no thread to release what CUDA graphs held ({}); it is kept until the process exits",
+            e.what());
+    }
+}
 
 }  // namespace
 
 void hold_for_graph(cudaGraph_t graph, unsigned long long capture, const std::shared_ptr<const void>& keep) {
-    // Loops that launch one kernel many times in a capture tie its module to the graph once.
-    thread_local LastHold last;
-    if (last.capture == capture && !last.owner.owner_before(keep) && !keep.owner_before(last.owner)) return;
+    // Loops that launch a few kernels many times in a capture tie each module to the graph once.
+    thread_local RecentHolds recent;
+    if (recent.contains(capture, keep)) return;
     Holds& h = holds();
-    std::call_once(h.started, [&] { std::thread([&h] { release_thread(h); }).detach(); });
-    auto* hold = new Hold{keep, nullptr};
+    std::call_once(h.started, [&h] { start_release_thread(h); });
+    int device = -1;
+    if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+    auto* hold = new Hold{keep, device, nullptr};
+    h.held.fetch_add(1, std::memory_order_relaxed);  // counted before CUDA may release it
     cudaUserObject_t object = nullptr;
     if (const cudaError_t s = cudaUserObjectCreate(&object, hold, &on_release, 1, cudaUserObjectNoDestructorSync);
         s != cudaSuccess) {
         delete hold;
+        h.held.fetch_sub(1, std::memory_order_relaxed);
         check(s, "cudaUserObjectCreate", "tying loaded code or a plan to the graph being captured");
     }
     if (const cudaError_t s = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove); s != cudaSuccess) {
         (void)cudaUserObjectRelease(object, 1);  // CUDA calls on_release: the release thread drops it
         check(s, "cudaGraphRetainUserObject", "tying loaded code or a plan to the graph being captured");
     }
-    h.held.fetch_add(1, std::memory_order_relaxed);
-    last.capture = capture;
-    last.owner = keep;
+    recent.add(capture, keep);
 }
 
 CaptureTarget capture_target(core::StreamRef stream) noexcept {

@@ -15,10 +15,10 @@ namespace gpumath::detail {
 /// Ties `keep` to `graph`, the graph of capture sequence `capture`: it lives until the graph and
 /// every executable graph made from it are destroyed and their launched work has finished. CUDA
 /// then releases a user object from a thread of its own, where no CUDA call may be made; so `keep`
-/// is handed to gpumath's release thread, which drops it with this thread's capture mode relaxed
-/// (destroying a module or a cuFFT plan makes CUDA calls). A thread that ties the same object
-/// (the same owner) to the same capture twice in a row ties it once. CudaError when CUDA refuses
-/// the user object; nothing is tied then.
+/// is handed to gpumath's release thread, which drops it with the device that was current here
+/// (destroying a module or a cuFFT plan makes CUDA calls); once the process exits, it is kept. A
+/// thread that ties an object (an owner) it tied to the same capture lately (among its last 8)
+/// does nothing. CudaError when CUDA refuses the user object; nothing is tied then.
 void hold_for_graph(cudaGraph_t graph, unsigned long long capture, const std::shared_ptr<const void>& keep);
 
 /// The graph `stream` is capturing into and its capture sequence, or a null graph when it is not

@@ -9,6 +9,7 @@
 
 #include "core/driver_api.hpp"
 #include "core/event_check.hpp"
+#include "core/stream_workspace.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath::core {
@@ -137,7 +138,10 @@ int Stream::priority() const {
 
 Stream& Stream::operator=(Stream&& other) noexcept {
     if (this != &other) {
-        if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+        if (stream_ != nullptr) {
+            detail::forget_stream(stream_);
+            (void)cudaStreamDestroy(stream_);
+        }
         stream_ = other.stream_;
         other.stream_ = nullptr;
     }
@@ -145,7 +149,10 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 }
 
 Stream::~Stream() {
-    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+    if (stream_ == nullptr) return;
+    // gpumath's scratch areas of this stream are freed in order on it while it still exists.
+    detail::forget_stream(stream_);
+    (void)cudaStreamDestroy(stream_);
 }
 
 }  // namespace gpumath::core

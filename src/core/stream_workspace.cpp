@@ -2,7 +2,6 @@
 // Per-stream scratch areas shared by the math modules, and the areas captured graphs own.
 #include "core/stream_workspace.hpp"
 
-#include <algorithm>
 #include <map>
 #include <utility>
 #include <vector>
@@ -172,29 +171,22 @@ DeviceWorkspaces& workspaces_of(int device) {
     });
 }
 
+// The workspaces of custom memory resources, by device and resource; never destroyed.
+struct SharedWorkspaces {
+    std::mutex mutex;
+    std::map<std::pair<int, core::MemoryResource*>, std::weak_ptr<StreamWorkspace>> map;
+};
+
+SharedWorkspaces& shared_workspaces() {
+    static auto* s = new SharedWorkspaces();
+    return *s;
+}
+
 }  // namespace
 
 StreamWorkspace::StreamWorkspace(int device, std::shared_ptr<core::MemoryResource> resource)
     : device_(device), resource_(std::move(resource)) {
     check_device_ordinal(device, k_api);
-}
-
-StreamWorkspace::~StreamWorkspace() {
-    // Each area may still be in use by work on the stream it serves, and that stream may have been
-    // destroyed since (its handle must not be used again): so the device finishes its work, and
-    // the areas are freed in no stream's order. Only workspaces of custom memory resources are
-    // destroyed, with the last plan using them: rarely, and never on a hot path. The relaxed
-    // capture mode keeps a capture on another thread valid.
-    if (entries_.empty()) return;
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    const bool exchanged = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
-    int current = -1;
-    if (cudaGetDevice(&current) == cudaSuccess && current != device_ && cudaSetDevice(device_) != cudaSuccess)
-        current = -1;
-    (void)cudaDeviceSynchronize();
-    for (auto& [key, entry] : entries_) entry->buffer.reset(core::StreamRef{});
-    if (current >= 0 && current != device_) (void)cudaSetDevice(current);
-    if (exchanged) (void)cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
 StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamRef stream) {
@@ -216,15 +208,9 @@ StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamR
         std::lock_guard lock(mutex_);
         std::unique_ptr<Entry>& slot =
             entries_[Key{h, h == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id{}}];
-        if (!slot) {
-            slot = std::make_unique<Entry>();
-            slot->used = generation_;  // a trim now keeps it
-            if (entries_.size() > trim_at_) [[unlikely]]
-                trim_locked();
-        }
+        if (!slot) slot = std::make_unique<Entry>();
         entry = slot.get();
-        entry->used = generation_;
-        entry->pending.fetch_add(1, std::memory_order_relaxed);  // no trim removes it before the lock below
+        entry->pending.fetch_add(1, std::memory_order_relaxed);  // forget() leaves it in place until locked
     }
     Lease lease{std::unique_lock(entry->mutex), nullptr};
     entry->pending.fetch_sub(1, std::memory_order_release);
@@ -237,33 +223,22 @@ StreamWorkspace::Lease StreamWorkspace::acquire(std::size_t bytes, core::StreamR
     return lease;
 }
 
-void StreamWorkspace::trim_locked() {
-    // The stale areas' streams may be destroyed (their handles must not be used), and work on them
-    // may still run: the device finishes first, and the areas are freed in no stream's order.
+void StreamWorkspace::forget(cudaStream_t stream) noexcept {
+    std::unique_ptr<Entry> owned;
+    Entry* entry = nullptr;
     {
-        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-        const bool exchanged = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
-        int current = -1;
-        if (cudaGetDevice(&current) == cudaSuccess && current != device_ && cudaSetDevice(device_) != cudaSuccess)
-            current = -1;
-        const cudaError_t synced = cudaDeviceSynchronize();
-        if (current >= 0 && current != device_) (void)cudaSetDevice(current);
-        if (exchanged) (void)cudaThreadExchangeStreamCaptureMode(&mode);
-        if (synced != cudaSuccess) return;  // nothing is freed; the caller's work reports the error
+        std::lock_guard lock(mutex_);
+        const auto it = entries_.find(Key{stream, std::thread::id{}});
+        if (it == entries_.end()) return;
+        entry = it->second.get();
+        // An acquire between its lookup and its lock keeps the pointer: the entry stays, emptied.
+        if (entry->pending.load(std::memory_order_acquire) == 0) {
+            owned = std::move(it->second);
+            entries_.erase(it);
+        }
     }
-    const std::size_t before = entries_.size();
-    std::erase_if(entries_, [&](auto& e) {
-        Entry& entry = *e.second;
-        if (entry.used >= generation_ || entry.pending.load(std::memory_order_acquire) > 0 || !entry.mutex.try_lock())
-            return false;
-        entry.buffer.reset(core::StreamRef{});
-        entry.mutex.unlock();
-        return true;
-    });
-    ++generation_;
-    trim_at_ = entries_.size() + min_trim;
-    log(LogLevel::debug, "workspace of device {}: freed the areas of {} streams unused since the last trim; {} kept",
-        device_, before - entries_.size(), entries_.size());
+    std::lock_guard entry_lock(entry->mutex);  // a lease on the stream ends first
+    entry->buffer.reset(core::StreamRef(stream));
 }
 
 void StreamWorkspace::release() {
@@ -278,20 +253,32 @@ void StreamWorkspace::release() {
 std::shared_ptr<StreamWorkspace> stream_workspace(int device, const std::shared_ptr<core::MemoryResource>& resource) {
     if (!resource) return {std::shared_ptr<StreamWorkspace>(), &default_stream_workspace(device)};  // not owned
     check_device_ordinal(device, k_api);
-    static std::mutex mutex;
-    static auto* shared = new std::map<std::pair<int, core::MemoryResource*>, std::weak_ptr<StreamWorkspace>>();
-    std::lock_guard lock(mutex);
-    std::weak_ptr<StreamWorkspace>& slot = (*shared)[{device, resource.get()}];
+    SharedWorkspaces& shared = shared_workspaces();
+    std::lock_guard lock(shared.mutex);
+    std::weak_ptr<StreamWorkspace>& slot = shared.map[{device, resource.get()}];
     if (std::shared_ptr<StreamWorkspace> w = slot.lock()) return w;
     // A workspace holds its resource, so an expired entry's address may be reused by a new
     // resource: drop expired entries as new ones are made.
-    std::erase_if(*shared, [](const auto& e) { return e.second.expired(); });
+    std::erase_if(shared.map, [](const auto& e) { return e.second.expired(); });
     auto w = std::make_shared<StreamWorkspace>(device, resource);
-    (*shared)[{device, resource.get()}] = w;
+    shared.map[{device, resource.get()}] = w;
     return w;
 }
 
 StreamWorkspace& default_stream_workspace(int device) { return workspaces_of(device).default_workspace; }
+
+void forget_stream(cudaStream_t stream) noexcept {
+    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
+    device_workspaces().for_each([&](int, DeviceWorkspaces& d) { d.default_workspace.forget(stream); });
+    std::vector<std::shared_ptr<StreamWorkspace>> custom;
+    {
+        SharedWorkspaces& shared = shared_workspaces();
+        std::lock_guard lock(shared.mutex);
+        for (const auto& [key, weak] : shared.map)
+            if (std::shared_ptr<StreamWorkspace> w = weak.lock()) custom.push_back(std::move(w));
+    }
+    for (const std::shared_ptr<StreamWorkspace>& w : custom) w->forget(stream);
+}
 
 bool is_capturing(core::StreamRef stream, const char* api) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

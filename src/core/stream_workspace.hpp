@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -24,12 +23,11 @@ namespace gpumath::detail {
 /// same stream cannot free the area (by growing it) before this caller has enqueued the work that
 /// uses it. Thread-safe.
 ///
-/// Streams die without telling gpumath, so areas of streams no longer used are trimmed: once 64
-/// new streams have come since the last trim, the device is synchronized and every area not used
-/// since that trim is freed, in no stream's order. A process that makes a stream per request thus
-/// holds at most about 130 areas and synchronizes once per 64 new streams; one with a fixed set of
-/// up to 64 streams trims at most once. (One that cycles through more streams than that frees and
-/// remakes some areas at every trim.)
+/// A gpumath `core::Stream` frees its areas in order on itself just before it is destroyed
+/// (forget_stream), so a stream per request does not grow device memory and no area is ever freed
+/// on a destroyed stream's handle. Areas of streams made outside gpumath stay until
+/// core::release_workspaces() or, for a custom memory resource, until its last plan goes (then
+/// freed in order on their streams, which must still exist).
 ///
 /// A stream that is capturing a CUDA graph never touches its area: the captured work gets an area
 /// of its own (one per capture and stream, see CaptureAreas in the .cpp), owned by the graph and
@@ -38,8 +36,7 @@ namespace gpumath::detail {
 class StreamWorkspace {
 public:
     StreamWorkspace(int device, std::shared_ptr<core::MemoryResource> resource);
-    /// Waits for the device, then frees every area (see the .cpp).
-    ~StreamWorkspace();
+    ~StreamWorkspace() = default;
     StreamWorkspace(const StreamWorkspace&) = delete;
     StreamWorkspace& operator=(const StreamWorkspace&) = delete;
     StreamWorkspace(StreamWorkspace&&) = delete;
@@ -58,9 +55,18 @@ public:
     /// At least `bytes` usable by work enqueued on `stream` while the lease is held.
     [[nodiscard]] Lease acquire(std::size_t bytes, core::StreamRef stream);
 
+    /// Frees `stream`'s area in order on `stream`, which still exists, after any lease on it ends.
+    void forget(cudaStream_t stream) noexcept;
+
     /// Frees every area. The caller makes sure that nothing using them is in flight or being
     /// enqueued (core::release_workspaces synchronizes the device first).
     void release();
+
+    /// How many streams have an entry; for tests.
+    [[nodiscard]] std::size_t entries() {
+        std::lock_guard lock(mutex_);
+        return entries_.size();
+    }
 
     /// The device the areas live on.
     [[nodiscard]] int device() const noexcept { return device_; }
@@ -69,7 +75,6 @@ private:
     struct Entry {
         std::mutex mutex;
         core::Buffer buffer;
-        std::uint64_t used = 0;       // the trim generation of the last acquire (under the map's mutex)
         std::atomic<int> pending{0};  // acquires between the map lookup and locking `mutex`
     };
     // cudaStreamPerThread is one handle naming a different stream in every thread: its areas are
@@ -85,28 +90,10 @@ private:
                    (std::hash<std::thread::id>{}(k.thread) << 1);
         }
     };
-    // Frees the areas of entries not used since the previous trim (the map's mutex held).
-    void trim_locked();
-
     std::mutex mutex_;
     int device_;
-    std::uint64_t generation_ = 0;  // trims so far
-    std::size_t trim_at_ = min_trim;
     std::shared_ptr<core::MemoryResource> resource_;
     std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> entries_;
-
-public:
-    /// The fewest entries that make a trim.
-    static constexpr std::size_t min_trim = 64;
-    /// Trims so far, and the entries there are; for tests.
-    [[nodiscard]] std::uint64_t trims() {
-        std::lock_guard lock(mutex_);
-        return generation_;
-    }
-    [[nodiscard]] std::size_t entries() {
-        std::lock_guard lock(mutex_);
-        return entries_.size();
-    }
 };
 
 /// The workspace of `device` for `resource`: one per (device, memory resource), shared by every
@@ -114,6 +101,10 @@ public:
 /// whose workspace lives until the process exits; others live while a plan holds them.
 [[nodiscard]] std::shared_ptr<StreamWorkspace> stream_workspace(int device,
                                                                 const std::shared_ptr<core::MemoryResource>& resource);
+
+/// Frees the areas of `stream`, a stream gpumath created and is about to destroy, in every
+/// workspace, in order on `stream`. Called by core::Stream's destructor.
+void forget_stream(cudaStream_t stream) noexcept;
 
 /// The areas of `device`'s default memory pool (`stream_workspace(device, nullptr)`).
 [[nodiscard]] StreamWorkspace& default_stream_workspace(int device);

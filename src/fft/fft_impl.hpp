@@ -70,11 +70,9 @@ struct FftVariant : std::enable_shared_from_this<FftVariant> {
     FftVariant& operator=(const FftVariant&) = delete;
     FftVariant(FftVariant&&) = delete;
     FftVariant& operator=(FftVariant&&) = delete;
-    ~FftVariant() {
-        plan.reset();
-        // Unloading a module whose kernels may still run is unsafe; plans are rarely destroyed.
-        if (owns_callback_kernels) (void)cudaDeviceSynchronize();
-    }
+    // The cuFFT plan goes before the callback kernels it may name. ~FFTImpl waits for the device
+    // first where callback kernels are owned (a variant a graph holds goes after the graph's work).
+    ~FftVariant() { plan.reset(); }
     [[nodiscard]] bool fuses() const noexcept { return fused.prolog || fused.epilog || fused.scale; }
 };
 
@@ -83,6 +81,14 @@ inline constexpr std::size_t aligned = 0;
 inline constexpr std::size_t odd_real = 1;
 
 struct FFTImpl {
+    FFTImpl() = default;
+    FFTImpl(const FFTImpl&) = delete;
+    FFTImpl& operator=(const FFTImpl&) = delete;
+    FFTImpl(FFTImpl&&) = delete;
+    FFTImpl& operator=(FFTImpl&&) = delete;
+    // Waits for the plan's device when a variant owns callback kernels (see the .cpp).
+    ~FFTImpl();
+
     FftProblem p;
     FFTOptions options;
     const char* api = "gpumath::FFT";

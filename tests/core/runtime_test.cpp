@@ -413,35 +413,35 @@ private:
     std::shared_ptr<core::DeviceMemoryResource> pool_ = core::DeviceMemoryResource::default_resource();
 };
 
-// Streams come and go without telling gpumath: areas of streams no longer used are trimmed once
-// enough new streams have come (after the device finished, in no stream's order), so a stream per
-// request does not grow device memory; a stream used all along keeps its area.
-TEST(StreamWorkspace, AreasOfStreamsNoLongerUsedAreTrimmed) {
+// A gpumath Stream frees its scratch areas in order on itself just before it is destroyed: a
+// stream per request does not grow device memory, and no area is freed on a destroyed handle. A
+// stream used all along keeps its area.
+TEST(StreamWorkspace, AGpumathStreamFreesItsAreasOnItselfBeforeItGoes) {
     GPUMATH_REQUIRE_GPU();
-    using gpumath::detail::StreamWorkspace;
     const int device = gpumath::core::Device::current().ordinal();
     auto resource = std::make_shared<TrackingResource>();
     {
-        StreamWorkspace ws(device, resource);
+        const std::shared_ptr<gpumath::detail::StreamWorkspace> ws =
+            gpumath::detail::stream_workspace(device, resource);
         core::Stream steady;
-        std::vector<core::Stream> requests(300);  // all alive, so every handle is distinct
         void* steady_area = nullptr;
-        for (std::size_t i = 0; i < requests.size(); ++i) {
+        for (int i = 0; i < 300; ++i) {
+            cudaStream_t handle = nullptr;
             {
-                auto lease = ws.acquire(4096, requests[i]);
-                ASSERT_EQ(cudaMemsetAsync(lease.data, int(i & 0xFF), 4096, requests[i].handle()), cudaSuccess);
+                core::Stream request;
+                handle = request.handle();
+                auto lease = ws->acquire(4096, request);
+                ASSERT_EQ(cudaMemsetAsync(lease.data, i & 0xFF, 4096, handle), cudaSuccess);
             }
-            auto lease = ws.acquire(4096, steady);
+            ASSERT_FALSE(resource->freed_on.empty());
+            EXPECT_EQ(resource->freed_on.back(), handle) << "request " << i << "'s area was not freed on its stream";
+            auto lease = ws->acquire(4096, steady);
             if (i == 0) steady_area = lease.data;
             EXPECT_EQ(lease.data, steady_area) << "the stream used all along lost its area at request " << i;
-            const std::size_t bound = 2 * StreamWorkspace::min_trim + 4;
-            ASSERT_LE(ws.entries(), bound) << "at request " << i;
-            ASSERT_LE(resource->live.load(), int(bound)) << "at request " << i;
+            ASSERT_EQ(ws->entries(), 1u) << "at request " << i;
+            ASSERT_EQ(resource->live.load(), 1) << "at request " << i;
         }
-        EXPECT_GE(ws.trims(), 3u);
-        const auto trimmed = resource->freed_on;
-        EXPECT_GE(trimmed.size(), 150u);
-        for (cudaStream_t s : trimmed) EXPECT_EQ(s, nullptr) << "an area was freed on its stream";
+        EXPECT_EQ(resource->freed_on.size(), 300u);
     }
     EXPECT_EQ(resource->live.load(), 0);
 }

@@ -31,8 +31,9 @@ struct FFTAccess;
 ///
 /// `execute` enqueues on the caller's stream and never synchronizes. Executions from several
 /// threads or streams are safe: they are serialized per cuFFT plan for the few microseconds of
-/// enqueueing. Streams passed to `execute` may be destroyed before the FFT: work areas are never
-/// freed on a stream that may be gone (docs/design.md, "Memory").
+/// enqueueing. A `core::Stream` passed to `execute` may be destroyed before the FFT (it frees its
+/// work areas on itself first); a stream made outside gpumath must outlive the FFT when
+/// `options.memory_resource` is set (its work areas are freed in stream order on it).
 class FFT {
 public:
     /// Plans the transform of data laid out as `input`, writing a row-major output (or, with
