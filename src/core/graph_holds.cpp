@@ -4,9 +4,9 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -43,8 +43,8 @@ Holds& holds() {
 }
 
 [[noreturn]] void release_thread(Holds& h) {
-    // Unloading a module or destroying a cuFFT plan is not stream work: with the relaxed mode it
-    // does not invalidate a capture that another thread runs in global mode.
+    // Unloading a module or destroying a cuFFT plan is not stream work: in the relaxed mode it is
+    // not refused as a potentially unsafe call while another thread captures in global mode.
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     (void)cudaThreadExchangeStreamCaptureMode(&mode);
     int current = -1;

@@ -3,6 +3,7 @@
 #include "core/stream_workspace.hpp"
 
 #include <map>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -271,11 +272,14 @@ void forget_stream(cudaStream_t stream) noexcept {
     if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
     device_workspaces().for_each([&](int, DeviceWorkspaces& d) { d.default_workspace.forget(stream); });
     std::vector<std::shared_ptr<StreamWorkspace>> custom;
-    {
+    try {
         SharedWorkspaces& shared = shared_workspaces();
         std::lock_guard lock(shared.mutex);
         for (const auto& [key, weak] : shared.map)
             if (std::shared_ptr<StreamWorkspace> w = weak.lock()) custom.push_back(std::move(w));
+    } catch (const std::bad_alloc&) {
+        // The areas found so far are freed; the others go with their plans' last one, as for a
+        // stream made outside gpumath.
     }
     for (const std::shared_ptr<StreamWorkspace>& w : custom) w->forget(stream);
 }
