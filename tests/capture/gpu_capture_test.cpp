@@ -100,6 +100,16 @@ Data make_data(std::mt19937_64& rng) {
             test::random_vector<c32>(std::size_t(fft_n * fft_batch), rng)};
 }
 
+// The inputs on the device: A, B and the FFT's input.
+struct Inputs {
+    Tensor a, b, x;
+};
+
+Inputs upload(const Data& h, core::StreamRef stream) {
+    return {Tensor::from_host(h.a, {M, K}, stream), Tensor::from_host(h.b, {K, N}, stream),
+            Tensor::from_host(h.x, {fft_batch, fft_n}, stream)};
+}
+
 }  // namespace
 
 TEST(CaptureGpu, EveryEntryPointReplaysItsEagerResultBitwise) {
@@ -107,8 +117,8 @@ TEST(CaptureGpu, EveryEntryPointReplaysItsEagerResultBitwise) {
     auto rng = test::rng_for_test();
     const Data h = make_data(rng);
     core::Stream stream;
-    Tensor a = Tensor::from_host(h.a, {M, K}, stream), b = Tensor::from_host(h.b, {K, N}, stream);
-    Tensor x = Tensor::from_host(h.x, {fft_batch, fft_n}, stream);
+    Inputs in = upload(h, stream);
+    Tensor &a = in.a, &b = in.b, &x = in.x;
     Tensor d_eager = Tensor::empty(DataType::f32, {M, N}, stream),
            d_graph = Tensor::empty(DataType::f32, {M, N}, stream);
     Tensor d2_eager = Tensor::empty(DataType::f32, {M, N}, stream),
@@ -236,8 +246,8 @@ TEST(CaptureGpu, GraphsKeepTheCodeAndPlansTheyUseAlive) {
     auto rng = test::rng_for_test();
     const Data h = make_data(rng);
     core::Stream stream;
-    Tensor a = Tensor::from_host(h.a, {M, K}, stream), b = Tensor::from_host(h.b, {K, N}, stream);
-    Tensor x = Tensor::from_host(h.x, {fft_batch, fft_n}, stream);
+    Inputs in = upload(h, stream);
+    Tensor &a = in.a, &b = in.b, &x = in.x;
     Tensor d1 = Tensor::empty(DataType::f32, {M, N}, stream), d2 = Tensor::empty(DataType::f32, {M, N}, stream);
     std::vector<Tensor> y;
     for (int i = 0; i < 3; ++i) y.push_back(Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream));
@@ -306,8 +316,8 @@ TEST(CaptureGpu, ThousandCaptureCyclesDoNotGrowDeviceMemory) {
     auto rng = test::rng_for_test();
     const Data h = make_data(rng);
     core::Stream stream;
-    Tensor a = Tensor::from_host(h.a, {M, K}, stream), b = Tensor::from_host(h.b, {K, N}, stream);
-    Tensor x = Tensor::from_host(h.x, {fft_batch, fft_n}, stream);
+    Inputs in = upload(h, stream);
+    Tensor &a = in.a, &b = in.b, &x = in.x;
     Tensor d = Tensor::empty(DataType::f32, {M, N}, stream),
            y = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
     Matmul mm(a.view(), b.view());
@@ -347,8 +357,8 @@ TEST(CaptureGpu, WhatCannotRunInACaptureSaysSoAndLeavesTheCaptureIntact) {
     auto rng = test::rng_for_test();
     const Data h = make_data(rng);
     core::Stream stream;
-    Tensor a = Tensor::from_host(h.a, {M, K}, stream), b = Tensor::from_host(h.b, {K, N}, stream);
-    Tensor x = Tensor::from_host(h.x, {fft_batch, fft_n}, stream);
+    Inputs in = upload(h, stream);
+    Tensor &a = in.a, &b = in.b, &x = in.x;
     Tensor d = Tensor::empty(DataType::f32, {M, N}, stream),
            y = Tensor::empty(DataType::c32, {fft_batch, fft_n}, stream);
     stream.synchronize();
