@@ -28,8 +28,11 @@ bool has_broadcast_stride(const TensorLayout& l) {
 
 std::optional<LtMatrix> col_major(std::int64_t rows, std::int64_t cols, std::int64_t rs, std::int64_t cs) {
     if (rows > 1 && rs != 1) return std::nullopt;
-    // With one column the leading dimension addresses nothing; keep it generous and aligned.
-    const std::int64_t ld = cols > 1 ? cs : round_up(std::max<std::int64_t>(rows, 1), 16);
+    // With one column the leading dimension addresses nothing; keep it generous and aligned (rows
+    // itself where rounding up would pass int64).
+    const std::int64_t at_least = std::max<std::int64_t>(rows, 1);
+    constexpr std::int64_t last_aligned = std::numeric_limits<std::int64_t>::max() / 16 * 16;
+    const std::int64_t ld = cols > 1 ? cs : at_least > last_aligned ? at_least : round_up(at_least, 16);
     if (ld < std::max<std::int64_t>(rows, 1)) return std::nullopt;
     LtMatrix m;
     m.rows = std::uint64_t(rows);

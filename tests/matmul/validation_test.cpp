@@ -106,6 +106,22 @@ TEST(MatmulValidation, ResultPastInt64) {
         {"a, b:", "(1099511627776, 1099511627776)", "int64"});
 }
 
+TEST(MatmulValidation, OneColumnOfRowsNearInt64Max) {
+    // One column of 2^63 - 1 rows: the leading dimension made up for it (the rows rounded up to a
+    // multiple of 16) overflowed int64 (signed overflow; it wrapped negative, so the column read as
+    // no column-major matrix at all).
+    constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
+    const auto column = detail::col_major(big, 1, 1, big);
+    ASSERT_TRUE(column.has_value());
+    EXPECT_EQ(column->ld, big);
+    const auto aligned = detail::col_major(big - 15, 1, 1, big);
+    ASSERT_TRUE(aligned.has_value());
+    EXPECT_EQ(aligned->ld, big - 15);
+    // i8 a (1, K) with K = 2^63 - 1 reads a^T as such a column.
+    Matmul mm(TensorLayout(DataType::i8, {1, big}), TensorLayout(DataType::i8, {big, 1}));
+    EXPECT_EQ(mm.k(), big);
+}
+
 TEST(MatmulValidation, BatchNotOneStridedBatch) {
     // a's batch dimensions (2, 3) with strides that are not one sequence.
     expect_throw_with<NotSupported>(
