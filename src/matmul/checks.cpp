@@ -112,6 +112,22 @@ void check_fp8_operands(const MatmulSignature& sig, const ProblemShape& shape, b
                         slot_names[std::size_t(s)], sig.align[std::size_t(s)]);
 }
 
+void check_memory(const void* p, std::int64_t bytes, const char* name, const char* api) {
+    const auto lo = reinterpret_cast<std::uintptr_t>(p);
+    // The overlap checks take [lo, lo + bytes): it must not wrap past the end of the address space.
+    if (bytes > 0 && std::uintptr_t(bytes) > std::numeric_limits<std::uintptr_t>::max() - lo) [[unlikely]]
+        invalid(api,
+                "{}: its {} bytes from pointer {} run past the end of the address space; pass a pointer to memory "
+                "that holds them",
+                name, bytes, p);
+}
+
+void check_view_memory(const TensorView& v, const char* name, const char* api) {
+    if (v.data() == nullptr && v.size() != 0) [[unlikely]]
+        invalid(api, "{}: null data pointer for {} element(s) ({}); pass device memory", name, v.size(), to_string(v));
+    check_memory(v.data(), v.span_bytes(), name, api);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Per-call checks.
 
@@ -181,7 +197,9 @@ void check_scalar(const Scalar& s, const char* name, DataType input, const char*
                 s.imag, to_string(input), f32_max);
 }
 
+/// Also that the overlap checks can take the view's bytes (check_view_memory).
 void check_aligned(const TensorView& v, const char* name, const char* api) {
+    check_view_memory(v, name, api);
     const std::size_t elem = size_of(v.dtype());
     if (reinterpret_cast<std::uintptr_t>(v.data()) % elem != 0) [[unlikely]]
         invalid(api,
@@ -194,6 +212,7 @@ void check_aligned(const float* p, const char* name, const char* api) {
     if (reinterpret_cast<std::uintptr_t>(p) % alignof(float) != 0) [[unlikely]]
         invalid(api, "{}: pointer {} is not aligned to 4 bytes (one f32); pass a 16-byte aligned pointer", name,
                 static_cast<const void*>(p));
+    if (p != nullptr) check_memory(p, std::int64_t(sizeof(float)), name, api);
 }
 
 }  // namespace

@@ -40,6 +40,12 @@ inline ByteRange bytes_of(const float* p) { return bytes_of(p, std::int64_t(size
     return x.lo < y.hi && y.lo < x.hi && x.lo != x.hi && y.lo != y.hi;
 }
 
+/// InvalidArgument naming `name` when `v` has elements at a null pointer (a default TensorView: rank
+/// 0, one element) or addresses bytes past the end of the address space (its ByteRange would wrap).
+void check_view_memory(const TensorView& v, const char* name, const char* api);
+/// The same for `bytes` bytes at `p` (storage past a view's span, a per-tensor scale).
+void check_memory(const void* p, std::int64_t bytes, const char* name, const char* api);
+
 inline std::string shape_text(const TensorLayout& l) { return to_string(l.shape()); }
 inline std::string strides_text(const TensorLayout& l) { return to_string(l.strides()); }
 

@@ -209,6 +209,7 @@ void check_scales(const GroupedScales& scales, const GroupedShape& shape, const 
                     shape_text(*t), shape.groups);
         if (t->dtype() != DataType::f32)
             invalid(api, "scales.{}: dtype {}; scales are f32", name, to_string(t->dtype()));
+        check_view_memory(*t, fmt::format("scales.{}", name).c_str(), api);
         if (reinterpret_cast<std::uintptr_t>(t->data()) % sizeof(float) != 0)
             invalid(api, "scales.{}: data pointer {} is not aligned to the 4 bytes of an f32", name, t->data());
     };
@@ -369,6 +370,7 @@ void check_group_call(std::span<const TensorView> a, std::span<const TensorView>
         const MatmulArgs margs{.alpha = args.alpha};
         try {
             check_call(a[g], b[g], nullptr, margs, api);  // alignment and alpha; overlaps below
+            check_view_memory(d[g], "d", api);
         } catch (const InvalidArgument&) {
             rethrow_for_group(std::int64_t(g));
         }
@@ -380,6 +382,7 @@ void check_group_call(std::span<const TensorView> a, std::span<const TensorView>
         inputs.push_back(range_of(b[g], std::int64_t(g), "b"));
     }
     if (args.bias) {
+        check_view_memory(*args.bias, "bias", api);
         if (reinterpret_cast<std::uintptr_t>(args.bias->data()) % size_of(args.bias->dtype()) != 0)
             invalid(api, "bias: data pointer {} is not aligned to its element size", args.bias->data());
         inputs.push_back(range_of(*args.bias, -1, "bias"));
@@ -438,6 +441,7 @@ void check_device_sizes(const DeviceGroupSizes& sizes, const TensorView& d, cons
                 s.stride(0));
     if (reinterpret_cast<std::uintptr_t>(s.data()) % sizeof(std::int32_t) != 0)
         invalid(api, "group_sizes.sizes: data pointer {} is not aligned to the 4 bytes of an i32", s.data());
+    check_view_memory(s, "group_sizes.sizes", api);
     if (sizes.max_total_rows < 0)
         invalid(api,
                 "group_sizes.max_total_rows: not given ({}); device group sizes need a host-side upper bound on "

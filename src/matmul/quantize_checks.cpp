@@ -163,6 +163,7 @@ void check_scales(const TensorView& scales, ScaleMode mode, const TensorLayout& 
             "scales: {} is not the layout of {} scales for {} {}: expected {} (what fp8_scale_layout(ScaleMode::{}, "
             "{}) gives)",
             to_string(scales), to_string(mode), x_name, to_string(x.shape()), to_string(want), to_string(mode), x_name);
+    check_view_memory(scales, "scales", api);
     if (reinterpret_cast<std::uintptr_t>(scales.data()) % alignment != 0) {
         if (alignment == 16)
             invalid(api,
@@ -174,6 +175,7 @@ void check_scales(const TensorView& scales, ScaleMode mode, const TensorLayout& 
 }
 
 void check_element_aligned(const TensorView& v, const char* name, const char* api) {
+    check_view_memory(v, name, api);
     const std::size_t elem = size_of(v.dtype());
     if (reinterpret_cast<std::uintptr_t>(v.data()) % elem != 0)
         invalid(api,
@@ -245,9 +247,13 @@ QuantizeCall quantize_call(const TensorView& x, ScaleMode mode, const TensorView
     if (!dense_row_major(data))
         invalid(api, "data: strides {} are not dense row-major for shape {}; pass a contiguous FP8 tensor",
                 to_string(data.strides()), to_string(data.shape()));
+    check_view_memory(data, "data", api);
     check_scales(scales, mode, x, "x", mode == ScaleMode::tensor ? alignof(float) : 16, api);
     if (reinterpret_cast<std::uintptr_t>(amax) % alignof(float) != 0)
         invalid(api, "amax: pointer {} is not aligned to 4 bytes (one f32)", static_cast<const void*>(amax));
+    if (amax != nullptr) check_memory(amax, std::int64_t(sizeof(float)), "amax", api);
+    // The scales' storage (block_128x128's padding included) as the overlap checks take it.
+    check_memory(scales.data(), scale_storage(mode, c.geometry) * std::int64_t(sizeof(float)), "scales", api);
     check_no_overlaps(x, data, static_cast<const float*>(scales.data()), scale_storage(mode, c.geometry), amax, api);
     c.element = x.dtype();
     c.fp8 = data.dtype();

@@ -363,6 +363,46 @@ TEST(GroupedValidation, OutOfRangeEnums) {
     EXPECT_EQ(to_string(static_cast<GroupedBackend>(9)), "invalid GroupedBackend");
 }
 
+TEST(GroupedValidation, OperandsPastEndOfAddressSpace) {
+    // Memory that runs past the end of the address space: its byte range wrapped around to low
+    // addresses, so the overlap checks saw nothing and the call went on to the GPU.
+    const auto top = [](std::uintptr_t below) { return reinterpret_cast<void*>(~std::uintptr_t(0) - below + 1); };
+    const Groups g;
+    std::vector<TensorView> d = g.d;
+    d[2] = TensorView(top(16), bf16, {1, N});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, g.b, d); },
+                                       {"grouped_matmul", "group 2: d:", "32 bytes", "end of the address space"});
+    std::vector<TensorView> b = g.b;
+    b[1] = TensorView(top(16), bf16, {K, N});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(g.a, b, g.d); },
+                                       {"group 1: b:", "end of the address space"});
+    const Moe m;
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, TensorView(top(16), bf16, {5, N}), m.sizes);
+        },
+        {"d:", "160 bytes", "end of the address space"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d, m.sizes, {.bias = TensorView(top(16), bf16, {3, N})},
+                           {.epilog = Epilog::bias});
+        },
+        {"bias:", "end of the address space"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            grouped_matmul(m.a, m.b, m.d,
+                           DeviceGroupSizes{.sizes = TensorView(top(8), DataType::i32, {3}), .max_total_rows = 5});
+        },
+        {"group_sizes.sizes:", "end of the address space"});
+    const std::int64_t K8 = 16;
+    const std::vector<TensorView> a8{v(0, DataType::e4m3, {2, K8})};
+    const std::vector<TensorView> b8{v(2, DataType::e4m3, {K8, N}, {1, K8})};
+    const std::vector<TensorView> d8{v(4, bf16, {2, N})};
+    expect_throw_with<InvalidArgument>(
+        [&] { grouped_matmul(a8, b8, d8, {.scales = {.b = TensorView(top(4), f32, {1})}}); },
+        {"scales.b:", "end of the address space"});
+}
+
 TEST(GroupedValidation, OverlappingOutputs) {
     Groups g;
     g.d[2] = v(6, bf16, {1, N}, {}, 64);  // inside d[0]

@@ -343,6 +343,37 @@ TEST(QuantizeValidation, NullPointersOfNonEmptyTensors) {
     // memory.
     expect_throw_with<InvalidArgument>([&] { (void)TensorView(nullptr, e4m3, {256, 384}); }, {"null"});
     expect_throw_with<InvalidArgument>([&] { (void)TensorView(static_cast<float*>(nullptr), {256, 3}); }, {"null"});
+    // Except a default-constructed view: rank 0, one f32 element at a null pointer, which is the
+    // tensor mode's scale layout. It passed as the scales, and the kernels wrote (or read) the
+    // scale at address 0.
+    Call c(ScaleMode::tensor);
+    c.scales = TensorView{};
+    expect_throw_with<InvalidArgument>([&] { c.run(); }, {"quantize_fp8", "scales: null data pointer for 1 element"});
+    expect_throw_with<InvalidArgument>([&] { (void)dequantize_fp8(c.data, TensorView{}, ScaleMode::tensor); },
+                                       {"dequantize_fp8", "scales: null data pointer"});
+}
+
+TEST(QuantizeValidation, OperandsPastEndOfAddressSpace) {
+    // Memory that runs past the end of the address space: its byte range wrapped around to low
+    // addresses, so the overlap checks saw nothing and the call went on to the GPU.
+    const auto top = [](std::uintptr_t below) { return reinterpret_cast<void*>(~std::uintptr_t(0) - below + 1); };
+    Call c(ScaleMode::tensor);
+    c.data = TensorView(top(256), e4m3, {256, 384});
+    expect_throw_with<InvalidArgument>([&] { c.run(); }, {"data:", "98304 bytes", "end of the address space"});
+    c = Call(ScaleMode::tensor);
+    c.x = TensorView(top(256), bf16, {256, 384});
+    expect_throw_with<InvalidArgument>([&] { c.run(); }, {"x:", "end of the address space"});
+    c = Call(ScaleMode::tensor);
+    c.amax = static_cast<float*>(top(4));
+    expect_throw_with<InvalidArgument>([&] { c.run(); }, {"amax:", "end of the address space"});
+    // block_128x128 scales whose view fits but whose padded storage (what quantize_fp8 writes) does not.
+    Call p(ScaleMode::block_128x128);
+    p.x = v(0, bf16, {256, 128});
+    p.data = v(1, e4m3, {256, 128});
+    const TensorLayout scales = fp8_scale_layout(ScaleMode::block_128x128, p.x);  // (2, 1), rows of 4
+    ASSERT_EQ(scales.span_bytes(), 20);
+    p.scales = TensorView(top(32), scales);
+    expect_throw_with<InvalidArgument>([&] { p.run(); }, {"scales:", "32 bytes", "end of the address space"});
 }
 
 TEST(QuantizeValidation, MovedFromTensors) {

@@ -293,6 +293,28 @@ TEST(MatmulValidation, CPartlyOverlapsD) {
         {"c:", "overlaps d", "d itself"});
 }
 
+TEST(MatmulValidation, OperandsPastEndOfAddressSpace) {
+    // d's 4 KiB start 256 bytes below the end of the address space: its byte range wrapped around to
+    // [top, 0xf00), so the overlap checks missed a at 0x100 and the call went on to the GPU.
+    const auto top = [](std::uintptr_t below) { return reinterpret_cast<void*>(~std::uintptr_t(0) - below + 1); };
+    const TensorView a(reinterpret_cast<void*>(0x100), f32, {8, 4});
+    const TensorView b = v(1, f32, {4, 128});
+    const TensorView d(top(256), f32, {8, 128});
+    expect_throw_with<InvalidArgument>([&] { matmul(a, b, d); },
+                                       {"matmul", "d:", "4096 bytes", "end of the address space"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)matmul(TensorView(top(64), f32, {8, 4}), b);
+        },
+        {"matmul", "a:", "128 bytes", "end of the address space"});
+    // A per-tensor scale in the last 4 bytes: its range [top - 4, 0) held nothing.
+    const TensorView a8 = v(0, DataType::e4m3, {16, 16}), b8 = v(1, DataType::e4m3, {16, 16});
+    const TensorView d8 = v(2, bf16, {16, 16});
+    expect_throw_with<InvalidArgument>(
+        [&] { matmul(a8, b8, d8, {.scales = {.a = static_cast<const float*>(top(4))}}); },
+        {"scales.a:", "end of the address space"});
+}
+
 TEST(MatmulValidation, BiasOverlapsD) {
     Problem p;
     expect_throw_with<InvalidArgument>(
