@@ -129,7 +129,8 @@ public:
         BackendChoiceKey key = choice_key(shape_, options_);
         if (backend_ == GroupedBackend::automatic && !batched) {
             bool launched = false;
-            kernel = automatic_kernel_step(a, b, d, sizes, args, shape_, options_, &matmul_current_device, choices_,
+            // Without a device there is no candidate: run() reports bad input first, then that.
+            kernel = automatic_kernel_step(a, b, d, sizes, args, shape_, options_, &current_device_or_none, choices_,
                                            key, stream, launched, api);
             if (launched) return;
         }
@@ -237,7 +238,7 @@ private:
     void run(std::vector<GroupOperands>& groups, const GroupedMatmulArgs& args, core::StreamRef stream, const char* api,
              const HostKernelCall* kernel, const BackendChoiceKey& key) {
         if (groups.empty() && !args.scales.amax_d) return;
-        const int device = matmul_current_device();
+        const int device = grouped_device(groups, options_, args.alpha, api);
         const auto plans = group_plans(groups, args.alpha, [&](const MatmulCall& call) {
             return plans_.get_or_create(make_key(call, options_, -1),
                                         [&] { return make_group_plan(call, options_, device, 0, api); });

@@ -184,6 +184,14 @@ template <class Lookup>
     return plans;
 }
 
+/// The current device for the products of `groups`; without one, bad input of any group is reported
+/// first (InvalidArgument or NotSupported naming the group, as matmul() reports it), then CudaError.
+[[nodiscard]] int grouped_device(std::span<const GroupOperands> groups, const MatmulOptions& options,
+                                 const Scalar& alpha, const char* api);
+
+/// The current device, or -1 without one (its error cleared; grouped_device reports it).
+[[nodiscard]] int current_device_or_none();
+
 /// A plan for `call` under `options` on `device`, made for `sm_count_target` SMs (0: the whole
 /// device; MatmulProblem::sm_count_target), logged at debug level.
 [[nodiscard]] std::shared_ptr<MatmulPlan> make_group_plan(const MatmulCall& call, const MatmulOptions& options,

@@ -10,30 +10,6 @@
 namespace gpumath {
 namespace {
 
-/// The current device; without one, bad input of any group is reported first (as matmul() does).
-int device_for(const std::vector<detail::GroupOperands>& groups, const MatmulOptions& options, const Scalar& alpha,
-               const char* api) {
-    int device = 0;
-    if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]] {
-        (void)cudaGetLastError();
-        for (const detail::GroupOperands& g : groups) {
-            const MatmulArgs args{.alpha = alpha, .bias = g.bias, .scales = g.scales};
-            (void)detail::analyze_group(detail::MatmulSignature::of(detail::call_of(g.a, g.b, &g.d, args)), options,
-                                        g.group, api);
-        }
-        detail::throw_cuda(status, "cudaGetDevice", "finding the current device for a grouped matmul");
-    }
-    return device;
-}
-
-/// The current device, or -1 without one (its error cleared; run_stateless reports it).
-int current_device_or_none() {
-    int device = 0;
-    if (cudaGetDevice(&device) == cudaSuccess) return device;
-    (void)cudaGetLastError();
-    return -1;
-}
-
 /// The plans of stateless calls' streams_partitioned products (never destroyed: used until exit).
 detail::LruCache<detail::MatmulKey, detail::MatmulPlan, detail::MatmulKeyHash>& partitioned_cache() {
     static auto* cache = new detail::LruCache<detail::MatmulKey, detail::MatmulPlan, detail::MatmulKeyHash>(512);
@@ -50,7 +26,7 @@ void run_stateless(std::vector<detail::GroupOperands>& groups, const detail::Gro
                    const GroupedMatmulArgs& args, const MatmulOptions& options, core::StreamRef stream,
                    const detail::HostKernelCall* kernel, const detail::BackendChoiceKey& key, const char* api) {
     if (groups.empty() && !args.scales.amax_d) return;  // amax_d gets 0 for every group even then
-    const int device = device_for(groups, options, args.alpha, api);
+    const int device = detail::grouped_device(groups, options, args.alpha, api);
     const auto plans = detail::group_plans(groups, args.alpha, [&](const detail::MatmulCall& call) {
         return detail::cached_plan(call, options, device, api);
     });
@@ -95,8 +71,9 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
         // Without a current device there is no candidate: run_stateless reports that after any bad
         // input.
         bool launched = false;
-        kernel = detail::automatic_kernel_step(a, b, d, group_sizes, args, shape, options, &current_device_or_none,
-                                               stateless_choices(), key, stream, launched, api);
+        kernel =
+            detail::automatic_kernel_step(a, b, d, group_sizes, args, shape, options, &detail::current_device_or_none,
+                                          stateless_choices(), key, stream, launched, api);
         if (launched) return;
         detail::groups_of(a, b, d, group_sizes, args, groups);
     }

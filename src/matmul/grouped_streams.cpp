@@ -203,6 +203,27 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
     }
 }
 
+int grouped_device(std::span<const GroupOperands> groups, const MatmulOptions& options, const Scalar& alpha,
+                   const char* api) {
+    int device = 0;
+    if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) [[unlikely]] {
+        (void)cudaGetLastError();
+        for (const GroupOperands& g : groups) {
+            const MatmulArgs args{.alpha = alpha, .bias = g.bias, .scales = g.scales};
+            (void)analyze_group(MatmulSignature::of(call_of(g.a, g.b, &g.d, args)), options, g.group, api);
+        }
+        throw_cuda(status, "cudaGetDevice", "finding the current device for a grouped matmul");
+    }
+    return device;
+}
+
+int current_device_or_none() {
+    int device = 0;
+    if (cudaGetDevice(&device) == cudaSuccess) return device;
+    (void)cudaGetLastError();
+    return -1;
+}
+
 std::shared_ptr<MatmulPlan> make_group_plan(const MatmulCall& call, const MatmulOptions& options, int device,
                                             int sm_count_target, const char* api) {
     MatmulProblem P = analyze(MatmulSignature::of(call), options, api);

@@ -999,6 +999,27 @@ TEST(GroupedKernel, HopperKernelTakesAlignedContiguousOperandsOnly) {
     none(p);
 }
 
+TEST(GroupedValidation, ExecuteReportsBadGroupsBeforeTheDevice) {
+    // What only a group's own analysis rejects (d's strides, the bias's dtype) is reported by
+    // GroupedMatmul::execute as by grouped_matmul, on any machine: execute asked for the device
+    // first, and without one threw CudaError for bad input.
+    const Groups g;
+    const auto al = g.a_layouts(), bl = g.b_layouts();
+    GroupedMatmul list(al, bl);
+    std::vector<TensorView> d = g.d;
+    d[0] = v(6, bf16, {4, N}, {1, 2});
+    expect_throw_with<NotSupported>([&] { list.execute(g.a, g.b, d); },
+                                    {"GroupedMatmul::execute", "group 0: d:", "no unit stride"});
+    expect_throw_with<NotSupported>([&] { grouped_matmul(g.a, g.b, d); }, {"grouped_matmul", "group 0: d:"});
+    const Moe m;
+    GroupedMatmul moe(m.a, m.b, m.sizes, {.epilog = Epilog::bias});
+    const GroupedMatmulArgs args{.bias = v(5, f32, {3, N})};
+    expect_throw_with<InvalidArgument>([&] { moe.execute(m.a, m.b, m.d, m.sizes, args); },
+                                       {"GroupedMatmul::execute", "group 0: bias:", "dtype f32"});
+    expect_throw_with<InvalidArgument>([&] { grouped_matmul(m.a, m.b, m.d, m.sizes, args, {.epilog = Epilog::bias}); },
+                                       {"group 0: bias:", "f32"});
+}
+
 TEST(GroupedValidation, MovedFrom) {
     const Moe m;
     GroupedMatmul mm(m.a, m.b, m.sizes);
