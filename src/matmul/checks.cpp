@@ -246,6 +246,8 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
     // other operand either way.
     if (args.aux) check_output_alone(*args.aux, "aux", a, b, args, api);
     if (args.bias_grad) check_output_alone(*args.bias_grad, "bias_grad", a, b, args, api);
+    if (args.aux && args.bias_grad && overlap(*args.aux, *args.bias_grad))
+        invalid(api, "bias_grad: its memory overlaps aux's; pass separate memory");
     check_scales_apart(a, b, d, args, api);
     if (d == nullptr) return;
     if (overlap(*d, a)) invalid(api, "d: its memory overlaps a's; an output must not alias an input");
@@ -273,8 +275,6 @@ void check_call(const TensorView& a, const TensorView& b, const TensorView* d, c
         invalid(api, "scales.b_tensor: its memory overlaps d's; pass separate memory");
     if (args.bias_grad && overlap(*d, *args.bias_grad))
         invalid(api, "bias_grad: its memory overlaps d's; pass separate memory");
-    if (args.aux && args.bias_grad && overlap(*args.aux, *args.bias_grad))
-        invalid(api, "bias_grad: its memory overlaps aux's; pass separate memory");
 }
 
 bool f16_scale_type(DataType input, const MatmulOptions& options) noexcept {

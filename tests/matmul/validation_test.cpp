@@ -324,6 +324,26 @@ TEST(MatmulValidation, BiasOverlapsD) {
 
 // ---- epilog inputs and outputs ------------------------------------------------------------------
 
+TEST(MatmulValidation, BiasGradOverlapsAuxWithoutD) {
+    // dgelu_bgrad reads aux while it writes bias_grad. The allocating calls (no d view) skipped the
+    // check that keeps them apart and went on to the GPU.
+    const TensorView a = v(0, f32, {8, 4}), b = v(1, f32, {4, 6});
+    const TensorView aux = v(3, f32, {8, 6}, {8, 1});
+    const TensorView bias_grad = v(3, f32, {6}, {}, 16);  // inside aux's first row
+    const MatmulArgs args{.aux = aux, .bias_grad = bias_grad};
+    const MatmulOptions options{.epilog = Epilog::dgelu_bgrad};
+    expect_throw_with<InvalidArgument>([&] { (void)matmul(a, b, args, options); },
+                                       {"matmul", "bias_grad: its memory overlaps aux's"});
+    Matmul mm(a, b, options);
+    expect_throw_with<InvalidArgument>([&] { (void)mm.execute(a, b, args); },
+                                       {"Matmul::execute", "bias_grad: its memory overlaps aux's"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            matmul(a, b, v(2, f32, {8, 6}), args, options);
+        },
+        {"matmul", "bias_grad: its memory overlaps aux's"});
+}
+
 TEST(MatmulValidation, BiasWithoutBiasEpilog) {
     Problem p;
     expect_throw_with<InvalidArgument>([&] { matmul(p.a, p.b, p.d, {.bias = v(3, f32, {6})}); },
