@@ -7,6 +7,7 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -365,7 +366,9 @@ GroupedCallClass call_class(std::span<const GroupOperands> groups) {
     c.products = std::int64_t(groups.size());
     std::int64_t total = 0, largest = 0;
     for (const GroupOperands& g : groups) {
-        total += g.d.shape(-2);
+        // The per-group form's rows may sum past int64 (each group's own layouts bound only its
+        // own): saturate, which keeps the mean's power of two.
+        if (__builtin_add_overflow(total, g.d.shape(-2), &total)) total = std::numeric_limits<std::int64_t>::max();
         largest = std::max(largest, g.d.shape(-2));
     }
     c.max_rows_log2 = log2_ceil(largest);

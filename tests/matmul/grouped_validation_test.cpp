@@ -800,6 +800,18 @@ TEST(GroupedValidation, CallClassFromSizesMatchesTheProducts) {
     EXPECT_EQ(detail::call_class(std::span<const std::int64_t>(empty)).products, 0);
 }
 
+TEST(GroupedValidation, CallClassOfRowsSummingPastInt64) {
+    // Per-group views bound only their own rows: three groups of 2^62 - 1 rows summed past int64
+    // (signed overflow; the total wrapped negative and the mean read as 2^0 rows).
+    constexpr std::int64_t rows = (std::int64_t(1) << 62) - 1;
+    std::vector<detail::GroupOperands> groups(3);
+    for (int g = 0; g < 3; ++g) groups[std::size_t(g)].d = v(g, bf16, {rows, 1});
+    const detail::GroupedCallClass c = detail::call_class(std::span<const detail::GroupOperands>(groups));
+    EXPECT_EQ(c.products, 3);
+    EXPECT_EQ(c.max_rows_log2, 62);
+    EXPECT_EQ(c.mean_rows_log2, 62);
+}
+
 TEST(GroupedKernel, HostSizesVariantsCompileWithNvrtc) {
     // The kernels that take the host's sizes in their parameters (the kernel backend): portable and
     // Hopper, distinct programs from the device-sizes ones.
