@@ -79,14 +79,15 @@ QuantizeGeometry geometry_of(const TensorLayout& x, ScaleMode mode, const char* 
     if (inner >= 0) {
         g.batch_stride = x.stride(inner);
         std::int64_t expected = g.batch_stride;
+        bool past = false;  // expected is past int64 (one-byte data): no outer dimension can continue
         for (int i = inner; i >= 0; --i) {
-            if (x.shape(i) != 1 && x.stride(i) != expected)
+            if (x.shape(i) != 1 && (past || x.stride(i) != expected))
                 invalid(api,
                         "{}: its batch dimensions ({}) are not one strided sequence (each batch stride must be the "
                         "next one's times that one's extent); pass a tensor whose leading dimensions are dense over "
                         "each other (a contiguous copy), or quantize each batch on its own",
                         name, to_string(x));
-            expected *= x.shape(i);
+            past = past || __builtin_mul_overflow(expected, x.shape(i), &expected);
         }
     }
     return g;

@@ -157,6 +157,22 @@ TEST(QuantizeValidation, DequantizeBlockCountNearInt64Max) {
     else expect_throw_with<CudaError>(call, {"no CUDA driver/device"});
 }
 
+TEST(QuantizeValidation, DequantizeBatchStrideNearInt64Max) {
+    // FP8 data (2, 1, 1) whose batch stride is 3 * 2^61 bytes: the geometry's next outer stride,
+    // 2 * 3 * 2^61, overflowed int64 (signed overflow) before the scales were checked.
+    const std::int64_t stride = std::int64_t(3) << 61;
+    const TensorView data = v(1, e4m3, {2, 1, 1}, {stride, 1, 1});
+    const TensorView wrong_scales = v(2, f32, {2});
+    expect_throw_with<InvalidArgument>([&] { (void)dequantize_fp8(data, wrong_scales, ScaleMode::tensor); },
+                                       {"dequantize_fp8", "scales:"});
+    // Batch dimensions past the overflow are still checked against it.
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)dequantize_fp8(v(1, e4m3, {2, 2, 1, 1}, {1, stride, 1, 1}), v(2, f32, {}), ScaleMode::tensor);
+        },
+        {"dequantize_fp8", "data:", "not one strided sequence"});
+}
+
 // ---- quantize_fp8 with outputs --------------------------------------------------------------------
 
 TEST(QuantizeValidation, ValidCallsReachTheDevice) {
