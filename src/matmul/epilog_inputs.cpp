@@ -21,6 +21,15 @@ std::int64_t aux_product(std::int64_t a, std::int64_t b, const char* what, const
     return p;
 }
 
+/// The aux gpumath allocates: dense (*batch, rows, cols) of `t`; NotSupported naming aux, as
+/// aux_product, where its bytes do not fit in int64 (its layout would be refused).
+TensorLayout aux_storage_of(DataType t, const BatchShape& full, std::int64_t rows, std::int64_t cols, const char* api) {
+    std::int64_t bytes =
+        aux_product(aux_product(rows, cols, "matrix size", api), std::int64_t(size_of(t)), "matrix size in bytes", api);
+    for (int i = 0; i < full.rank; ++i) bytes = aux_product(bytes, full.dims[std::size_t(i)], "size in bytes", api);
+    return dense(t, full, rows, cols);
+}
+
 BiasShape bias_shape_of(const TensorLayout& l, std::int64_t m, std::int64_t n) {
     BiasShape s;
     if (l.rank() == 1) {
@@ -135,7 +144,7 @@ void aux_input(const MatmulSignature& sig, const TensorLayout& d, MatmulProblem&
     in.aux = epilog_aux_is_relu_mask(epilog) ? AuxKind::relu_mask : AuxKind::gelu;
     if (in.aux == AuxKind::gelu) {
         const std::int64_t ld = round_up(r, 8);
-        in.aux_storage = dense(P.types.aux, full, cdim, ld);
+        in.aux_storage = aux_storage_of(P.types.aux, full, cdim, ld, P.api);
         in.aux_view = P.lt.swap ? strided(P.types.aux, full, M, N, ld, 1, ld * cdim)
                                 : strided(P.types.aux, full, M, N, 1, ld, ld * cdim);
         P.lt.aux_ld = ld;
@@ -143,7 +152,7 @@ void aux_input(const MatmulSignature& sig, const TensorLayout& d, MatmulProblem&
         if (sig.aux) gelu_aux_given(*sig.aux, d, P);
     } else {
         const std::int64_t bytes = round_up((r + 7) / 8, 16);
-        in.aux_storage = dense(DataType::i8, full, cdim, bytes);
+        in.aux_storage = aux_storage_of(DataType::i8, full, cdim, bytes, P.api);
         in.aux_view = in.aux_storage;
         P.lt.aux_ld = aux_product(bytes, 8, "row stride in bits", P.api);
         P.lt.aux_batch_stride =

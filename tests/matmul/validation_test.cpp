@@ -457,6 +457,28 @@ TEST(MatmulValidation, ReluMaskPastInt64Bits) {
     expect_throw_with<NotSupported>([&] { matmul(a, b, d, {}, {.epilog = Epilog::relu_aux}); }, {"aux:", "int64"});
 }
 
+TEST(MatmulValidation, AuxStoragePastInt64) {
+    // D (2^61, 1) f16 spans 2^62 bytes; the aux gpumath allocates for it pads each row of D to 16
+    // mask bytes or 8 GELU elements: past int64 bytes. Its layout was refused as
+    // "TensorLayout: shape: (2305843009213693952, 16) has more elements than fit in int64", naming
+    // neither aux nor a remedy.
+    constexpr std::int64_t m = std::int64_t(1) << 61;
+    for (Epilog e : {Epilog::relu_aux, Epilog::gelu_aux, Epilog::relu_aux_bias, Epilog::gelu_aux_bias}) {
+        SCOPED_TRACE(std::string(to_string(e)));
+        expect_throw_with<NotSupported>(
+            [&] {
+                Matmul mm(TensorLayout(f16, {m, 1}), TensorLayout(f16, {1, 1}), {.epilog = e});
+            },
+            {"Matmul", "aux:", "does not fit in int64", "split the product"});
+    }
+    // Batched: each matrix's aux fits, all of them do not.
+    expect_throw_with<NotSupported>(
+        [&] {
+            Matmul mm(TensorLayout(f16, {16, m / 16, 1}), TensorLayout(f16, {1, 1}), {.epilog = Epilog::gelu_aux});
+        },
+        {"aux:", "size in bytes", "does not fit in int64"});
+}
+
 TEST(MatmulValidation, GeluAuxLayout) {
     Problem p;
     // Leading dimension 6 is not a multiple of 8.
