@@ -201,7 +201,15 @@ void check_scale_mode(ScaleMode mode, const char* api) {
 TensorLayout quantize_scale_layout(ScaleMode mode, const TensorLayout& x, const char* name, const char* api) {
     check_rank(mode, x, name, api);
     if (mode == ScaleMode::tensor) return scale_layout(mode, {}, 1, 1);
-    return scale_layout(mode, x.shape().first(std::size_t(x.rank() - 2)), x.shape(-2), x.shape(-1));
+    try {
+        return scale_layout(mode, x.shape().first(std::size_t(x.rank() - 2)), x.shape(-2), x.shape(-1));
+    } catch (const InvalidArgument&) {
+        // The only way a layout of these scales is refused: it needs more bytes than fit in int64.
+        invalid(api,
+                "{}: shape {} needs {} scales of more bytes than fit in int64 (f32 per row or block, padding "
+                "included); split the tensor into parts",
+                name, to_string(x.shape()), to_string(mode));
+    }
 }
 
 TensorLayout scale_storage_layout(ScaleMode mode, const TensorLayout& x) {

@@ -157,6 +157,27 @@ TEST(QuantizeValidation, DequantizeBlockCountNearInt64Max) {
     else expect_throw_with<CudaError>(call, {"no CUDA driver/device"});
 }
 
+TEST(QuantizeValidation, ScalesPastInt64NameTheTensor) {
+    // FP8 data (2^63 - 1, 1) has one-byte elements, its outer_vector or block_1x128 scales one f32
+    // per row: past int64 bytes. dequantize_fp8 (which has no grid to check first) and
+    // fp8_scale_layout threw "TensorLayout: shape: (9223372036854775807,) of f32 needs more bytes
+    // than fit in int64", naming neither the tensor nor its scales.
+    const TensorView data = v(1, e4m3, {INT64_MAX, 1});
+    for (ScaleMode m : {ScaleMode::outer_vector, ScaleMode::block_1x128}) {
+        SCOPED_TRACE(std::string(to_string(m)));
+        expect_throw_with<InvalidArgument>([&] { (void)dequantize_fp8(data, v(2, f32, {}), m); },
+                                           {"dequantize_fp8", "data:", "(9223372036854775807, 1)", "int64"});
+        expect_throw_with<InvalidArgument>([&] { (void)fp8_scale_layout(m, data); },
+                                           {"fp8_scale_layout", "x:", "scales", "int64"});
+    }
+    // An empty tensor's scales too (a scale per row of no columns).
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)fp8_scale_layout(ScaleMode::outer_vector, TensorLayout(e4m3, {INT64_MAX, 0}));
+        },
+        {"fp8_scale_layout", "x:", "int64"});
+}
+
 TEST(QuantizeValidation, DequantizeBatchStrideNearInt64Max) {
     // FP8 data (2, 1, 1) whose batch stride is 3 * 2^61 bytes: the geometry's next outer stride,
     // 2 * 3 * 2^61, overflowed int64 (signed overflow) before the scales were checked.
