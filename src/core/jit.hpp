@@ -116,8 +116,10 @@ inline constexpr std::uint64_t max_code_file_bytes = std::uint64_t(1) << 32;
 /// file is opened non-blocking (and, unless `follow_symlinks`, not through a symbolic link) and
 /// checked with fstat on the open descriptor, so a FIFO, socket, device or directory at `path`
 /// is reported as `not_regular` instead of hanging or failing in the middle of a read. A file of
-/// more than `max_code_file_bytes` is `too_large` and not read.
-[[nodiscard]] FileStatus read_regular_file(const std::filesystem::path& path, std::string& out, bool follow_symlinks);
+/// more than `max_bytes` is `too_large`: by its size, or, for files whose size says nothing (those
+/// of /proc), once that much was read.
+[[nodiscard]] FileStatus read_regular_file(const std::filesystem::path& path, std::string& out, bool follow_symlinks,
+                                           std::uint64_t max_bytes = max_code_file_bytes);
 
 /// What `write_regular_file` did.
 enum class WriteStatus { ok, not_regular, failed };

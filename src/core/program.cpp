@@ -528,7 +528,7 @@ Digest compile_key(const CompileJob& job) {
     return h.finish();
 }
 
-FileStatus read_regular_file(const fs::path& path, std::string& out, bool follow_symlinks) {
+FileStatus read_regular_file(const fs::path& path, std::string& out, bool follow_symlinks, std::uint64_t max_bytes) {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. The type
     // is checked on the descriptor itself, so nothing can swap the file between check and read.
     int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
@@ -543,7 +543,7 @@ FileStatus read_regular_file(const fs::path& path, std::string& out, bool follow
     struct stat st {};
     if (::fstat(fd, &st) != 0) return FileStatus::unreadable;
     if (!S_ISREG(st.st_mode)) return FileStatus::not_regular;
-    if (std::uint64_t(st.st_size) > max_code_file_bytes) return FileStatus::too_large;
+    if (std::uint64_t(st.st_size) > max_bytes) return FileStatus::too_large;
     out.clear();
     out.reserve(std::size_t(st.st_size));
     char buffer[1 << 16];
@@ -554,6 +554,8 @@ FileStatus read_regular_file(const fs::path& path, std::string& out, bool follow
             if (errno == EINTR) continue;
             return FileStatus::unreadable;
         }
+        // The size fstat gives is not a bound: files of /proc report 0 and may be far larger.
+        if (out.size() + std::size_t(n) > max_bytes) return FileStatus::too_large;
         out.append(buffer, std::size_t(n));
     }
     return FileStatus::ok;

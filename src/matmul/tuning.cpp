@@ -9,18 +9,23 @@
 #include "matmul/tuning.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <system_error>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
+#include "core/jit.hpp"
 #include "detail/log.hpp"
 #include "detail/status.hpp"
 #include <gpumath/error.hpp>
@@ -187,24 +192,30 @@ void autotune_plan(MatmulPlan& plan, const TensorView& a, const TensorView& b, c
 
 namespace {
 
-/// True when `path` is a regular file, false when nothing is there; InvalidArgument for anything
-/// else (opening a FIFO blocks until a writer appears, a directory reads as nothing).
-bool tuning_file_exists(const std::string& path, const char* api) {
-    std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    if (status.type() == std::filesystem::file_type::not_found) return false;
-    if (ec || status.type() != std::filesystem::file_type::regular)
-        throw_invalid(fmt::format("path: {} is not a regular file; pass the path of a tuning file written by "
-                                  "save_tuning (or a new path)",
-                                  path),
-                      api);
-    const std::uintmax_t size = std::filesystem::file_size(path, ec);
-    if (!ec && size > max_tuning_file_bytes)
-        throw_invalid(fmt::format("path: {} holds {} bytes, more than the {} MiB a tuning file may hold; start a "
-                                  "new tuning file",
-                                  path, size, max_tuning_file_bytes >> 20),
-                      api);
-    return true;
+/// The whole tuning file at `path`, or nullopt when nothing is there. InvalidArgument for anything
+/// but a regular file of at most max_tuning_file_bytes (opening a FIFO would block until a writer
+/// appears, a directory reads as nothing, and a file of /proc may report size 0 and never end),
+/// or one that cannot be read.
+std::optional<std::string> read_tuning_file(const std::string& path, const char* api) {
+    std::string text;
+    switch (read_regular_file(path, text, /*follow_symlinks=*/true, max_tuning_file_bytes)) {
+        case FileStatus::ok:
+            return text;
+        case FileStatus::missing:
+            return std::nullopt;
+        case FileStatus::not_regular:
+            throw_invalid(fmt::format("path: {} is not a regular file; pass the path of a tuning file written by "
+                                      "save_tuning (or a new path)",
+                                      path),
+                          api);
+        case FileStatus::unreadable:
+            throw_invalid(fmt::format("path: cannot read {}: {}", path, std::strerror(errno)), api);
+        case FileStatus::too_large:
+            break;
+    }
+    throw_invalid(fmt::format("path: {} holds more than the {} MiB a tuning file may hold; start a new tuning file",
+                              path, max_tuning_file_bytes >> 20),
+                  api);
 }
 
 TuningHost host_of(int device) {
@@ -219,8 +230,8 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
     const std::string key = key_to_text(plan.key());
 
     std::vector<std::string> lines;
-    if (tuning_file_exists(path, "Matmul::save_tuning")) {
-        std::ifstream in(path);
+    if (const std::optional<std::string> text = read_tuning_file(path, "Matmul::save_tuning")) {
+        std::istringstream in(*text);
         std::string line;
         while (std::getline(in, line)) {
             if (line.empty() || line[0] == '#') continue;
@@ -240,20 +251,26 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
                                   "a new tuning file",
                                   path, bytes, max_tuning_file_bytes >> 20),
                       "Matmul::save_tuning");
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        if (!out) throw Error(fmt::format("Matmul::save_tuning: cannot write {}", tmp), errno, "Matmul::save_tuning");
-        out << file_header << '\n';
-        for (const auto& l : lines) out << l << '\n';
-        if (!out.flush())
-            throw Error(fmt::format("Matmul::save_tuning: writing {} failed", tmp), errno, "Matmul::save_tuning");
+    std::string text = std::string(file_header) + '\n';
+    for (const auto& l : lines) text += l + '\n';
+    // A new file of a name no one else uses: whatever sits at a fixed temporary name (a FIFO
+    // waiting for a reader, a link, another process's half-written file) is never written through.
+    static std::atomic<std::uint64_t> counter{0};
+    const std::string tmp = fmt::format("{}.{}.{}.tmp", path, ::getpid(), counter.fetch_add(1));
+    int error = 0;
+    if (write_regular_file(tmp, text, /*exclusive=*/true, error) != WriteStatus::ok) {
+        if (error != EEXIST && error != ELOOP) (void)std::remove(tmp.c_str());
+        throw Error(fmt::format("Matmul::save_tuning: cannot write {}: {}", tmp,
+                                error != 0 ? std::strerror(error) : "not a regular file"),
+                    error, "Matmul::save_tuning");
     }
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
-    if (ec)
+    if (ec) {
+        (void)std::remove(tmp.c_str());
         throw Error(fmt::format("Matmul::save_tuning: cannot replace {}: {}", path, ec.message()), ec.value(),
                     "Matmul::save_tuning");
+    }
 }
 
 TuningText parse_tuning_text(std::istream& in, const TuningHost& host) {
@@ -277,15 +294,15 @@ TuningText parse_tuning_text(std::istream& in, const TuningHost& host) {
 }
 
 std::vector<TuningEntry> read_tuning_entries(const std::string& path, const char* api) {
-    if (!tuning_file_exists(path, api)) return {};  // nothing saved yet
-    std::ifstream in(path);
-    if (!in) return {};
+    const std::optional<std::string> text = read_tuning_file(path, api);
+    if (!text) return {};  // nothing saved yet
+    std::istringstream in(*text);
     const TuningHost host = host_of(matmul_current_device());
-    TuningText text = parse_tuning_text(in, host);
+    TuningText parsed = parse_tuning_text(in, host);
     detail::log(LogLevel::debug,
                 "matmul tuning file {}: {} entries for this GPU and cuBLASLt {}, {} stale, {} malformed", path,
-                text.entries.size(), host.version, text.stale, text.malformed);
-    return std::move(text.entries);
+                parsed.entries.size(), host.version, parsed.stale, parsed.malformed);
+    return std::move(parsed.entries);
 }
 
 }  // namespace gpumath::detail

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <fstream>
 #include <sstream>
@@ -183,6 +184,25 @@ TEST(MatmulPlans, AutotuneSaveAndLoadRoundTrip) {
                                                           {"Matmul::save_tuning", "64 MiB", "new tuning file"});
         EXPECT_EQ(std::filesystem::file_size(path), before) << "left as it was";
         EXPECT_FALSE(mm.load_tuning(path));  // still readable: nothing for this GPU
+    }
+    {
+        // A FIFO at the old fixed temporary name neither blocks save_tuning nor is written through;
+        // saving leaves no temporary file behind.
+        std::filesystem::remove(path);
+        const std::string fifo = path + ".tmp";
+        (void)std::remove(fifo.c_str());
+        ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+        Matmul mm(da.view, db.view, {.compute_type = ComputeType::f32_fast_tf32});
+        mm.plan();
+        mm.save_tuning(path);
+        EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+        std::size_t files = 0;
+        for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+            files += e.path().string().rfind(path, 0) == 0 ? 1 : 0;
+        EXPECT_EQ(files, 2u) << "the tuning file and the FIFO, no temporary file";
+        Matmul again(da.view, db.view, {.compute_type = ComputeType::f32_fast_tf32});
+        EXPECT_TRUE(again.load_tuning(path));
+        (void)std::remove(fifo.c_str());
     }
     EXPECT_FALSE(Matmul(da.view, db.view).load_tuning(path + ".missing"));
     std::filesystem::remove(path);

@@ -898,6 +898,10 @@ TEST(MatmulValidation, TuningFilesThatAreNotThere) {
     std::filesystem::resize_file(huge, (std::uintmax_t(64) << 20) + 1);
     expect_throw_with<InvalidArgument>([&] { (void)mm.load_tuning(huge); }, {"path:", huge, "64 MiB"});
     (void)std::remove(huge.c_str());
+    // A file of /proc reports size 0 and may not end for gigabytes: reading stops at 64 MiB.
+    const std::string pagemap = "/proc/self/pagemap";
+    if (std::ifstream(pagemap).good())
+        expect_throw_with<InvalidArgument>([&] { (void)mm.load_tuning(pagemap); }, {"path:", pagemap, "64 MiB"});
 }
 
 // ---- what a valid problem reports without a GPU ----------------------------------------------------
