@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/driver_api.hpp"
 #include "detail/log.hpp"
 #include "detail/status.hpp"
 
@@ -137,6 +138,14 @@ void hold_for_graph(cudaGraph_t graph, unsigned long long capture, const std::sh
 }
 
 CaptureTarget capture_target(core::StreamRef stream) noexcept {
+    // The driver's own query is the cheap one (it runs on every launch); the runtime's names the
+    // graph, and runs only for a capturing stream.
+    static const DriverApi* const d = driver_if_available();
+    if (CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+        d != nullptr && d->cuStreamIsCapturing != nullptr &&
+        d->cuStreamIsCapturing(reinterpret_cast<CUstream>(stream.handle()), &capturing) == CUDA_SUCCESS &&
+        capturing != CU_STREAM_CAPTURE_STATUS_ACTIVE) [[likely]]
+        return {};
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     CaptureTarget t;
     cudaGraph_t graph = nullptr;

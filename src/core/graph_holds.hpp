@@ -23,7 +23,8 @@ void hold_for_graph(cudaGraph_t graph, unsigned long long capture, const std::sh
 
 /// The graph `stream` is capturing into and its capture sequence, or a null graph when it is not
 /// capturing. A failed query or an invalidated capture also gives a null graph: the work that
-/// follows fails on its own with CUDA's error. One CUDA query; no allocation.
+/// follows fails on its own with CUDA's error. One driver query for a stream that is not
+/// capturing (the runtime is asked only for one that is); no allocation.
 struct CaptureTarget {
     cudaGraph_t graph = nullptr;
     unsigned long long capture = 0;
