@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/hash.hpp"
+#include "detail/log.hpp"
 #include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
 #include <gpumath/fft/fft.hpp>
@@ -75,6 +76,14 @@ std::uint64_t callback_id(const FFTCallback& cb) noexcept {
         return checksum64(&addr, sizeof addr) ^ checksum64(cb.symbol.data(), cb.symbol.size()) ^ 1;
     }
     return checksum64(cb.source.data(), cb.source.size()) * 31 + checksum64(cb.symbol.data(), cb.symbol.size());
+}
+
+bool same_callback(const FFTCallback& a, const FFTCallback& b) noexcept {
+    return a.source == b.source && a.symbol == b.symbol && a.code.shared_data() == b.code.shared_data();
+}
+
+bool same_callbacks(const FFTOptions& a, const FFTOptions& b) noexcept {
+    return same_callback(a.prolog, b.prolog) && same_callback(a.epilog, b.epilog);
 }
 
 // Which of source, code and symbol a callback has: what decides whether it is well formed.
@@ -221,7 +230,23 @@ std::shared_ptr<FFT> cached_fft_plan(const FftCall& call, int device) {
                            "same call once before the capture");
         });
     if (!problem) {
-        // A hit: the plan was made for a request with this key, so only the pointers are new.
+        // A hit: the plan was made for a request with this key, so only the pointers are new, and
+        // the callbacks, which the key holds as 64-bit digests: a plan of other callbacks whose
+        // digests collide is not served (the call gets a plan of its own, not cached).
+        if (!same_callbacks(plan->options(), *call.options)) [[unlikely]] {
+            log(LogLevel::warn,
+                "{}: a cached plan's callbacks have the same digest as this call's but other code; "
+                "planning this call without the cache",
+                call.api);
+            problem = validate(call);
+            if (allocating) reject_capture(call.stream, call.api, allocating_in_capture);
+            reject_capture(call.stream, call.api,
+                           "this transform's plan cannot be cached and planning cannot be captured: use an FFT "
+                           "object made before the capture");
+            plan = std::make_shared<FFT>(FFTAccess::make(*problem, *call.options, call.api));
+            FFTAccess::plan(*plan, device);
+            return plan;
+        }
         check_fft_operands(FFTAccess::problem(*plan), *call.in, call.out, call.direction, call.api);
         if (allocating) reject_capture(call.stream, call.api, allocating_in_capture);
     }

@@ -888,5 +888,33 @@ TEST_F(FftPlanCacheHit, InvalidRequestsMissAndAreNeverCached) {
     EXPECT_EQ(s.size, 2u);
 }
 
+// The key holds callbacks as 64-bit digests of their source. A cached plan whose digests match but
+// whose code differs (a collision, made here by caching one callback's plan under another's key)
+// is never served: the call plans for itself, which without a device (or on device 63) fails.
+TEST_F(FftPlanCacheHit, APlanOfOtherCallbacksUnderTheSameKeyIsNotServed) {
+    const TensorView in = fake<c32>({16}), out = fake<c32>({16}, {}, 0x20000);
+    const std::string load_a =
+        "__device__ float2 load(void* d, unsigned long long o, void*, void*) { "
+        "return static_cast<float2*>(d)[o]; }";
+    const std::string load_b =
+        "__device__ float2 load(void* d, unsigned long long o, void*, void*) { "
+        "float2 v = static_cast<float2*>(d)[o]; return {2 * v.x, 2 * v.y}; }";
+    const FFTOptions a{.prolog = {.source = load_a, .symbol = "load"}};
+    const FFTOptions b{.prolog = {.source = load_b, .symbol = "load"}};
+    const FFTOptions b_epilog{.epilog = {.source = load_b, .symbol = "load"}};
+    const auto plan_a = std::make_shared<FFT>(in.layout(), out.layout(), a);
+    detail::put_cached_fft_plan(call(FFTKind::c2c, in, &out, b), device, plan_a);  // a's plan under b's key
+    EXPECT_THROW((void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, b), device), CudaError);
+    // The same plan under its own key is served.
+    detail::put_cached_fft_plan(call(FFTKind::c2c, in, &out, a), device, plan_a);
+    EXPECT_EQ(detail::cached_fft_plan(call(FFTKind::c2c, in, &out, a), device), plan_a);
+    // Only equal callbacks count: another symbol, or the code in the epilog instead, is not served.
+    const FFTOptions a_renamed{.prolog = {.source = load_a, .symbol = "load2"}};
+    detail::put_cached_fft_plan(call(FFTKind::c2c, in, &out, a_renamed), device, plan_a);
+    EXPECT_THROW((void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, a_renamed), device), CudaError);
+    detail::put_cached_fft_plan(call(FFTKind::c2c, in, &out, b_epilog), device, plan_a);
+    EXPECT_THROW((void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, b_epilog), device), CudaError);
+}
+
 }  // namespace
 }  // namespace gpumath
