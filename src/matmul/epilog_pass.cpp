@@ -5,6 +5,7 @@
 #include "matmul/epilog_pass.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -177,6 +178,14 @@ void epilog_pass_stage(const BiasInput& bias, MatmulProblem& P) {
     pass.swap = P.lt.swap;
     pass.inner = std::int64_t(d.rows);
     pass.outer = std::int64_t(d.cols);
+    // A thread per element along D_lt's unit-stride dimension, in at most CUDA's 2^31 - 1 blocks;
+    // refused here, before any product is enqueued, not by the pass's launch after it.
+    constexpr std::int64_t max_inner = std::int64_t(std::numeric_limits<std::int32_t>::max()) * pass_threads;
+    if (pass.inner > max_inner)
+        unsupported(P.api,
+                    "d: {} elements along its unit-stride dimension; gpumath's elementwise pass over d (for this "
+                    "epilog) takes at most {}: split the product along that dimension",
+                    pass.inner, max_inner);
     pass.ld = d.ld;
     pass.batch = P.shape.batch;
     pass.batch_stride = d.batch_stride;

@@ -202,6 +202,22 @@ TEST(EpilogPass, RulesAreCheckedBeforeAnyCudaCall) {
     expect_throw_with<InvalidArgument>(
         [&] { (void)analyze_call(d_row(), {}, {.epilog = static_cast<Epilog>(int(Epilog::silu_bias) + 1)}); },
         {"options.epilog", "Epilog"});
+    // The pass's grid covers D_lt's unit-stride dimension in at most 2^31 - 1 blocks of 256 threads:
+    // a longer one is refused when the problem is analyzed, not after the product was enqueued.
+    {
+        const std::int64_t limit = std::int64_t(2147483647) * 256;
+        const TensorView a(addr(0), bf16, {4, 1}), b_ok(addr(1), bf16, {1, limit}),
+            b_long(addr(1), bf16, {1, limit + 1});
+        const TensorView d_ok(addr(2), bf16, {4, limit}), d_long(addr(2), bf16, {4, limit + 1});
+        const MatmulProblem ok =
+            analyze(MatmulSignature::of(call_of(a, b_ok, &d_ok, {})), {.epilog = Epilog::silu}, "test");
+        EXPECT_EQ(ok.pass.inner, limit);
+        expect_throw_with<NotSupported>(
+            [&] {
+                (void)analyze(MatmulSignature::of(call_of(a, b_long, &d_long, {})), {.epilog = Epilog::silu}, "test");
+            },
+            {"test", "d: 549755813633 elements along its unit-stride dimension", "at most 549755813632"});
+    }
     EXPECT_EQ(to_string(Epilog::silu), "silu");
     EXPECT_EQ(to_string(Epilog::silu_bias), "silu_bias");
     EXPECT_TRUE(epilog_takes_bias(Epilog::silu_bias));
