@@ -198,22 +198,6 @@ void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, 
     enqueue(in, out, d, stream);
 }
 
-FFTImpl::~FFTImpl() {
-    // Unloading a module whose kernels may still run is unsafe: an FFT whose variants own callback
-    // kernels waits for its device before they can go (plans are rarely destroyed). Eager work can
-    // only be enqueued while the FFT exists; a variant a captured graph holds goes after the
-    // graph's work has finished, on gpumath's release thread, with no wait.
-    bool owns = false;
-    for (const auto& list : owned)
-        for (const auto& v : list) owns = owns || v->owns_callback_kernels;
-    if (!owns || device < 0) return;
-    int current = -1;
-    if (cudaGetDevice(&current) != cudaSuccess) return;
-    if (current != device && cudaSetDevice(device) != cudaSuccess) return;
-    (void)cudaDeviceSynchronize();
-    if (current != device) (void)cudaSetDevice(current);
-}
-
 void FFTImpl::plan_first_execution(core::StreamRef stream, int current) {
     // cuFFT allocates and copies synchronously while planning (and automatic callback mode times
     // both ways): neither may happen inside a graph capture.

@@ -3,6 +3,10 @@
 // (build), and one execution of it (run_variant).
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -48,6 +52,43 @@ std::size_t temp_bytes(std::int64_t elements, std::size_t element_bytes, const c
 
 }  // namespace
 
+namespace {
+
+// The pass kernels of user callbacks, like the built-in ones, stay loaded for the life of the
+// process: one per device, generated source (which holds the callback's source, its kind and the
+// element type) and, for LTO-IR callbacks, code object. Work an FFT enqueued (eagerly or in a graph)
+// may still run after the FFT is gone, and unloading its kernels safely would take a device
+// synchronization, which blocks the caller and invalidates other threads' captures.
+struct CallbackKernelKey {
+    int device;
+    std::string source;
+    const void* code;  // the LTO-IR's data, kept alive by the entry (so never reused while cached)
+    bool operator<(const CallbackKernelKey& o) const {
+        return std::tie(device, code, source) < std::tie(o.device, o.code, o.source);
+    }
+};
+
+struct CallbackKernel {
+    core::ObjectCode code;  // the user's LTO-IR (empty for source callbacks)
+    core::Kernel kernel;
+};
+
+template <class Make>
+core::Kernel cached_callback_kernel(CallbackKernelKey key, const core::ObjectCode& user_code, Make&& make) {
+    static std::mutex mutex;
+    static auto* kernels = new std::map<CallbackKernelKey, CallbackKernel>();  // never destroyed: see above
+    {
+        std::lock_guard lock(mutex);
+        if (auto it = kernels->find(key); it != kernels->end()) return it->second.kernel;
+    }
+    // Compiled outside the lock; of two threads that miss at once, the first one stored wins.
+    core::Kernel kernel = make();
+    std::lock_guard lock(mutex);
+    return kernels->emplace(std::move(key), CallbackKernel{user_code, std::move(kernel)}).first->second.kernel;
+}
+
+}  // namespace
+
 core::Kernel FFTImpl::pass_kernel(bool input, const FFTCallback* callback) {
     const DataType element = input ? in_element() : out_element();
     const bool complex = input ? p.in_complex : p.out_complex;
@@ -58,27 +99,33 @@ core::Kernel FFTImpl::pass_kernel(bool input, const FFTCallback* callback) {
     spec.callback = callback;
     spec.kind = kind;
     if (!callback->source.empty()) {
-        const core::ObjectCode code =
-            compile_with_context(fft_pass_source(spec), core::CodeType::cubin, arch,
-                                 input ? "fft_prolog_pass" : "fft_epilog_pass", callback, kind, element);
-        return core::Module(code).kernel(fft_pass_kernel_name, device);
+        std::string source = fft_pass_source(spec);
+        return cached_callback_kernel({device, source, nullptr}, {}, [&] {
+            const core::ObjectCode code =
+                compile_with_context(source, core::CodeType::cubin, arch, input ? "fft_prolog_pass" : "fft_epilog_pass",
+                                     callback, kind, element);
+            return core::Module(code).kernel(fft_pass_kernel_name, device);
+        });
     }
     // LTO-IR from the user: compile the pass against a declaration and link. The linkage of the
     // user's symbol is not known: try C++ first, then C.
     spec.declare_only = true;
-    for (bool c_linkage : {false, true}) {
-        spec.c_linkage = c_linkage;
-        const core::ObjectCode pass = compile_with_context(fft_pass_source(spec), core::CodeType::ltoir, arch,
-                                                           "fft_callback_pass", nullptr, kind, element);
-        try {
-            core::Linker linker(core::LinkerOptions{.name = "fft_callback_pass", .arch = arch});
-            linker.add(pass).add(callback->code);
-            return core::Module(linker.link(core::CodeType::cubin)).kernel(fft_pass_kernel_name, device);
-        } catch (const LinkError&) {
-            if (c_linkage) throw;
+    std::string declaration = fft_pass_source(spec);
+    return cached_callback_kernel({device, declaration, callback->code.shared_data().get()}, callback->code, [&] {
+        for (bool c_linkage : {false, true}) {
+            spec.c_linkage = c_linkage;
+            const core::ObjectCode pass = compile_with_context(fft_pass_source(spec), core::CodeType::ltoir, arch,
+                                                               "fft_callback_pass", nullptr, kind, element);
+            try {
+                core::Linker linker(core::LinkerOptions{.name = "fft_callback_pass", .arch = arch});
+                linker.add(pass).add(callback->code);
+                return core::Module(linker.link(core::CodeType::cubin)).kernel(fft_pass_kernel_name, device);
+            } catch (const LinkError&) {
+                if (c_linkage) throw;
+            }
         }
-    }
-    throw_invalid("unreachable", api);
+        throw_invalid("unreachable", api);
+    });
 }
 
 std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fused, Direction direction) {
@@ -163,13 +210,11 @@ void FFTImpl::make_passes(FftVariant& v) {
         v.gather_pass = make_fft_pass(p.in, p.in.strides, g.in.strides);
         const bool user = p.has_prolog && !v.fused.prolog;
         v.gather = pass_kernel(true, user ? &options.prolog : nullptr);
-        v.owns_callback_kernels = v.owns_callback_kernels || user;
     }
     if (g.out.temp) {
         v.scatter_pass = make_fft_pass(p.out, g.out.strides, p.out.strides);
         const bool user = p.has_epilog && !v.fused.epilog;
         v.scatter = pass_kernel(false, user ? &options.epilog : nullptr);
-        v.owns_callback_kernels = v.owns_callback_kernels || user;
     } else if (!v.fused.scale && (fft_scale(p, Direction::forward) != 1.0 || fft_scale(p, Direction::inverse) != 1.0)) {
         v.scale_pass = make_fft_pass(p.out, p.out.strides, p.out.strides);
         v.scale = pass_kernel(false, nullptr);
