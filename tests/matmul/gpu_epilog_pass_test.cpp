@@ -174,9 +174,7 @@ TEST(MatmulEpilogPass, FunctionsArePartOfTheStatelessCacheKey) {
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
     const std::int64_t M = 32, N = 64, K = 32;
-    const Host a = random_host(DataType::f32, {M, K}, rng), b = random_host(DataType::f32, {K, N}, rng);
-    const Dev da = upload(a), db = upload(b);
-    const RefResult want = reference(a, b, DataType::f32, {});
+    const auto [a, b, da, db, want] = random_product(DataType::f32, M, N, K, rng);
     auto scaled_by = [&](int factor) {
         return MatmulEpilogFunction{.source =
                                         "__device__ float f(float v, long long, long long, long long, void*) "

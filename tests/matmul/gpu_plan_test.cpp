@@ -86,9 +86,7 @@ TEST(MatmulPlans, AutotuneSaveAndLoadRoundTrip) {
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
     const std::int64_t M = 512, N = 384, K = 256;
-    const Host a = random_host(DataType::f32, {M, K}, rng), b = random_host(DataType::f32, {K, N}, rng);
-    const Dev da = upload(a), db = upload(b);
-    const RefResult want = reference(a, b, DataType::f32, {});
+    const auto [a, b, da, db, want] = random_product(DataType::f32, M, N, K, rng);
     const std::string path = temp_path("gpumath-tuning");
     std::filesystem::remove(path);
 
@@ -214,9 +212,7 @@ TEST(MatmulPlans, AutotuneTriesOtherSplitKFactorsAndEachComputesTheProduct) {
     auto rng = gpumath::test::rng_for_test();
     // Few output tiles and a long K: the shape split-K exists for.
     const std::int64_t M = 64, N = 256, K = 8192;
-    const Host a = random_host(DataType::bf16, {M, K}, rng), b = random_host(DataType::bf16, {K, N}, rng);
-    const Dev da = upload(a), db = upload(b);
-    const RefResult want = reference(a, b, DataType::bf16, {});
+    const auto [a, b, da, db, want] = random_product(DataType::bf16, M, N, K, rng);
     Matmul mm(da.view, db.view);
     const std::size_t planned = mm.plan().size();
     const Dev d = poisoned(DataType::bf16, {M, N});
@@ -240,9 +236,7 @@ TEST(MatmulPlans, ReplannedPlansAreFreedAndTheNewPlanComputesTheProduct) {
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
     const std::int64_t M = 96, N = 64, K = 128;
-    const Host a = random_host(DataType::f32, {M, K}, rng), b = random_host(DataType::f32, {K, N}, rng);
-    const Dev da = upload(a), db = upload(b);
-    const RefResult want = reference(a, b, DataType::f32, {});
+    const auto [a, b, da, db, want] = random_product(DataType::f32, M, N, K, rng);
     Matmul mm(da.view, db.view);
     mm.plan();
     const std::size_t live = gpumath::detail::live_matmul_plans();
@@ -426,9 +420,7 @@ TEST(MatmulPlans, WorkspaceLimitAndMemoryResource) {
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
     const std::int64_t M = 512, N = 256, K = 2048;
-    const Host a = random_host(DataType::bf16, {M, K}, rng), b = random_host(DataType::bf16, {K, N}, rng);
-    const Dev da = upload(a), db = upload(b);
-    const RefResult want = reference(a, b, DataType::bf16, {});
+    const auto [a, b, da, db, want] = random_product(DataType::bf16, M, N, K, rng);
     Matmul none(da.view, db.view, {.workspace_limit = 0});
     for (const AlgorithmInfo& info : none.plan()) EXPECT_EQ(info.workspace_bytes, 0u) << text(info);
     auto pool = std::make_shared<core::DeviceMemoryResource>();

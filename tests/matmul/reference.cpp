@@ -401,6 +401,13 @@ RefResult reference(const Host& a, const Host& b, DataType d_type, const RefArgs
     return r;
 }
 
+Product random_product(DataType t, std::int64_t m, std::int64_t n, std::int64_t k, std::mt19937_64& rng) {
+    Host a = random_host(t, {m, k}, rng), b = random_host(t, {k, n}, rng);
+    Dev da = upload(a), db = upload(b);
+    RefResult want = reference(a, b, t, {});
+    return {std::move(a), std::move(b), std::move(da), std::move(db), std::move(want)};
+}
+
 double relative_error(const Host& got, const Host& want) {
     double num = 0, den = 0;
     for (std::size_t i = 0; i < want.v.size(); ++i) {

@@ -88,6 +88,15 @@ struct RefResult {
 /// The reference of `epilog(alpha * a @ b + beta * c)` with D of dtype `d_type`.
 [[nodiscard]] RefResult reference(const Host& a, const Host& b, DataType d_type, const RefArgs& args);
 
+/// Random A (M, K) and B (K, N) of one dtype, their device copies, and their plain product (D of
+/// that dtype): the setup of tests that need nothing more.
+struct Product {
+    Host a, b;
+    Dev da, db;
+    RefResult want;
+};
+[[nodiscard]] Product random_product(DataType t, std::int64_t m, std::int64_t n, std::int64_t k, std::mt19937_64& rng);
+
 /// Norm-wise relative error ||got - want|| / ||want||, NaN if `got` holds a NaN.
 [[nodiscard]] double relative_error(const Host& got, const Host& want);
 
