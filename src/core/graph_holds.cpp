@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <utility>
 
@@ -31,6 +32,7 @@ struct Holds {
     std::condition_variable wake;
     Hold* released = nullptr;  // released by CUDA, waiting for the release thread
     std::once_flag started;
+    std::atomic<bool> running{false};  // the release thread was started
     std::atomic<bool> exiting{false};  // the process is exiting: holds are no longer dropped
     std::atomic<std::size_t> held{0};
     std::atomic<std::size_t> released_count{0};
@@ -103,6 +105,7 @@ struct RecentHolds {
 void start_release_thread(Holds& h) {
     try {
         std::thread([&h] { release_thread(h); }).detach();
+        h.running.store(true, std::memory_order_release);
         std::atexit([] { holds().exiting.store(true, std::memory_order_release); });
     } catch (const std::exception& e) {
         // Holds are then kept for the life of the process: graphs still replay correctly.
@@ -135,6 +138,25 @@ void hold_for_graph(cudaGraph_t graph, unsigned long long capture, const std::sh
         check(s, "cudaGraphRetainUserObject", "tying loaded code or a plan to the graph being captured");
     }
     recent.add(capture, keep);
+}
+
+void drop_later(std::shared_ptr<const void> keep, int device) noexcept {
+    if (!keep) return;
+    Holds& h = holds();
+    try {
+        std::call_once(h.started, [&h] { start_release_thread(h); });
+    } catch (...) {
+        return;  // no release thread: dropped here
+    }
+    if (!h.running.load(std::memory_order_acquire)) return;
+    if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        device = -1;
+    }
+    auto* hold = new (std::nothrow) Hold{std::move(keep), device, nullptr};
+    if (hold == nullptr) return;  // `keep` was not moved from: dropped here
+    h.held.fetch_add(1, std::memory_order_relaxed);
+    on_release(hold);
 }
 
 CaptureTarget capture_target(core::StreamRef stream) noexcept {

@@ -198,6 +198,16 @@ void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, 
     enqueue(in, out, d, stream);
 }
 
+FFTImpl::~FFTImpl() {
+    // Destroying a cuFFT plan may wait for the whole device (cuFFT frees its tables with cudaFree),
+    // which would block the caller behind its own work and, as a potentially unsafe call, be
+    // refused while another thread captures in global mode. So the variants are dropped on gpumath's
+    // release thread (relaxed capture mode, the plan's device current). Their pass kernels stay
+    // loaded for the life of the process: work still running needs nothing of them.
+    for (auto& list : owned)
+        for (auto& v : list) drop_later(std::move(v), device);
+}
+
 void FFTImpl::plan_first_execution(core::StreamRef stream, int current) {
     // cuFFT allocates and copies synchronously while planning (and automatic callback mode times
     // both ways): neither may happen inside a graph capture.

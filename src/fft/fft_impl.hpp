@@ -70,7 +70,7 @@ struct FftVariant : std::enable_shared_from_this<FftVariant> {
     FftVariant(FftVariant&&) = delete;
     FftVariant& operator=(FftVariant&&) = delete;
     // The cuFFT plan goes first. The pass kernels stay loaded for the life of the process (see
-    // pass_kernel), so nothing here waits for work still running.
+    // pass_kernel); ~FFTImpl hands variants to gpumath's release thread.
     ~FftVariant() { plan.reset(); }
     [[nodiscard]] bool fuses() const noexcept { return fused.prolog || fused.epilog || fused.scale; }
 };
@@ -85,7 +85,8 @@ struct FFTImpl {
     FFTImpl& operator=(const FFTImpl&) = delete;
     FFTImpl(FFTImpl&&) = delete;
     FFTImpl& operator=(FFTImpl&&) = delete;
-    ~FFTImpl() = default;
+    // Hands the variants to gpumath's release thread (see the .cpp).
+    ~FFTImpl();
 
     FftProblem p;
     FFTOptions options;

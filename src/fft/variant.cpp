@@ -3,12 +3,13 @@
 // (build), and one execution of it (run_variant).
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
-#include <string>
-#include <tuple>
-#include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -50,41 +51,44 @@ std::size_t temp_bytes(std::int64_t elements, std::size_t element_bytes, const c
     return bytes;
 }
 
-}  // namespace
-
-namespace {
-
 // The pass kernels of user callbacks, like the built-in ones, stay loaded for the life of the
 // process: one per device, generated source (which holds the callback's source, its kind and the
-// element type) and, for LTO-IR callbacks, code object. Work an FFT enqueued (eagerly or in a graph)
-// may still run after the FFT is gone, and unloading its kernels safely would take a device
-// synchronization, which blocks the caller and invalidates other threads' captures.
+// element type) and, for LTO-IR callbacks, the LTO-IR's bytes. Work an FFT enqueued (eagerly or in a
+// graph) may still run after the FFT is gone, and unloading its kernels safely would take a device
+// synchronization, which blocks the caller and invalidates other threads' captures. Each distinct
+// callback adds one small module for the life of the process.
 struct CallbackKernelKey {
-    int device;
+    int device = 0;
     std::string source;
-    const void* code;  // the LTO-IR's data, kept alive by the entry (so never reused while cached)
+    std::string lto_ir;  // empty for source callbacks
     bool operator<(const CallbackKernelKey& o) const {
-        return std::tie(device, code, source) < std::tie(o.device, o.code, o.source);
+        if (device != o.device) return device < o.device;
+        if (const int c = source.compare(o.source); c != 0) return c < 0;
+        return lto_ir < o.lto_ir;
     }
 };
 
-struct CallbackKernel {
-    core::ObjectCode code;  // the user's LTO-IR (empty for source callbacks)
-    core::Kernel kernel;
+struct CallbackKernels {
+    std::mutex mutex;
+    std::map<CallbackKernelKey, core::Kernel> kernels;
 };
 
+CallbackKernels& callback_kernels() {
+    static auto* cache = new CallbackKernels();  // never destroyed: see above
+    return *cache;
+}
+
 template <class Make>
-core::Kernel cached_callback_kernel(CallbackKernelKey key, const core::ObjectCode& user_code, Make&& make) {
-    static std::mutex mutex;
-    static auto* kernels = new std::map<CallbackKernelKey, CallbackKernel>();  // never destroyed: see above
+core::Kernel cached_callback_kernel(CallbackKernelKey key, Make&& make) {
+    CallbackKernels& c = callback_kernels();
     {
-        std::lock_guard lock(mutex);
-        if (auto it = kernels->find(key); it != kernels->end()) return it->second.kernel;
+        std::lock_guard lock(c.mutex);
+        if (auto it = c.kernels.find(key); it != c.kernels.end()) return it->second;
     }
     // Compiled outside the lock; of two threads that miss at once, the first one stored wins.
     core::Kernel kernel = make();
-    std::lock_guard lock(mutex);
-    return kernels->emplace(std::move(key), CallbackKernel{user_code, std::move(kernel)}).first->second.kernel;
+    std::lock_guard lock(c.mutex);
+    return c.kernels.emplace(std::move(key), std::move(kernel)).first->second;
 }
 
 }  // namespace
@@ -100,7 +104,7 @@ core::Kernel FFTImpl::pass_kernel(bool input, const FFTCallback* callback) {
     spec.kind = kind;
     if (!callback->source.empty()) {
         std::string source = fft_pass_source(spec);
-        return cached_callback_kernel({device, source, nullptr}, {}, [&] {
+        return cached_callback_kernel({device, source, {}}, [&] {
             const core::ObjectCode code =
                 compile_with_context(source, core::CodeType::cubin, arch, input ? "fft_prolog_pass" : "fft_epilog_pass",
                                      callback, kind, element);
@@ -110,8 +114,10 @@ core::Kernel FFTImpl::pass_kernel(bool input, const FFTCallback* callback) {
     // LTO-IR from the user: compile the pass against a declaration and link. The linkage of the
     // user's symbol is not known: try C++ first, then C.
     spec.declare_only = true;
-    std::string declaration = fft_pass_source(spec);
-    return cached_callback_kernel({device, declaration, callback->code.shared_data().get()}, callback->code, [&] {
+    const std::string declaration = fft_pass_source(spec);
+    const std::span<const std::byte> ir = callback->code.bytes();
+    std::string lto_ir(reinterpret_cast<const char*>(ir.data()), ir.size());
+    return cached_callback_kernel({device, declaration, std::move(lto_ir)}, [&] {
         for (bool c_linkage : {false, true}) {
             spec.c_linkage = c_linkage;
             const core::ObjectCode pass = compile_with_context(fft_pass_source(spec), core::CodeType::ltoir, arch,

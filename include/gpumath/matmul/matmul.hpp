@@ -52,7 +52,8 @@ public:
     /// default operands (D as result_layout(); bias per column; aux and bias gradients
     /// allocated; 256-byte aligned pointers) and selects the first. Returns the candidates.
     /// Throws NotSupported when cuBLASLt has no algorithm for the problem. The returned candidates
-    /// (like those of algorithms() and autotune()) stay valid until the next plan() or autotune().
+    /// (like the references algorithms(), algorithm() and autotune() return) stay valid until the
+    /// next plan() or autotune().
     const std::vector<AlgorithmInfo>& plan(const PlanPreferences& preferences = {});
 
     /// The candidate algorithms of the current plan, in heuristic order (or fastest first after
