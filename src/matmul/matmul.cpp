@@ -39,18 +39,22 @@ public:
         return primary_->infos();
     }
 
+    // The accessors take the lock: execute() may make the first plan on another thread meanwhile.
     const std::vector<AlgorithmInfo>& algorithms() const {
         static const std::vector<AlgorithmInfo> none;
+        std::lock_guard lock(mutex_);
         return primary_ ? primary_->infos() : none;
     }
 
     const AlgorithmInfo& algorithm() const {
+        std::lock_guard lock(mutex_);
         if (!primary_)
             throw_invalid("not planned yet; call plan(), autotune() or execute() first", "Matmul::algorithm");
         return primary_->infos()[primary_->selected()];
     }
 
     void select_algorithm(std::size_t index) {
+        std::lock_guard lock(mutex_);
         if (!primary_)
             throw_invalid("not planned yet; call plan(), autotune() or execute() first", "Matmul::select_algorithm");
         primary_->select(index);
@@ -115,9 +119,14 @@ public:
     }
 
     void save_tuning(const std::string& path) const {
-        if (!primary_)
+        std::shared_ptr<const MatmulPlan> plan;
+        {
+            std::lock_guard lock(mutex_);
+            plan = primary_;
+        }
+        if (!plan)
             throw_invalid("not planned yet; nothing to save (call autotune() or plan() first)", "Matmul::save_tuning");
-        save_tuning_entry(path, *primary_);
+        save_tuning_entry(path, *plan);
     }
 
     bool load_tuning(const std::string& path) {
@@ -225,7 +234,7 @@ private:
     MatmulKey base_key_;
     PlanPreferences preferences_;
 
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::shared_ptr<MatmulPlan> primary_;
     std::atomic<MatmulPlan*> fast_{nullptr};
     std::vector<std::shared_ptr<MatmulPlan>> variants_;
