@@ -34,6 +34,7 @@ struct Holds {
     std::once_flag started;
     std::atomic<bool> running{false};  // the release thread was started
     std::atomic<bool> exiting{false};  // the process is exiting: holds are no longer dropped
+    std::mutex dropping;               // held while one hold is dropped (exit waits for it)
     std::atomic<std::size_t> held{0};
     std::atomic<std::size_t> released_count{0};
     std::atomic<std::size_t> dropped{0};
@@ -59,7 +60,9 @@ Holds& holds() {
             list = std::exchange(h.released, nullptr);
         }
         // Once the process exits, cuFFT and the CUDA runtime may be shutting down: holds stay.
-        while (list != nullptr && !h.exiting.load(std::memory_order_acquire)) {
+        while (list != nullptr) {
+            std::lock_guard drop(h.dropping);
+            if (h.exiting.load(std::memory_order_acquire)) break;
             Hold* next = list->next;
             if (list->device >= 0 && list->device != current && cudaSetDevice(list->device) == cudaSuccess)
                 current = list->device;
@@ -106,7 +109,13 @@ void start_release_thread(Holds& h) {
     try {
         std::thread([&h] { release_thread(h); }).detach();
         h.running.store(true, std::memory_order_release);
-        std::atexit([] { holds().exiting.store(true, std::memory_order_release); });
+        // Registered after the CUDA runtime started, so it runs before the runtime's own teardown:
+        // a drop in progress (a cuFFT plan being destroyed) finishes first, and none starts after.
+        std::atexit([] {
+            Holds& holds_at_exit = holds();
+            holds_at_exit.exiting.store(true, std::memory_order_release);
+            const std::lock_guard wait_for_drop(holds_at_exit.dropping);
+        });
     } catch (const std::exception& e) {
         // Holds are then kept for the life of the process: graphs still replay correctly.
         log(LogLevel::warn, "no thread to release what CUDA graphs held ({}); it is kept until the process exits",
