@@ -906,6 +906,8 @@ TEST_F(FftPlanCacheHit, APlanOfOtherCallbacksUnderTheSameKeyIsNotServed) {
     const auto plan_a = std::make_shared<FFT>(in.layout(), out.layout(), a);
     detail::put_cached_fft_plan(call(FFTKind::c2c, in, &out, b), device, plan_a);  // a's plan under b's key
     EXPECT_THROW((void)detail::cached_fft_plan(call(FFTKind::c2c, in, &out, b), device), Error);
+    EXPECT_EQ(fft_plan_cache().stats().size, 1u) << "the call's own plan is not cached";
+    EXPECT_EQ(fft_plan_cache().stats().hits, 1u);
     // The same plan under its own key is served.
     detail::put_cached_fft_plan(call(FFTKind::c2c, in, &out, a), device, plan_a);
     EXPECT_EQ(detail::cached_fft_plan(call(FFTKind::c2c, in, &out, a), device), plan_a);
