@@ -85,8 +85,21 @@ int release(cudaStream_t s, Held& h) {
     return seen;
 }
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+// Runs `call` while `s` is held (after `enqueue` queued work behind the held kernel) and prints
+// how long it took, whether the stream was still busy after it and whether it waited for the kernel.
+template <class Enqueue, class Call>
+bool while_held(cudaKernel_t k, cudaStream_t s, Held& h, const std::string& what, Enqueue&& enqueue, Call&& call) {
+    if (!hold(k, s, h)) return false;
+    enqueue();
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string status = call();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const cudaError_t busy = cudaStreamQuery(s);
+    const int seen = release(s, h);
+    std::printf("%s: %s, %.3f ms, stream %s afterwards, held kernel %s\n", what.c_str(), status.c_str(), ms,
+                busy == cudaErrorNotReady ? "still busy" : "idle",
+                seen == 1 ? "released by the host" : "timed out (the call waited for it)");
+    return true;
 }
 
 }  // namespace
@@ -131,31 +144,18 @@ int main() {
         cufftSetStream(plan, s);
         cufftExecC2C(plan, data, data, CUFFT_FORWARD);
         cudaStreamSynchronize(s);
-        if (!hold(k, s, h)) return 1;
-        cufftExecC2C(plan, data, data, CUFFT_FORWARD);  // queued behind the held kernel
-        const auto t0 = std::chrono::steady_clock::now();
-        const cufftResult r = cufftDestroy(plan);
-        const double ms = ms_since(t0);
-        const cudaError_t busy = cudaStreamQuery(s);
-        const int seen = release(s, h);
-        std::printf("cufftDestroy, %s work area: status %d, %.3f ms, stream %s afterwards, held kernel %s\n",
-                    own_work ? "cuFFT's own" : "a caller's", int(r), ms,
-                    busy == cudaErrorNotReady ? "still busy" : "idle",
-                    seen == 1 ? "released by the host" : "timed out (the call waited for it)");
+        const bool ran = while_held(
+            k, s, h, std::string("cufftDestroy, ") + (own_work ? "cuFFT's own" : "a caller's") + " work area",
+            [&] { cufftExecC2C(plan, data, data, CUFFT_FORWARD); },
+            [&] { return "status " + std::to_string(int(cufftDestroy(plan))); });
+        if (!ran) return 1;
         if (work != nullptr) cudaFree(work);
     }
-    {
-        void* other = nullptr;
-        cudaMalloc(&other, 1 << 20);
-        if (!hold(k, s, h)) return 1;
-        const auto t0 = std::chrono::steady_clock::now();
-        const cudaError_t r = cudaFree(other);
-        const double ms = ms_since(t0);
-        const cudaError_t busy = cudaStreamQuery(s);
-        const int seen = release(s, h);
-        std::printf("cudaFree of an unrelated buffer: %s, %.3f ms, stream %s afterwards, held kernel %s\n",
-                    cudaGetErrorString(r), ms, busy == cudaErrorNotReady ? "still busy" : "idle",
-                    seen == 1 ? "released by the host" : "timed out (the call waited for it)");
-    }
+    void* other = nullptr;
+    cudaMalloc(&other, 1 << 20);
+    if (!while_held(
+            k, s, h, "cudaFree of an unrelated buffer", [] {},
+            [&] { return std::string(cudaGetErrorString(cudaFree(other))); }))
+        return 1;
     return 0;
 }
