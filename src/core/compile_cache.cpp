@@ -15,16 +15,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <random>
-#include <thread>
-
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -277,26 +273,12 @@ struct CompileCache::Impl {
     void disk_write(const fs::path& d, const detail::Digest& key, const detail::ObjectCodeData& data) {
         const std::string entry = detail::encode_entry(key, data);
         const fs::path path = entry_path(d, key);
-        static std::atomic<std::uint64_t> counter{0};
-        const fs::path tmp =
-            d / fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(), ::getpid(),
-                            std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff, counter.fetch_add(1));
         std::error_code ec;
         fs::create_directories(d, ec);
-        bool ok = !ec;
         int error = 0;
-        // A new file only: whatever sits at the temporary name (a FIFO, a link) is not written through.
-        if (ok) ok = detail::write_regular_file(tmp, entry, /*exclusive=*/true, error) == detail::WriteStatus::ok;
-        if (ok) {
-            fs::rename(tmp, path, ec);  // atomic: readers see the old entry or the new one, never half
-            ok = !ec;
-        }
-        if (!ok) {
-            const std::string reason = ec      ? ec.message()
-                                       : error ? std::string(std::strerror(error))
-                                               : std::string("not a regular file");
-            // Not someone else's file that already sat at the temporary name.
-            if (error != EEXIST && error != ELOOP) fs::remove(tmp, ec);
+        std::string reason;
+        if (ec) reason = ec.message();
+        if (ec || !detail::replace_regular_file(path, entry, error, reason)) {
             std::lock_guard lock(mutex);
             if (!warned_write) {
                 warned_write = true;

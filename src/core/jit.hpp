@@ -132,6 +132,15 @@ enum class WriteStatus { ok, not_regular, failed };
 [[nodiscard]] WriteStatus write_regular_file(const std::filesystem::path& path, std::string_view bytes, bool exclusive,
                                              int& error);
 
+/// Replaces the file at `path` with `bytes` atomically: writes them to a new file of a name no one
+/// else uses beside it (exclusive, so whatever sits at a temporary name, a FIFO or a link, is never
+/// written through), then renames that over `path`; readers see the old file or the new one, never
+/// half of it. On failure returns false with `reason` and `error` (an errno value, 0 when the
+/// temporary name was not a regular file); the temporary file is removed unless it was someone
+/// else's.
+[[nodiscard]] bool replace_regular_file(const std::filesystem::path& path, std::string_view bytes, int& error,
+                                        std::string& reason);
+
 /// Reads a whole regular file (symbolic links followed); nullopt when it is missing, cannot be
 /// read or is not a regular file.
 [[nodiscard]] std::optional<std::string> read_file(const std::filesystem::path& path);

@@ -2,10 +2,12 @@
 // ObjectCode: construction from memory and files, saving, lowered names, kernel names.
 #include <gpumath/core/object_code.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include <fcntl.h>
@@ -321,6 +323,26 @@ WriteStatus write_regular_file(const fs::path& path, std::string_view bytes, boo
         return WriteStatus::failed;
     }
     return WriteStatus::ok;
+}
+
+bool replace_regular_file(const fs::path& path, std::string_view bytes, int& error, std::string& reason) {
+    static std::atomic<std::uint64_t> counter{0};
+    const fs::path tmp =
+        path.parent_path() / fmt::format(".{}.tmp.{}.{}.{}", path.filename().string(), ::getpid(),
+                                         std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0xffffff,
+                                         counter.fetch_add(1));
+    error = 0;
+    std::error_code ec;
+    const bool written = write_regular_file(tmp, bytes, /*exclusive=*/true, error) == WriteStatus::ok;
+    if (written) {
+        fs::rename(tmp, path, ec);
+        if (!ec) return true;
+        error = ec.value();
+    }
+    reason = ec ? ec.message() : error != 0 ? std::string(std::strerror(error)) : std::string("not a regular file");
+    // Not someone else's file that already sat at the temporary name.
+    if (written || (error != EEXIST && error != ELOOP)) fs::remove(tmp, ec);
+    return false;
 }
 
 std::string cubin_arch(std::string_view elf) {

@@ -9,19 +9,14 @@
 #include "matmul/tuning.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <optional>
 #include <sstream>
-#include <system_error>
-
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -253,24 +248,13 @@ void save_tuning_entry(const std::string& path, const MatmulPlan& plan) {
                       "Matmul::save_tuning");
     std::string text = std::string(file_header) + '\n';
     for (const auto& l : lines) text += l + '\n';
-    // A new file of a name no one else uses: whatever sits at a fixed temporary name (a FIFO
+    // Through a new file of a name no one else uses: whatever sits at a fixed temporary name (a FIFO
     // waiting for a reader, a link, another process's half-written file) is never written through.
-    static std::atomic<std::uint64_t> counter{0};
-    const std::string tmp = fmt::format("{}.{}.{}.tmp", path, ::getpid(), counter.fetch_add(1));
     int error = 0;
-    if (write_regular_file(tmp, text, /*exclusive=*/true, error) != WriteStatus::ok) {
-        if (error != EEXIST && error != ELOOP) (void)std::remove(tmp.c_str());
-        throw Error(fmt::format("Matmul::save_tuning: cannot write {}: {}", tmp,
-                                error != 0 ? std::strerror(error) : "not a regular file"),
-                    error, "Matmul::save_tuning");
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        (void)std::remove(tmp.c_str());
-        throw Error(fmt::format("Matmul::save_tuning: cannot replace {}: {}", path, ec.message()), ec.value(),
+    std::string reason;
+    if (!replace_regular_file(path, text, error, reason))
+        throw Error(fmt::format("Matmul::save_tuning: cannot write {}: {}", path, reason), error,
                     "Matmul::save_tuning");
-    }
 }
 
 TuningText parse_tuning_text(std::istream& in, const TuningHost& host) {
