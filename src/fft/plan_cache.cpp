@@ -212,23 +212,25 @@ std::shared_ptr<FFT> cached_fft_plan(const FftCall& call, int device) {
     const FftCacheKey key = make_key(device, call);
     const bool allocating = call.out == nullptr;
     std::optional<FftProblem> problem;  // set when this call validated everything
-    std::shared_ptr<FFT> plan = plan_cache().get_or_create(
-        key,
-        [&] {
-            auto made = std::make_shared<FFT>(FFTAccess::make(*problem, *call.options, call.api));
-            FFTAccess::plan(*made, device);
-            return made;
-        },
-        [&] {
-            // A miss (neither cached nor being planned by another thread): validated in full before
-            // anything is planned or stored; a refusal here reaches this caller alone.
-            problem = validate(call);
-            if (allocating) reject_capture(call.stream, call.api, allocating_in_capture);
-            // Planning allocates and copies synchronously (cuFFT), which a graph capture forbids.
-            reject_capture(call.stream, call.api,
-                           "this transform is not in the plan cache yet and planning cannot be captured: run the "
-                           "same call once before the capture");
-        });
+    // A call that plans: validated in full first, and refused while its stream captures (planning
+    // allocates and copies synchronously, in cuFFT) with `why`.
+    const auto validate_to_plan = [&](std::string_view why) {
+        problem = validate(call);
+        if (allocating) reject_capture(call.stream, call.api, allocating_in_capture);
+        reject_capture(call.stream, call.api, why);
+    };
+    const auto make_plan = [&] {
+        auto made = std::make_shared<FFT>(FFTAccess::make(*problem, *call.options, call.api));
+        FFTAccess::plan(*made, device);
+        return made;
+    };
+    // A miss (neither cached nor being planned by another thread) is validated before anything is
+    // planned or stored; a refusal there reaches this caller alone.
+    std::shared_ptr<FFT> plan = plan_cache().get_or_create(key, make_plan, [&] {
+        validate_to_plan(
+            "this transform is not in the plan cache yet and planning cannot be captured: run the same "
+            "call once before the capture");
+    });
     if (!problem) {
         // A hit: the plan was made for a request with this key, so only the pointers are new, and
         // the callbacks, which the key holds as 64-bit digests: a plan of other callbacks whose
@@ -238,14 +240,10 @@ std::shared_ptr<FFT> cached_fft_plan(const FftCall& call, int device) {
                 "{}: a cached plan's callbacks have the same digest as this call's but other code; "
                 "planning this call without the cache",
                 call.api);
-            problem = validate(call);
-            if (allocating) reject_capture(call.stream, call.api, allocating_in_capture);
-            reject_capture(call.stream, call.api,
-                           "this transform's plan cannot be cached and planning cannot be captured: use an FFT "
-                           "object made before the capture");
-            plan = std::make_shared<FFT>(FFTAccess::make(*problem, *call.options, call.api));
-            FFTAccess::plan(*plan, device);
-            return plan;
+            validate_to_plan(
+                "this transform's plan cannot be cached and planning cannot be captured: use an FFT object made "
+                "before the capture");
+            return make_plan();
         }
         check_fft_operands(FFTAccess::problem(*plan), *call.in, call.out, call.direction, call.api);
         if (allocating) reject_capture(call.stream, call.api, allocating_in_capture);

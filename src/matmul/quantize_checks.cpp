@@ -262,8 +262,9 @@ QuantizeCall quantize_call(const TensorView& x, ScaleMode mode, const TensorView
         invalid(api, "amax: pointer {} is not aligned to 4 bytes (one f32)", static_cast<const void*>(amax));
     if (amax != nullptr) check_memory(amax, std::int64_t(sizeof(float)), "amax", api);
     // The scales' storage (block_128x128's padding included) as the overlap checks take it.
-    check_memory(scales.data(), scale_storage(mode, c.geometry) * std::int64_t(sizeof(float)), "scales", api);
-    check_no_overlaps(x, data, static_cast<const float*>(scales.data()), scale_storage(mode, c.geometry), amax, api);
+    const std::int64_t storage = scale_storage(mode, c.geometry);
+    check_memory(scales.data(), storage * std::int64_t(sizeof(float)), "scales", api);
+    check_no_overlaps(x, data, static_cast<const float*>(scales.data()), storage, amax, api);
     c.element = x.dtype();
     c.fp8 = data.dtype();
     c.mode = mode;
