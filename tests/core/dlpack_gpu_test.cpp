@@ -4,7 +4,6 @@
 // cudaMalloc'ed tensor used by gpumath and freed by its own deleter exactly once.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <numeric>
@@ -17,31 +16,12 @@
 #include <gpumath/dlpack.hpp>
 #include <gpumath/tensor.hpp>
 
+#include "common/recording_resource.hpp"
 #include "common/test_util.hpp"
 
 using namespace gpumath;
 
 namespace {
-
-// The default pool, counting the blocks it frees.
-class CountingResource final : public core::MemoryResource {
-public:
-    [[nodiscard]] bool device_accessible() const noexcept override { return true; }
-    [[nodiscard]] bool host_accessible() const noexcept override { return false; }
-    std::atomic<int> frees{0};
-
-protected:
-    void* do_allocate(std::size_t bytes, core::StreamRef stream, std::size_t alignment) override {
-        return pool_->allocate(bytes, stream, alignment);
-    }
-    void do_deallocate(void* ptr, std::size_t bytes, core::StreamRef stream, std::size_t alignment) noexcept override {
-        ++frees;
-        pool_->deallocate(ptr, bytes, stream, alignment);
-    }
-
-private:
-    std::shared_ptr<core::DeviceMemoryResource> pool_ = core::DeviceMemoryResource::default_resource();
-};
 
 // A producer outside gpumath: cudaMalloc'ed f32 memory and a deleter that frees it and counts.
 struct CudaProducer {
@@ -82,7 +62,7 @@ TEST(DLPackGpu, ExportedTensorRoundTripsWithItsData) {
     std::vector<float> values(6 * 7);
     std::iota(values.begin(), values.end(), 1.0f);
     core::Stream stream;
-    auto resource = std::make_shared<CountingResource>();
+    auto resource = std::make_shared<test::RecordingResource>();
     Tensor t = Tensor::from_host(values, {6, 7}, stream, resource);
     void* const data = t.data();
 
@@ -91,16 +71,16 @@ TEST(DLPackGpu, ExportedTensorRoundTripsWithItsData) {
     EXPECT_EQ(exported->dl_tensor.device.device_type, kDLCUDA);
     EXPECT_EQ(exported->dl_tensor.device.device_id, core::Device::current().ordinal());
     EXPECT_EQ(exported->dl_tensor.data, data);
-    EXPECT_EQ(resource->frees.load(), 0);
+    EXPECT_EQ(resource->deallocations().size(), 0u);
 
     {
         const Tensor back = Tensor::from_dlpack(exported);
         EXPECT_EQ(back.data(), data);
         EXPECT_TRUE(back.buffer().empty());
         EXPECT_EQ(back.to_host<float>(stream), values);
-        EXPECT_EQ(resource->frees.load(), 0) << "the memory must live as long as the adopted tensor";
+        EXPECT_EQ(resource->deallocations().size(), 0u) << "the memory must live as long as the adopted tensor";
     }
-    EXPECT_EQ(resource->frees.load(), 1);
+    EXPECT_EQ(resource->deallocations().size(), 1u);
     stream.synchronize();
 }
 
@@ -161,7 +141,7 @@ TEST(DLPackGpu, VersionedRoundTrip) {
     GPUMATH_REQUIRE_GPU();
     const std::vector<float> values = {1, 2, 3, 4, 5, 6};
     core::Stream stream;
-    auto resource = std::make_shared<CountingResource>();
+    auto resource = std::make_shared<test::RecordingResource>();
     Tensor t = Tensor::from_host(values, {2, 3}, stream, resource);
     DLManagedTensorVersioned* exported = std::move(t).to_dlpack_versioned();
     EXPECT_EQ(exported->version.major, 1u);
@@ -169,9 +149,9 @@ TEST(DLPackGpu, VersionedRoundTrip) {
     {
         const Tensor back = Tensor::from_dlpack(exported);
         EXPECT_EQ(back.to_host<float>(stream), values);
-        EXPECT_EQ(resource->frees.load(), 0);
+        EXPECT_EQ(resource->deallocations().size(), 0u);
     }
-    EXPECT_EQ(resource->frees.load(), 1);
+    EXPECT_EQ(resource->deallocations().size(), 1u);
     stream.synchronize();
 }
 #endif

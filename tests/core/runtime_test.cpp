@@ -2,7 +2,6 @@
 // Device, Stream, Event, memory resources and Buffer on a real GPU.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include "core/stream_workspace.hpp"
 #include <gpumath/tensor.hpp>
 
+#include "common/recording_resource.hpp"
 #include "common/test_util.hpp"
 
 using namespace gpumath;
@@ -390,36 +390,13 @@ TEST(StreamWorkspace, AreasPerStreamAndPerThreadForThePerThreadStream) {
     ws.release();
 }
 
-// Counts live allocations and records the stream of every deallocation.
-class TrackingResource final : public core::MemoryResource {
-public:
-    [[nodiscard]] bool device_accessible() const noexcept override { return true; }
-    [[nodiscard]] bool host_accessible() const noexcept override { return false; }
-    std::atomic<int> live{0};
-    std::vector<cudaStream_t> freed_on;
-
-protected:
-    void* do_allocate(std::size_t bytes, core::StreamRef stream, std::size_t alignment) override {
-        ++live;
-        return pool_->allocate(bytes, stream, alignment);
-    }
-    void do_deallocate(void* ptr, std::size_t bytes, core::StreamRef stream, std::size_t alignment) noexcept override {
-        --live;
-        freed_on.push_back(stream.handle());
-        pool_->deallocate(ptr, bytes, stream, alignment);
-    }
-
-private:
-    std::shared_ptr<core::DeviceMemoryResource> pool_ = core::DeviceMemoryResource::default_resource();
-};
-
 // A gpumath Stream frees its scratch areas in order on itself just before it is destroyed: a
 // stream per request does not grow device memory, and no area is freed on a destroyed handle. A
 // stream used all along keeps its area.
 TEST(StreamWorkspace, AGpumathStreamFreesItsAreasOnItselfBeforeItGoes) {
     GPUMATH_REQUIRE_GPU();
     const int device = gpumath::core::Device::current().ordinal();
-    auto resource = std::make_shared<TrackingResource>();
+    auto resource = std::make_shared<test::RecordingResource>();
     {
         const std::shared_ptr<gpumath::detail::StreamWorkspace> ws =
             gpumath::detail::stream_workspace(device, resource);
@@ -433,17 +410,18 @@ TEST(StreamWorkspace, AGpumathStreamFreesItsAreasOnItselfBeforeItGoes) {
                 auto lease = ws->acquire(4096, request);
                 ASSERT_EQ(cudaMemsetAsync(lease.data, i & 0xFF, 4096, handle), cudaSuccess);
             }
-            ASSERT_FALSE(resource->freed_on.empty());
-            EXPECT_EQ(resource->freed_on.back(), handle) << "request " << i << "'s area was not freed on its stream";
+            const std::vector<cudaStream_t> freed_on = resource->deallocations();
+            ASSERT_FALSE(freed_on.empty());
+            EXPECT_EQ(freed_on.back(), handle) << "request " << i << "'s area was not freed on its stream";
             auto lease = ws->acquire(4096, steady);
             if (i == 0) steady_area = lease.data;
             EXPECT_EQ(lease.data, steady_area) << "the stream used all along lost its area at request " << i;
             ASSERT_EQ(ws->entries(), 1u) << "at request " << i;
-            ASSERT_EQ(resource->live.load(), 1) << "at request " << i;
+            ASSERT_EQ(resource->live(), 1) << "at request " << i;
         }
-        EXPECT_EQ(resource->freed_on.size(), 300u);
+        EXPECT_EQ(resource->deallocations().size(), 300u);
     }
-    EXPECT_EQ(resource->live.load(), 0);
+    EXPECT_EQ(resource->live(), 0);
 }
 
 // to_host copies into pageable memory and synchronizes: inside a capture that would end the

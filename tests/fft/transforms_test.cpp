@@ -4,12 +4,12 @@
 // and prime lengths, in place, every normalization, the plan cache from 8 threads on 4 streams.
 // Outputs start as NaN bytes; inputs are fresh random values.
 #include <atomic>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include <cufft.h>
 
+#include "common/recording_resource.hpp"
 #include "fft/fft_test_util.hpp"
 
 namespace gpumath {
@@ -513,35 +513,11 @@ TEST_F(FftGpu, StatefulPlanReuseAndIntrospection) {
     EXPECT_GT(pool->used_bytes(), 0u);
 }
 
-// A memory resource that records the stream of every allocation and deallocation.
-class RecordingResource final : public core::MemoryResource {
-public:
-    [[nodiscard]] bool device_accessible() const noexcept override { return true; }
-    [[nodiscard]] bool host_accessible() const noexcept override { return false; }
-    std::mutex mutex;
-    std::vector<cudaStream_t> allocations, deallocations;
-
-protected:
-    void* do_allocate(std::size_t bytes, core::StreamRef stream, std::size_t alignment) override {
-        std::lock_guard lock(mutex);
-        allocations.push_back(stream.handle());
-        return pool_->allocate(bytes, stream, alignment);
-    }
-    void do_deallocate(void* ptr, std::size_t bytes, core::StreamRef stream, std::size_t alignment) noexcept override {
-        std::lock_guard lock(mutex);
-        deallocations.push_back(stream.handle());
-        pool_->deallocate(ptr, bytes, stream, alignment);
-    }
-
-private:
-    std::shared_ptr<core::DeviceMemoryResource> pool_ = core::DeviceMemoryResource::default_resource();
-};
-
 // A gpumath Stream may be destroyed before the plan that ran on it: the stream frees its work
 // area (from the caller's memory resource) in order on itself first, so nothing is ever freed on
 // the destroyed handle, and the plan has nothing left to free on it when it goes.
 TEST_F(FftGpu, WorkAreasOfACustomResourceGoWithTheirStream) {
-    auto resource = std::make_shared<RecordingResource>();
+    auto resource = std::make_shared<test::RecordingResource>();
     const std::int64_t n = 3 * 5 * 7 * 11 * 13;  // several passes, with a work area
     const std::vector<cd> x = random_values(4 * n, true, DataType::f32, rng);
     Operand in = upload(TensorLayout(DataType::c32, {4, n}), x);
@@ -556,15 +532,13 @@ TEST_F(FftGpu, WorkAreasOfACustomResourceGoWithTheirStream) {
             handle = s.handle();
             plan.execute(in.view(), out.view(), Direction::forward, s);
         }  // destroyed with the transform perhaps still running
-        std::lock_guard lock(resource->mutex);
-        ASSERT_GE(resource->allocations.size(), 1u);
-        EXPECT_EQ(resource->deallocations.size(), resource->allocations.size());
-        for (cudaStream_t s : resource->deallocations) EXPECT_EQ(s, handle);
+        ASSERT_GE(resource->allocations().size(), 1u);
+        EXPECT_EQ(resource->deallocations().size(), resource->allocations().size());
+        for (cudaStream_t s : resource->deallocations()) EXPECT_EQ(s, handle);
     }
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     GPUMATH_EXPECT_CLOSE(download(out), dft(x, {4, n}, {1}, -1), 2e-5, "after the stream and plan are gone");
-    std::lock_guard lock(resource->mutex);
-    EXPECT_EQ(resource->deallocations.size(), resource->allocations.size());
+    EXPECT_EQ(resource->deallocations().size(), resource->allocations().size());
 }
 
 TEST_F(FftGpu, EmptyBatchIsANoOp) {
