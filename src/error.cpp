@@ -167,6 +167,29 @@ const char* nvrtc_status_name(int s) noexcept {
     }
 }
 
+const char* nccl_status_name(int status) {
+    switch (status) {
+        case 0:
+            return "ncclSuccess";
+        case 1:
+            return "ncclUnhandledCudaError";
+        case 2:
+            return "ncclSystemError";
+        case 3:
+            return "ncclInternalError";
+        case 4:
+            return "ncclInvalidArgument";
+        case 5:
+            return "ncclInvalidUsage";
+        case 6:
+            return "ncclRemoteError";
+        case 7:
+            return "ncclInProgress";
+        default:
+            return "ncclUnknownError";
+    }
+}
+
 // A tool's error (NVRTC, nvJitLink): the message ends with the log, which the exception also keeps.
 template <class E>
 [[noreturn]] void throw_with_log(int status, const char* name, const char* api, std::string_view context,
@@ -207,6 +230,10 @@ void throw_cublas(int status, const char* api, std::string_view context) {
 
 void throw_cufft(int status, const char* api, std::string_view context) {
     throw CufftError(compose(api, cufft_status_name(status), status, context), status, api);
+}
+
+void throw_nccl(int status, const char* api, std::string_view context) {
+    throw NcclError(compose(api, nccl_status_name(status), status, context), status, api);
 }
 
 void throw_nvrtc(int status, const char* api, std::string_view context, std::string log) {

@@ -61,6 +61,13 @@ public:
     using Error::Error;
 };
 
+/// NCCL reported an error, or NCCL could not be loaded (gpumath loads it at run time, like the
+/// driver); `status()` is the ncclResult_t (0 when NCCL is missing or lacks a function).
+class NcclError : public Error {
+public:
+    using Error::Error;
+};
+
 /// Base of the errors that carry a tool's log (CompileError from NVRTC, LinkError from nvJitLink);
 /// catch it to handle both alike.
 class ErrorWithLog : public Error {

@@ -19,6 +19,7 @@ namespace gpumath::detail {
 [[noreturn]] void throw_cu(CUresult status, const char* api, std::string_view context);
 [[noreturn]] void throw_cublas(int status, const char* api, std::string_view context);
 [[noreturn]] void throw_cufft(int status, const char* api, std::string_view context);
+[[noreturn]] void throw_nccl(int status, const char* api, std::string_view context);
 [[noreturn]] void throw_nvrtc(int status, const char* api, std::string_view context, std::string log);
 [[noreturn]] void throw_nvjitlink(int status, const char* api, std::string_view context, std::string log);
 [[noreturn]] void throw_invalid(const std::string& message, const char* api = "");

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private: the checks a collective's arguments pass before anything is enqueued, apart from the
+// CUDA lookups they need (passed in, so the checks run and are tested without a GPU).
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include <gpumath/core/stream.hpp>
+#include <gpumath/dist/communicator.hpp>
+#include <gpumath/layout.hpp>
+
+namespace gpumath::detail {
+
+enum class Collective : std::uint8_t { all_reduce, reduce_scatter, all_gather, broadcast };
+
+/// One rank this process holds.
+struct LocalRank {
+    int rank = 0;
+    int device = 0;
+};
+
+/// Where a pointer's memory lives: `device` is its device for device (or managed) memory, -1 for
+/// host memory or a pointer CUDA does not know.
+struct PointerPlace {
+    int device = -1;
+    bool managed = false;
+};
+
+/// The CUDA lookups the checks need: the place of a pointer, and the device of a stream that is not
+/// the default stream. Both throw CudaError on failure.
+struct CollectiveLookups {
+    PointerPlace (*pointer)(const void* p) = nullptr;
+    int (*stream_device)(core::StreamRef stream) = nullptr;
+};
+
+/// A collective's arguments as the caller gave them.
+struct CollectiveCall {
+    Collective kind = Collective::all_reduce;
+    std::span<const TensorView> send;
+    std::span<const TensorView> recv;
+    std::span<const core::StreamRef> streams;
+    dist::ReduceOp op = dist::ReduceOp::sum;
+    int root = 0;
+};
+
+/// What NCCL is called with, the same for every local rank.
+struct CheckedCollective {
+    int nccl_type = 0;      // ncclDataType_t
+    std::size_t count = 0;  // NCCL's count: all_reduce/broadcast elements, reduce_scatter's receive count,
+                            // all_gather's send count (complex elements count as two reals)
+    int nccl_op = 0;        // ncclRedOp_t (all_reduce, reduce_scatter)
+};
+
+/// InvalidArgument (naming the collective, the local rank and the operand) or NotSupported unless
+/// the call is one NCCL can run for communicator `size` with these local ranks and NCCL
+/// `nccl_version`; `api` starts the messages. Lookups run last, after every check on the values.
+CheckedCollective check_collective(const CollectiveCall& call, int size, std::span<const LocalRank> ranks,
+                                   int nccl_version, const CollectiveLookups& lookups, const char* api);
+
+/// InvalidArgument unless the memory of `v` (named `what`, e.g. "ranks[1].a") is device memory of
+/// `device` or managed memory; an empty view passes. `api` starts the message.
+void check_memory_on(const TensorView& v, const char* what, int device, const CollectiveLookups& lookups,
+                     const char* api);
+
+/// InvalidArgument unless `stream` is the default stream or one of `device`.
+void check_stream_on(core::StreamRef stream, const char* what, int device, const CollectiveLookups& lookups,
+                     const char* api);
+
+/// The CUDA lookups of a real process (cudaPointerGetAttributes, cudaStreamGetDevice).
+const CollectiveLookups& cuda_lookups() noexcept;
+
+/// InvalidArgument unless `devices` is a non-empty list of distinct devices, each below `count`.
+void check_device_list(std::span<const int> devices, int count, const char* api);
+
+}  // namespace gpumath::detail

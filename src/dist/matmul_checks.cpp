@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "dist/matmul_checks.hpp"
+
+#include <fmt/format.h>
+
+#include "detail/enum_check.hpp"
+#include "detail/status.hpp"
+
+namespace gpumath::detail {
+
+ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options,
+                             const dist::ParallelOptions& parallel, int size, const char* api) {
+    using dist::OutputCollective;
+    using dist::Parallelism;
+    check_enum(parallel.parallelism, dist::parallelism_count, "a Parallelism", "parallel.parallelism", api);
+    check_enum(parallel.collective, dist::output_collective_count, "an OutputCollective", "parallel.collective", api);
+    if (size < 1) throw_invalid(fmt::format("the communicator has {} ranks (moved from?)", size), api);
+    const bool row = parallel.parallelism == Parallelism::row;
+    const bool fits =
+        parallel.collective == OutputCollective::none || (row ? parallel.collective != OutputCollective::all_gather
+                                                              : parallel.collective == OutputCollective::all_gather);
+    if (!fits) {
+        throw_invalid(fmt::format("parallel.collective: {} does not join {}-parallel products; {}-parallel takes {}",
+                                  dist::to_string(parallel.collective), dist::to_string(parallel.parallelism),
+                                  dist::to_string(parallel.parallelism),
+                                  row ? "none, all_reduce or reduce_scatter (the ranks' D are partial sums)"
+                                      : "none or all_gather (the ranks' D are slices of D's columns)"),
+                      api);
+    }
+    if (a.rank() != 2 || b.rank() != 2) {
+        throw_invalid(fmt::format("a is {} and b is {}: a tensor-parallel product takes matrices (rank 2): a (M, K) "
+                                  "and b (K, N) slices",
+                                  to_string(a), to_string(b)),
+                      api);
+    }
+    if (a.shape(1) != b.shape(0)) {
+        throw_invalid(fmt::format("a is {} and b is {}: a's columns (K = {}) must equal b's rows ({})", to_string(a),
+                                  to_string(b), a.shape(1), b.shape(0)),
+                      api);
+    }
+    if (row) {
+        const Epilog e = options.epilog;
+        if (e != Epilog::none && e != Epilog::bias) {
+            throw_not_supported(
+                fmt::format("options.epilog: {} on a row-parallel product: each rank holds a partial sum, and the "
+                            "epilog's nonlinear part applies to the whole sum, which only exists after the "
+                            "reduction; use none or bias (added once, by rank 0), and apply the rest to the result",
+                            to_string(e)),
+                api);
+        }
+        if (options.epilog_function) {
+            throw_not_supported(
+                "options.epilog_function on a row-parallel product: the function applies to the "
+                "whole sum, which only exists after the reduction; apply it to the result",
+                api);
+        }
+    }
+    ParallelShape shape{a.shape(0), b.shape(1), a.shape(1), a.shape(0), a.shape(0)};
+    if (parallel.chunks < 1 || parallel.chunks > 64) {
+        throw_invalid(fmt::format("parallel.chunks: {}; allowed: 1 to 64", parallel.chunks), api);
+    }
+    if (parallel.chunks > 1) {
+        if (!row || parallel.collective != OutputCollective::all_reduce) {
+            throw_invalid(fmt::format("parallel.chunks: {} chunks pipeline a row-parallel all_reduce only; this "
+                                      "product is {}-parallel with {}",
+                                      parallel.chunks, dist::to_string(parallel.parallelism),
+                                      dist::to_string(parallel.collective)),
+                          api);
+        }
+        if (parallel.chunks > shape.m) {
+            throw_invalid(fmt::format("parallel.chunks: {} chunks of M = {} rows; at most one chunk per row",
+                                      parallel.chunks, shape.m),
+                          api);
+        }
+        shape.chunk_rows = (shape.m + parallel.chunks - 1) / parallel.chunks;
+        shape.last_rows = shape.m - shape.chunk_rows * (parallel.chunks - 1);
+        if (shape.last_rows <= 0) {
+            // Rounding up left the last chunks empty (e.g. 5 rows in 4 chunks of 2): fewer, fuller chunks.
+            throw_invalid(fmt::format("parallel.chunks: M = {} rows do not split into {} chunks of {} rows; choose a "
+                                      "chunk count that divides M or leaves a non-empty last chunk",
+                                      shape.m, parallel.chunks, shape.chunk_rows),
+                          api);
+        }
+    }
+    if (parallel.collective == OutputCollective::reduce_scatter && (shape.m * shape.n) % size != 0) {
+        throw_invalid(fmt::format("parallel.collective: reduce_scatter of D ({} x {} = {} elements) over {} ranks "
+                                  "needs an element count divisible by the rank count",
+                                  shape.m, shape.n, shape.m * shape.n, size),
+                      api);
+    }
+    return shape;
+}
+
+MatmulOptions rank_options(const MatmulOptions& options, const dist::ParallelOptions& parallel, int rank) {
+    MatmulOptions out = options;
+    if (parallel.parallelism == dist::Parallelism::row && rank != 0 && out.epilog == Epilog::bias) {
+        out.epilog = Epilog::none;
+    }
+    return out;
+}
+
+}  // namespace gpumath::detail

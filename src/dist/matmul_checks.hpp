@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private: the rules of a tensor-parallel product that need no GPU (tested on the CPU).
+#pragma once
+
+#include <gpumath/dist/matmul.hpp>
+#include <gpumath/layout.hpp>
+#include <gpumath/matmul/options.hpp>
+
+namespace gpumath::detail {
+
+/// The shape of one rank's product and its chunks.
+struct ParallelShape {
+    std::int64_t m = 0;
+    std::int64_t n = 0;
+    std::int64_t k = 0;
+    std::int64_t chunk_rows = 0;  // rows of every chunk but the last (m when not chunked)
+    std::int64_t last_rows = 0;   // rows of the last chunk
+};
+
+/// InvalidArgument / NotSupported unless a product of `a` and `b` (this rank's slices) can run
+/// with `options` split and joined as `parallel` on a communicator of `size` ranks. `api` starts
+/// the messages.
+ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options,
+                             const dist::ParallelOptions& parallel, int size, const char* api);
+
+/// The options of rank `rank`'s product: row-parallel ranks other than 0 drop the bias epilog
+/// (rank 0's product adds it, once).
+MatmulOptions rank_options(const MatmulOptions& options, const dist::ParallelOptions& parallel, int rank);
+
+}  // namespace gpumath::detail
