@@ -267,9 +267,10 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
         }
         return outputs;
     }
-    // The pipeline: chunk c's product on the rank's stream, then its all-reduce on the rank's
+    // The pipeline: chunk c's product on the rank's stream, then its collective on the rank's
     // comm stream, which waits for that product only; the rank's stream waits for every
-    // all-reduce at the end.
+    // collective at the end. A reduce_scatter scatters each chunk: its output is chunk-major.
+    const bool scatter = s.parallel.collective == OutputCollective::reduce_scatter;
     {
         std::vector<gpumath::detail::LocalRank> local;
         for (const auto& r : s.ranks) local.push_back({r.rank, r.device});
@@ -298,9 +299,12 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
             ranks[i].stream.record(*r.produced);
             r.comm->wait(*r.produced);
             d_chunk[i] = gpumath::detail::flat(ranks[i].d, first * row_elements, rows * row_elements);
-            out_chunk[i] = gpumath::detail::flat(ranks[i].out, first * row_elements, rows * row_elements);
+            out_chunk[i] = scatter ? gpumath::detail::flat(ranks[i].out, first * row_elements / s.size,
+                                                           rows * row_elements / s.size)
+                                   : gpumath::detail::flat(ranks[i].out, first * row_elements, rows * row_elements);
         }
-        comm.all_reduce(d_chunk, out_chunk, ReduceOp::sum, comm_streams);
+        if (scatter) comm.reduce_scatter(d_chunk, out_chunk, ReduceOp::sum, comm_streams);
+        else comm.all_reduce(d_chunk, out_chunk, ReduceOp::sum, comm_streams);
     }
     for (std::size_t i = 0; i < n; ++i) {
         const gpumath::detail::RankProducts& r = s.ranks[i];

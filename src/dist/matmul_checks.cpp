@@ -60,9 +60,11 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const
         throw_invalid(fmt::format("parallel.chunks: {}; allowed: 1 to 64", parallel.chunks), api);
     }
     if (parallel.chunks > 1) {
-        if (!row || parallel.collective != OutputCollective::all_reduce) {
-            throw_invalid(fmt::format("parallel.chunks: {} chunks pipeline a row-parallel all_reduce only; this "
-                                      "product is {}-parallel with {}",
+        const bool reduces = parallel.collective == OutputCollective::all_reduce ||
+                             parallel.collective == OutputCollective::reduce_scatter;
+        if (!row || !reduces) {
+            throw_invalid(fmt::format("parallel.chunks: {} chunks pipeline a row-parallel all_reduce or reduce_scatter "
+                                      "only; this product is {}-parallel with {}",
                                       parallel.chunks, dist::to_string(parallel.parallelism),
                                       dist::to_string(parallel.collective)),
                           api);
@@ -75,10 +77,18 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const
         shape.chunk_rows = (shape.m + parallel.chunks - 1) / parallel.chunks;
         shape.last_rows = shape.m - shape.chunk_rows * (parallel.chunks - 1);
         if (shape.last_rows <= 0) {
-            // Rounding up left the last chunks empty (e.g. 5 rows in 4 chunks of 2): fewer, fuller chunks.
+            // Rounding up left the last chunks empty (e.g. 5 rows in 4 chunks of 2).
             throw_invalid(fmt::format("parallel.chunks: M = {} rows do not split into {} chunks of {} rows; choose a "
                                       "chunk count that divides M or leaves a non-empty last chunk",
                                       shape.m, parallel.chunks, shape.chunk_rows),
+                          api);
+        }
+        if (parallel.collective == OutputCollective::reduce_scatter &&
+            (shape.m % parallel.chunks != 0 || (shape.chunk_rows * shape.n) % size != 0)) {
+            throw_invalid(fmt::format("parallel.chunks: a chunked reduce_scatter scatters each chunk over the {} "
+                                      "ranks, so the {} chunks must be equal ({} rows do not split evenly) and each "
+                                      "chunk's elements ({} rows of {}) divisible by the rank count",
+                                      size, parallel.chunks, shape.m, shape.chunk_rows, shape.n),
                           api);
         }
     }

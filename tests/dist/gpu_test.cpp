@@ -335,8 +335,12 @@ void run_linear(const LinearCase& c, bool capture) {
                 col_j = e / m;
                 row_i = e % m;
             } else {
-                // Row-major (m, n) D; reduce_scatter keeps block r of its elements.
-                const std::int64_t flat = c.collective == OutputCollective::reduce_scatter ? r * out.size() + e : e;
+                // Row-major (m, n) D; reduce_scatter keeps block r of its elements (of each chunk's).
+                std::int64_t flat = e;
+                if (c.collective == OutputCollective::reduce_scatter) {
+                    const std::int64_t per_chunk = out.size() / c.chunks;  // this rank's elements of one chunk
+                    flat = (e / per_chunk) * per_chunk * p + r * per_chunk + e % per_chunk;
+                }
                 row_i = flat / n;
                 col_j = flat % n;
             }
@@ -365,6 +369,7 @@ TEST(DistMatmul, ChunkedRowParallelPipelineMatchesTheWholeProduct) {
     GPUMATH_REQUIRE_GPU();
     run_linear({Parallelism::row, OutputCollective::all_reduce, 3, true}, false);
     run_linear({Parallelism::row, OutputCollective::all_reduce, 4, false}, false);
+    run_linear({Parallelism::row, OutputCollective::reduce_scatter, 3, true}, false);
 }
 
 TEST(DistMatmul, CapturedProductsAndCollectivesReplay) {

@@ -97,14 +97,27 @@ TEST(ParallelChecks, ChunksPipelineARowAllReduceOfEnoughRows) {
             {"parallel.chunks", std::to_string(chunks), "1 to 64"});
     expect_throw_with<InvalidArgument>(
         [] {
-            check({Parallelism::row, OutputCollective::reduce_scatter, 2});
+            check({Parallelism::row, OutputCollective::none, 2});
         },
-        {"row-parallel all_reduce only", "reduce_scatter"});
+        {"row-parallel all_reduce or reduce_scatter only", "none"});
     expect_throw_with<InvalidArgument>(
         [] {
             check({Parallelism::column, OutputCollective::all_gather, 2});
         },
-        {"row-parallel all_reduce only", "column"});
+        {"row-parallel all_reduce or reduce_scatter only", "column"});
+    // A chunked reduce_scatter: equal chunks, each divisible over the ranks.
+    EXPECT_EQ(check({Parallelism::row, OutputCollective::reduce_scatter, 4}).chunk_rows, 24);
+    expect_throw_with<InvalidArgument>(
+        [] {
+            check({Parallelism::row, OutputCollective::reduce_scatter, 5});
+        },
+        {"5 chunks must be equal", "96 rows"});
+    const TensorLayout n3(DataType::bf16, {64, 3});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            check({Parallelism::row, OutputCollective::reduce_scatter, 32}, {}, 4, a, n3);
+        },
+        {"3 rows of 3", "divisible by the rank count"});
     const TensorLayout few(DataType::bf16, {3, 64});
     expect_throw_with<InvalidArgument>(
         [&] {

@@ -43,7 +43,9 @@ enum class OutputCollective : std::uint8_t {
     /// Row-parallel: every rank gets the sum of the partial D.
     all_reduce,
     /// Row-parallel: rank r gets block r of the sum (of `size()` equal blocks of D's elements in
-    /// memory order: rows of a row-major D, columns of a column-major one).
+    /// memory order: rows of a row-major D, columns of a column-major one). With `chunks` c above
+    /// 1, each chunk of M / c rows is scattered: rank r gets block r of every chunk, chunk after
+    /// chunk.
     reduce_scatter,
 };
 
@@ -84,9 +86,10 @@ struct ParallelOptions {
     /// The collective after the products (column: none or all_gather; row: none, all_reduce or
     /// reduce_scatter).
     OutputCollective collective = OutputCollective::none;
-    /// Row-parallel with all_reduce and a row-major D only: the product runs in `chunks` slices of
-    /// M, and slice c's all-reduce (on a stream of its own) overlaps slice c + 1's product. 1 (the
-    /// default) runs one product, then one all-reduce. 1 to 64.
+    /// Row-parallel with all_reduce or reduce_scatter and a row-major D only: the product runs in
+    /// `chunks` slices of M, and slice c's collective (on a stream of its own) overlaps slice
+    /// c + 1's product. 1 (the default) runs one product, then one collective. 1 to 64, at most
+    /// M; reduce_scatter needs equal chunks whose elements divide evenly over the ranks.
     int chunks = 1;
 };
 
