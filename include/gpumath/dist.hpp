@@ -4,4 +4,5 @@
 #pragma once
 
 #include <gpumath/dist/communicator.hpp>
+#include <gpumath/dist/fft.hpp>
 #include <gpumath/dist/matmul.hpp>

@@ -12,3 +12,8 @@
 #include <gpumath/tensor.hpp>
 #include <gpumath/types.hpp>
 #include <gpumath/version.hpp>
+
+// The multi-GPU module, when gpumath was built with it (gpumath::dist defines GPUMATH_HAS_DIST).
+#if defined(GPUMATH_HAS_DIST)
+#include <gpumath/dist.hpp>
+#endif

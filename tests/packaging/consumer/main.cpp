@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Uses what its target offers, on a machine with or without a GPU: the whole library, or one module
-// through its umbrella header (GPUMATH_CONSUMER_CORE / _MATMUL / _FFT).
+// through its umbrella header (GPUMATH_CONSUMER_CORE / _MATMUL / _FFT / _DIST).
 #include <cstdio>
 #include <cstring>
 
@@ -10,6 +10,10 @@
 #include <gpumath/matmul.hpp>
 #elif defined(GPUMATH_CONSUMER_FFT)
 #include <gpumath/fft.hpp>
+#elif defined(GPUMATH_CONSUMER_DIST)
+#include <gpumath/dist.hpp>  // gpumath::dist links the matmul and FFT modules too
+#include <gpumath/fft.hpp>
+#include <gpumath/matmul.hpp>
 #else
 #include <gpumath/gpumath.hpp>
 #endif
@@ -21,6 +25,10 @@
 #endif
 #if defined(GPUMATH_HAS_DLPACK)
 #include <gpumath/dlpack.hpp>
+#endif
+#if defined(EXPECT_DIST) && (defined(GPUMATH_CONSUMER_DIST) || defined(GPUMATH_CONSUMER_GPUMATH)) && \
+    !defined(GPUMATH_HAS_DIST)
+#error "gpumath was built with the multi-GPU module, but its target does not define GPUMATH_HAS_DIST"
 #endif
 
 int main() {
@@ -68,6 +76,19 @@ int main() {
     if (fft.kind() != gpumath::FFTKind::c2c || fft.output_layout().shape(1) != 64) {
         std::printf("unexpected FFT plan\n");
         return 1;
+    }
+#endif
+#if defined(GPUMATH_HAS_DIST)
+    // The multi-GPU module validates without a GPU, and finds NCCL at run time (or says why not).
+    try {
+        (void)gpumath::dist::Communicator{-1};
+        std::printf("a communicator on device -1 was accepted\n");
+        return 1;
+    } catch (const gpumath::InvalidArgument&) {}
+    try {
+        std::printf("NCCL %d loaded at run time\n", gpumath::dist::nccl_version());
+    } catch (const gpumath::NcclError& e) {
+        std::printf("NCCL not loaded: %s\n", e.what());
     }
 #endif
     std::printf("gpumath %s consumer: %d CUDA device(s)\n", gpumath::version_string, gpumath::core::Device::count());

@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: Apache-2.0
+// Multi-GPU FFTs through cuFFT Xt: the plan (cufftXtSetGPUs + cufftMakePlan*d, or an ordinary plan on
+// one device), its device data (cufftXtMalloc/Memcpy/Free), execution with the normalization scale,
+// and the cached dist::fft/ifft/rfft/irfft.
+#include <gpumath/dist/fft.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+#include <cufftXt.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "detail/lru_cache.hpp"
+#include "detail/status.hpp"
+#include "dist/fft_problem.hpp"
+#include "dist/fft_scale.hpp"
+#include <gpumath/core/device.hpp>
+
+namespace gpumath::dist {
+namespace detail {
+namespace {
+
+using gpumath::detail::check;
+using gpumath::detail::check_cufft;
+using gpumath::detail::throw_invalid;
+using gpumath::detail::throw_moved_from;
+using gpumath::detail::throw_not_supported;
+
+// Restores the calling thread's current device when it leaves scope: cuFFT Xt calls switch devices
+// (and cufftDestroy of a multi-GPU plan has been seen to leave the last one current).
+class KeepCurrentDevice {
+public:
+    KeepCurrentDevice() noexcept {
+        if (cudaGetDevice(&device_) != cudaSuccess) {
+            (void)cudaGetLastError();
+            device_ = -1;
+        }
+    }
+    ~KeepCurrentDevice() {
+        if (device_ >= 0) (void)cudaSetDevice(device_);
+    }
+    KeepCurrentDevice(const KeepCurrentDevice&) = delete;
+    KeepCurrentDevice& operator=(const KeepCurrentDevice&) = delete;
+    KeepCurrentDevice(KeepCurrentDevice&&) = delete;
+    KeepCurrentDevice& operator=(KeepCurrentDevice&&) = delete;
+
+private:
+    int device_ = -1;
+};
+
+cufftType cufft_type(const FftProblem& p) noexcept {
+    const bool dbl = p.precision == DataType::f64;
+    switch (p.kind) {
+        case FFTKind::r2c:
+            return dbl ? CUFFT_D2Z : CUFFT_R2C;
+        case FFTKind::c2r:
+            return dbl ? CUFFT_Z2D : CUFFT_C2R;
+        default:
+            return dbl ? CUFFT_Z2Z : CUFFT_C2C;
+    }
+}
+
+// The cuFFT plan over the devices (cufftXtSetGPUs first with several), work sizes per device.
+cufftHandle make_cufft_plan(const FftProblem& p, std::vector<std::size_t>& work, const char* api) {
+    const bool multi = p.devices.size() > 1;
+    KeepCurrentDevice keep;
+    if (!multi) check(cudaSetDevice(p.devices[0]), "cudaSetDevice", api);
+    cufftHandle h = 0;
+    check_cufft(cufftCreate(&h), "cufftCreate", api);
+    try {
+        std::vector<int> devices = p.devices;
+        work.assign(devices.size(), 0);
+        if (multi)
+            check_cufft(cufftXtSetGPUs(h, int(devices.size()), devices.data()), "cufftXtSetGPUs",
+                        [&] { return fmt::format("{}: devices [{}]", api, fmt::join(devices, ", ")); });
+        const auto n = [&](int i) { return int(p.n[std::size_t(i)]); };
+        const cufftType type = cufft_type(p);
+        int status = 0;
+        const char* call = "";
+        switch (p.rank) {
+            case 1:
+                call = "cufftMakePlan1d";
+                status = cufftMakePlan1d(h, n(0), type, 1, work.data());
+                break;
+            case 2:
+                call = "cufftMakePlan2d";
+                status = cufftMakePlan2d(h, n(0), n(1), type, work.data());
+                break;
+            default:
+                call = "cufftMakePlan3d";
+                status = cufftMakePlan3d(h, n(0), n(1), n(2), type, work.data());
+                break;
+        }
+        check_cufft(status, call, [&] {
+            return fmt::format("{}: {} plan of {} on devices [{}]", api, to_string(p.kind),
+                               gpumath::to_string(p.in_layout), fmt::join(p.devices, ", "));
+        });
+    } catch (...) {
+        (void)cufftDestroy(h);
+        throw;
+    }
+    return h;
+}
+
+void destroy_cufft_plan(cufftHandle h, int device) noexcept {
+    KeepCurrentDevice keep;
+    if (device >= 0) (void)cudaSetDevice(device);
+    (void)cufftDestroy(h);
+}
+
+// cuFFT Xt's sub-formats that hold the permuted order.
+bool is_shuffled(int sub_format) noexcept {
+    return sub_format == CUFFT_XT_FORMAT_INPLACE_SHUFFLED || sub_format == CUFFT_XT_FORMAT_1D_INPUT_SHUFFLED;
+}
+
+}  // namespace
+
+/// Everything a plan owns, shared by its FFT and the FFTData it allocated (so data can outlive the
+/// FFT object and still copy through its cuFFT plan).
+struct FFTState {
+    FftProblem problem;
+    FFTOptions options;  // kind resolved
+    const char* api = "gpumath::dist::FFT";
+    std::mutex mutex;  // planning, and every cuFFT call on the plan
+    std::atomic<bool> planned{false};
+    cufftHandle handle = 0;
+    std::vector<std::size_t> work;
+
+    [[nodiscard]] bool multi() const noexcept { return problem.devices.size() > 1; }
+
+    FFTState() = default;
+    FFTState(const FFTState&) = delete;
+    FFTState& operator=(const FFTState&) = delete;
+    FFTState(FFTState&&) = delete;
+    FFTState& operator=(FFTState&&) = delete;
+    ~FFTState() {
+        if (planned.load()) destroy_cufft_plan(handle, multi() ? -1 : problem.devices[0]);
+    }
+
+    // Plans once; the caller holds no lock.
+    void ensure_planned() {
+        if (planned.load(std::memory_order_acquire)) return;
+        std::lock_guard lock(mutex);
+        if (planned.load(std::memory_order_relaxed)) return;
+        if (multi()) {
+            const core::ComputeCapability first = core::Device(problem.devices[0]).compute_capability();
+            for (std::size_t i = 1; i < problem.devices.size(); ++i) {
+                const core::ComputeCapability cc = core::Device(problem.devices[i]).compute_capability();
+                if (cc != first)
+                    throw_not_supported(fmt::format("options.devices: device {} has compute capability {}.{}, device "
+                                                    "{} has {}.{}; cuFFT Xt needs GPUs of one architecture",
+                                                    problem.devices[i], cc.major, cc.minor, problem.devices[0],
+                                                    first.major, first.minor),
+                                        api);
+            }
+        }
+        handle = make_cufft_plan(problem, work, api);
+        planned.store(true, std::memory_order_release);
+    }
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// FFTData
+
+struct FFTData::Impl {
+    std::shared_ptr<detail::FFTState> state;
+    cudaLibXtDesc* desc = nullptr;  // several devices
+    void* buffer = nullptr;         // one device
+    std::size_t bytes = 0;          // one device
+
+    Impl() = default;
+    Impl(const Impl&) = delete;
+    Impl& operator=(const Impl&) = delete;
+    Impl(Impl&&) = delete;
+    Impl& operator=(Impl&&) = delete;
+    ~Impl() {
+        detail::KeepCurrentDevice keep;
+        if (desc != nullptr) (void)cufftXtFree(desc);
+        if (buffer != nullptr) {
+            (void)cudaSetDevice(state->problem.devices[0]);
+            (void)cudaFree(buffer);
+        }
+    }
+};
+
+namespace detail {
+
+/// Private access to the public types' internals.
+struct FFTAccess {
+    using DataImpl = FFTData::Impl;
+    static FFTState& state(const FFT& fft, const char* api) {
+        if (!fft.state_) throw_moved_from("FFT", api);
+        return *fft.state_;
+    }
+    static FFTData::Impl& impl(const FFTData& data, const char* api) {
+        if (!data.impl_) throw_moved_from("FFTData", api);
+        return *data.impl_;
+    }
+    static FFT make(const TensorLayout& input, const FFTOptions& options, FFTKind forced, const char* api) {
+        auto state = std::make_shared<FFTState>();
+        state->problem = make_fft_problem(input, options, forced, api);
+        state->options = options;
+        state->options.kind = state->problem.kind;
+        FFT fft(std::move(state));
+        return fft;
+    }
+    static FFTData allocate(FFTState& s, const std::shared_ptr<FFTState>& owner, const char* api) {
+        s.ensure_planned();
+        auto impl = std::make_unique<FFTData::Impl>();
+        impl->state = owner;
+        KeepCurrentDevice keep;
+        if (s.multi()) {
+            std::lock_guard lock(s.mutex);
+            check_cufft(cufftXtMalloc(s.handle, &impl->desc, CUFFT_XT_FORMAT_INPLACE), "cufftXtMalloc", api);
+        } else {
+            check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
+            impl->bytes = s.problem.stored_bytes();
+            check(cudaMalloc(&impl->buffer, impl->bytes), "cudaMalloc",
+                  [&] { return fmt::format("{}: {} bytes on device {}", api, impl->bytes, s.problem.devices[0]); });
+        }
+        return FFTData(std::move(impl));
+    }
+    static FFTState& data_state(const FFTData::Impl& impl) noexcept { return *impl.state; }
+    // The host path: copy in, transform, normalize, copy out (natural order).
+    static void execute_host(FFT& fft, const TensorView& in, const TensorView& out, Direction direction,
+                             const char* api);
+};
+
+namespace {
+
+// Whether host data of layout `which` (0 input, 1 output) is real, so stored padded on the devices.
+bool is_real_side(const FftProblem& p, int which) noexcept {
+    return (p.kind == FFTKind::r2c && which == 0) || (p.kind == FFTKind::c2r && which == 1);
+}
+
+// Copies between a dense real host array and its padded stored form (rows of stored_row_reals reals).
+void pad_rows(const FftProblem& p, const std::byte* dense, std::byte* padded) {
+    const std::size_t real = size_of(p.precision);
+    const std::size_t row = std::size_t(p.n[std::size_t(p.rank - 1)]) * real;
+    const std::size_t stored = std::size_t(p.stored_row_reals()) * real;
+    const std::size_t rows = p.stored_bytes() / stored;
+    for (std::size_t r = 0; r < rows; ++r) {
+        std::memcpy(padded + r * stored, dense + r * row, row);
+        std::memset(padded + r * stored + row, 0, stored - row);
+    }
+}
+void unpad_rows(const FftProblem& p, const std::byte* padded, std::byte* dense) {
+    const std::size_t real = size_of(p.precision);
+    const std::size_t row = std::size_t(p.n[std::size_t(p.rank - 1)]) * real;
+    const std::size_t stored = std::size_t(p.stored_row_reals()) * real;
+    const std::size_t rows = p.stored_bytes() / stored;
+    for (std::size_t r = 0; r < rows; ++r) std::memcpy(dense + r * row, padded + r * stored, row);
+}
+
+// Host to devices; `shuffled` places the data in cuFFT Xt's permuted order (what c2r across GPUs reads).
+void upload(FFTState& s, FFTAccess::DataImpl& d, const void* host, bool shuffled, const char* api) {
+    KeepCurrentDevice keep;
+    if (s.multi()) {
+        std::lock_guard lock(s.mutex);
+        // cuFFT Xt reads the descriptor's sub-format to place the data (CuPy resets it the same way).
+        d.desc->subFormat = shuffled ? CUFFT_XT_FORMAT_INPLACE_SHUFFLED : CUFFT_XT_FORMAT_INPLACE;
+        check_cufft(cufftXtMemcpy(s.handle, d.desc, const_cast<void*>(host), CUFFT_COPY_HOST_TO_DEVICE),
+                    "cufftXtMemcpy", api);
+        return;
+    }
+    check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
+    check(cudaMemcpy(d.buffer, host, d.bytes, cudaMemcpyHostToDevice), "cudaMemcpy", api);
+}
+
+void download(FFTState& s, const FFTAccess::DataImpl& d, void* host, const char* api) {
+    KeepCurrentDevice keep;
+    if (s.multi()) {
+        std::lock_guard lock(s.mutex);
+        check_cufft(cufftXtMemcpy(s.handle, host, d.desc, CUFFT_COPY_DEVICE_TO_HOST), "cufftXtMemcpy", api);
+        return;
+    }
+    check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
+    check(cudaMemcpy(host, d.buffer, d.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy", api);
+}
+
+FFTAccess::DataImpl& own_data(FFTState& s, const FFTData& data, const char* name, const char* api) {
+    FFTAccess::DataImpl& d = FFTAccess::impl(data, api);
+    if (&FFTAccess::data_state(d) != &s)
+        throw_invalid(fmt::format("{}: this FFTData was allocated by another dist::FFT plan ({} on devices [{}]); "
+                                  "use data from this plan's allocate() ({} on devices [{}])",
+                                  name, gpumath::to_string(FFTAccess::data_state(d).problem.in_layout),
+                                  fmt::join(FFTAccess::data_state(d).problem.devices, ", "),
+                                  gpumath::to_string(s.problem.in_layout), fmt::join(s.problem.devices, ", ")),
+                      api);
+    return d;
+}
+
+void transform(FFTState& s, FFTAccess::DataImpl& d, Direction direction, const char* api) {
+    const FftProblem& p = s.problem;
+    const int sign = direction == Direction::forward ? CUFFT_FORWARD : CUFFT_INVERSE;
+    KeepCurrentDevice keep;
+    std::vector<FFTPart> parts;
+    {
+        std::lock_guard lock(s.mutex);
+        if (s.multi()) {
+            check_cufft(cufftXtExecDescriptor(s.handle, d.desc, d.desc, sign), "cufftXtExecDescriptor", api);
+            const cudaXtDesc& x = *d.desc->descriptor;
+            for (int i = 0; i < x.nGPUs; ++i)
+                parts.push_back({x.GPUs[std::size_t(i)], x.data[std::size_t(i)], x.size[std::size_t(i)]});
+        } else {
+            check(cudaSetDevice(p.devices[0]), "cudaSetDevice", api);
+            void* b = d.buffer;
+            int status = 0;
+            const char* call = "";
+            switch (cufft_type(p)) {
+                case CUFFT_C2C:
+                    call = "cufftExecC2C";
+                    status = cufftExecC2C(s.handle, static_cast<cufftComplex*>(b), static_cast<cufftComplex*>(b), sign);
+                    break;
+                case CUFFT_Z2Z:
+                    call = "cufftExecZ2Z";
+                    status = cufftExecZ2Z(s.handle, static_cast<cufftDoubleComplex*>(b),
+                                          static_cast<cufftDoubleComplex*>(b), sign);
+                    break;
+                case CUFFT_R2C:
+                    call = "cufftExecR2C";
+                    status = cufftExecR2C(s.handle, static_cast<cufftReal*>(b), static_cast<cufftComplex*>(b));
+                    break;
+                case CUFFT_D2Z:
+                    call = "cufftExecD2Z";
+                    status =
+                        cufftExecD2Z(s.handle, static_cast<cufftDoubleReal*>(b), static_cast<cufftDoubleComplex*>(b));
+                    break;
+                case CUFFT_C2R:
+                    call = "cufftExecC2R";
+                    status = cufftExecC2R(s.handle, static_cast<cufftComplex*>(b), static_cast<cufftReal*>(b));
+                    break;
+                default:
+                    call = "cufftExecZ2D";
+                    status =
+                        cufftExecZ2D(s.handle, static_cast<cufftDoubleComplex*>(b), static_cast<cufftDoubleReal*>(b));
+                    break;
+            }
+            check_cufft(status, call, api);
+            parts.push_back({p.devices[0], d.buffer, d.bytes});
+        }
+    }
+    // cuFFT Xt runs multi-GPU plans synchronously; the wait makes the one-device plan (on the legacy
+    // default stream) the same, and orders the scale after the transform on every device.
+    scale_parts(parts, p.precision, fft_scale(p, direction), api);
+}
+
+}  // namespace
+
+void FFTAccess::execute_host(FFT& fft, const TensorView& in, const TensorView& out, Direction direction,
+                             const char* api) {
+    FFTState& s = state(fft, api);
+    check_direction(s.problem, direction, api);
+    (void)check_host_view(s.problem, in, 0, "in", api);
+    (void)check_host_view(s.problem, out, 1, "out", api);
+    FFTData data = allocate(s, fft.state_, api);
+    DataImpl& d = *data.impl_;
+    const bool real_in = s.problem.kind == FFTKind::r2c;
+    const bool real_out = s.problem.kind == FFTKind::c2r;
+    std::vector<std::byte> staging;
+    if (real_in || real_out) staging.resize(s.problem.stored_bytes());
+    if (real_in) {
+        pad_rows(s.problem, static_cast<const std::byte*>(in.data()), staging.data());
+        upload(s, d, staging.data(), false, api);
+    } else {
+        upload(s, d, in.data(), s.problem.kind == FFTKind::c2r, api);
+    }
+    transform(s, d, direction, api);
+    if (real_out) {
+        download(s, d, staging.data(), api);
+        unpad_rows(s.problem, staging.data(), static_cast<std::byte*>(out.data()));
+    } else {
+        download(s, d, out.data(), api);
+    }
+}
+
+}  // namespace detail
+
+FFTData::FFTData(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+FFTData::~FFTData() = default;
+FFTData::FFTData(FFTData&& other) noexcept = default;
+FFTData& FFTData::operator=(FFTData&& other) noexcept = default;
+
+void FFTData::copy_from(const TensorView& host) {
+    constexpr const char* api = "gpumath::dist::FFTData::copy_from";
+    Impl& d = detail::FFTAccess::impl(*this, api);
+    detail::FFTState& s = *d.state;
+    const int which = detail::check_host_view(s.problem, host, -1, "host", api);
+    const bool shuffled = s.problem.kind == FFTKind::c2r && which == 0;
+    if (detail::is_real_side(s.problem, which)) {
+        std::vector<std::byte> staging(s.problem.stored_bytes());
+        detail::pad_rows(s.problem, static_cast<const std::byte*>(host.data()), staging.data());
+        detail::upload(s, d, staging.data(), shuffled, api);
+    } else {
+        detail::upload(s, d, host.data(), shuffled, api);
+    }
+}
+
+void FFTData::copy_to(const TensorView& host) const {
+    constexpr const char* api = "gpumath::dist::FFTData::copy_to";
+    const Impl& d = detail::FFTAccess::impl(*this, api);
+    detail::FFTState& s = *d.state;
+    const int which = detail::check_host_view(s.problem, host, -1, "host", api);
+    if (detail::is_real_side(s.problem, which)) {
+        std::vector<std::byte> staging(s.problem.stored_bytes());
+        detail::download(s, d, staging.data(), api);
+        detail::unpad_rows(s.problem, staging.data(), static_cast<std::byte*>(host.data()));
+    } else {
+        detail::download(s, d, host.data(), api);
+    }
+}
+
+DataOrder FFTData::order() const {
+    const Impl& d = detail::FFTAccess::impl(*this, "gpumath::dist::FFTData::order");
+    if (d.desc == nullptr) return DataOrder::natural;
+    std::lock_guard lock(d.state->mutex);
+    return detail::is_shuffled(d.desc->subFormat) ? DataOrder::shuffled : DataOrder::natural;
+}
+
+int FFTData::parts() const noexcept {
+    if (!impl_) return 0;
+    return impl_->desc != nullptr ? impl_->desc->descriptor->nGPUs : 1;
+}
+
+FFTPart FFTData::part(int i) const {
+    constexpr const char* api = "gpumath::dist::FFTData::part";
+    const Impl& d = detail::FFTAccess::impl(*this, api);
+    const int count = parts();
+    if (i < 0 || i >= count)
+        detail::throw_invalid(fmt::format("i: part {} does not exist; this data has {} part{} (0..{})", i, count,
+                                          count == 1 ? "" : "s", count - 1),
+                              api);
+    if (d.desc == nullptr) return {d.state->problem.devices[0], d.buffer, d.bytes};
+    const cudaXtDesc& x = *d.desc->descriptor;
+    return {x.GPUs[std::size_t(i)], x.data[std::size_t(i)], x.size[std::size_t(i)]};
+}
+
+// ---------------------------------------------------------------------------------------------
+// FFT
+
+FFT::FFT(const TensorLayout& input, const FFTOptions& options)
+    : FFT(detail::FFTAccess::make(input, options, FFTKind::automatic, "gpumath::dist::FFT")) {}
+FFT::FFT(std::shared_ptr<detail::FFTState> state) noexcept : state_(std::move(state)) {}
+FFT::~FFT() = default;
+FFT::FFT(FFT&&) noexcept = default;
+FFT& FFT::operator=(FFT&&) noexcept = default;
+
+void FFT::plan() { detail::FFTAccess::state(*this, "gpumath::dist::FFT::plan").ensure_planned(); }
+
+bool FFT::planned() const noexcept { return state_ && state_->planned.load(); }
+
+FFTData FFT::allocate() {
+    constexpr const char* api = "gpumath::dist::FFT::allocate";
+    return detail::FFTAccess::allocate(detail::FFTAccess::state(*this, api), state_, api);
+}
+
+void FFT::execute(FFTData& data, Direction direction) {
+    constexpr const char* api = "gpumath::dist::FFT::execute";
+    detail::FFTState& s = detail::FFTAccess::state(*this, api);
+    auto& d = detail::own_data(s, data, "data", api);
+    detail::check_direction(s.problem, direction, api);
+    detail::transform(s, d, direction, api);
+}
+
+FFTData FFT::to_natural(const FFTData& src) {
+    constexpr const char* api = "gpumath::dist::FFT::to_natural";
+    detail::FFTState& s = detail::FFTAccess::state(*this, api);
+    auto& from = detail::own_data(s, src, "src", api);
+    FFTData dst = detail::FFTAccess::allocate(s, state_, api);
+    auto& to = detail::FFTAccess::impl(dst, api);
+    detail::KeepCurrentDevice keep;
+    if (s.multi()) {
+        std::lock_guard lock(s.mutex);
+        to.desc->subFormat = CUFFT_XT_FORMAT_INPLACE;
+        detail::check_cufft(cufftXtMemcpy(s.handle, to.desc, from.desc, CUFFT_COPY_DEVICE_TO_DEVICE), "cufftXtMemcpy",
+                            api);
+    } else {
+        detail::check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
+        detail::check(cudaMemcpy(to.buffer, from.buffer, to.bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy", api);
+    }
+    return dst;
+}
+
+void FFT::execute(const TensorView& in, const TensorView& out, Direction direction) {
+    detail::FFTAccess::execute_host(*this, in, out, direction, "gpumath::dist::FFT::execute");
+}
+
+const TensorLayout& FFT::input_layout() const noexcept {
+    static const TensorLayout empty{};
+    return state_ ? state_->problem.in_layout : empty;
+}
+const TensorLayout& FFT::output_layout() const noexcept {
+    static const TensorLayout empty{};
+    return state_ ? state_->problem.out_layout : empty;
+}
+FFTKind FFT::kind() const noexcept { return state_ ? state_->problem.kind : FFTKind::automatic; }
+std::span<const int> FFT::devices() const noexcept {
+    if (!state_) return {};
+    return state_->problem.devices;
+}
+const FFTOptions& FFT::options() const noexcept {
+    static const FFTOptions empty{};
+    return state_ ? state_->options : empty;
+}
+std::span<const std::size_t> FFT::workspace_sizes() const noexcept {
+    if (!planned()) return {};
+    return state_->work;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan cache and the stateless functions
+
+namespace detail {
+namespace {
+
+struct CacheKey {
+    std::vector<int> devices;
+    std::array<std::int64_t, max_rank> shape{};
+    std::array<std::int64_t, max_rank> strides{};
+    std::int64_t last_axis_size = 0;
+    int rank = 0;
+    int dtype = 0;
+    std::uint8_t forced = 0;
+    std::uint8_t kind = 0;
+    std::uint8_t normalization = 0;
+    friend bool operator==(const CacheKey&, const CacheKey&) = default;
+};
+
+struct CacheKeyHash {
+    std::size_t operator()(const CacheKey& k) const noexcept {
+        std::size_t h = 0x9e3779b97f4a7c15ULL;
+        for (const int d : k.devices) gpumath::detail::hash_combine(h, std::size_t(d));
+        for (int i = 0; i < k.rank && i < max_rank; ++i) {
+            gpumath::detail::hash_combine(h, std::size_t(k.shape[std::size_t(i)]));
+            gpumath::detail::hash_combine(h, std::size_t(k.strides[std::size_t(i)]));
+        }
+        gpumath::detail::hash_combine(h, std::size_t(k.last_axis_size));
+        gpumath::detail::hash_combine(h, std::size_t(k.rank) << 8 | std::size_t(k.dtype));
+        gpumath::detail::hash_combine(
+            h, std::size_t(k.forced) | std::size_t(k.kind) << 8 | std::size_t(k.normalization) << 16);
+        return h;
+    }
+};
+
+using PlanCache = gpumath::detail::LruCache<CacheKey, FFT, CacheKeyHash>;
+
+// Never destroyed: cuFFT plans are not destroyed during exit, after the runtime may have shut down.
+PlanCache& plan_cache() {
+    static auto* cache = new PlanCache(FFTPlanCache::default_capacity);
+    return *cache;
+}
+
+CacheKey make_key(const TensorLayout& in, const FFTOptions& o, FFTKind forced) {
+    CacheKey k;
+    k.devices = o.devices;
+    k.rank = in.rank();
+    for (int i = 0; i < in.rank(); ++i) {
+        k.shape[std::size_t(i)] = in.shape(i);
+        k.strides[std::size_t(i)] = in.stride(i);
+    }
+    k.dtype = int(in.dtype());
+    k.last_axis_size = o.last_axis_size;
+    k.forced = std::uint8_t(forced);
+    k.kind = std::uint8_t(o.kind);
+    k.normalization = std::uint8_t(o.normalization);
+    return k;
+}
+
+void run(FFTKind forced, Direction direction, const TensorView& in, const TensorView& out, const FFTOptions& options,
+         const char* api) {
+    // A miss validates the whole request (make_fft_problem) before anything is planned or cached; a
+    // hit's key equals a request that was valid, so only the views and their pointers are new.
+    const std::shared_ptr<FFT> plan = plan_cache().get_or_create(make_key(in.layout(), options, forced), [&] {
+        auto made = std::make_shared<FFT>(FFTAccess::make(in.layout(), options, forced, api));
+        return made;
+    });
+    FFTAccess::execute_host(*plan, in, out, direction, api);
+}
+
+}  // namespace
+}  // namespace detail
+
+void fft(const TensorView& in, const TensorView& out, const FFTOptions& options) {
+    detail::run(FFTKind::c2c, Direction::forward, in, out, options, "gpumath::dist::fft");
+}
+void ifft(const TensorView& in, const TensorView& out, const FFTOptions& options) {
+    detail::run(FFTKind::c2c, Direction::inverse, in, out, options, "gpumath::dist::ifft");
+}
+void rfft(const TensorView& in, const TensorView& out, const FFTOptions& options) {
+    detail::run(FFTKind::r2c, Direction::forward, in, out, options, "gpumath::dist::rfft");
+}
+void irfft(const TensorView& in, const TensorView& out, const FFTOptions& options) {
+    detail::run(FFTKind::c2r, Direction::inverse, in, out, options, "gpumath::dist::irfft");
+}
+
+std::size_t FFTPlanCache::capacity() const { return detail::plan_cache().capacity(); }
+void FFTPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
+void FFTPlanCache::clear() { detail::plan_cache().clear(); }
+core::CacheStats FFTPlanCache::stats() const { return detail::plan_cache().stats(); }
+void FFTPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
+
+FFTPlanCache& fft_plan_cache() {
+    static FFTPlanCache cache;
+    return cache;
+}
+
+}  // namespace gpumath::dist

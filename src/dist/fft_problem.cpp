@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: Apache-2.0
+// Multi-GPU FFT request validation: the device list, kind and dtype, layout, and the sizes cuFFT Xt
+// accepts for the number of devices. Host-only except the device-range check.
+#include "dist/fft_problem.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "detail/enum_check.hpp"
+#include "detail/status.hpp"
+#include <gpumath/core/device.hpp>
+
+namespace gpumath::dist::detail {
+namespace {
+
+using gpumath::detail::check_enum;
+using gpumath::detail::throw_invalid;
+using gpumath::detail::throw_not_supported;
+
+bool is_power_of_two(std::int64_t v) noexcept { return v > 0 && (v & (v - 1)) == 0; }
+
+std::string shape_text(const TensorLayout& l) { return gpumath::to_string(l.shape()); }
+
+// The shortest 1-D length cuFFT Xt transforms on `count` GPUs (one transform, no batch), as CuPy
+// checks it before cufftMakePlan1d (cupy/cuda/cufft.pyx, Plan1d._multi_gpu_get_plan).
+std::int64_t min_1d_length(int count) noexcept {
+    if (count <= 4) return 64;
+    if (count == 8) return 128;
+    return 1024;
+}
+
+void check_option_enums(const FFTOptions& options, const char* api) {
+    check_enum(options.kind, int(FFTKind::c2r) + 1, "an FFTKind", "options.kind", api);
+    check_enum(options.normalization, int(Normalization::none) + 1, "a Normalization", "options.normalization", api);
+}
+
+void check_device_list(const std::vector<int>& devices, const char* api) {
+    if (devices.empty())
+        throw_invalid(fmt::format("options.devices: empty; list the 1 to {} GPUs (distinct device ordinals) the "
+                                  "transform is spread over, e.g. {{0, 1}}",
+                                  max_devices),
+                      api);
+    // First, so that a hostile list is neither searched for repeats nor printed whole.
+    if (devices.size() > std::size_t(max_devices))
+        throw_not_supported(fmt::format("options.devices: {} devices given; cuFFT Xt spreads a transform over at "
+                                        "most {} GPUs",
+                                        devices.size(), max_devices),
+                            api);
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+        if (devices[i] < 0)
+            throw_invalid(fmt::format("options.devices: {} (at index {} of [{}]) is negative; device ordinals are 0 "
+                                      "or more",
+                                      devices[i], i, fmt::join(devices, ", ")),
+                          api);
+        for (std::size_t j = 0; j < i; ++j)
+            if (devices[j] == devices[i])
+                throw_invalid(fmt::format("options.devices: device {} is repeated (indices {} and {} of [{}]); each "
+                                          "GPU may appear once",
+                                          devices[i], j, i, fmt::join(devices, ", ")),
+                              api);
+    }
+}
+
+// The kind asked for: the function's (`forced`), else the option's, else what the dtype implies;
+// then the dtype must suit it.
+FFTKind kind_stage(DataType dt, FFTKind option, FFTKind forced, const char* api) {
+    if (forced != FFTKind::automatic && option != FFTKind::automatic && option != forced)
+        throw_invalid(fmt::format("options.kind: {} given, but this function computes {} transforms; leave kind "
+                                  "automatic or use the matching function (fft/ifft c2c, rfft r2c, irfft c2r)",
+                                  to_string(option), to_string(forced)),
+                      api);
+    if (dt == DataType::f16 || dt == DataType::bf16)
+        throw_not_supported(fmt::format("input: dtype {}: cuFFT has no half-precision transforms across several "
+                                        "GPUs; use f32/c32 (or gpumath::fft on one GPU)",
+                                        gpumath::to_string(dt)),
+                            api);
+    const bool real = dt == DataType::f32 || dt == DataType::f64;
+    const bool complex = dt == DataType::c32 || dt == DataType::c64;
+    if (!real && !complex)
+        throw_invalid(fmt::format("input: dtype {} cannot be transformed; multi-GPU FFT inputs are c32/c64 (c2c, "
+                                  "c2r) or f32/f64 (r2c)",
+                                  gpumath::to_string(dt)),
+                      api);
+    FFTKind kind = forced != FFTKind::automatic ? forced : option;
+    if (kind == FFTKind::automatic) kind = complex ? FFTKind::c2c : FFTKind::r2c;
+    if (kind == FFTKind::r2c && complex)
+        throw_invalid(fmt::format("input: dtype {} is complex; real-to-complex transforms (rfft) need f32 or f64 "
+                                  "input; use fft for complex input",
+                                  gpumath::to_string(dt)),
+                      api);
+    if (kind != FFTKind::r2c && real)
+        throw_invalid(fmt::format("input: dtype {} is real; {} transforms need c32 or c64 input; use rfft for "
+                                  "real input",
+                                  gpumath::to_string(dt), to_string(kind)),
+                      api);
+    return kind;
+}
+
+void layout_stage(const TensorLayout& in, const char* api) {
+    if (in.rank() < 1 || in.rank() > 3)
+        throw_invalid(fmt::format("input: rank {} (shape {}); a multi-GPU FFT transforms every axis of a 1-D, "
+                                  "2-D or 3-D array (no batch axis)",
+                                  in.rank(), shape_text(in)),
+                      api);
+    for (int i = 0; i < in.rank(); ++i) {
+        if (in.shape(i) == 0)
+            throw_invalid(fmt::format("input: extent 0 along axis {} (shape {}); a transform needs at least one "
+                                      "point along each axis",
+                                      i, shape_text(in)),
+                          api);
+        if (in.shape(i) > INT_MAX)
+            throw_not_supported(fmt::format("input: extent {} along axis {} (shape {}) exceeds cuFFT Xt's limit "
+                                            "of {} per axis (multi-GPU plans take int lengths)",
+                                            in.shape(i), i, shape_text(in), INT_MAX),
+                                api);
+    }
+    if (!in.is_contiguous())
+        throw_invalid(fmt::format("input: strides {} for shape {} are not dense row-major; cuFFT Xt distributes "
+                                  "whole row-major arrays (copy the data into a contiguous array first)",
+                                  gpumath::to_string(in.strides()), shape_text(in)),
+                      api);
+}
+
+// The c2r output length along the last axis: last_axis_size, else 2 * (m - 1).
+std::int64_t c2r_length(std::int64_t m, std::int64_t last_axis_size, const char* api) {
+    std::int64_t n = last_axis_size;
+    if (n == 0) {
+        n = 2 * (m - 1);
+        if (n == 0)
+            throw_invalid(fmt::format("input: extent {} along the last axis gives a default c2r output length of "
+                                      "2 * (m - 1) = 0; pass options.last_axis_size (1 for a single point)",
+                                      m),
+                          api);
+    }
+    if (m != n / 2 + 1)
+        throw_invalid(fmt::format("options.last_axis_size: an output length of {} needs an input extent of {} / 2 + "
+                                  "1 = {} along the last axis, the input has {}; valid lengths for this input are "
+                                  "{} and {}",
+                                  n, n, n / 2 + 1, m, 2 * (m - 1), 2 * m - 1),
+                      api);
+    if (n > INT_MAX)
+        throw_not_supported(
+            fmt::format("options.last_axis_size: {} exceeds cuFFT Xt's limit of {} per axis", n, INT_MAX), api);
+    return n;
+}
+
+void lengths_stage(const TensorLayout& in, const FFTOptions& options, FftProblem& p, const char* api) {
+    if (options.last_axis_size < 0)
+        throw_invalid(fmt::format("options.last_axis_size: {} is negative; give the c2r output length (>= 1) or 0 "
+                                  "for the default 2 * (m - 1)",
+                                  options.last_axis_size),
+                      api);
+    if (options.last_axis_size != 0 && p.kind != FFTKind::c2r)
+        throw_invalid(fmt::format("options.last_axis_size: {} given for a {} transform; it sets the output length of "
+                                  "complex-to-real transforms (irfft) only",
+                                  options.last_axis_size, to_string(p.kind)),
+                      api);
+    p.rank = in.rank();
+    for (int i = 0; i < p.rank; ++i) p.n[std::size_t(i)] = in.shape(i);
+    if (p.kind == FFTKind::c2r) p.n[std::size_t(p.rank - 1)] = c2r_length(in.shape(-1), options.last_axis_size, api);
+    p.n_total = 1;
+    for (int i = 0; i < p.rank; ++i)
+        if (__builtin_mul_overflow(p.n_total, p.n[std::size_t(i)], &p.n_total))
+            throw_invalid(fmt::format("input: shape {}: the number of elements overflows int64", shape_text(in)), api);
+    // The stored (padded, complex-element) array must be addressable in bytes.
+    std::int64_t rows = 1, bytes = 0;
+    for (int i = 0; i + 1 < p.rank; ++i) rows *= p.n[std::size_t(i)];
+    const std::int64_t row_reals = p.stored_row_reals();
+    if (__builtin_mul_overflow(rows, row_reals, &bytes) ||
+        __builtin_mul_overflow(bytes, std::int64_t(size_of(p.precision)), &bytes))
+        throw_invalid(fmt::format("input: shape {}: the array's bytes overflow int64", shape_text(in)), api);
+}
+
+// What cuFFT Xt accepts for a single (unbatched) transform on several GPUs.
+void multi_gpu_stage(const FftProblem& p, const TensorLayout& in, int count, const char* api) {
+    if (count < 2) return;
+    if (p.rank == 1) {
+        if (p.kind != FFTKind::c2c)
+            throw_not_supported(fmt::format("input: a single 1-D {} transform cannot be spread over {} GPUs (cuFFT "
+                                            "Xt spreads single 1-D transforms only for c2c); use one device, or a 2-D "
+                                            "or 3-D transform",
+                                            to_string(p.kind), count),
+                                api);
+        if (count != 2 && count != 4 && count != 8 && count != 16)
+            throw_not_supported(fmt::format("options.devices: {} devices given; cuFFT Xt spreads a single 1-D "
+                                            "transform over 2, 4, 8 or 16 GPUs",
+                                            count),
+                                api);
+        const std::int64_t n = p.n[0];
+        if (!is_power_of_two(n))
+            throw_not_supported(fmt::format("input: length {} is not a power of two; cuFFT Xt spreads a single 1-D "
+                                            "transform over several GPUs only for power-of-two lengths",
+                                            n),
+                                api);
+        if (n < min_1d_length(count))
+            throw_not_supported(fmt::format("input: length {} is too short to spread over {} GPUs; cuFFT Xt needs at "
+                                            "least {} for {} GPUs (64 for 2 or 4, 128 for 8, 1024 for 16)",
+                                            n, count, min_1d_length(count), count),
+                                api);
+        return;
+    }
+    for (int i = 0; i < p.rank; ++i)
+        if (p.n[std::size_t(i)] < min_multi_gpu_extent)
+            throw_not_supported(
+                fmt::format("input: length {} along axis {} (shape {}) is below {}; cuFFT Xt spreads "
+                            "a {}-D transform over several GPUs only with every length at least {}",
+                            p.n[std::size_t(i)], i, shape_text(in), min_multi_gpu_extent, p.rank, min_multi_gpu_extent),
+                api);
+}
+
+}  // namespace
+
+FftProblem make_fft_problem_host(const TensorLayout& in, const FFTOptions& options, FFTKind forced, const char* api) {
+    check_option_enums(options, api);
+    check_device_list(options.devices, api);
+    FftProblem p;
+    p.kind = kind_stage(in.dtype(), options.kind, forced, api);
+    p.precision = in.dtype() == DataType::c64 || in.dtype() == DataType::f64 ? DataType::f64 : DataType::f32;
+    layout_stage(in, api);
+    lengths_stage(in, options, p, api);
+    multi_gpu_stage(p, in, int(options.devices.size()), api);
+    p.in_layout = TensorLayout(in.dtype(), in.shape());  // canonical row-major strides
+    std::array<std::int64_t, 3> out_shape{};
+    for (int i = 0; i < p.rank; ++i) out_shape[std::size_t(i)] = in.shape(i);
+    const DataType complex_type = p.precision == DataType::f64 ? DataType::c64 : DataType::c32;
+    DataType out_dtype = complex_type;
+    if (p.kind == FFTKind::r2c) out_shape[std::size_t(p.rank - 1)] = p.n[std::size_t(p.rank - 1)] / 2 + 1;
+    if (p.kind == FFTKind::c2r) {
+        out_shape[std::size_t(p.rank - 1)] = p.n[std::size_t(p.rank - 1)];
+        out_dtype = p.precision;
+    }
+    p.out_layout = TensorLayout(out_dtype, std::span<const std::int64_t>(out_shape.data(), std::size_t(p.rank)));
+    p.devices = options.devices;
+    p.normalization = options.normalization;
+    return p;
+}
+
+void check_device_range(const std::vector<int>& devices, int count, const char* api) {
+    for (std::size_t i = 0; i < devices.size(); ++i)
+        if (devices[i] >= count)
+            throw_invalid(fmt::format("options.devices: device {} (at index {} of [{}]) is out of range: this machine "
+                                      "has {} CUDA device{}{}",
+                                      devices[i], i, fmt::join(devices, ", "), count, count == 1 ? "" : "s",
+                                      count == 0 ? " (no driver or no device)" : ""),
+                          api);
+}
+
+FftProblem make_fft_problem(const TensorLayout& in, const FFTOptions& options, FFTKind forced, const char* api) {
+    FftProblem p = make_fft_problem_host(in, options, forced, api);
+    check_device_range(p.devices, core::Device::count(), api);
+    return p;
+}
+
+void check_direction(const FftProblem& p, Direction d, const char* api) {
+    check_enum(d, int(Direction::inverse) + 1, "a Direction", "direction", api);
+    if ((p.kind == FFTKind::r2c && d != Direction::forward) || (p.kind == FFTKind::c2r && d != Direction::inverse))
+        throw_invalid(fmt::format("direction: {} given for a {} transform, which runs {} only", to_string(d),
+                                  to_string(p.kind), p.kind == FFTKind::r2c ? "forward" : "inverse"),
+                      api);
+}
+
+int check_host_view(const FftProblem& p, const TensorView& v, int want, const char* role, const char* api) {
+    const auto matches = [&](const TensorLayout& l) {
+        if (v.dtype() != l.dtype() || v.rank() != l.rank()) return false;
+        for (int i = 0; i < l.rank(); ++i)
+            if (v.shape(i) != l.shape(i)) return false;
+        return v.is_contiguous();
+    };
+    int which = -1;
+    if ((want == -1 || want == 0) && matches(p.in_layout)) which = 0;
+    else if ((want == -1 || want == 1) && matches(p.out_layout)) which = 1;
+    if (which < 0) {
+        std::string allowed = want == 1 ? gpumath::to_string(p.out_layout) : gpumath::to_string(p.in_layout);
+        if (want == -1 && !(p.in_layout == p.out_layout))
+            allowed = fmt::format("{} (the input) or {} (the output)", gpumath::to_string(p.in_layout),
+                                  gpumath::to_string(p.out_layout));
+        throw_invalid(
+            fmt::format("{}: layout {} given; the plan's {} is {} (dense row-major)", role,
+                        gpumath::to_string(v.layout()), want == 1 ? "output" : (want == 0 ? "input" : "data"), allowed),
+            api);
+    }
+    if (v.data() == nullptr)
+        throw_invalid(fmt::format("{}: data pointer is null; give host memory holding the whole array", role), api);
+    const std::size_t align = size_of(p.precision);
+    if (reinterpret_cast<std::uintptr_t>(v.data()) % align != 0)
+        throw_invalid(fmt::format("{}: data pointer {} is not aligned to {} bytes ({})", role, fmt::ptr(v.data()),
+                                  align, gpumath::to_string(v.dtype())),
+                      api);
+    return which;
+}
+
+double fft_scale(const FftProblem& p, Direction d) noexcept {
+    const double n = double(p.n_total);
+    switch (p.normalization) {
+        case Normalization::backward:
+            return d == Direction::inverse ? 1.0 / n : 1.0;
+        case Normalization::forward:
+            return d == Direction::forward ? 1.0 / n : 1.0;
+        case Normalization::ortho:
+            return 1.0 / std::sqrt(n);
+        case Normalization::none:
+            return 1.0;
+    }
+    return 1.0;
+}
+
+}  // namespace gpumath::dist::detail

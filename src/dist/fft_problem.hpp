@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to src/dist (and its tests): validation of a multi-GPU FFT request and the sizes of its
+// in-place data. Pure host code except the device-range check, which reads core::Device::count().
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <gpumath/dist/fft.hpp>
+#include <gpumath/layout.hpp>
+
+namespace gpumath::dist::detail {
+
+/// Most devices cuFFT Xt spreads one plan over (cuFFT documentation, "Multiple GPU cuFFT
+/// Transforms"; cuFFTMp's comparison table: "Maximum number of GPUs: 16").
+inline constexpr int max_devices = 16;
+/// Shortest length of each axis of a 2-D or 3-D transform across several GPUs (the same table:
+/// "Minimum size (with nGPUs GPUs): 32 in every dimension").
+inline constexpr std::int64_t min_multi_gpu_extent = 32;
+
+/// A validated multi-GPU FFT request.
+struct FftProblem {
+    /// c2c, r2c or c2r (never automatic).
+    FFTKind kind = FFTKind::c2c;
+    /// f32 or f64.
+    DataType precision = DataType::f32;
+    /// The whole arrays the user sees (dense row-major).
+    TensorLayout in_layout{};
+    TensorLayout out_layout{};
+    /// 1 to 3.
+    int rank = 1;
+    /// The transform lengths (c2r: the output's), outer to inner.
+    std::array<std::int64_t, 3> n{};
+    /// Product of `n`: the n of the normalization.
+    std::int64_t n_total = 1;
+    /// The devices, validated (distinct, in range).
+    std::vector<int> devices{};
+    Normalization normalization = Normalization::backward;
+
+    /// Reals per row of the last axis as stored on the devices: 2 * (n/2 + 1) for r2c/c2r (cuFFT's
+    /// in-place padding), n complex elements (2n reals) for c2c.
+    [[nodiscard]] std::int64_t stored_row_reals() const noexcept {
+        const std::int64_t last = n[std::size_t(rank - 1)];
+        return kind == FFTKind::c2c ? 2 * last : 2 * (last / 2 + 1);
+    }
+    /// Bytes of one whole array as stored on the devices (all parts together).
+    [[nodiscard]] std::size_t stored_bytes() const noexcept {
+        std::int64_t rows = 1;
+        for (int i = 0; i + 1 < rank; ++i) rows *= n[std::size_t(i)];
+        return std::size_t(rows) * std::size_t(stored_row_reals()) * size_of(precision);
+    }
+};
+
+/// Validates a request before any GPU work, in this order (the order errors are reported in):
+/// option enums; the device list's form (non-empty, at most 16, no negative or repeated ordinal);
+/// kind and dtype (`forced`: the kind a free function computes, automatic for the FFT class);
+/// rank 1 to 3; dense row-major layout; extents (>= 1, within cuFFT's int); last_axis_size; the sizes
+/// cuFFT Xt accepts for this many devices (NotSupported); last, each ordinal against
+/// core::Device::count() (InvalidArgument; every ordinal is out of range without a driver). Messages
+/// start with `api` and name the field, the value and what is allowed.
+[[nodiscard]] FftProblem make_fft_problem(const TensorLayout& in, const FFTOptions& options, FFTKind forced,
+                                          const char* api);
+
+/// The same without the device-range check: every rule that needs no CUDA runtime (tests use it on
+/// machines without a GPU).
+[[nodiscard]] FftProblem make_fft_problem_host(const TensorLayout& in, const FFTOptions& options, FFTKind forced,
+                                               const char* api);
+
+/// Throws InvalidArgument unless each of `devices` is below `count` (the machine's devices).
+void check_device_range(const std::vector<int>& devices, int count, const char* api);
+
+/// Checks `direction` for `problem` (a Direction; r2c forward only, c2r inverse only).
+void check_direction(const FftProblem& problem, Direction direction, const char* api);
+
+/// Which of the problem's layouts a host view `view` (named `role`) has: 0 the input, 1 the
+/// output (a c2c view is both: 0). InvalidArgument unless it is dense row-major with the dtype and
+/// shape of `want` (-1: either layout), its pointer is not null and is aligned to its element.
+int check_host_view(const FftProblem& problem, const TensorView& view, int want, const char* role, const char* api);
+
+/// Scale factor of a transform in `direction` under the problem's normalization.
+[[nodiscard]] double fft_scale(const FftProblem& problem, Direction direction) noexcept;
+
+}  // namespace gpumath::dist::detail
