@@ -24,6 +24,9 @@ limit="${GPUCHECK_TIMEOUT:-300}"
 mkdir -p "$out"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GPUMATH_CACHE_DIR="${GPUMATH_CACHE_DIR:-$(mktemp -d)}"
+# NVLink SHARP (multicast) needs fabric resources that shared GPU hosts do not grant; the dist
+# tests and bench_dist run without it unless the caller asks (docs/distributed.md).
+export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
 list="$build/gpumath-tests.txt"
 [ -f "$list" ] || { echo "missing $list: build with the gpu preset first" >&2; exit 1; }
 
