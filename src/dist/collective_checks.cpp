@@ -141,33 +141,47 @@ int stream_device(core::StreamRef stream) {
     return device;
 }
 
-constexpr CollectiveLookups real_lookups{&pointer_place, &stream_device};
+int compute_major(int device) {
+    int major = 0;
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute",
+          "reading a device's compute capability");
+    return major;
+}
+
+constexpr CollectiveLookups real_lookups{&pointer_place, &stream_device, &compute_major};
 
 }  // namespace
 
 const CollectiveLookups& cuda_lookups() noexcept { return real_lookups; }
 
-void check_memory_on(const TensorView& v, const char* what, int device, const CollectiveLookups& lookups,
+std::string OperandName::text() const { return fmt::format("{}{}[{}]{}", prefix, which, index, suffix); }
+
+void check_memory_on(const TensorView& v, const OperandName& what, int device, const CollectiveLookups& lookups,
                      const char* api) {
     if (v.size() == 0) return;
     const PointerPlace place = lookups.pointer(v.data());
     if (place.device < 0) {
         throw_invalid(fmt::format("{} is host memory (or memory CUDA does not know); it must be memory of device {}",
-                                  what, device),
+                                  what.text(), device),
                       api);
     }
     if (!place.managed && place.device != device) {
         throw_invalid(
-            fmt::format("{} is memory of device {}, but its rank runs on device {}", what, place.device, device), api);
+            fmt::format("{} is memory of device {}, but its rank runs on device {}", what.text(), place.device, device),
+            api);
     }
 }
 
-void check_stream_on(core::StreamRef stream, const char* what, int device, const CollectiveLookups& lookups,
+void check_stream_on(core::StreamRef stream, const OperandName& what, int device, const CollectiveLookups& lookups,
                      const char* api) {
-    if (stream.handle() == nullptr) return;
+    // The default streams name no device: they are the current device's when the rank's work is
+    // enqueued, which is the rank's.
+    if (stream.handle() == nullptr || stream.handle() == cudaStreamLegacy || stream.handle() == cudaStreamPerThread)
+        return;
     const int sd = lookups.stream_device(stream);
     if (sd != device) {
-        throw_invalid(fmt::format("{} belongs to device {}, but its rank runs on device {}", what, sd, device), api);
+        throw_invalid(fmt::format("{} belongs to device {}, but its rank runs on device {}", what.text(), sd, device),
+                      api);
     }
 }
 
@@ -242,7 +256,7 @@ CheckedCollective check_collective(const CollectiveCall& call, int size, std::sp
                 break;
             case Collective::all_gather:
                 rank_count = send.size();
-                expected_recv = send.size() * s;
+                if (__builtin_mul_overflow(send.size(), s, &expected_recv)) expected_recv = -1;
                 break;
         }
         if (recv.size() != expected_recv) {
@@ -285,12 +299,18 @@ CheckedCollective check_collective(const CollectiveCall& call, int size, std::sp
         }
     }
     checked.count = std::size_t(count) * std::size_t(type.reals);
-    // Last: where the memory and the streams are (CUDA calls, no GPU work).
+    // Last: where the memory and the streams are, and what the devices can do (CUDA calls, no GPU work).
     for (std::size_t i = 0; i < n; ++i) {
         const int device = ranks[i].device;
-        check_memory_on(call.send[i], fmt::format("{}: send[{}]", name, i).c_str(), device, lookups, api);
-        check_memory_on(call.recv[i], fmt::format("{}: recv[{}]", name, i).c_str(), device, lookups, api);
-        check_stream_on(call.streams[i], fmt::format("{}: streams[{}]", name, i).c_str(), device, lookups, api);
+        check_memory_on(call.send[i], {name, ": send", i, {}}, device, lookups, api);
+        check_memory_on(call.recv[i], {name, ": recv", i, {}}, device, lookups, api);
+        check_stream_on(call.streams[i], {name, ": streams", i, {}}, device, lookups, api);
+        if ((dtype == DataType::e4m3 || dtype == DataType::e5m2) && lookups.compute_major(device) < 9) {
+            throw_not_supported(fmt::format("{}: {} data on device {}: NCCL's fp8 reductions and copies need compute "
+                                            "capability 9.0 or later",
+                                            name, to_string(dtype), device),
+                                api);
+        }
     }
     return checked;
 }

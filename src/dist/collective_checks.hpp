@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include <gpumath/core/stream.hpp>
 #include <gpumath/dist/communicator.hpp>
@@ -27,11 +29,23 @@ struct PointerPlace {
     bool managed = false;
 };
 
-/// The CUDA lookups the checks need: the place of a pointer, and the device of a stream that is not
-/// the default stream. Both throw CudaError on failure.
+/// The CUDA lookups the checks need: the place of a pointer, the device of a stream that is not
+/// a default stream, and a device's compute capability major. Each throws CudaError on failure.
 struct CollectiveLookups {
     PointerPlace (*pointer)(const void* p) = nullptr;
     int (*stream_device)(core::StreamRef stream) = nullptr;
+    int (*compute_major)(int device) = nullptr;
+};
+
+/// An operand's name for messages, formatted only when a check fails: `<prefix><which>[<index>]<suffix>`,
+/// e.g. "all_reduce: send[1]" or "ranks[0].bias".
+struct OperandName {
+    std::string_view prefix;
+    std::string_view which;
+    std::size_t index = 0;
+    std::string_view suffix;
+
+    [[nodiscard]] std::string text() const;
 };
 
 /// A collective's arguments as the caller gave them.
@@ -58,13 +72,14 @@ struct CheckedCollective {
 CheckedCollective check_collective(const CollectiveCall& call, int size, std::span<const LocalRank> ranks,
                                    int nccl_version, const CollectiveLookups& lookups, const char* api);
 
-/// InvalidArgument unless the memory of `v` (named `what`, e.g. "ranks[1].a") is device memory of
-/// `device` or managed memory; an empty view passes. `api` starts the message.
-void check_memory_on(const TensorView& v, const char* what, int device, const CollectiveLookups& lookups,
+/// InvalidArgument unless the memory of `v` (named `what`) is device memory of `device` or managed
+/// memory; an empty view passes. `api` starts the message.
+void check_memory_on(const TensorView& v, const OperandName& what, int device, const CollectiveLookups& lookups,
                      const char* api);
 
-/// InvalidArgument unless `stream` is the default stream or one of `device`.
-void check_stream_on(core::StreamRef stream, const char* what, int device, const CollectiveLookups& lookups,
+/// InvalidArgument unless `stream` is a default stream (the legacy or per-thread default stream of
+/// whichever device is current when the rank's work is enqueued) or a stream of `device`.
+void check_stream_on(core::StreamRef stream, const OperandName& what, int device, const CollectiveLookups& lookups,
                      const char* api);
 
 /// The CUDA lookups of a real process (cudaPointerGetAttributes, cudaStreamGetDevice).

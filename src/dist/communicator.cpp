@@ -15,41 +15,94 @@
 #include "detail/scope_exit.hpp"
 #include "detail/status.hpp"
 #include "dist/collective_checks.hpp"
+#include "dist/communicator_state.hpp"
 #include "dist/nccl_api.hpp"
 
 namespace gpumath::detail {
 
-struct CommunicatorState {
-    std::vector<ncclComm_t> comms;
-    std::vector<LocalRank> ranks;
-    int size = 0;
-    std::mutex mutex;  // NCCL takes one thread at a time per communicator
-
-    CommunicatorState() = default;
-    CommunicatorState(const CommunicatorState&) = delete;
-    CommunicatorState& operator=(const CommunicatorState&) = delete;
-    CommunicatorState(CommunicatorState&&) = delete;
-    CommunicatorState& operator=(CommunicatorState&&) = delete;
-    // Several communicators driven by this thread finalize together (in one group): finalizing
-    // them one after another could wait on a peer that has not begun to.
-    ~CommunicatorState() {
-        release_noexcept([&] {
-            const NcclApi& n = nccl();
-            if (comms.size() > 1) {
-                (void)n.ncclGroupStart();
-                for (ncclComm_t c : comms)
-                    if (c != nullptr) (void)n.ncclCommFinalize(c);
-                (void)n.ncclGroupEnd();
-            }
+// Several communicators driven by this thread finalize together (in one group): finalizing them
+// one after another could wait on a peer that has not begun to.
+CommunicatorState::~CommunicatorState() {
+    release_noexcept([&] {
+        const NcclApi& n = nccl();
+        if (comms.size() > 1) {
+            (void)n.ncclGroupStart();
             for (ncclComm_t c : comms)
-                if (c != nullptr) (void)n.ncclCommDestroy(c);
-        });
+                if (c != nullptr) (void)n.ncclCommFinalize(c);
+            (void)n.ncclGroupEnd();
+        }
+        for (ncclComm_t c : comms)
+            if (c != nullptr) (void)n.ncclCommDestroy(c);
+    });
+}
+
+const std::shared_ptr<CommunicatorState>& CommunicatorAccess::state(const dist::Communicator& comm, const char* api) {
+    if (!comm.state_) [[unlikely]]
+        throw_moved_from("Communicator", api);
+    return comm.state_;
+}
+
+CheckedCollective check_on(const CommunicatorState& s, const CollectiveCall& call, const char* api) {
+    return check_collective(call, s.size, s.ranks, nccl().version, cuda_lookups(), api);
+}
+
+void enqueue(CommunicatorState& s, const CollectiveCall& call, const CheckedCollective& c, const char* api) {
+    const NcclApi& n = nccl();
+    const auto type = ncclDataType_t(c.nccl_type);
+    const auto op = ncclRedOp_t(c.nccl_op);
+    const auto one = [&](std::size_t i) {
+        const DeviceGuard guard(s.ranks[i].device);
+        const void* send = call.send[i].data();
+        void* recv = call.recv[i].data();
+        cudaStream_t stream = call.streams[i].handle();
+        ncclResult_t status = ncclSuccess;
+        const char* function = "";
+        switch (call.kind) {
+            case Collective::all_reduce:
+                function = "ncclAllReduce";
+                status = n.ncclAllReduce(send, recv, c.count, type, op, s.comms[i], stream);
+                break;
+            case Collective::reduce_scatter:
+                function = "ncclReduceScatter";
+                status = n.ncclReduceScatter(send, recv, c.count, type, op, s.comms[i], stream);
+                break;
+            case Collective::all_gather:
+                function = "ncclAllGather";
+                status = n.ncclAllGather(send, recv, c.count, type, s.comms[i], stream);
+                break;
+            case Collective::broadcast:
+                function = "ncclBroadcast";
+                status = n.ncclBroadcast(send, recv, c.count, type, call.root, s.comms[i], stream);
+                break;
+        }
+        check_nccl(status, function, [&] { return fmt::format("{}: local rank {}", api, i); });
+    };
+    const std::lock_guard lock(s.mutex);
+    if (s.ranks.size() == 1) {
+        one(0);
+        return;
     }
-};
+    // One thread driving several GPUs must group their calls, or the first would wait for the others.
+    check_nccl(n.ncclGroupStart(), "ncclGroupStart", api);
+    bool ended = false;
+    const ScopeExit end_group([&] {
+        if (!ended) (void)n.ncclGroupEnd();
+    });
+    for (std::size_t i = 0; i < s.ranks.size(); ++i) one(i);
+    ended = true;
+    check_nccl(n.ncclGroupEnd(), "ncclGroupEnd", api);
+}
 
 namespace {
 
 int visible_devices() { return core::Device::count(); }
+
+// Checks and enqueues one collective.
+void run(const dist::Communicator& comm, const CollectiveCall& call, const char* api) {
+    CommunicatorState& s = *CommunicatorAccess::state(comm, api);
+    const CheckedCollective checked = check_on(s, call, api);
+    enqueue(s, call, checked, api);
+}
 
 }  // namespace
 }  // namespace gpumath::detail
@@ -57,6 +110,7 @@ int visible_devices() { return core::Device::count(); }
 namespace gpumath::dist {
 
 using gpumath::detail::check_nccl;
+using gpumath::detail::Collective;
 using gpumath::detail::CommunicatorState;
 using gpumath::detail::nccl;
 
@@ -75,10 +129,10 @@ Communicator::Communicator(std::span<const int> devices) {
     constexpr const char* api = "Communicator";
     gpumath::detail::check_device_list(devices, gpumath::detail::visible_devices(), api);
     const gpumath::detail::NcclApi& n = nccl();
-    auto state = std::make_unique<CommunicatorState>();
+    auto state = std::make_shared<CommunicatorState>();
     state->comms.assign(devices.size(), nullptr);
     check_nccl(n.ncclCommInitAll(state->comms.data(), int(devices.size()), devices.data()), "ncclCommInitAll",
-               fmt::format("making a communicator of {} devices", devices.size()));
+               [&] { return fmt::format("making a communicator of {} devices", devices.size()); });
     state->size = int(devices.size());
     for (std::size_t i = 0; i < devices.size(); ++i) state->ranks.push_back({int(i), devices[i]});
     state_ = std::move(state);
@@ -95,17 +149,23 @@ Communicator::Communicator(const UniqueId& id, int size, int rank, int device) {
         gpumath::detail::throw_invalid(fmt::format("rank: {} is not a rank of {} (0 to {})", rank, size, size - 1),
                                        api);
     }
+    if (id == UniqueId{}) {
+        gpumath::detail::throw_invalid(
+            "id: every byte is zero, which no UniqueId::create() returns; give every "
+            "rank the id rank 0 made",
+            api);
+    }
     const int one[] = {device};
     gpumath::detail::check_device_list(one, gpumath::detail::visible_devices(), api);
     const gpumath::detail::NcclApi& n = nccl();
     ncclUniqueId native{};
     std::memcpy(&native, id.bytes.data(), sizeof(native));
-    auto state = std::make_unique<CommunicatorState>();
+    auto state = std::make_shared<CommunicatorState>();
     state->comms.assign(1, nullptr);
     {
         const gpumath::detail::DeviceGuard guard(device);
         check_nccl(n.ncclCommInitRank(&state->comms[0], size, native, rank), "ncclCommInitRank",
-                   fmt::format("joining rank {} of {} on device {}", rank, size, device));
+                   [&] { return fmt::format("joining rank {} of {} on device {}", rank, size, device); });
     }
     state->size = size;
     state->ranks.push_back({rank, device});
@@ -120,16 +180,9 @@ Communicator Communicator::all_devices() {
     return Communicator(std::span<const int>(devices));
 }
 
-Communicator::Communicator(std::unique_ptr<CommunicatorState> state) noexcept : state_(std::move(state)) {}
 Communicator::~Communicator() = default;
 Communicator::Communicator(Communicator&&) noexcept = default;
 Communicator& Communicator::operator=(Communicator&&) noexcept = default;
-
-CommunicatorState& Communicator::state(const char* api) const {
-    if (!state_) [[unlikely]]
-        gpumath::detail::throw_moved_from("Communicator", api);
-    return *state_;
-}
 
 int Communicator::size() const noexcept { return state_ ? state_->size : 0; }
 int Communicator::local_size() const noexcept { return state_ ? int(state_->ranks.size()) : 0; }
@@ -145,59 +198,29 @@ std::size_t local_index(const CommunicatorState& s, int local, const char* api) 
     }
     return std::size_t(local);
 }
-
-// Enqueues one NCCL call per local rank (`enqueue(i)`), grouped when there are several so that
-// NCCL launches them together (one thread driving several GPUs would deadlock otherwise).
-template <class Enqueue>
-void for_each_rank(CommunicatorState& s, const char* api, Enqueue&& enqueue) {
-    const gpumath::detail::NcclApi& n = nccl();
-    const std::lock_guard lock(s.mutex);
-    if (s.ranks.size() == 1) {
-        const gpumath::detail::DeviceGuard guard(s.ranks[0].device);
-        enqueue(std::size_t(0));
-        return;
-    }
-    check_nccl(n.ncclGroupStart(), "ncclGroupStart", api);
-    bool ended = false;
-    const gpumath::detail::ScopeExit end_group([&] {
-        if (!ended) (void)n.ncclGroupEnd();
-    });
-    for (std::size_t i = 0; i < s.ranks.size(); ++i) {
-        const gpumath::detail::DeviceGuard guard(s.ranks[i].device);
-        enqueue(i);
-    }
-    ended = true;
-    check_nccl(n.ncclGroupEnd(), "ncclGroupEnd", api);
-}
 }  // namespace
 
 int Communicator::rank(int local) const {
-    const CommunicatorState& s = state("Communicator::rank");
-    return s.ranks[local_index(s, local, "Communicator::rank")].rank;
+    constexpr const char* api = "Communicator::rank";
+    const CommunicatorState& s = *gpumath::detail::CommunicatorAccess::state(*this, api);
+    return s.ranks[local_index(s, local, api)].rank;
 }
 
 int Communicator::device(int local) const {
-    const CommunicatorState& s = state("Communicator::device");
-    return s.ranks[local_index(s, local, "Communicator::device")].device;
+    constexpr const char* api = "Communicator::device";
+    const CommunicatorState& s = *gpumath::detail::CommunicatorAccess::state(*this, api);
+    return s.ranks[local_index(s, local, api)].device;
 }
 
 void* Communicator::native_handle(int local) const {
-    const CommunicatorState& s = state("Communicator::native_handle");
-    return s.comms[local_index(s, local, "Communicator::native_handle")];
+    constexpr const char* api = "Communicator::native_handle";
+    const CommunicatorState& s = *gpumath::detail::CommunicatorAccess::state(*this, api);
+    return s.comms[local_index(s, local, api)];
 }
 
 void Communicator::all_reduce(std::span<const TensorView> send, std::span<const TensorView> recv, ReduceOp op,
                               std::span<const core::StreamRef> streams) {
-    constexpr const char* api = "Communicator::all_reduce";
-    CommunicatorState& s = state(api);
-    const gpumath::detail::CheckedCollective c =
-        gpumath::detail::check_collective({gpumath::detail::Collective::all_reduce, send, recv, streams, op, 0}, s.size,
-                                          s.ranks, nccl().version, gpumath::detail::cuda_lookups(), api);
-    for_each_rank(s, api, [&](std::size_t i) {
-        check_nccl(nccl().ncclAllReduce(send[i].data(), recv[i].data(), c.count, ncclDataType_t(c.nccl_type),
-                                        ncclRedOp_t(c.nccl_op), s.comms[i], streams[i].handle()),
-                   "ncclAllReduce", fmt::format("local rank {}", i));
-    });
+    gpumath::detail::run(*this, {Collective::all_reduce, send, recv, streams, op, 0}, "Communicator::all_reduce");
 }
 
 void Communicator::all_reduce(const TensorView& send, const TensorView& recv, ReduceOp op, core::StreamRef stream) {
@@ -206,16 +229,8 @@ void Communicator::all_reduce(const TensorView& send, const TensorView& recv, Re
 
 void Communicator::reduce_scatter(std::span<const TensorView> send, std::span<const TensorView> recv, ReduceOp op,
                                   std::span<const core::StreamRef> streams) {
-    constexpr const char* api = "Communicator::reduce_scatter";
-    CommunicatorState& s = state(api);
-    const gpumath::detail::CheckedCollective c =
-        gpumath::detail::check_collective({gpumath::detail::Collective::reduce_scatter, send, recv, streams, op, 0},
-                                          s.size, s.ranks, nccl().version, gpumath::detail::cuda_lookups(), api);
-    for_each_rank(s, api, [&](std::size_t i) {
-        check_nccl(nccl().ncclReduceScatter(send[i].data(), recv[i].data(), c.count, ncclDataType_t(c.nccl_type),
-                                            ncclRedOp_t(c.nccl_op), s.comms[i], streams[i].handle()),
-                   "ncclReduceScatter", fmt::format("local rank {}", i));
-    });
+    gpumath::detail::run(*this, {Collective::reduce_scatter, send, recv, streams, op, 0},
+                         "Communicator::reduce_scatter");
 }
 
 void Communicator::reduce_scatter(const TensorView& send, const TensorView& recv, ReduceOp op, core::StreamRef stream) {
@@ -224,16 +239,8 @@ void Communicator::reduce_scatter(const TensorView& send, const TensorView& recv
 
 void Communicator::all_gather(std::span<const TensorView> send, std::span<const TensorView> recv,
                               std::span<const core::StreamRef> streams) {
-    constexpr const char* api = "Communicator::all_gather";
-    CommunicatorState& s = state(api);
-    const gpumath::detail::CheckedCollective c = gpumath::detail::check_collective(
-        {gpumath::detail::Collective::all_gather, send, recv, streams, ReduceOp::sum, 0}, s.size, s.ranks,
-        nccl().version, gpumath::detail::cuda_lookups(), api);
-    for_each_rank(s, api, [&](std::size_t i) {
-        check_nccl(nccl().ncclAllGather(send[i].data(), recv[i].data(), c.count, ncclDataType_t(c.nccl_type),
-                                        s.comms[i], streams[i].handle()),
-                   "ncclAllGather", fmt::format("local rank {}", i));
-    });
+    gpumath::detail::run(*this, {Collective::all_gather, send, recv, streams, ReduceOp::sum, 0},
+                         "Communicator::all_gather");
 }
 
 void Communicator::all_gather(const TensorView& send, const TensorView& recv, core::StreamRef stream) {
@@ -242,16 +249,8 @@ void Communicator::all_gather(const TensorView& send, const TensorView& recv, co
 
 void Communicator::broadcast(std::span<const TensorView> send, std::span<const TensorView> recv, int root,
                              std::span<const core::StreamRef> streams) {
-    constexpr const char* api = "Communicator::broadcast";
-    CommunicatorState& s = state(api);
-    const gpumath::detail::CheckedCollective c = gpumath::detail::check_collective(
-        {gpumath::detail::Collective::broadcast, send, recv, streams, ReduceOp::sum, root}, s.size, s.ranks,
-        nccl().version, gpumath::detail::cuda_lookups(), api);
-    for_each_rank(s, api, [&](std::size_t i) {
-        check_nccl(nccl().ncclBroadcast(send[i].data(), recv[i].data(), c.count, ncclDataType_t(c.nccl_type), root,
-                                        s.comms[i], streams[i].handle()),
-                   "ncclBroadcast", fmt::format("local rank {}", i));
-    });
+    gpumath::detail::run(*this, {Collective::broadcast, send, recv, streams, ReduceOp::sum, root},
+                         "Communicator::broadcast");
 }
 
 void Communicator::broadcast(const TensorView& send, const TensorView& recv, int root, core::StreamRef stream) {

@@ -464,6 +464,16 @@ void FFT::execute(FFTData& data, Direction direction) {
     detail::FFTState& s = detail::FFTAccess::state(*this, api);
     auto& d = detail::own_data(s, data, "data", api);
     detail::check_direction(s.problem, direction, api);
+    if (s.multi() && s.problem.kind == FFTKind::c2r) {
+        std::unique_lock lock(s.mutex);
+        const bool shuffled = detail::is_shuffled(d.desc->subFormat);
+        lock.unlock();
+        if (!shuffled)
+            detail::throw_invalid(
+                "data: a c2r transform across GPUs reads the shuffled order (what an r2c transform "
+                "leaves, or copy_from of the complex input); this data is in natural order",
+                api);
+    }
     detail::transform(s, d, direction, api);
 }
 
@@ -477,8 +487,21 @@ FFTData FFT::to_natural(const FFTData& src) {
     if (s.multi()) {
         std::lock_guard lock(s.mutex);
         to.desc->subFormat = CUFFT_XT_FORMAT_INPLACE;
-        detail::check_cufft(cufftXtMemcpy(s.handle, to.desc, from.desc, CUFFT_COPY_DEVICE_TO_DEVICE), "cufftXtMemcpy",
-                            api);
+        if (detail::is_shuffled(from.desc->subFormat)) {
+            // cuFFT Xt redistributes the shuffled order into the natural one.
+            detail::check_cufft(cufftXtMemcpy(s.handle, to.desc, from.desc, CUFFT_COPY_DEVICE_TO_DEVICE),
+                                "cufftXtMemcpy", api);
+        } else {
+            // Already natural: both allocations of this plan split the array alike, part by part.
+            const cudaXtDesc& x = *from.desc->descriptor;
+            const cudaXtDesc& y = *to.desc->descriptor;
+            for (int i = 0; i < x.nGPUs; ++i) {
+                detail::check(cudaSetDevice(y.GPUs[std::size_t(i)]), "cudaSetDevice", api);
+                detail::check(cudaMemcpy(y.data[std::size_t(i)], x.data[std::size_t(i)], x.size[std::size_t(i)],
+                                         cudaMemcpyDeviceToDevice),
+                              "cudaMemcpy", api);
+            }
+        }
     } else {
         detail::check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
         detail::check(cudaMemcpy(to.buffer, from.buffer, to.bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy", api);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -292,6 +293,17 @@ int check_host_view(const FftProblem& p, const TensorView& v, int want, const ch
         throw_invalid(fmt::format("{}: data pointer {} is not aligned to {} bytes ({})", role, fmt::ptr(v.data()),
                                   align, gpumath::to_string(v.dtype())),
                       api);
+    // The host path copies from and to the host: device memory here would be read by the host.
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, v.data()) == cudaSuccess) {
+        if (attributes.type == cudaMemoryTypeDevice)
+            throw_invalid(fmt::format("{}: data pointer {} is memory of device {}; these calls copy whole arrays from "
+                                      "and to host memory (for data on the GPUs, use FFTData: allocate(), part(i))",
+                                      role, fmt::ptr(v.data()), attributes.device),
+                          api);
+    } else {
+        (void)cudaGetLastError();  // no driver or an unknown pointer: host memory as far as CUDA knows
+    }
     return which;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gpumath/dist/matmul.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -11,9 +13,12 @@
 #include <gpumath/core/event.hpp>
 #include <gpumath/error.hpp>
 
+#include "detail/scope_exit.hpp"
 #include "detail/status.hpp"
 #include "dist/collective_checks.hpp"
+#include "dist/communicator_state.hpp"
 #include "dist/matmul_checks.hpp"
+#include "matmul/problem.hpp"
 
 namespace gpumath::detail {
 
@@ -23,16 +28,16 @@ struct RankProducts {
     int device = 0;
     std::optional<gpumath::Matmul> full;  // the product of `chunk_rows` rows (all of M unchunked)
     std::optional<gpumath::Matmul> last;  // the last chunk's, when it has fewer rows
-    std::optional<core::Stream> comm;     // the pipeline's all-reduce stream
+    std::optional<core::Stream> comm;     // the pipeline's collective stream
     std::optional<core::Event> produced;  // a chunk's product is in D
-    std::optional<core::Event> reduced;   // every chunk's all-reduce is done
+    std::optional<core::Event> reduced;   // every chunk's collective is done
 };
 
 struct ParallelMatmulState {
-    dist::Communicator* comm = nullptr;
-    int size = 0;
+    std::shared_ptr<CommunicatorState> comm;
     TensorLayout a;
     TensorLayout b;
+    std::optional<TensorLayout> c;
     TensorLayout a_chunk;  // a's layout for `shape.chunk_rows` rows
     TensorLayout a_last;   // and for the last chunk's rows
     MatmulOptions options;
@@ -42,6 +47,12 @@ struct ParallelMatmulState {
     TensorLayout result;
     std::mutex mutex;  // execute and plan: the pipeline's streams and events serve one call at a time
     bool planned = false;
+
+    [[nodiscard]] int size() const noexcept { return comm->size; }
+    [[nodiscard]] bool row() const noexcept { return parallel.parallelism == dist::Parallelism::row; }
+    [[nodiscard]] bool chunked() const noexcept { return parallel.chunks > 1; }
+    // Whether rank `rank`'s product reads C: every rank's of a column split, rank 0's of a row split.
+    [[nodiscard]] bool reads_c(int rank) const noexcept { return c.has_value() && (!row() || rank == 0); }
 };
 
 namespace {
@@ -55,7 +66,7 @@ TensorLayout rows_of(const TensorLayout& a, std::int64_t rows) {
 // Dense in either order (row- or column-major): the collective sends it as one run of elements.
 bool dense(const TensorLayout& v) { return v.size() == 0 || v.span_elements() == v.size(); }
 
-// A 1-D view of a dense view's elements in memory order, optionally `count` of them from `first`.
+// A 1-D view of a dense view's elements in memory order, `count` of them from `first` (all by default).
 TensorView flat(const TensorView& v, std::int64_t first = 0, std::int64_t count = -1) {
     const std::int64_t n = count < 0 ? v.size() : count;
     const auto* base = static_cast<const std::byte*>(v.data());
@@ -72,21 +83,44 @@ TensorView rows_view(const TensorView& v, std::int64_t first, std::int64_t rows)
     return {base + first * v.stride(0) * std::int64_t(size_of(v.dtype())), v.dtype(), shape, strides};
 }
 
+bool overlap(const TensorView& x, const TensorView& y) {
+    if (x.size() == 0 || y.size() == 0) return false;
+    const auto xb = reinterpret_cast<std::uintptr_t>(x.data());
+    const auto yb = reinterpret_cast<std::uintptr_t>(y.data());
+    return xb < yb + std::uintptr_t(y.span_bytes()) && yb < xb + std::uintptr_t(x.span_bytes());
+}
+
+Collective collective_of(dist::OutputCollective c) {
+    switch (c) {
+        case dist::OutputCollective::all_gather:
+            return Collective::all_gather;
+        case dist::OutputCollective::reduce_scatter:
+            return Collective::reduce_scatter;
+        default:
+            return Collective::all_reduce;
+    }
+}
+
+MatmulOptions options_of(const ParallelMatmulState& s, int rank) { return rank_options(s.options, s.parallel, rank); }
+
+gpumath::Matmul make_plan(const ParallelMatmulState& s, const TensorLayout& a, int rank) {
+    if (s.reads_c(rank)) return gpumath::Matmul(a, s.b, *s.c, options_of(s, rank));
+    return gpumath::Matmul(a, s.b, options_of(s, rank));
+}
+
 void plan_rank(ParallelMatmulState& s, RankProducts& r) {
     const DeviceGuard guard(r.device);
-    const MatmulOptions options = rank_options(s.options, s.parallel, r.rank);
-    if (!r.full) r.full.emplace(s.parallel.chunks > 1 ? s.a_chunk : s.a, s.b, options);
+    if (!r.full) r.full.emplace(make_plan(s, s.chunked() ? s.a_chunk : s.a, r.rank));
     r.full->plan();
-    if (s.parallel.chunks > 1) {
-        if (s.shape.last_rows != s.shape.chunk_rows && !r.last) {
-            r.last.emplace(s.a_last, s.b, options);
-            r.last->plan();
-        }
-        const core::Device device(r.device);
-        if (!r.comm) r.comm.emplace(device.create_stream({.non_blocking = true}));
-        if (!r.produced) r.produced.emplace(device.create_event());
-        if (!r.reduced) r.reduced.emplace(device.create_event());
+    if (!s.chunked()) return;
+    if (s.shape.last_rows != s.shape.chunk_rows) {
+        if (!r.last) r.last.emplace(make_plan(s, s.a_last, r.rank));
+        r.last->plan();
     }
+    const core::Device device(r.device);
+    if (!r.comm) r.comm.emplace(device.create_stream({.non_blocking = true}));
+    if (!r.produced) r.produced.emplace(device.create_event());
+    if (!r.reduced) r.reduced.emplace(device.create_event());
 }
 
 void plan_locked(ParallelMatmulState& s) {
@@ -97,7 +131,7 @@ void plan_locked(ParallelMatmulState& s) {
 
 // Row-parallel ranks other than 0 do not add C or the bias: rank 0's product adds them once.
 MatmulArgs rank_args(const ParallelMatmulState& s, const RankProducts& r, const MatmulArgs& args) {
-    if (s.parallel.parallelism != dist::Parallelism::row || r.rank == 0) return args;
+    if (!s.row() || r.rank == 0) return args;
     MatmulArgs out = args;
     out.c.reset();
     out.beta = 0.0;
@@ -105,100 +139,159 @@ MatmulArgs rank_args(const ParallelMatmulState& s, const RankProducts& r, const 
     return out;
 }
 
-void check_operands(const ParallelMatmulState& s, std::span<const dist::RankOperands> ranks, const char* api) {
-    if (ranks.size() != s.ranks.size()) {
-        throw_invalid(fmt::format("{} RankOperands given; this process holds {} local rank{} of the communicator: "
-                                  "give one per local rank, in local rank order",
-                                  ranks.size(), s.ranks.size(), s.ranks.size() == 1 ? "" : "s"),
+// Every check of one rank's operands that needs no other rank.
+void check_rank(const ParallelMatmulState& s, const dist::RankOperands& op, std::size_t i, const char* api) {
+    const RankProducts& r = s.ranks[i];
+    if (op.a.layout() != s.a) {
+        throw_invalid(
+            fmt::format("ranks[{}].a is {}; this product was made for {}", i, to_string(op.a.layout()), to_string(s.a)),
+            api);
+    }
+    if (op.b.layout() != s.b) {
+        throw_invalid(
+            fmt::format("ranks[{}].b is {}; this product was made for {}", i, to_string(op.b.layout()), to_string(s.b)),
+            api);
+    }
+    if (op.d.rank() != 2 || op.d.shape(0) != s.shape.m || op.d.shape(1) != s.shape.n ||
+        op.d.dtype() != s.result.dtype() || !dense(op.d)) {
+        throw_invalid(fmt::format("ranks[{}].d is {}; it must be a dense (row- or column-major) {} matrix of shape "
+                                  "({}, {})",
+                                  i, to_string(op.d.layout()), to_string(s.result.dtype()), s.shape.m, s.shape.n),
                       api);
     }
+    const MatmulArgs args = rank_args(s, r, op.args);
+    if (args.c && !s.reads_c(r.rank)) {
+        throw_invalid(fmt::format("ranks[{}].args.c: this product was made without a C layout; use the constructor "
+                                  "that takes one",
+                                  i),
+                      api);
+    }
+    switch (s.parallel.collective) {
+        case dist::OutputCollective::none:
+            break;
+        case dist::OutputCollective::all_reduce:
+            if (op.out.layout() != op.d.layout()) {
+                throw_invalid(fmt::format("ranks[{}].out is {}; an all_reduce writes the sum laid out as d ({})", i,
+                                          to_string(op.out.layout()), to_string(op.d.layout())),
+                              api);
+            }
+            break;
+        case dist::OutputCollective::all_gather:
+        case dist::OutputCollective::reduce_scatter:
+            if (!dense(op.out) || op.out.dtype() != op.d.dtype()) {
+                throw_invalid(fmt::format("ranks[{}].out is {}; the {} writes a dense run of {} elements", i,
+                                          to_string(op.out.layout()), dist::to_string(s.parallel.collective),
+                                          to_string(op.d.dtype())),
+                              api);
+            }
+            break;
+    }
+    if (s.chunked()) {
+        if (!op.d.is_contiguous()) {
+            throw_invalid(fmt::format("ranks[{}].d is {}: a chunked pipeline slices D by rows, so D must be row-major",
+                                      i, to_string(op.d.layout())),
+                          api);
+        }
+        const bool row_bias = args.bias && args.bias->rank() == 2 && args.bias->shape(0) != 1;
+        if (args.bias_grad || args.aux || row_bias) {
+            throw_invalid(fmt::format("ranks[{}].args: a chunked pipeline takes no aux or bias gradient, and a bias "
+                                      "per column only ((N,) or (1, N)); use chunks = 1",
+                                      i),
+                          api);
+        }
+        // A chunk's collective runs while later chunks' products write D: `out` may only be `d` itself.
+        const bool same = op.out.data() == op.d.data() && op.out.layout() == op.d.layout() &&
+                          s.parallel.collective == dist::OutputCollective::all_reduce;
+        if (!same && overlap(op.out, op.d)) {
+            throw_invalid(
+                fmt::format(
+                    "ranks[{}].out overlaps d: in a chunked pipeline a chunk's {} writes out while "
+                    "the next chunks' products write d; give out its own memory{}",
+                    i, dist::to_string(s.parallel.collective),
+                    s.parallel.collective == dist::OutputCollective::all_reduce ? " (or d itself, in place)" : ""),
+                api);
+        }
+    }
+    // The values of the rank's call as gpumath::Matmul checks them (alpha, beta, alignment, overlaps).
+    check_call(op.a, op.b, &op.d, args, options_of(s, r.rank), api);
+    // Where the memory lives, and the stream's device.
     const CollectiveLookups& lookups = cuda_lookups();
-    const std::int64_t d_shape[] = {s.shape.m, s.shape.n};
+    check_memory_on(op.a, {"", "ranks", i, ".a"}, r.device, lookups, api);
+    check_memory_on(op.b, {"", "ranks", i, ".b"}, r.device, lookups, api);
+    check_memory_on(op.d, {"", "ranks", i, ".d"}, r.device, lookups, api);
+    if (s.parallel.collective != dist::OutputCollective::none)
+        check_memory_on(op.out, {"", "ranks", i, ".out"}, r.device, lookups, api);
+    if (args.c) check_memory_on(*args.c, {"", "ranks", i, ".args.c"}, r.device, lookups, api);
+    if (args.bias) check_memory_on(*args.bias, {"", "ranks", i, ".args.bias"}, r.device, lookups, api);
+    if (args.aux) check_memory_on(*args.aux, {"", "ranks", i, ".args.aux"}, r.device, lookups, api);
+    if (args.bias_grad) check_memory_on(*args.bias_grad, {"", "ranks", i, ".args.bias_grad"}, r.device, lookups, api);
+    check_stream_on(op.stream, {"", "ranks", i, ".stream"}, r.device, lookups, api);
+}
+
+// The pipeline's end, also when a chunk throws: each rank's stream waits for everything its
+// collective stream was given, so the caller's stream (and a capture on it) is joined again.
+void join_pipeline(ParallelMatmulState& s, std::span<const dist::RankOperands> ranks) noexcept {
     for (std::size_t i = 0; i < ranks.size(); ++i) {
-        const dist::RankOperands& op = ranks[i];
-        if (op.a.layout() != s.a) {
-            throw_invalid(fmt::format("ranks[{}].a is {}; this product was made for {}", i, to_string(op.a.layout()),
-                                      to_string(s.a)),
-                          api);
-        }
-        if (op.b.layout() != s.b) {
-            throw_invalid(fmt::format("ranks[{}].b is {}; this product was made for {}", i, to_string(op.b.layout()),
-                                      to_string(s.b)),
-                          api);
-        }
-        if (op.d.rank() != 2 || op.d.shape(0) != d_shape[0] || op.d.shape(1) != d_shape[1] ||
-            op.d.dtype() != s.result.dtype() || !dense(op.d)) {
-            throw_invalid(fmt::format("ranks[{}].d is {}; it must be a dense (row- or column-major) {} matrix of shape "
-                                      "({}, {})",
-                                      i, to_string(op.d.layout()), to_string(s.result.dtype()), d_shape[0], d_shape[1]),
-                          api);
-        }
-        if (s.parallel.chunks > 1) {
-            if (!op.d.is_contiguous()) {
-                throw_invalid(fmt::format("ranks[{}].d is {}: a chunked pipeline slices D by rows, so D must be "
-                                          "row-major",
-                                          i, to_string(op.d.layout())),
-                              api);
-            }
-            const bool row_bias = op.args.bias && op.args.bias->rank() == 2 && op.args.bias->shape(0) != 1;
-            if (op.args.c || op.args.bias_grad || op.args.aux || row_bias) {
-                throw_invalid(fmt::format("ranks[{}].args: a chunked pipeline takes no C, aux or bias gradient, and a "
-                                          "bias per column only ((N,) or (1, N)); use chunks = 1",
-                                          i),
-                              api);
-            }
-        }
-        const bool collective = s.parallel.collective != dist::OutputCollective::none;
-        if (collective && !dense(op.out)) {
-            throw_invalid(fmt::format("ranks[{}].out is {}; the collective writes a dense run of elements", i,
-                                      to_string(op.out.layout())),
-                          api);
-        }
-        if (collective && op.out.dtype() != op.d.dtype()) {
-            throw_invalid(fmt::format("ranks[{}].out is {} but d is {}: the collective does not convert", i,
-                                      to_string(op.out.dtype()), to_string(op.d.dtype())),
-                          api);
-        }
-        const int device = s.ranks[i].device;
-        check_memory_on(op.a, fmt::format("ranks[{}].a", i).c_str(), device, lookups, api);
-        check_memory_on(op.b, fmt::format("ranks[{}].b", i).c_str(), device, lookups, api);
-        check_memory_on(op.d, fmt::format("ranks[{}].d", i).c_str(), device, lookups, api);
-        check_stream_on(op.stream, fmt::format("ranks[{}].stream", i).c_str(), device, lookups, api);
+        release_noexcept([&] {
+            const RankProducts& r = s.ranks[i];
+            const DeviceGuard guard(r.device);
+            r.comm->record(*r.reduced);
+            ranks[i].stream.wait(*r.reduced);
+        });
     }
 }
 
 }  // namespace
+
 }  // namespace gpumath::detail
 
 namespace gpumath::dist {
 
 using gpumath::detail::ParallelMatmulState;
 
-Matmul::Matmul(Communicator& comm, const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options,
-               const ParallelOptions& parallel) {
+namespace {
+
+std::unique_ptr<ParallelMatmulState> make_state(const Communicator& comm, const TensorLayout& a, const TensorLayout& b,
+                                                const std::optional<TensorLayout>& c, const MatmulOptions& options,
+                                                const ParallelOptions& parallel) {
     constexpr const char* api = "dist::Matmul";
-    if (comm.local_size() == 0) gpumath::detail::throw_invalid("the communicator is empty (moved from)", api);
+    const auto& shared = gpumath::detail::CommunicatorAccess::state(comm, api);
     auto s = std::make_unique<ParallelMatmulState>();
-    s->shape = gpumath::detail::check_parallel(a, b, options, parallel, comm.size(), api);
-    s->comm = &comm;
-    s->size = comm.size();
+    s->shape = gpumath::detail::check_parallel(a, b, options, parallel, shared->size, api);
+    if (c && parallel.chunks > 1) {
+        gpumath::detail::throw_invalid(
+            fmt::format("parallel.chunks: {} chunks with a C operand; a chunked pipeline takes no C", parallel.chunks),
+            api);
+    }
+    gpumath::detail::check_memory_resource(options, shared->ranks, api);
+    s->comm = shared;
     s->a = a;
     s->b = b;
+    s->c = c;
     s->a_chunk = gpumath::detail::rows_of(a, s->shape.chunk_rows);
     s->a_last = gpumath::detail::rows_of(a, s->shape.last_rows);
     s->options = options;
     s->parallel = parallel;
-    for (int i = 0; i < comm.local_size(); ++i) {
+    for (const gpumath::detail::LocalRank& r : shared->ranks) {
         s->ranks.emplace_back();
-        s->ranks.back().rank = comm.rank(i);
-        s->ranks.back().device = comm.device(i);
+        s->ranks.back().rank = r.rank;
+        s->ranks.back().device = r.device;
     }
-    // Validates the product itself (dtypes, epilog, options) as gpumath::Matmul does, on the CPU.
-    const gpumath::Matmul probe(a, b, gpumath::detail::rank_options(options, parallel, 0));
-    const std::int64_t shape[] = {s->shape.m, s->shape.n};
-    s->result = TensorLayout(probe.result_layout().dtype(), shape);
-    state_ = std::move(s);
+    // Validates the product itself (dtypes, epilog, options, C) as gpumath::Matmul does, on the CPU.
+    const gpumath::Matmul probe = gpumath::detail::make_plan(*s, a, 0);
+    s->result = probe.result_layout();
+    return s;
 }
+
+}  // namespace
+
+Matmul::Matmul(const Communicator& comm, const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options,
+               const ParallelOptions& parallel)
+    : state_(make_state(comm, a, b, std::nullopt, options, parallel)) {}
+
+Matmul::Matmul(const Communicator& comm, const TensorLayout& a, const TensorLayout& b, const TensorLayout& c,
+               const MatmulOptions& options, const ParallelOptions& parallel)
+    : state_(make_state(comm, a, b, c, options, parallel)) {}
 
 Matmul::~Matmul() = default;
 Matmul::Matmul(Matmul&&) noexcept = default;
@@ -218,99 +311,78 @@ void Matmul::plan() {
 
 std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) {
     constexpr const char* api = "dist::Matmul::execute";
+    using gpumath::detail::flat;
+    using gpumath::detail::rows_view;
     ParallelMatmulState& s = state(api);
-    gpumath::detail::check_operands(s, ranks, api);
-    const std::size_t n = ranks.size();
+    const std::size_t n = s.ranks.size();
+    if (ranks.size() != n) {
+        gpumath::detail::throw_invalid(
+            fmt::format("{} RankOperands given; this process holds {} local rank{} of the communicator: give one per "
+                        "local rank, in local rank order",
+                        ranks.size(), n, n == 1 ? "" : "s"),
+            api);
+    }
+    for (std::size_t i = 0; i < n; ++i) gpumath::detail::check_rank(s, ranks[i], i, api);
+
+    const std::lock_guard lock(s.mutex);
+    gpumath::detail::plan_locked(s);
+    // The collective over the whole of every rank's D, checked before the first product is enqueued.
     std::vector<TensorView> d(n);
     std::vector<TensorView> out(n);
     std::vector<core::StreamRef> streams(n);
     for (std::size_t i = 0; i < n; ++i) {
-        d[i] = gpumath::detail::flat(ranks[i].d);
-        out[i] = gpumath::detail::flat(ranks[i].out);
-        streams[i] = ranks[i].stream;
+        d[i] = flat(ranks[i].d);
+        out[i] = flat(ranks[i].out);
+        streams[i] = s.chunked() ? core::StreamRef(*s.ranks[i].comm) : ranks[i].stream;
     }
-    const std::lock_guard lock(s.mutex);
-    gpumath::detail::plan_locked(s);
+    const bool joins = s.parallel.collective != OutputCollective::none;
+    const gpumath::detail::CollectiveCall whole{
+        gpumath::detail::collective_of(s.parallel.collective), d, out, streams, ReduceOp::sum, 0};
+    gpumath::detail::CheckedCollective checked;
+    if (joins) checked = gpumath::detail::check_on(*s.comm, whole, api);
+
     std::vector<MatmulOutputs> outputs(n);
-    Communicator& comm = *s.comm;
-    if (s.parallel.chunks == 1) {
-        // Check the collective's operands before the first product is enqueued: a dry run of the
-        // checks Communicator runs again.
-        if (s.parallel.collective != OutputCollective::none) {
-            std::vector<gpumath::detail::LocalRank> local;
-            for (const auto& r : s.ranks) local.push_back({r.rank, r.device});
-            const auto kind =
-                s.parallel.collective == OutputCollective::all_gather   ? gpumath::detail::Collective::all_gather
-                : s.parallel.collective == OutputCollective::all_reduce ? gpumath::detail::Collective::all_reduce
-                                                                        : gpumath::detail::Collective::reduce_scatter;
-            (void)gpumath::detail::check_collective({kind, d, out, streams, ReduceOp::sum, 0}, s.size, local,
-                                                    nccl_version(), gpumath::detail::cuda_lookups(), api);
-        }
+    if (!s.chunked()) {
         for (std::size_t i = 0; i < n; ++i) {
             gpumath::detail::RankProducts& r = s.ranks[i];
             const gpumath::detail::DeviceGuard guard(r.device);
             outputs[i] = r.full->execute(ranks[i].a, ranks[i].b, ranks[i].d,
                                          gpumath::detail::rank_args(s, r, ranks[i].args), ranks[i].stream);
         }
-        switch (s.parallel.collective) {
-            case OutputCollective::none:
-                break;
-            case OutputCollective::all_gather:
-                comm.all_gather(d, out, streams);
-                break;
-            case OutputCollective::all_reduce:
-                comm.all_reduce(d, out, ReduceOp::sum, streams);
-                break;
-            case OutputCollective::reduce_scatter:
-                comm.reduce_scatter(d, out, ReduceOp::sum, streams);
-                break;
-        }
+        if (joins) gpumath::detail::enqueue(*s.comm, whole, checked, api);
         return outputs;
     }
     // The pipeline: chunk c's product on the rank's stream, then its collective on the rank's
-    // comm stream, which waits for that product only; the rank's stream waits for every
-    // collective at the end. A reduce_scatter scatters each chunk: its output is chunk-major.
+    // collective stream, which waits for that product only; the rank's stream waits for every
+    // collective at the end (also when a chunk throws). A reduce_scatter scatters each chunk: its
+    // output is chunk-major.
     const bool scatter = s.parallel.collective == OutputCollective::reduce_scatter;
-    {
-        std::vector<gpumath::detail::LocalRank> local;
-        for (const auto& r : s.ranks) local.push_back({r.rank, r.device});
-        std::vector<core::StreamRef> comm_streams(n);
-        for (std::size_t i = 0; i < n; ++i) comm_streams[i] = *s.ranks[i].comm;
-        (void)gpumath::detail::check_collective(
-            {gpumath::detail::Collective::all_reduce, d, out, comm_streams, ReduceOp::sum, 0}, s.size, local,
-            nccl_version(), gpumath::detail::cuda_lookups(), api);
-    }
-    const std::int64_t row_elements = s.shape.n;
+    const std::int64_t reals =
+        std::int64_t(checked.count) / std::max<std::int64_t>(scatter ? out[0].size() : d[0].size(), 1);
+    const gpumath::detail::ScopeExit join([&] { gpumath::detail::join_pipeline(s, ranks); });
     std::vector<TensorView> d_chunk(n);
     std::vector<TensorView> out_chunk(n);
-    std::vector<core::StreamRef> comm_streams(n);
-    for (std::size_t i = 0; i < n; ++i) comm_streams[i] = *s.ranks[i].comm;
     for (int c = 0; c < s.parallel.chunks; ++c) {
         const std::int64_t first = std::int64_t(c) * s.shape.chunk_rows;
         const bool last = c == s.parallel.chunks - 1;
         const std::int64_t rows = last ? s.shape.last_rows : s.shape.chunk_rows;
+        const std::int64_t elements = rows * s.shape.n;
         for (std::size_t i = 0; i < n; ++i) {
             gpumath::detail::RankProducts& r = s.ranks[i];
             const gpumath::detail::DeviceGuard guard(r.device);
             gpumath::Matmul& plan = last && r.last ? *r.last : *r.full;
-            (void)plan.execute(gpumath::detail::rows_view(ranks[i].a, first, rows), ranks[i].b,
-                               gpumath::detail::rows_view(ranks[i].d, first, rows),
+            (void)plan.execute(rows_view(ranks[i].a, first, rows), ranks[i].b, rows_view(ranks[i].d, first, rows),
                                gpumath::detail::rank_args(s, r, ranks[i].args), ranks[i].stream);
             ranks[i].stream.record(*r.produced);
             r.comm->wait(*r.produced);
-            d_chunk[i] = gpumath::detail::flat(ranks[i].d, first * row_elements, rows * row_elements);
-            out_chunk[i] = scatter ? gpumath::detail::flat(ranks[i].out, first * row_elements / s.size,
-                                                           rows * row_elements / s.size)
-                                   : gpumath::detail::flat(ranks[i].out, first * row_elements, rows * row_elements);
+            d_chunk[i] = flat(ranks[i].d, first * s.shape.n, elements);
+            out_chunk[i] = scatter ? flat(ranks[i].out, first * s.shape.n / s.size(), elements / s.size())
+                                   : flat(ranks[i].out, first * s.shape.n, elements);
         }
-        if (scatter) comm.reduce_scatter(d_chunk, out_chunk, ReduceOp::sum, comm_streams);
-        else comm.all_reduce(d_chunk, out_chunk, ReduceOp::sum, comm_streams);
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-        const gpumath::detail::RankProducts& r = s.ranks[i];
-        const gpumath::detail::DeviceGuard guard(r.device);
-        r.comm->record(*r.reduced);
-        ranks[i].stream.wait(*r.reduced);
+        // The whole call passed the checks; a chunk is a slice of it, so only NCCL's count changes.
+        gpumath::detail::CheckedCollective chunk = checked;
+        chunk.count = std::size_t((scatter ? elements / s.size() : elements) * reals);
+        gpumath::detail::enqueue(*s.comm, {whole.kind, d_chunk, out_chunk, streams, ReduceOp::sum, 0}, chunk, api);
     }
     return outputs;
 }

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <gpumath/core/memory.hpp>
+
 #include "detail/enum_check.hpp"
 #include "detail/status.hpp"
 
@@ -56,6 +58,10 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const
         }
     }
     ParallelShape shape{a.shape(0), b.shape(1), a.shape(1), a.shape(0), a.shape(0)};
+    std::int64_t elements = 0;
+    if (__builtin_mul_overflow(shape.m, shape.n, &elements)) {
+        throw_invalid(fmt::format("D of {} x {} elements overflows a 64-bit count", shape.m, shape.n), api);
+    }
     if (parallel.chunks < 1 || parallel.chunks > 64) {
         throw_invalid(fmt::format("parallel.chunks: {}; allowed: 1 to 64", parallel.chunks), api);
     }
@@ -92,13 +98,26 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const
                           api);
         }
     }
-    if (parallel.collective == OutputCollective::reduce_scatter && (shape.m * shape.n) % size != 0) {
+    if (parallel.collective == OutputCollective::reduce_scatter && elements % size != 0) {
         throw_invalid(fmt::format("parallel.collective: reduce_scatter of D ({} x {} = {} elements) over {} ranks "
                                   "needs an element count divisible by the rank count",
-                                  shape.m, shape.n, shape.m * shape.n, size),
+                                  shape.m, shape.n, elements, size),
                       api);
     }
     return shape;
+}
+
+void check_memory_resource(const MatmulOptions& options, std::span<const LocalRank> ranks, const char* api) {
+    const auto* pool = dynamic_cast<const core::DeviceMemoryResource*>(options.memory_resource.get());
+    if (pool == nullptr) return;
+    for (const LocalRank& r : ranks) {
+        if (r.device != pool->device()) {
+            throw_invalid(fmt::format("options.memory_resource allocates on device {}, but rank {} runs on device {}: "
+                                      "leave it empty (each rank then uses its device's pool)",
+                                      pool->device(), r.rank, r.device),
+                          api);
+        }
+    }
 }
 
 MatmulOptions rank_options(const MatmulOptions& options, const dist::ParallelOptions& parallel, int rank) {

@@ -2,9 +2,13 @@
 // Private: the rules of a tensor-parallel product that need no GPU (tested on the CPU).
 #pragma once
 
+#include <span>
+
 #include <gpumath/dist/matmul.hpp>
 #include <gpumath/layout.hpp>
 #include <gpumath/matmul/options.hpp>
+
+#include "dist/collective_checks.hpp"
 
 namespace gpumath::detail {
 
@@ -22,6 +26,9 @@ struct ParallelShape {
 /// the messages.
 ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options,
                              const dist::ParallelOptions& parallel, int size, const char* api);
+
+/// InvalidArgument when `options.memory_resource` is a device pool of a device other than a rank's.
+void check_memory_resource(const MatmulOptions& options, std::span<const LocalRank> ranks, const char* api);
 
 /// The options of rank `rank`'s product: row-parallel ranks other than 0 drop the bias epilog
 /// (rank 0's product adds it, once).

@@ -66,9 +66,7 @@ const NcclApi& nccl() {
     return loaded.api;
 }
 
-void check_nccl(ncclResult_t status, const char* api, std::string_view context) {
-    if (status == ncclSuccess) [[likely]]
-        return;
+void throw_nccl_failure(ncclResult_t status, const char* api, std::string_view context) {
     std::string text(context);
     const char* last = nccl().ncclGetLastError(nullptr);
     if (last != nullptr && *last != '\0') text += fmt::format(" ({})", last);

@@ -6,6 +6,8 @@
 
 #include <nccl.h>
 
+#include "detail/status.hpp"
+
 namespace gpumath::detail {
 
 // X(name): every NCCL function gpumath calls. Add an entry to make one available as `nccl().name`.
@@ -39,8 +41,16 @@ struct NcclApi {
 /// every later call throws the same error again.
 const NcclApi& nccl();
 
-/// Throws NcclError unless `status` is ncclSuccess; the message adds NCCL's own text for the last
-/// error (ncclGetLastError) to `context`.
-void check_nccl(ncclResult_t status, const char* api, std::string_view context);
+/// Throws NcclError for a failed NCCL call: the message adds NCCL's own text for the last error
+/// (ncclGetLastError) to `context`.
+[[noreturn]] void throw_nccl_failure(ncclResult_t status, const char* api, std::string_view context);
+
+/// Throws NcclError unless `status` is ncclSuccess. `context` is a string or a callable returning
+/// one; a callable is only invoked on failure.
+template <class Context>
+inline void check_nccl(ncclResult_t status, const char* api, Context&& context) {
+    if (status != ncclSuccess) [[unlikely]]
+        throw_nccl_failure(status, api, context_text(static_cast<Context&&>(context)));
+}
 
 }  // namespace gpumath::detail

@@ -40,11 +40,13 @@ d::PointerPlace fake_pointer(const void* p) {
     return {int(a / device_base) - 1, (a & managed_bit) != 0};
 }
 int fake_stream_device(core::StreamRef s) { return int(reinterpret_cast<std::uintptr_t>(s.handle()) - 0x100); }
+// Devices 0 and 1 are Hopper (9.0), device 2 Ampere (8.0).
+int fake_compute_major(int device) { return device == 2 ? 8 : 9; }
 core::StreamRef stream_of(int dev) {
     return core::StreamRef(reinterpret_cast<cudaStream_t>(std::uintptr_t(0x100 + dev)));
 }
 
-constexpr d::CollectiveLookups fakes{&fake_pointer, &fake_stream_device};
+constexpr d::CollectiveLookups fakes{&fake_pointer, &fake_stream_device, &fake_compute_major};
 
 TensorView f32(void* p, std::int64_t n) { return TensorView(p, DataType::f32, {n}); }
 
@@ -110,11 +112,14 @@ TEST(CommunicatorDevices, ListsAreCheckedBeforeNccl) {
 TEST(CommunicatorDevices, ConstructorsRefuseDevicesThatDoNotExist) {
     // Device::count() is 0 without a driver, so this device never exists, on any machine.
     const int missing = core::Device::count();
+    const UniqueId id = UniqueId::create();
     expect_throw_with<InvalidArgument>([&] { Communicator c{missing}; }, {"Communicator", "does not exist"});
-    expect_throw_with<InvalidArgument>([&] { Communicator c(UniqueId{}, 2, 0, missing); }, {"does not exist"});
-    expect_throw_with<InvalidArgument>([&] { Communicator c(UniqueId{}, 0, 0, 0); }, {"size: 0 ranks"});
-    expect_throw_with<InvalidArgument>([&] { Communicator c(UniqueId{}, 2, 2, 0); }, {"rank: 2", "0 to 1"});
-    expect_throw_with<InvalidArgument>([&] { Communicator c(UniqueId{}, 2, -1, 0); }, {"rank: -1"});
+    expect_throw_with<InvalidArgument>([&] { Communicator c(id, 2, 0, missing); }, {"does not exist"});
+    expect_throw_with<InvalidArgument>([&] { Communicator c(id, 0, 0, 0); }, {"size: 0 ranks"});
+    expect_throw_with<InvalidArgument>([&] { Communicator c(id, 2, 2, 0); }, {"rank: 2", "0 to 1"});
+    expect_throw_with<InvalidArgument>([&] { Communicator c(id, 2, -1, 0); }, {"rank: -1"});
+    // A blank id would send NCCL's bootstrap to address 0 and wait there.
+    expect_throw_with<InvalidArgument>([&] { Communicator c(UniqueId{}, 2, 0, 0); }, {"id", "every byte is zero"});
 }
 
 TEST(CollectiveChecks, AValidAllReducePassesWithNcclsCountAndType) {
@@ -180,6 +185,18 @@ TEST(CollectiveChecks, CountsFollowEachCollectivesRule) {
     expect_throw_with<InvalidArgument>([&] { (void)ag.check(); }, {"size() times send"});
 }
 
+TEST(CollectiveChecks, CountsThatOverflowAreRefusedNotWrapped) {
+    Call ag;
+    ag.size = 4;
+    ag.ranks = {{0, 0}};
+    ag.streams = {stream_of(0)};
+    ag.kind = d::Collective::all_gather;
+    const std::int64_t huge = std::int64_t(1) << 62;
+    ag.send = {TensorView(on_device(0), DataType::i8, {huge})};
+    ag.recv = {TensorView(on_device(0), DataType::i8, {4})};  // what 4 * 2^62 wraps to
+    expect_throw_with<InvalidArgument>([&] { (void)ag.check(); }, {"all_gather", "size() times send"});
+}
+
 TEST(CollectiveChecks, EveryLocalRankPassesTheSameCount) {
     Call c = all_reduce_of(8);
     c.send[1] = f32(on_device(1), 6);
@@ -239,6 +256,12 @@ TEST(CollectiveChecks, Fp8NeedsNccl224) {
     expect_throw_with<NotSupported>([&] { (void)c.check(); }, {"e4m3", "NCCL 2.24", "22304"});
     c.version = 22400;
     EXPECT_EQ(c.check().nccl_type, 10);  // ncclFloat8e4m3
+    // NCCL's fp8 needs compute capability 9.0: a rank on the Ampere device is refused.
+    c.ranks = {{0, 0}, {1, 2}};
+    c.send[1] = TensorView(on_device(2), DataType::e4m3, {8});
+    c.recv[1] = TensorView(on_device(2, 1 << 20), DataType::e4m3, {8});
+    c.streams[1] = stream_of(2);
+    expect_throw_with<NotSupported>([&] { (void)c.check(); }, {"e4m3 data on device 2", "compute capability 9.0"});
 }
 
 TEST(CollectiveChecks, MemoryAndStreamsBelongToTheRanksDevices) {
@@ -256,8 +279,11 @@ TEST(CollectiveChecks, MemoryAndStreamsBelongToTheRanksDevices) {
     stream.streams[1] = stream_of(0);
     expect_throw_with<InvalidArgument>([&] { (void)stream.check(); },
                                        {"streams[1] belongs to device 0", "runs on device 1"});
-    stream.streams[1] = core::StreamRef{};  // the default stream of whichever device is current
-    EXPECT_NO_THROW((void)stream.check());
+    // The default streams name no device: they are the rank's when its work is enqueued.
+    for (cudaStream_t s : {cudaStream_t{}, cudaStreamLegacy, cudaStreamPerThread}) {
+        stream.streams[1] = core::StreamRef(s);
+        EXPECT_NO_THROW((void)stream.check());
+    }
 }
 
 TEST(CollectiveChecks, EmptyOperandsNeedNoMemory) {

@@ -243,6 +243,7 @@ struct LinearCase {
     OutputCollective collective = OutputCollective::none;
     int chunks = 1;
     bool bias = false;
+    bool residual = false;  // C (beta = 1): each rank's slice (column), the whole, added once (row)
 };
 
 void run_linear(const LinearCase& c, bool capture) {
@@ -256,24 +257,34 @@ void run_linear(const LinearCase& c, bool capture) {
     const Host a = random_host(DataType::bf16, {m, k}, rng);
     const Host b = random_host(DataType::bf16, {k, n}, rng);
     const Host bias_full = random_host(out_type, {n}, rng);
+    const Host c_full = random_host(out_type, {m, n}, rng);
     RefArgs ref_args;
     if (c.bias) {
         ref_args.bias = &bias_full;
         ref_args.epilog = Epilog::bias;
+    }
+    if (c.residual) {
+        ref_args.c = &c_full;
+        ref_args.beta = 1.0;
     }
     const Host want = reference(a, b, out_type, ref_args).d;  // (m, n)
     const std::int64_t kl = row ? k / p : k, nl = row ? n : n / p;
     MatmulOptions options{.epilog = c.bias ? Epilog::bias : Epilog::none, .result_type = out_type};
     const TensorLayout a_layout(DataType::bf16, {m, kl});
     const TensorLayout b_layout(DataType::bf16, {kl, nl});
-    dist::Matmul mm(comm, a_layout, b_layout, options, {c.parallelism, c.collective, c.chunks});
+    const bool col_major_d = !row;
+    // C shares D's unit-stride dimension: column-major like D's slices in a column split.
+    const std::vector<std::int64_t> c_shape{m, nl}, c_strides = strides_for({m, nl}, col_major_d);
+    const TensorLayout c_layout(out_type, c_shape, c_strides);
+    const dist::ParallelOptions parallel{c.parallelism, c.collective, c.chunks};
+    dist::Matmul mm = c.residual ? dist::Matmul(comm, a_layout, b_layout, c_layout, options, parallel)
+                                 : dist::Matmul(comm, a_layout, b_layout, options, parallel);
     mm.plan();
     struct Rank {
-        Dev a, b, bias, d, out;
+        Dev a, b, bias, c, d, out;
     };
     std::vector<Rank> data(std::size_t(comm.local_size()));
     std::vector<RankOperands> ops;
-    const bool col_major_d = !row;
     for (int i = 0; i < comm.local_size(); ++i) {
         const int r = comm.rank(i), dev = comm.device(i);
         Rank& x = data[std::size_t(i)];
@@ -283,6 +294,8 @@ void run_linear(const LinearCase& c, bool capture) {
         for (std::int64_t j = 0; j < nl; ++j) bias_l.v[std::size_t(j)] = bias_full.v[std::size_t(row ? j : r * nl + j)];
         x.bias = upload_on(dev, bias_l);
         x.d = poisoned_on(dev, out_type, {m, nl}, strides_for({m, nl}, col_major_d));
+        if (c.residual)
+            x.c = upload_on(dev, row ? c_full : slice(c_full, r * nl, nl, false), strides_for({m, nl}, col_major_d));
         std::int64_t out_count = 0;
         switch (c.collective) {
             case OutputCollective::none:
@@ -297,9 +310,15 @@ void run_linear(const LinearCase& c, bool capture) {
                 out_count = m * nl / p;
                 break;
         }
-        if (out_count > 0) x.out = poisoned_on(dev, out_type, {out_count});
+        if (c.collective == OutputCollective::all_reduce)  // laid out as d
+            x.out = poisoned_on(dev, out_type, {m, nl}, strides_for({m, nl}, col_major_d));
+        else if (out_count > 0) x.out = poisoned_on(dev, out_type, {out_count});
         MatmulArgs args;
         if (c.bias) args.bias = x.bias.view;
+        if (c.residual) {
+            args.c = x.c.view;
+            args.beta = 1.0;
+        }
         ops.push_back({x.a.view, x.b.view, x.d.view, x.out.view, args, streams[std::size_t(i)]});
     }
     if (capture) {
@@ -372,6 +391,12 @@ TEST(DistMatmul, ChunkedRowParallelPipelineMatchesTheWholeProduct) {
     run_linear({Parallelism::row, OutputCollective::reduce_scatter, 3, true}, false);
 }
 
+TEST(DistMatmul, AResidualCIsAddedOnceByARowSplitAndPerSliceByAColumnSplit) {
+    GPUMATH_REQUIRE_GPU();
+    run_linear({Parallelism::row, OutputCollective::all_reduce, 1, true, true}, false);
+    run_linear({Parallelism::column, OutputCollective::all_gather, 1, false, true}, false);
+}
+
 TEST(DistMatmul, CapturedProductsAndCollectivesReplay) {
     GPUMATH_REQUIRE_GPU();
     run_linear({Parallelism::column, OutputCollective::all_gather, 1, false}, true);
@@ -393,7 +418,7 @@ TEST(DistMatmul, BadOperandsAreRefusedBeforeAnythingIsEnqueued) {
         [&] {
             (void)mm.execute({da.view, db.view, dd.view, small.view});
         },
-        {"all_reduce", "receives 16"});
+        {"ranks[0].out", "laid out as d"});
     test::expect_throw_with<InvalidArgument>(
         [&] {
             (void)mm.execute({db.view, db.view, dd.view, dd.view});
@@ -407,4 +432,49 @@ TEST(DistMatmul, BadOperandsAreRefusedBeforeAnythingIsEnqueued) {
     test::expect_throw_with<InvalidArgument>([&] { mm.plan(); },
                                              {"moved-from dist::Matmul"});  // NOLINT(bugprone-use-after-move)
     EXPECT_EQ(moved.parallel().collective, OutputCollective::all_reduce);
+}
+
+TEST(DistMatmul, TheProductKeepsTheCommunicatorsNcclStateAfterTheCommunicatorIsGone) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    const Host a = random_host(DataType::bf16, {40, 64}, rng);
+    const Host b = random_host(DataType::bf16, {64, 24}, rng);
+    const Host want = reference(a, b, DataType::f32, {}).d;
+    std::optional<dist::Matmul> mm;
+    {
+        Communicator comm{0};
+        mm.emplace(comm, TensorLayout(DataType::bf16, {40, 64}), TensorLayout(DataType::bf16, {64, 24}),
+                   MatmulOptions{.result_type = DataType::f32},
+                   dist::ParallelOptions{Parallelism::row, OutputCollective::all_reduce});
+    }  // the Communicator object is gone; its NCCL communicator lives on in the product
+    auto da = upload_on(0, a);
+    auto db = upload_on(0, b);
+    auto dd = poisoned_on(0, DataType::f32, {40, 24});
+    (void)mm->execute({da.view, db.view, dd.view, dd.view});  // all_reduce in place
+    const Host got = download_on(0, dd.view);
+    EXPECT_LT(relative_error(got, want), tolerance(DataType::bf16, DataType::f32)) << worst_elements(got, want);
+}
+
+TEST(DistMatmul, AChunkedPipelineRefusesAnOutThatOverlapsD) {
+    GPUMATH_REQUIRE_GPU();
+    Communicator comm{0};
+    const TensorLayout a(DataType::bf16, {32, 64});
+    const TensorLayout b(DataType::bf16, {64, 16});
+    dist::Matmul mm(comm, a, b, {.result_type = DataType::f32},
+                    {Parallelism::row, OutputCollective::reduce_scatter, 2});
+    auto rng = test::rng_for_test();
+    auto da = upload_on(0, random_host(DataType::bf16, {32, 64}, rng));
+    auto db = upload_on(0, random_host(DataType::bf16, {64, 16}, rng));
+    auto dd = poisoned_on(0, DataType::f32, {32, 16});
+    // With one rank, block 0 of D is all of D: the in-place form NCCL allows, which the pipeline cannot.
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)mm.execute({da.view, db.view, dd.view, dd.view});
+        },
+        {"ranks[0].out overlaps d", "reduce_scatter"});
+    auto out = poisoned_on(0, DataType::f32, {32 * 16});
+    (void)mm.execute({da.view, db.view, dd.view, out.view});
+    const Host got = download_on(0, out.view);
+    const Host d = download_on(0, dd.view);
+    for (std::int64_t e = 0; e < got.size(); ++e) ASSERT_EQ(got.v[std::size_t(e)], d.v[std::size_t(e)]) << e;
 }

@@ -143,6 +143,17 @@ TEST(ParallelChecks, AReduceScatterSplitsDIntoEqualBlocks) {
     EXPECT_NO_THROW(check({Parallelism::row, OutputCollective::reduce_scatter}, {}, 3, odd, n3));
 }
 
+TEST(ParallelChecks, ProductsWhoseElementCountOverflowsAreRefused) {
+    const std::int64_t big = std::int64_t(1) << 40;
+    const TensorLayout tall(DataType::bf16, {big, 4});
+    const TensorLayout wide(DataType::bf16, {4, big});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            check({Parallelism::row, OutputCollective::all_reduce}, {}, 4, tall, wide);
+        },
+        {"overflows a 64-bit count"});
+}
+
 TEST(ParallelChecks, RowSplitRanksOtherThanZeroDropTheBias) {
     const ParallelOptions row{Parallelism::row, OutputCollective::all_reduce};
     const MatmulOptions o{.epilog = Epilog::bias};

@@ -16,6 +16,7 @@
 
 namespace gpumath::detail {
 struct CommunicatorState;
+struct CommunicatorAccess;
 }  // namespace gpumath::detail
 
 namespace gpumath::dist {
@@ -71,11 +72,16 @@ struct UniqueId {
 /// Collectives take one send and one receive view and one stream per local rank, in local rank
 /// order; with one local rank, the overloads taking single views are shorter. Each view is
 /// row-major and contiguous, on its rank's device, all of one dtype: f16, bf16, f32, f64, i8, i32,
-/// e4m3 and e5m2 (NCCL 2.24 or later), and c32/c64 (as pairs of reals: `sum` and `avg` only). The
-/// calls enqueue on the streams and return; they never synchronize and may be captured into a CUDA
-/// graph. Calls from several threads on one Communicator are serialized while they enqueue (NCCL
-/// takes one thread at a time per communicator). Every argument is checked before anything is enqueued (InvalidArgument
-/// naming the rank and operand); NcclError when NCCL fails. A moved-from Communicator throws InvalidArgument.
+/// e4m3 and e5m2 (NCCL 2.24 or later, compute capability 9.0 or later), and c32/c64 (as pairs of
+/// reals: `sum` and `avg` only). The calls enqueue on the streams and return; they never
+/// synchronize and may be captured into a CUDA graph. Every argument is checked before anything is
+/// enqueued (InvalidArgument naming the rank and operand); NcclError when NCCL fails. A moved-from
+/// Communicator throws InvalidArgument. gpumath needs NCCL 2.14 or later.
+///
+/// Calls from several threads on one Communicator are serialized while they enqueue (NCCL takes
+/// one thread at a time per communicator), but NCCL also needs every rank to issue the same
+/// collectives in the same order: in a communicator spread over processes, threads sharing it must
+/// agree on their order, or the ranks wait for each other forever.
 ///
 /// When several processes share a host's GPUs through a scheduler (containers, MIG, a shared
 /// node), set `NCCL_NVLS_ENABLE=0` before the first Communicator: NVLink SHARP multicast needs
@@ -84,20 +90,23 @@ class Communicator {
 public:
     /// One rank per listed device, all in this process (`ncclCommInitAll`): rank i runs on
     /// `devices[i]`. InvalidArgument for an empty list, a repeated device or one that is not
-    /// below `core::Device::count()` (CudaError without a driver). Blocks until every rank is set
-    /// up.
+    /// below `core::Device::count()` (0 without a driver, so every device is refused there). Blocks
+    /// until every rank is set up.
     explicit Communicator(std::span<const int> devices);
     /// The same for a braced list: `Communicator comm{0, 1, 2, 3}`.
     Communicator(std::initializer_list<int> devices);
     /// Rank `rank` of `size` ranks that share `id`, run on `device` by this process
     /// (`ncclCommInitRank`). Blocks until all `size` ranks have joined. InvalidArgument unless
-    /// `0 <= rank < size` and `device` is below `core::Device::count()`.
+    /// `0 <= rank < size`, `device` is below `core::Device::count()` and `id` is not all zeros.
     Communicator(const UniqueId& id, int size, int rank, int device);
     /// Every GPU of this process, ranks in device order.
     [[nodiscard]] static Communicator all_devices();
 
-    /// Destroys the NCCL communicators (`ncclCommDestroy`, which waits for the collectives still
-    /// queued on them to finish: destroy a Communicator once its work is done or abandoned).
+    /// Releases the NCCL communicators, which the dist::Matmul objects made on them share: the last
+    /// owner finalizes and destroys them (`ncclCommFinalize`, `ncclCommDestroy`), which waits for the
+    /// collectives still queued on them, and also until every CUDA graph that captured one of their
+    /// collectives is destroyed (NCCL holds the communicator for the graph). Destroy such graphs
+    /// first, and the communicator once its work is done.
     ~Communicator();
     Communicator(Communicator&&) noexcept;
     Communicator& operator=(Communicator&&) noexcept;
@@ -148,9 +157,9 @@ public:
     void broadcast(const TensorView& send, const TensorView& recv, int root, core::StreamRef stream = {});
 
 private:
-    explicit Communicator(std::unique_ptr<gpumath::detail::CommunicatorState> state) noexcept;
-    [[nodiscard]] gpumath::detail::CommunicatorState& state(const char* api) const;
-    std::unique_ptr<gpumath::detail::CommunicatorState> state_;
+    friend struct gpumath::detail::CommunicatorAccess;
+    // Shared with the dist::Matmul objects made on this communicator, which keep it alive.
+    std::shared_ptr<gpumath::detail::CommunicatorState> state_;
 };
 
 }  // namespace gpumath::dist

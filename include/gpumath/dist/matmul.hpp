@@ -101,12 +101,14 @@ struct RankOperands {
     TensorView b{};
     /// This rank's product, dense (row- or column-major): (M, N / size), or the partial (M, N).
     TensorView d{};
-    /// The collective's result, dense, on this rank's device: all_gather `size()` times D's
-    /// elements (rank 0's D first); all_reduce D's element count (may be `d` itself);
-    /// reduce_scatter D's element count over `size()`. Unused (leave empty) without a collective.
+    /// The collective's result, on this rank's device: for all_reduce laid out exactly as `d` (and
+    /// may be `d` itself); for all_gather dense with `size()` times D's elements (rank 0's D
+    /// first), for reduce_scatter dense with D's element count over `size()` (both in memory
+    /// order, see OutputCollective). Unused (leave empty) without a collective.
     TensorView out{};
-    /// As for gpumath::Matmul::execute. Row-parallel: only rank 0's product adds C (beta) and the
-    /// bias, which the sum then holds once; the other ranks' c, beta and bias are not read.
+    /// As for gpumath::Matmul::execute (`c` only for a product constructed with a C layout).
+    /// Row-parallel: only rank 0's product adds C (beta) and the bias, which the sum then holds
+    /// once; the other ranks' c, beta and bias are not read.
     MatmulArgs args{};
     /// The stream of this rank's work; it must belong to the rank's device (or be the default stream).
     core::StreamRef stream{};
@@ -115,8 +117,8 @@ struct RankOperands {
 /// A tensor-parallel product over the ranks this process holds in a Communicator: every local
 /// rank runs the product of its slices with a gpumath::Matmul planned on its device, then the
 /// collective joins the results on NCCL. All local ranks see the same layouts (and so, in a
-/// communicator spread over processes, should every rank). Move-only; holds a reference to the
-/// communicator, which must outlive it.
+/// communicator spread over processes, should every rank). Move-only. It shares the
+/// communicator's NCCL state, so the Communicator object may be moved or destroyed first.
 ///
 /// The constructor validates (InvalidArgument / NotSupported, before any GPU work); `plan()`
 /// plans every local rank's product on its device (implicitly on the first `execute`), and with
@@ -129,10 +131,17 @@ public:
     /// with `options` as for gpumath::Matmul and the split and collective of `parallel`.
     /// InvalidArgument for a collective that does not fit the parallelism, enum values outside
     /// their enumerators, `chunks` out of range or with a D it cannot slice, a moved-from
-    /// communicator; NotSupported for a row-parallel epilog other than none or bias (the nonlinear
-    /// part applies to the sum, which only exists after the reduction) or a user epilog function.
-    Matmul(Communicator& comm, const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options = {},
+    /// communicator, an `options.memory_resource` that allocates on one device while the ranks
+    /// run on several; NotSupported for a row-parallel epilog other than none or bias (the
+    /// nonlinear part applies to the sum, which only exists after the reduction) or a user epilog
+    /// function.
+    Matmul(const Communicator& comm, const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options = {},
            const ParallelOptions& parallel = {});
+    /// The same with a C operand laid out like `c` (this rank's (M, N / size) slice for
+    /// column-parallel; the whole (M, N) for row-parallel, where rank 0's product adds it once,
+    /// e.g. a residual). Not with `chunks` above 1.
+    Matmul(const Communicator& comm, const TensorLayout& a, const TensorLayout& b, const TensorLayout& c,
+           const MatmulOptions& options = {}, const ParallelOptions& parallel = {});
     ~Matmul();
     Matmul(Matmul&&) noexcept;
     Matmul& operator=(Matmul&&) noexcept;
@@ -143,10 +152,12 @@ public:
     void plan();
     /// Enqueues every local rank's product and then the collective, one RankOperands per local
     /// rank in local rank order, and returns what each rank's product allocated (aux outputs and
-    /// bias gradients the args did not provide). Before enqueuing anything, checks the layouts of
-    /// a, b and d (as constructed; d dense), `out` as the collective needs, where every operand's
-    /// memory lives and each stream's device (InvalidArgument); each rank's `args` are checked by
-    /// its gpumath::Matmul as it enqueues.
+    /// bias gradients the args did not provide). Before enqueuing anything (InvalidArgument): the
+    /// layouts of a, b and d (as constructed; d dense), `out` as the collective needs (and, with
+    /// chunks, not overlapping `d` unless it is `d`), where the memory of a, b, d, out, c, bias,
+    /// aux and bias gradient lives, each stream's device, and each rank's args as
+    /// gpumath::Matmul checks their values (alpha, beta, alignment, overlaps). The layouts of the
+    /// args' tensors are checked by each rank's gpumath::Matmul as it enqueues.
     std::vector<MatmulOutputs> execute(std::span<const RankOperands> ranks);
     /// `execute` with one local rank.
     MatmulOutputs execute(const RankOperands& rank);
