@@ -209,6 +209,7 @@ void check_device_list(std::span<const int> devices, int count, const char* api)
 CheckedCollective check_collective(const CollectiveCall& call, int size, std::span<const LocalRank> ranks,
                                    int nccl_version, const CollectiveLookups& lookups, const char* api) {
     const std::string_view name = name_of(call.kind);
+    if (size < 1) throw_invalid(fmt::format("{}: the communicator has {} ranks (moved from?)", name, size), api);
     if (reduces(call.kind)) check_enum(call.op, dist::reduce_op_count, "a ReduceOp", "op", api);
     const std::size_t n = ranks.size();
     if (call.send.size() != n || call.recv.size() != n || call.streams.size() != n) {

@@ -16,7 +16,7 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const
     using dist::Parallelism;
     check_enum(parallel.parallelism, dist::parallelism_count, "a Parallelism", "parallel.parallelism", api);
     check_enum(parallel.collective, dist::output_collective_count, "an OutputCollective", "parallel.collective", api);
-    if (size < 1) throw_invalid(fmt::format("the communicator has {} ranks (moved from?)", size), api);
+    if (size < 1) throw_invalid(fmt::format("comm: the communicator has {} ranks (moved from?)", size), api);
     const bool row = parallel.parallelism == Parallelism::row;
     const bool fits =
         parallel.collective == OutputCollective::none || (row ? parallel.collective != OutputCollective::all_gather
@@ -30,14 +30,14 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const
                       api);
     }
     if (a.rank() != 2 || b.rank() != 2) {
-        throw_invalid(fmt::format("a is {} and b is {}: a tensor-parallel product takes matrices (rank 2): a (M, K) "
-                                  "and b (K, N) slices",
+        throw_invalid(fmt::format("a, b: a is {} and b is {}; a tensor-parallel product takes matrices (rank 2): a "
+                                  "(M, K) and b (K, N) slices",
                                   to_string(a), to_string(b)),
                       api);
     }
     if (a.shape(1) != b.shape(0)) {
-        throw_invalid(fmt::format("a is {} and b is {}: a's columns (K = {}) must equal b's rows ({})", to_string(a),
-                                  to_string(b), a.shape(1), b.shape(0)),
+        throw_invalid(fmt::format("a, b: a is {} and b is {}; a's columns (K = {}) must equal b's rows ({})",
+                                  to_string(a), to_string(b), a.shape(1), b.shape(0)),
                       api);
     }
     if (row) {
@@ -60,7 +60,7 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const
     ParallelShape shape{a.shape(0), b.shape(1), a.shape(1), a.shape(0), a.shape(0)};
     std::int64_t elements = 0;
     if (__builtin_mul_overflow(shape.m, shape.n, &elements)) {
-        throw_invalid(fmt::format("D of {} x {} elements overflows a 64-bit count", shape.m, shape.n), api);
+        throw_invalid(fmt::format("d: {} x {} elements overflow a 64-bit count", shape.m, shape.n), api);
     }
     if (parallel.chunks < 1 || parallel.chunks > 64) {
         throw_invalid(fmt::format("parallel.chunks: {}; allowed: 1 to 64", parallel.chunks), api);

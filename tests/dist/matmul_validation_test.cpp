@@ -151,7 +151,7 @@ TEST(ParallelChecks, ProductsWhoseElementCountOverflowsAreRefused) {
         [&] {
             check({Parallelism::row, OutputCollective::all_reduce}, {}, 4, tall, wide);
         },
-        {"overflows a 64-bit count"});
+        {"overflow a 64-bit count"});
 }
 
 TEST(ParallelChecks, RowSplitRanksOtherThanZeroDropTheBias) {
