@@ -470,8 +470,8 @@ void FFT::execute(FFTData& data, Direction direction) {
         lock.unlock();
         if (!shuffled)
             detail::throw_invalid(
-                "data: a c2r transform across GPUs reads the shuffled order (what an r2c transform "
-                "leaves, or copy_from of the complex input); this data is in natural order",
+                "data: a c2r transform across GPUs reads the shuffled order, which copy_from of the complex "
+                "input places; this data is in natural order (a fresh allocation, or to_natural's result)",
                 api);
     }
     detail::transform(s, d, direction, api);

@@ -18,6 +18,7 @@
 #include "dist/collective_checks.hpp"
 #include "dist/communicator_state.hpp"
 #include "dist/matmul_checks.hpp"
+#include "matmul/call.hpp"
 #include "matmul/problem.hpp"
 
 namespace gpumath::detail {
@@ -166,6 +167,11 @@ void check_rank(const ParallelMatmulState& s, const dist::RankOperands& op, std:
                                   i),
                       api);
     }
+    if (s.reads_c(r.rank) && (!args.c || args.c->layout() != *s.c)) {
+        throw_invalid(fmt::format("ranks[{}].args.c is {}; this product was made for a C laid out as {}", i,
+                                  args.c ? to_string(args.c->layout()) : std::string("missing"), to_string(*s.c)),
+                      api);
+    }
     switch (s.parallel.collective) {
         case dist::OutputCollective::none:
             break;
@@ -199,7 +205,17 @@ void check_rank(const ParallelMatmulState& s, const dist::RankOperands& op, std:
                                       i),
                           api);
         }
-        // A chunk's collective runs while later chunks' products write D: `out` may only be `d` itself.
+        // A chunk's collective writes out while later chunks' products read a, b, the bias and the
+        // scales and write d: out may overlap none of them, except that an all_reduce may be d itself.
+        const auto overlaps_input = [&](const std::optional<TensorView>& v) { return v && overlap(op.out, *v); };
+        if (overlap(op.out, op.a) || overlap(op.out, op.b) || overlaps_input(args.bias) ||
+            overlaps_input(args.scales.a_tensor) || overlaps_input(args.scales.b_tensor)) {
+            throw_invalid(
+                fmt::format("ranks[{}].out overlaps an input (a, b, the bias or a scale tensor): in a chunked "
+                            "pipeline a chunk's {} writes out while the next chunks' products read them",
+                            i, dist::to_string(s.parallel.collective)),
+                api);
+        }
         const bool same = op.out.data() == op.d.data() && op.out.layout() == op.d.layout() &&
                           s.parallel.collective == dist::OutputCollective::all_reduce;
         if (!same && overlap(op.out, op.d)) {
@@ -212,8 +228,12 @@ void check_rank(const ParallelMatmulState& s, const dist::RankOperands& op, std:
                 api);
         }
     }
-    // The values of the rank's call as gpumath::Matmul checks them (alpha, beta, alignment, overlaps).
-    check_call(op.a, op.b, &op.d, args, options_of(s, r.rank), api);
+    // The rank's call as gpumath::Matmul checks it: the values (alpha, beta, alignment, overlaps) and
+    // the layouts of the args' tensors (bias, aux, scales), so that no rank fails after another's
+    // product was enqueued.
+    const MatmulOptions options = options_of(s, r.rank);
+    check_call(op.a, op.b, &op.d, args, options, api);
+    (void)analyze(MatmulSignature::of(call_of(op.a, op.b, &op.d, args)), options, api);
     // Where the memory lives, and the stream's device.
     const CollectiveLookups& lookups = cuda_lookups();
     check_memory_on(op.a, {"", "ranks", i, ".a"}, r.device, lookups, api);
@@ -225,19 +245,23 @@ void check_rank(const ParallelMatmulState& s, const dist::RankOperands& op, std:
     if (args.bias) check_memory_on(*args.bias, {"", "ranks", i, ".args.bias"}, r.device, lookups, api);
     if (args.aux) check_memory_on(*args.aux, {"", "ranks", i, ".args.aux"}, r.device, lookups, api);
     if (args.bias_grad) check_memory_on(*args.bias_grad, {"", "ranks", i, ".args.bias_grad"}, r.device, lookups, api);
+    if (args.scales.a_tensor)
+        check_memory_on(*args.scales.a_tensor, {"", "ranks", i, ".args.scales.a_tensor"}, r.device, lookups, api);
+    if (args.scales.b_tensor)
+        check_memory_on(*args.scales.b_tensor, {"", "ranks", i, ".args.scales.b_tensor"}, r.device, lookups, api);
     check_stream_on(op.stream, {"", "ranks", i, ".stream"}, r.device, lookups, api);
 }
 
-// The pipeline's end, also when a chunk throws: each rank's stream waits for everything its
-// collective stream was given, so the caller's stream (and a capture on it) is joined again.
-void join_pipeline(ParallelMatmulState& s, std::span<const dist::RankOperands> ranks) noexcept {
+// The pipeline's end: rank i's stream waits for everything its collective stream was given, so
+// the caller's stream (and a capture on it) is joined again. Only ranks whose collective stream
+// was forked from the caller's (`forked`) are joined.
+void join_pipeline(ParallelMatmulState& s, std::span<const dist::RankOperands> ranks, const std::vector<char>& forked) {
     for (std::size_t i = 0; i < ranks.size(); ++i) {
-        release_noexcept([&] {
-            const RankProducts& r = s.ranks[i];
-            const DeviceGuard guard(r.device);
-            r.comm->record(*r.reduced);
-            ranks[i].stream.wait(*r.reduced);
-        });
+        if (forked[i] == 0) continue;
+        const RankProducts& r = s.ranks[i];
+        const DeviceGuard guard(r.device);
+        r.comm->record(*r.reduced);
+        ranks[i].stream.wait(*r.reduced);
     }
 }
 
@@ -257,12 +281,7 @@ std::unique_ptr<ParallelMatmulState> make_state(const Communicator& comm, const 
     constexpr const char* api = "dist::Matmul";
     const auto& shared = gpumath::detail::CommunicatorAccess::state(comm, api);
     auto s = std::make_unique<ParallelMatmulState>();
-    s->shape = gpumath::detail::check_parallel(a, b, options, parallel, shared->size, api);
-    if (c && parallel.chunks > 1) {
-        gpumath::detail::throw_invalid(
-            fmt::format("parallel.chunks: {} chunks with a C operand; a chunked pipeline takes no C", parallel.chunks),
-            api);
-    }
+    s->shape = gpumath::detail::check_parallel(a, b, c.has_value(), options, parallel, shared->size, api);
     gpumath::detail::check_memory_resource(options, shared->ranks, api);
     s->comm = shared;
     s->a = a;
@@ -280,6 +299,13 @@ std::unique_ptr<ParallelMatmulState> make_state(const Communicator& comm, const 
     // Validates the product itself (dtypes, epilog, options, C) as gpumath::Matmul does, on the CPU.
     const gpumath::Matmul probe = gpumath::detail::make_plan(*s, a, 0);
     s->result = probe.result_layout();
+    if (parallel.collective != OutputCollective::none && is_fp8(s->result.dtype())) {
+        // NCCL's fp8 types: known now, not after the products are planned.
+        std::vector<int> majors;
+        for (const gpumath::detail::LocalRank& r : shared->ranks)
+            majors.push_back(gpumath::detail::cuda_lookups().compute_major(r.device));
+        gpumath::detail::check_fp8_collective(s->result.dtype(), nccl_version(), shared->ranks, majors, api);
+    }
     return s;
 }
 
@@ -322,7 +348,17 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
                         ranks.size(), n, n == 1 ? "" : "s"),
             api);
     }
-    for (std::size_t i = 0; i < n; ++i) gpumath::detail::check_rank(s, ranks[i], i, api);
+    for (std::size_t i = 0; i < n; ++i) {
+        gpumath::detail::check_rank(s, ranks[i], i, api);
+        // NCCL combines the ranks' D element by element in memory order: one layout for all.
+        if (ranks[i].d.layout() != ranks[0].d.layout()) {
+            gpumath::detail::throw_invalid(
+                fmt::format("ranks[{}].d is {} but ranks[0].d is {}: every rank's D has one "
+                            "layout, since the collective combines them in memory order",
+                            i, to_string(ranks[i].d.layout()), to_string(ranks[0].d.layout())),
+                api);
+        }
+    }
 
     const std::lock_guard lock(s.mutex);
     gpumath::detail::plan_locked(s);
@@ -359,7 +395,12 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
     const bool scatter = s.parallel.collective == OutputCollective::reduce_scatter;
     const std::int64_t reals =
         std::int64_t(checked.count) / std::max<std::int64_t>(scatter ? out[0].size() : d[0].size(), 1);
-    const gpumath::detail::ScopeExit join([&] { gpumath::detail::join_pipeline(s, ranks); });
+    std::vector<char> forked(n, 0);
+    bool joined = false;
+    // On an exception, join what was forked (errors then are secondary to the one in flight).
+    const gpumath::detail::ScopeExit join_on_error([&] {
+        if (!joined) gpumath::detail::release_noexcept([&] { gpumath::detail::join_pipeline(s, ranks, forked); });
+    });
     std::vector<TensorView> d_chunk(n);
     std::vector<TensorView> out_chunk(n);
     for (int c = 0; c < s.parallel.chunks; ++c) {
@@ -375,6 +416,7 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
                                gpumath::detail::rank_args(s, r, ranks[i].args), ranks[i].stream);
             ranks[i].stream.record(*r.produced);
             r.comm->wait(*r.produced);
+            forked[i] = 1;
             d_chunk[i] = flat(ranks[i].d, first * s.shape.n, elements);
             out_chunk[i] = scatter ? flat(ranks[i].out, first * s.shape.n / s.size(), elements / s.size())
                                    : flat(ranks[i].out, first * s.shape.n, elements);
@@ -384,6 +426,8 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
         chunk.count = std::size_t((scatter ? elements / s.size() : elements) * reals);
         gpumath::detail::enqueue(*s.comm, {whole.kind, d_chunk, out_chunk, streams, ReduceOp::sum, 0}, chunk, api);
     }
+    joined = true;
+    gpumath::detail::join_pipeline(s, ranks, forked);
     return outputs;
 }
 

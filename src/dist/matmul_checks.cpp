@@ -10,7 +10,7 @@
 
 namespace gpumath::detail {
 
-ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options,
+ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, bool with_c, const MatmulOptions& options,
                              const dist::ParallelOptions& parallel, int size, const char* api) {
     using dist::OutputCollective;
     using dist::Parallelism;
@@ -75,6 +75,11 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const
                                       dist::to_string(parallel.collective)),
                           api);
         }
+        if (with_c) {
+            throw_invalid(fmt::format("parallel.chunks: {} chunks with a C operand; a chunked pipeline takes no C",
+                                      parallel.chunks),
+                          api);
+        }
         if (parallel.chunks > shape.m) {
             throw_invalid(fmt::format("parallel.chunks: {} chunks of M = {} rows; at most one chunk per row",
                                       parallel.chunks, shape.m),
@@ -105,6 +110,24 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const
                       api);
     }
     return shape;
+}
+
+void check_fp8_collective(DataType dtype, int nccl_version, std::span<const LocalRank> ranks,
+                          std::span<const int> majors, const char* api) {
+    if (nccl_version < 22400) {
+        throw_not_supported(fmt::format("options.result_type: a collective of {} data needs NCCL 2.24 or later; the "
+                                        "NCCL loaded is {}",
+                                        to_string(dtype), nccl_version),
+                            api);
+    }
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        if (majors[i] < 9) {
+            throw_not_supported(fmt::format("options.result_type: a collective of {} data needs compute capability 9.0 "
+                                            "or later (NCCL's fp8), and rank {} runs on device {} of {}.x",
+                                            to_string(dtype), ranks[i].rank, ranks[i].device, majors[i]),
+                                api);
+        }
+    }
 }
 
 void check_memory_resource(const MatmulOptions& options, std::span<const LocalRank> ranks, const char* api) {

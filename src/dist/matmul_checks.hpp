@@ -24,8 +24,13 @@ struct ParallelShape {
 /// InvalidArgument / NotSupported unless a product of `a` and `b` (this rank's slices) can run
 /// with `options` split and joined as `parallel` on a communicator of `size` ranks. `api` starts
 /// the messages.
-ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, const MatmulOptions& options,
+ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, bool with_c, const MatmulOptions& options,
                              const dist::ParallelOptions& parallel, int size, const char* api);
+
+/// NotSupported unless NCCL can move a D of fp8 `dtype`: NCCL 2.24 or later (`nccl_version`), and
+/// every local rank's device (compute capability major `majors[i]`) 9.0 or later.
+void check_fp8_collective(DataType dtype, int nccl_version, std::span<const LocalRank> ranks,
+                          std::span<const int> majors, const char* api);
 
 /// InvalidArgument when `options.memory_resource` is a device pool of a device other than a rank's.
 void check_memory_resource(const MatmulOptions& options, std::span<const LocalRank> ranks, const char* api);

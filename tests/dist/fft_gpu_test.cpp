@@ -355,5 +355,26 @@ TEST(DistFftGpu, DataOfAnotherPlanAndMovedFromObjectsAreRefused) {
     c.execute(moved, Direction::forward);
 }
 
+TEST(DistFftGpu, DeviceMemoryGivenToTheHostPathIsRefusedBeforeAnyCopy) {
+    GPUMATH_REQUIRE_GPU();
+    const TensorLayout real(DataType::f32, {32, 64});
+    const TensorLayout spectrum(DataType::c32, {32, 33});
+    core::Buffer on_device = core::Device(0).allocate(std::size_t(32 * 64 * 8));
+    std::vector<std::complex<float>> host(32 * 33);
+    // An r2c input would be padded row by row on the host: read from device memory, a crash.
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            dist::rfft(TensorView(on_device.data(), real), TensorView(host.data(), {32, 33}), {.devices = {0}});
+        },
+        {"in", "memory of device 0", "FFTData"});
+    std::vector<float> host_real(32 * 64);
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            dist::rfft(TensorView(host_real.data(), {32, 64}), TensorView(on_device.data(), spectrum),
+                       {.devices = {0}});
+        },
+        {"out", "memory of device 0"});
+}
+
 }  // namespace
 }  // namespace gpumath

@@ -23,7 +23,7 @@ const TensorLayout b(DataType::bf16, {64, 32});
 
 d::ParallelShape check(const ParallelOptions& p, const MatmulOptions& o = {}, int size = 4, const TensorLayout& la = a,
                        const TensorLayout& lb = b) {
-    return d::check_parallel(la, lb, o, p, size, "dist::Matmul");
+    return d::check_parallel(la, lb, false, o, p, size, "dist::Matmul");
 }
 }  // namespace
 
@@ -141,6 +141,23 @@ TEST(ParallelChecks, AReduceScatterSplitsDIntoEqualBlocks) {
         },
         {"reduce_scatter", "15 elements", "2 ranks"});
     EXPECT_NO_THROW(check({Parallelism::row, OutputCollective::reduce_scatter}, {}, 3, odd, n3));
+}
+
+TEST(ParallelChecks, AChunkedPipelineTakesNoC) {
+    const ParallelOptions chunked{Parallelism::row, OutputCollective::all_reduce, 2};
+    expect_throw_with<InvalidArgument>([&] { (void)d::check_parallel(a, b, true, {}, chunked, 4, "dist::Matmul"); },
+                                       {"parallel.chunks", "takes no C"});
+    EXPECT_NO_THROW((void)d::check_parallel(a, b, true, {}, {Parallelism::row, OutputCollective::all_reduce}, 4, "t"));
+}
+
+TEST(ParallelChecks, Fp8CollectivesNeedNccl224AndHopper) {
+    const std::vector<d::LocalRank> ranks{{0, 0}, {1, 3}};
+    const std::vector<int> hopper{9, 9}, mixed{9, 8};
+    EXPECT_NO_THROW(d::check_fp8_collective(DataType::e4m3, 22803, ranks, hopper, "t"));
+    expect_throw_with<NotSupported>([&] { d::check_fp8_collective(DataType::e4m3, 22304, ranks, hopper, "t"); },
+                                    {"options.result_type", "NCCL 2.24", "22304"});
+    expect_throw_with<NotSupported>([&] { d::check_fp8_collective(DataType::e5m2, 22803, ranks, mixed, "t"); },
+                                    {"options.result_type", "rank 1 runs on device 3 of 8.x"});
 }
 
 TEST(ParallelChecks, ProductsWhoseElementCountOverflowsAreRefused) {

@@ -145,8 +145,10 @@ public:
     [[nodiscard]] FFTData allocate();
     /// Transforms `data` in place in `direction` (r2c forward only, c2r inverse only), then applies
     /// the normalization on each device. InvalidArgument for data of another plan, a moved-from
-    /// FFTData or a wrong direction, before any GPU work. Blocks until done. Across several GPUs,
-    /// natural-order input gives shuffled output and shuffled input natural output (`data.order()`).
+    /// FFTData or a wrong direction, and for a c2r across several GPUs on data in natural order
+    /// (c2r reads the shuffled order that `copy_from` of the complex input places), before any GPU
+    /// work. Blocks until done. Across several GPUs, natural-order input gives shuffled output and
+    /// shuffled input natural output (`data.order()`).
     void execute(FFTData& data, Direction direction);
     /// Copies `src` into new device memory in natural order (cufftXtMemcpy device to device, which
     /// redistributes between the GPUs). Blocks until done.

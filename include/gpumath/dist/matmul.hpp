@@ -118,7 +118,9 @@ struct RankOperands {
 /// rank runs the product of its slices with a gpumath::Matmul planned on its device, then the
 /// collective joins the results on NCCL. All local ranks see the same layouts (and so, in a
 /// communicator spread over processes, should every rank). Move-only. It shares the
-/// communicator's NCCL state, so the Communicator object may be moved or destroyed first.
+/// communicator's NCCL state, so the Communicator object may be moved or destroyed first; the last
+/// owner's destructor then finalizes NCCL, which waits for queued collectives and for CUDA graphs
+/// that captured them (see Communicator's destructor).
 ///
 /// The constructor validates (InvalidArgument / NotSupported, before any GPU work); `plan()`
 /// plans every local rank's product on its device (implicitly on the first `execute`), and with
