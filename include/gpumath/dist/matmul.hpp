@@ -155,11 +155,11 @@ public:
     /// Enqueues every local rank's product and then the collective, one RankOperands per local
     /// rank in local rank order, and returns what each rank's product allocated (aux outputs and
     /// bias gradients the args did not provide). Before enqueuing anything (InvalidArgument): the
-    /// layouts of a, b and d (as constructed; d dense), `out` as the collective needs (and, with
-    /// chunks, not overlapping `d` unless it is `d`), where the memory of a, b, d, out, c, bias,
-    /// aux and bias gradient lives, each stream's device, and each rank's args as
-    /// gpumath::Matmul checks their values (alpha, beta, alignment, overlaps). The layouts of the
-    /// args' tensors are checked by each rank's gpumath::Matmul as it enqueues.
+    /// layouts of a, b and d (as constructed; d dense, one layout on every local rank), `out` as
+    /// the collective needs (and, with chunks, overlapping neither the inputs nor `d` unless it is
+    /// `d`), where the memory of every operand lives, each stream's device, and each rank's args
+    /// as gpumath::Matmul checks them (values, alignment, overlaps, the layouts of C, bias, aux and
+    /// scales).
     std::vector<MatmulOutputs> execute(std::span<const RankOperands> ranks);
     /// `execute` with one local rank.
     MatmulOutputs execute(const RankOperands& rank);
