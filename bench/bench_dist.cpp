@@ -121,21 +121,8 @@ bench::PairedMs paired_ranks_ms(const RankStreams& r, const Work& a, const Work&
         e1.synchronize();
         return double(core::Event::elapsed_ms(e0, e1)) / per_sample;
     };
-    std::vector<double> ta, tb, ratio;
-    for (int i = 0; i < pairs; ++i) {
-        double x = 0, y = 0;
-        if (i % 2 == 0) {
-            x = sample(a, call_a);
-            y = sample(b, call_b);
-        } else {
-            y = sample(b, call_b);
-            x = sample(a, call_a);
-        }
-        ta.push_back(x);
-        tb.push_back(y);
-        ratio.push_back(x / y);
-    }
-    return {bench::median(ta), bench::median(tb), bench::median(ratio)};
+    return bench::interleaved_pairs(
+        pairs, [&] { return sample(a, call_a); }, [&] { return sample(b, call_b); });
 }
 
 /// bench::compare over every rank: both sides run for `t.burn_seconds` first (loading every GPU

@@ -134,6 +134,28 @@ private:
 /// Most calls a gated sample holds (see StreamGate).
 inline constexpr int max_gated_calls = 128;
 
+/// Medians of `pairs` samples of two variants taken in alternating order (a then b, b then a, ...),
+/// so that a clock drifting during the run weighs on both alike: `sample_a()` and `sample_b()`
+/// return one sample's milliseconds; the ratio's median is of the per-pair ratios a / b.
+template <class SampleA, class SampleB>
+PairedMs interleaved_pairs(int pairs, SampleA&& sample_a, SampleB&& sample_b) {
+    std::vector<double> ta, tb, r;
+    for (int i = 0; i < pairs; ++i) {
+        double x = 0, y = 0;
+        if (i % 2 == 0) {
+            x = sample_a();
+            y = sample_b();
+        } else {
+            y = sample_b();
+            x = sample_a();
+        }
+        ta.push_back(x);
+        tb.push_back(y);
+        r.push_back(x / y);
+    }
+    return {median(ta), median(tb), median(r)};
+}
+
 inline PairedMs paired_gpu_ms(cudaStream_t stream, const std::function<void(int)>& a, const std::function<void(int)>& b,
                               int warmup = 5, int pairs = 51, int per_sample = 1) {
     per_sample = std::clamp(per_sample, 1, max_gated_calls);
@@ -157,23 +179,11 @@ inline PairedMs paired_gpu_ms(cudaStream_t stream, const std::function<void(int)
         cuda_check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
         return double(ms) / per_sample;
     };
-    std::vector<double> ta, tb, r;
-    for (int i = 0; i < pairs; ++i) {
-        double x = 0, y = 0;
-        if (i % 2 == 0) {
-            x = sample(a, call_a);
-            y = sample(b, call_b);
-        } else {
-            y = sample(b, call_b);
-            x = sample(a, call_a);
-        }
-        ta.push_back(x);
-        tb.push_back(y);
-        r.push_back(x / y);
-    }
+    const PairedMs result = interleaved_pairs(
+        pairs, [&] { return sample(a, call_a); }, [&] { return sample(b, call_b); });
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
-    return {median(ta), median(tb), median(r)};
+    return result;
 }
 
 /// Microseconds of host time per call of `fn(i)`, timed in bursts of `burst` calls (shorter than
