@@ -11,6 +11,7 @@
 //   bench_dist [--quick] [--json PATH] [name filters...]
 #include <algorithm>
 #include <chrono>
+#include <complex>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +33,9 @@
 #if defined(GPUMATH_HAS_DIST) && __has_include(<nccl.h>)
 
 #include <gpumath/dist/communicator.hpp>
+#include <gpumath/dist/fft.hpp>
 #include <gpumath/dist/matmul.hpp>
+#include <gpumath/fft.hpp>
 
 #include "dist/nccl_api.hpp"
 
@@ -404,6 +407,92 @@ void row_parallel_linear(bench::Reporter& report, const Settings& settings) {
     }
 }
 
+/// Copies `bytes` from device memory to the host (blocking).
+void cuda_check_copy(void* host, const void* device, std::size_t bytes) {
+    bench::cuda_check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+}
+
+/// Host milliseconds of `run()` (which returns with its work done), median of `samples` after
+/// `warmup` runs.
+double blocking_ms(const std::function<void()>& run, int warmup, int samples) {
+    for (int i = 0; i < warmup; ++i) run();
+    std::vector<double> ms;
+    for (int i = 0; i < samples; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run();
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return bench::median(ms);
+}
+
+/// A c2c f32 forward FFT of the whole array, in place: one GPU's gpumath::FFT against dist::FFT on
+/// the first p GPUs with the data already on them (FFTData). dist::FFT blocks (cuFFT Xt runs
+/// multi-GPU plans synchronously), so both sides are timed the same way: host time of one
+/// transform, the one-GPU side synchronizing its stream. Ratio: t1 / (p tp), target >= 0.8.
+void fft_scaling(bench::Reporter& report, const Settings& settings) {
+    struct Case {
+        const char* name;
+        std::vector<std::int64_t> shape;
+    };
+    const std::int64_t cube = settings.quick ? 256 : 1024;
+    const std::int64_t line = settings.quick ? (std::int64_t(1) << 24) : (std::int64_t(1) << 30);
+    const std::vector<Case> cases{{"3-D", {cube, cube, cube}}, {"1-D", {line}}};
+    const int devices = core::Device::count();
+    for (const Case& c : cases) {
+        const TensorLayout layout(DataType::c32, c.shape);
+        const std::string size_text = c.shape.size() == 3 ? std::to_string(cube) + "^3" : std::to_string(line);
+        const auto group_of = [&](int p) {
+            return "fft c2c f32 " + std::string(c.name) + " " + size_text + " p=" + std::to_string(p);
+        };
+        const std::vector<int> counts = rank_counts(devices);
+        if (std::none_of(counts.begin(), counts.end(), [&](int p) { return report.selected(group_of(p)); })) continue;
+        // One GPU: gpumath::FFT over every axis, in place on device 0.
+        const core::Device first(0);
+        core::Stream stream = first.create_stream();
+        core::Buffer data =
+            bench::random_device(DataType::c32, std::size_t(layout.size()), 70, stream.handle(), host_values);
+        FFTAxes axes;
+        if (c.shape.size() == 3) axes = FFTAxes{0, 1, 2};
+        FFT one(layout, FFTOptions{.axes = axes, .inplace = true});
+        one.plan();
+        const TensorView view(data.data(), layout);
+        const double t1 = blocking_ms(
+            [&] {
+                one.execute(view, view, Direction::forward, stream);
+                stream.synchronize();
+            },
+            settings.timing.warmup, settings.timing.samples);
+        std::vector<std::complex<float>> host(std::size_t(layout.size()));
+        cuda_check_copy(host.data(), data.data(), host.size() * sizeof(host[0]));
+        data = core::Buffer{};  // room for the multi-GPU plans on device 0
+        for (int p : counts) {
+            const std::string group = group_of(p);
+            if (!report.selected(group)) continue;
+            try {
+                std::vector<int> list(static_cast<std::size_t>(p));
+                for (int i = 0; i < p; ++i) list[std::size_t(i)] = i;
+                dist::FFT plan(layout, {.devices = list});
+                dist::FFTData on_gpus = plan.allocate();
+                on_gpus.copy_from(TensorView(host.data(), layout.dtype(), c.shape));
+                // Forward then inverse keeps the data's order what cuFFT Xt expects for the next pair.
+                const double tp = blocking_ms(
+                                      [&] {
+                                          plan.execute(on_gpus, Direction::forward);
+                                          plan.execute(on_gpus, Direction::inverse);
+                                      },
+                                      settings.timing.warmup, settings.timing.samples) /
+                                  2;
+                const std::string note = "ratio = t1 / (p tp), target >= 0.8; 1 GPU " + fixed(t1, 3) + " ms; speedup " +
+                                         fixed(t1 / tp, 2) + "x (forward and inverse averaged, " +
+                                         "inverse normalized)";
+                report.add({group, "dist::FFT", "ms", tp, t1 / (p * tp), note});
+            } catch (const Error& e) {
+                std::printf("  %-44s %-18s skipped: %s\n", group.c_str(), "dist::FFT", e.what());
+            }
+        }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -427,7 +516,7 @@ int main(int argc, char** argv) try {
                                      : bench::Timing{.warmup = 5, .samples = 21, .rounds = 3, .burn_seconds = 2.0};
     all_reduce(report, settings);
     row_parallel_linear(report, settings);
-    // Multi-GPU FFT (dist::FFT against one GPU): its case goes here.
+    fft_scaling(report, settings);
     return 0;
 } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_dist: %s\n", e.what());
