@@ -233,6 +233,18 @@ struct FFTAccess {
 
 namespace {
 
+// The host buffer a real array is padded or unpadded through (its stored size). Error when the host
+// cannot give that much memory.
+std::vector<std::byte> host_staging(const FftProblem& p, const char* api) {
+    try {
+        return std::vector<std::byte>(p.stored_bytes());
+    } catch (const std::bad_alloc&) {
+        throw Error(
+            fmt::format("the host could not allocate {} bytes to pad the real array for the devices", p.stored_bytes()),
+            0, api);
+    }
+}
+
 // Whether host data of layout `which` (0 input, 1 output) is real, so stored padded on the devices.
 bool is_real_side(const FftProblem& p, int which) noexcept {
     return (p.kind == FFTKind::r2c && which == 0) || (p.kind == FFTKind::c2r && which == 1);
@@ -300,9 +312,14 @@ void transform(FFTState& s, FFTAccess::DataImpl& d, Direction direction, const c
     const int sign = direction == Direction::forward ? CUFFT_FORWARD : CUFFT_INVERSE;
     KeepCurrentDevice keep;
     std::vector<FFTPart> parts;
+    // The scale runs under the lock too, so no other call on the plan sees unscaled data.
+    std::lock_guard lock(s.mutex);
     {
-        std::lock_guard lock(s.mutex);
         if (s.multi()) {
+            // cuFFT Xt leaves a 1-D result marked INPLACE_SHUFFLED, which a 1-D transform does not take
+            // as input (CUFFT_INVALID_TYPE): shuffled 1-D input has a format of its own.
+            if (p.rank == 1 && d.desc->subFormat == CUFFT_XT_FORMAT_INPLACE_SHUFFLED)
+                d.desc->subFormat = CUFFT_XT_FORMAT_1D_INPUT_SHUFFLED;
             check_cufft(cufftXtExecDescriptor(s.handle, d.desc, d.desc, sign), "cufftXtExecDescriptor", api);
             const cudaXtDesc& x = *d.desc->descriptor;
             for (int i = 0; i < x.nGPUs; ++i)
@@ -363,7 +380,7 @@ void FFTAccess::execute_host(FFT& fft, const TensorView& in, const TensorView& o
     const bool real_in = s.problem.kind == FFTKind::r2c;
     const bool real_out = s.problem.kind == FFTKind::c2r;
     std::vector<std::byte> staging;
-    if (real_in || real_out) staging.resize(s.problem.stored_bytes());
+    if (real_in || real_out) staging = host_staging(s.problem, api);
     if (real_in) {
         pad_rows(s.problem, static_cast<const std::byte*>(in.data()), staging.data());
         upload(s, d, staging.data(), false, api);
@@ -393,7 +410,7 @@ void FFTData::copy_from(const TensorView& host) {
     const int which = detail::check_host_view(s.problem, host, -1, "host", api);
     const bool shuffled = s.problem.kind == FFTKind::c2r && which == 0;
     if (detail::is_real_side(s.problem, which)) {
-        std::vector<std::byte> staging(s.problem.stored_bytes());
+        std::vector<std::byte> staging = detail::host_staging(s.problem, api);
         detail::pad_rows(s.problem, static_cast<const std::byte*>(host.data()), staging.data());
         detail::upload(s, d, staging.data(), shuffled, api);
     } else {
@@ -407,7 +424,7 @@ void FFTData::copy_to(const TensorView& host) const {
     detail::FFTState& s = *d.state;
     const int which = detail::check_host_view(s.problem, host, -1, "host", api);
     if (detail::is_real_side(s.problem, which)) {
-        std::vector<std::byte> staging(s.problem.stored_bytes());
+        std::vector<std::byte> staging = detail::host_staging(s.problem, api);
         detail::download(s, d, staging.data(), api);
         detail::unpad_rows(s.problem, staging.data(), static_cast<std::byte*>(host.data()));
     } else {
@@ -420,6 +437,25 @@ DataOrder FFTData::order() const {
     if (d.desc == nullptr) return DataOrder::natural;
     std::lock_guard lock(d.state->mutex);
     return detail::is_shuffled(d.desc->subFormat) ? DataOrder::shuffled : DataOrder::natural;
+}
+
+void FFTData::set_order(DataOrder order) {
+    constexpr const char* api = "gpumath::dist::FFTData::set_order";
+    Impl& d = detail::FFTAccess::impl(*this, api);
+    if (order != DataOrder::natural && order != DataOrder::shuffled)
+        detail::throw_invalid(fmt::format("order: {} is not a DataOrder; allowed: natural, shuffled", int(order)), api);
+    if (d.desc == nullptr) {
+        if (order == DataOrder::shuffled)
+            detail::throw_invalid(
+                "order: shuffled on one device; data on one device has one part and is always in "
+                "natural order",
+                api);
+        return;
+    }
+    std::lock_guard lock(d.state->mutex);
+    if (order == DataOrder::natural) d.desc->subFormat = CUFFT_XT_FORMAT_INPLACE;
+    else if (d.state->problem.rank == 1) d.desc->subFormat = CUFFT_XT_FORMAT_1D_INPUT_SHUFFLED;
+    else d.desc->subFormat = CUFFT_XT_FORMAT_INPLACE_SHUFFLED;
 }
 
 int FFTData::parts() const noexcept {
@@ -464,14 +500,20 @@ void FFT::execute(FFTData& data, Direction direction) {
     detail::FFTState& s = detail::FFTAccess::state(*this, api);
     auto& d = detail::own_data(s, data, "data", api);
     detail::check_direction(s.problem, direction, api);
-    if (s.multi() && s.problem.kind == FFTKind::c2r) {
+    if (s.multi() && s.problem.kind != FFTKind::c2c) {
         std::unique_lock lock(s.mutex);
         const bool shuffled = detail::is_shuffled(d.desc->subFormat);
         lock.unlock();
-        if (!shuffled)
+        if (s.problem.kind == FFTKind::c2r && !shuffled)
             detail::throw_invalid(
                 "data: a c2r transform across GPUs reads the shuffled order, which copy_from of the complex "
-                "input places; this data is in natural order (a fresh allocation, or to_natural's result)",
+                "input places (or set_order); this data is in natural order (a fresh allocation, or to_natural's "
+                "result)",
+                api);
+        if (s.problem.kind == FFTKind::r2c && shuffled)
+            detail::throw_invalid(
+                "data: an r2c transform across GPUs reads real data in natural order; this data is "
+                "in shuffled order (already transformed?): copy_from the real input, or set_order",
                 api);
     }
     detail::transform(s, d, direction, api);
@@ -594,8 +636,12 @@ CacheKey make_key(const TensorLayout& in, const FFTOptions& o, FFTKind forced) {
     return k;
 }
 
-void run(FFTKind forced, Direction direction, const TensorView& in, const TensorView& out, const FFTOptions& options,
+void run(FFTKind forced, Direction direction, const TensorView& in, const TensorView& out, const FFTOptions& given,
          const char* api) {
+    // As the one-GPU irfft: without last_axis_size, the output length comes from out's shape.
+    FFTOptions options = given;
+    if (forced == FFTKind::c2r && options.last_axis_size == 0 && out.rank() == in.rank() && out.rank() > 0)
+        options.last_axis_size = out.shape(-1);
     // A miss validates the whole request (make_fft_problem) before anything is planned or cached; a
     // hit's key equals a request that was valid, so only the views and their pointers are new.
     const std::shared_ptr<FFT> plan = plan_cache().get_or_create(make_key(in.layout(), options, forced), [&] {

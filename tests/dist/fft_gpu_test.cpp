@@ -290,6 +290,84 @@ TEST(DistFftGpu, RoundTripRestoresTheInput) {
     }
 }
 
+// A 1-D transform's output across GPUs is in cuFFT's 1-D factor order; the inverse takes it back.
+TEST(DistFftGpu, OneDimensionalRoundTripAcrossGpusRestoresTheInput) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    const TensorLayout layout(DataType::c32, {std::int64_t(1) << 12});
+    for (const auto& devices : device_sets(core::Device::count() == 4 || core::Device::count() == 8)) {
+        SCOPED_TRACE(text(devices));
+        dist::FFT plan(layout, {.devices = devices});
+        const auto in = test::random_vector<C>(static_cast<std::size_t>(layout.size()), rng);
+        const auto want = reference<C>(FFTKind::c2c, Direction::forward, in, layout, Normalization::backward);
+        dist::FFTData data = plan.allocate();
+        data.copy_from(TensorView(in.data(), layout));
+        plan.execute(data, Direction::forward);
+        std::vector<C> spectrum(in.size());
+        data.copy_to(TensorView(spectrum.data(), layout));
+        EXPECT_LT(test::relative_error(spectrum, want), tolerance) << "forward";
+        plan.execute(data, Direction::inverse);  // from the forward's order
+        std::vector<C> back(in.size());
+        data.copy_to(TensorView(back.data(), layout));
+        EXPECT_LT(test::relative_error(back, in), tolerance) << "round trip";
+    }
+}
+
+// New data written through part(i) after a transform: set_order says it is natural again.
+TEST(DistFftGpu, SetOrderDeclaresDataWrittenThroughParts) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    const TensorLayout layout(DataType::c32, {64, 48});
+    for (const auto& devices : device_sets()) {
+        if (64 % devices.size() != 0) continue;
+        SCOPED_TRACE(text(devices));
+        dist::FFT plan(layout, {.devices = devices});
+        dist::FFTData data = plan.allocate();
+        const auto first = test::random_vector<C>(static_cast<std::size_t>(layout.size()), rng);
+        data.copy_from(TensorView(first.data(), layout));
+        plan.execute(data, Direction::forward);
+        EXPECT_EQ(data.order(), devices.size() > 1 ? dist::DataOrder::shuffled : dist::DataOrder::natural);
+        const auto in = test::random_vector<C>(static_cast<std::size_t>(layout.size()), rng);
+        const auto want = reference<C>(FFTKind::c2c, Direction::forward, in, layout, Normalization::backward);
+        const std::size_t slab = in.size() / devices.size();
+        for (int i = 0; i < data.parts(); ++i) {
+            const dist::FFTPart p = data.part(i);
+            ASSERT_EQ(cudaSetDevice(p.device), cudaSuccess);
+            ASSERT_EQ(cudaMemcpy(p.data, in.data() + std::size_t(i) * slab, slab * sizeof(C), cudaMemcpyHostToDevice),
+                      cudaSuccess);
+        }
+        ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+        data.set_order(dist::DataOrder::natural);
+        EXPECT_EQ(data.order(), dist::DataOrder::natural);
+        plan.execute(data, Direction::forward);
+        std::vector<C> out(in.size());
+        data.copy_to(TensorView(out.data(), layout));
+        EXPECT_LT(test::relative_error(out, want), tolerance);
+        if (devices.size() == 1) {
+            test::expect_throw_with<InvalidArgument>([&] { data.set_order(dist::DataOrder::shuffled); },
+                                                     {"order", "one device"});
+        }
+        test::expect_throw_with<InvalidArgument>([&] { data.set_order(static_cast<dist::DataOrder>(5)); },
+                                                 {"order", "5", "natural, shuffled"});
+    }
+}
+
+// The stateless irfft takes its output length from out's shape, as the one-GPU irfft does.
+TEST(DistFftGpu, StatelessIrfftTakesAnOddLengthFromOut) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    const TensorLayout real(DataType::f32, {32, 33});
+    const auto x = test::random_vector<float>(static_cast<std::size_t>(real.size()), rng);
+    const auto spectrum = reference<C>(FFTKind::r2c, Direction::forward, x, real, Normalization::backward);
+    const TensorLayout half(DataType::c32, {32, 17});
+    for (const auto& devices : device_sets()) {
+        SCOPED_TRACE(text(devices));
+        std::vector<float> out(x.size(), -7.0f);
+        dist::irfft(TensorView(spectrum.data(), half), TensorView(out.data(), real), {.devices = devices});
+        EXPECT_LT(test::relative_error(out, x), tolerance);
+    }
+}
+
 // Data placed on each GPU by the caller (per-GPU buffers): in natural order part i holds the i-th slab
 // of the first axis (X divisible by the device count here).
 TEST(DistFftGpu, PerGpuPartsHoldNaturalOrderSlabs) {

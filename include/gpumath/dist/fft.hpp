@@ -94,6 +94,12 @@ public:
     /// The order the devices hold the elements in now (natural after `copy_from` of an input
     /// except for c2r, shuffled after a transform across several GPUs).
     [[nodiscard]] DataOrder order() const;
+    /// Declares the order of the elements the caller wrote through `part(i)`: `natural` for a
+    /// fresh array in X-slabs, `shuffled` for data in the order a transform across the GPUs leaves
+    /// (what a c2r across several GPUs reads). The next transform reads them so. InvalidArgument
+    /// for `shuffled` on one device (one part has one order), a value that is not a DataOrder, or
+    /// when moved from.
+    void set_order(DataOrder order);
     /// Number of device parts (0 when moved from).
     [[nodiscard]] int parts() const noexcept;
     /// Part `i` (0 <= i < parts(); InvalidArgument otherwise): lets kernels of the caller work on
@@ -145,10 +151,10 @@ public:
     [[nodiscard]] FFTData allocate();
     /// Transforms `data` in place in `direction` (r2c forward only, c2r inverse only), then applies
     /// the normalization on each device. InvalidArgument for data of another plan, a moved-from
-    /// FFTData or a wrong direction, and for a c2r across several GPUs on data in natural order
-    /// (c2r reads the shuffled order that `copy_from` of the complex input places), before any GPU
-    /// work. Blocks until done. Across several GPUs, natural-order input gives shuffled output and
-    /// shuffled input natural output (`data.order()`).
+    /// FFTData or a wrong direction, and across several GPUs for a c2r on data in natural order
+    /// (c2r reads the shuffled order that `copy_from` of the complex input places, or
+    /// `set_order`) or an r2c on data in shuffled order, before any GPU work. Blocks until done. Across several GPUs,
+    /// natural-order input gives shuffled output and shuffled input natural output (`data.order()`).
     void execute(FFTData& data, Direction direction);
     /// Copies `src` into new device memory in natural order (cufftXtMemcpy device to device, which
     /// redistributes between the GPUs). Blocks until done.
