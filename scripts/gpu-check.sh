@@ -27,6 +27,12 @@ export GPUMATH_CACHE_DIR="${GPUMATH_CACHE_DIR:-$(mktemp -d)}"
 # NVLink SHARP (multicast) needs fabric resources that shared GPU hosts do not grant; the dist
 # tests and bench_dist run without it unless the caller asks (docs/distributed.md).
 export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
+# gpumath loads NCCL at run time as libnccl.so.2; where the loader does not know it (a pip wheel's
+# copy only), point GPUMATH_NCCL_LIBRARY at the first one found.
+if [ -z "${GPUMATH_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2'; then
+  nccl_found=$(find /usr /opt -name 'libnccl.so.2' 2>/dev/null | head -n 1)
+  [ -n "$nccl_found" ] && export GPUMATH_NCCL_LIBRARY="$nccl_found"
+fi
 list="$build/gpumath-tests.txt"
 [ -f "$list" ] || { echo "missing $list: build with the gpu preset first" >&2; exit 1; }
 
@@ -35,6 +41,8 @@ list="$build/gpumath-tests.txt"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1
   nvcc --version 2>/dev/null | tail -1
   uname -a
+  echo "NCCL: ${GPUMATH_NCCL_LIBRARY:-$(ldconfig -p 2>/dev/null | grep -m1 'libnccl\.so\.2' | sed 's/.*=> //')}" \
+       "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
 } > "$out/env.txt"
 cat "$out/env.txt"
 

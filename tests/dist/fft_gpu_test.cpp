@@ -28,13 +28,6 @@ namespace {
 using C = std::complex<float>;
 constexpr double tolerance = 1e-5;
 
-#define GPUMATH_REQUIRE_DEVICES(n)                                                                           \
-    do {                                                                                                     \
-        GPUMATH_REQUIRE_GPU();                                                                               \
-        if (core::Device::count() < (n))                                                                     \
-            GTEST_SKIP() << "this test needs " << (n) << " GPUs; the machine has " << core::Device::count(); \
-    } while (0)
-
 std::vector<int> first_devices(int n) {
     std::vector<int> d(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) d[static_cast<std::size_t>(i)] = i;
@@ -332,11 +325,10 @@ TEST(DistFftGpu, SetOrderDeclaresDataWrittenThroughParts) {
         const std::size_t slab = in.size() / devices.size();
         for (int i = 0; i < data.parts(); ++i) {
             const dist::FFTPart p = data.part(i);
-            ASSERT_EQ(cudaSetDevice(p.device), cudaSuccess);
+            const gpumath::detail::DeviceGuard on(p.device);  // restored even when an assertion returns
             ASSERT_EQ(cudaMemcpy(p.data, in.data() + std::size_t(i) * slab, slab * sizeof(C), cudaMemcpyHostToDevice),
                       cudaSuccess);
         }
-        ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
         data.set_order(dist::DataOrder::natural);
         EXPECT_EQ(data.order(), dist::DataOrder::natural);
         plan.execute(data, Direction::forward);
@@ -385,22 +377,20 @@ TEST(DistFftGpu, PerGpuPartsHoldNaturalOrderSlabs) {
         for (int i = 0; i < data.parts(); ++i) {
             const dist::FFTPart p = data.part(i);
             ASSERT_GE(p.bytes, slab * sizeof(C));
-            ASSERT_EQ(cudaSetDevice(p.device), cudaSuccess);
+            const gpumath::detail::DeviceGuard on(p.device);  // restored even when an assertion returns
             ASSERT_EQ(cudaMemcpy(p.data, in.data() + std::size_t(i) * slab, slab * sizeof(C), cudaMemcpyHostToDevice),
                       cudaSuccess);
         }
-        ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
         EXPECT_EQ(data.order(), dist::DataOrder::natural);
         plan.execute(data, Direction::forward);
         dist::FFTData natural = plan.to_natural(data);
         std::vector<C> out(in.size());
         for (int i = 0; i < natural.parts(); ++i) {
             const dist::FFTPart p = natural.part(i);
-            ASSERT_EQ(cudaSetDevice(p.device), cudaSuccess);
+            const gpumath::detail::DeviceGuard on(p.device);  // restored even when an assertion returns
             ASSERT_EQ(cudaMemcpy(out.data() + std::size_t(i) * slab, p.data, slab * sizeof(C), cudaMemcpyDeviceToHost),
                       cudaSuccess);
         }
-        ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
         EXPECT_LT(test::relative_error(out, want), tolerance);
     }
 }

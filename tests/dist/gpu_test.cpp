@@ -225,6 +225,15 @@ TEST(DistCollectives, OperandsOnTheWrongDeviceOrHostAreRefusedBeforeNccl) {
     auto dev = upload_on(0, Host(DataType::i32, {16}));
     test::expect_throw_with<InvalidArgument>([&] { comm.all_reduce(on_host, dev.view, ReduceOp::sum); },
                                              {"send[0] is host memory"});
+    if (core::Device::count() >= 2) {
+        // Memory of device 1 given to the rank on device 0, and a stream of device 1.
+        auto other = upload_on(1, Host(DataType::i32, {16}));
+        test::expect_throw_with<InvalidArgument>([&] { comm.all_reduce(dev.view, other.view, ReduceOp::sum); },
+                                                 {"recv[0] is memory of device 1", "runs on device 0"});
+        const core::Stream stream1 = core::Device(1).create_stream();
+        test::expect_throw_with<InvalidArgument>([&] { comm.all_reduce(dev.view, dev.view, ReduceOp::sum, stream1); },
+                                                 {"streams[0] belongs to device 1"});
+    }
     test::expect_throw_with<InvalidArgument>([&] { (void)comm.rank(1); }, {"local rank 1"});
     Communicator moved = std::move(comm);
     EXPECT_EQ(comm.size(), 0);  // NOLINT(bugprone-use-after-move): the moved-from state is the point
