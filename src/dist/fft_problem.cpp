@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -15,6 +14,7 @@
 
 #include "detail/enum_check.hpp"
 #include "detail/status.hpp"
+#include "fft/geometry.hpp"
 #include <gpumath/core/device.hpp>
 
 namespace gpumath::dist::detail {
@@ -308,18 +308,7 @@ int check_host_view(const FftProblem& p, const TensorView& v, int want, const ch
 }
 
 double fft_scale(const FftProblem& p, Direction d) noexcept {
-    const double n = double(p.n_total);
-    switch (p.normalization) {
-        case Normalization::backward:
-            return d == Direction::inverse ? 1.0 / n : 1.0;
-        case Normalization::forward:
-            return d == Direction::forward ? 1.0 / n : 1.0;
-        case Normalization::ortho:
-            return 1.0 / std::sqrt(n);
-        case Normalization::none:
-            return 1.0;
-    }
-    return 1.0;
+    return gpumath::detail::normalization_scale(p.normalization, d, double(p.n_total));
 }
 
 }  // namespace gpumath::dist::detail

@@ -81,6 +81,10 @@ struct FftProblem {
 void check_fft_operands(const FftProblem& problem, const TensorView& in, const TensorView* out, Direction direction,
                         const char* api);
 
+/// Scale factor of a transform in `direction` of `n` points (the product of the transform
+/// lengths) under `normalization`, as NumPy defines it. Also the multi-GPU FFT's.
+[[nodiscard]] double normalization_scale(Normalization normalization, Direction direction, double n) noexcept;
+
 /// Scale factor of a transform in `direction` under `problem.normalization`.
 [[nodiscard]] double fft_scale(const FftProblem& problem, Direction direction) noexcept;
 

@@ -588,8 +588,11 @@ void check_fft_operands(const FftProblem& p, const TensorView& in, const TensorV
 }
 
 double fft_scale(const FftProblem& problem, Direction direction) noexcept {
-    const double n = double(problem.n_total);
-    switch (problem.normalization) {
+    return normalization_scale(problem.normalization, direction, double(problem.n_total));
+}
+
+double normalization_scale(Normalization normalization, Direction direction, double n) noexcept {
+    switch (normalization) {
         case Normalization::backward:
             return direction == Direction::inverse ? 1.0 / n : 1.0;
         case Normalization::forward:
