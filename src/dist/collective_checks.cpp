@@ -11,6 +11,7 @@
 
 #include "detail/enum_check.hpp"
 #include "detail/status.hpp"
+#include "matmul/checks.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -30,9 +31,6 @@ std::string_view name_of(Collective c) {
 }
 
 bool reduces(Collective c) { return c == Collective::all_reduce || c == Collective::reduce_scatter; }
-
-// NCCL 2.24 added the fp8 types.
-constexpr int nccl_fp8_version = 22400;
 
 // The NCCL type of `t` and how many NCCL elements one of its elements is (2 for complex).
 struct NcclType {
@@ -93,18 +91,6 @@ ncclRedOp_t nccl_op(dist::ReduceOp op) {
 }
 
 using Operand = std::pair<const TensorView*, const char*>;
-
-struct Bytes {
-    std::uintptr_t begin = 0;
-    std::uintptr_t end = 0;
-};
-
-Bytes bytes_of(const TensorView& v) {
-    const auto begin = reinterpret_cast<std::uintptr_t>(v.data());
-    return {begin, begin + std::uintptr_t(v.span_bytes())};
-}
-
-bool overlap(Bytes a, Bytes b) { return a.begin < b.end && b.begin < a.end && a.begin != a.end && b.begin != b.end; }
 
 // The operand `which` ("send", "recv") of local rank `i`: aligned and contiguous.
 void check_view(const TensorView& v, std::string_view which, std::size_t i, const CollectiveCall& call,
@@ -276,23 +262,23 @@ CheckedCollective check_collective(const CollectiveCall& call, int size, std::sp
                           api);
         }
         // Overlap: only the in-place forms NCCL documents.
-        const Bytes sb = bytes_of(send);
-        const Bytes rb = bytes_of(recv);
+        const ByteRange sb = bytes_of(send);
+        const ByteRange rb = bytes_of(recv);
         const auto element = std::uintptr_t(size_of(dtype));
         bool in_place = false;
         switch (call.kind) {
             case Collective::all_reduce:
             case Collective::broadcast:
-                in_place = sb.begin == rb.begin;
+                in_place = sb.lo == rb.lo;
                 break;
             case Collective::reduce_scatter:
-                in_place = rb.begin == sb.begin + std::uintptr_t(ranks[i].rank) * std::uintptr_t(recv.size()) * element;
+                in_place = rb.lo == sb.lo + std::uintptr_t(ranks[i].rank) * std::uintptr_t(recv.size()) * element;
                 break;
             case Collective::all_gather:
-                in_place = sb.begin == rb.begin + std::uintptr_t(ranks[i].rank) * std::uintptr_t(send.size()) * element;
+                in_place = sb.lo == rb.lo + std::uintptr_t(ranks[i].rank) * std::uintptr_t(send.size()) * element;
                 break;
         }
-        if (!in_place && overlap(sb, rb)) {
+        if (!in_place && meet(sb, rb)) {
             throw_invalid(fmt::format("{}: recv[{}] overlaps send[{}] without being its in-place form (see "
                                       "Communicator::{})",
                                       name, i, i, name),
@@ -306,7 +292,7 @@ CheckedCollective check_collective(const CollectiveCall& call, int size, std::sp
         check_memory_on(call.send[i], {name, ": send", i, {}}, device, lookups, api);
         check_memory_on(call.recv[i], {name, ": recv", i, {}}, device, lookups, api);
         check_stream_on(call.streams[i], {name, ": streams", i, {}}, device, lookups, api);
-        if ((dtype == DataType::e4m3 || dtype == DataType::e5m2) && lookups.compute_major(device) < 9) {
+        if (is_fp8(dtype) && lookups.compute_major(device) < nccl_fp8_compute_major) {
             throw_not_supported(fmt::format("{}: {} data on device {}: NCCL's fp8 reductions and copies need compute "
                                             "capability 9.0 or later",
                                             name, to_string(dtype), device),

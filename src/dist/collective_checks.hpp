@@ -16,6 +16,10 @@ namespace gpumath::detail {
 
 enum class Collective : std::uint8_t { all_reduce, reduce_scatter, all_gather, broadcast };
 
+/// NCCL's fp8 types (e4m3, e5m2): since NCCL 2.24, on devices of compute capability 9.0 or later.
+inline constexpr int nccl_fp8_version = 22400;
+inline constexpr int nccl_fp8_compute_major = 9;
+
 /// One rank this process holds.
 struct LocalRank {
     int rank = 0;

@@ -95,8 +95,6 @@ void enqueue(CommunicatorState& s, const CollectiveCall& call, const CheckedColl
 
 namespace {
 
-int visible_devices() { return core::Device::count(); }
-
 // Checks and enqueues one collective.
 void run(const dist::Communicator& comm, const CollectiveCall& call, const char* api) {
     CommunicatorState& s = *CommunicatorAccess::state(comm, api);
@@ -127,7 +125,7 @@ UniqueId UniqueId::create() {
 
 Communicator::Communicator(std::span<const int> devices) {
     constexpr const char* api = "Communicator";
-    gpumath::detail::check_device_list(devices, gpumath::detail::visible_devices(), api);
+    gpumath::detail::check_device_list(devices, core::Device::count(), api);
     const gpumath::detail::NcclApi& n = nccl();
     auto state = std::make_shared<CommunicatorState>();
     state->comms.assign(devices.size(), nullptr);
@@ -156,7 +154,7 @@ Communicator::Communicator(const UniqueId& id, int size, int rank, int device) {
             api);
     }
     const int one[] = {device};
-    gpumath::detail::check_device_list(one, gpumath::detail::visible_devices(), api);
+    gpumath::detail::check_device_list(one, core::Device::count(), api);
     const gpumath::detail::NcclApi& n = nccl();
     ncclUniqueId native{};
     std::memcpy(&native, id.bytes.data(), sizeof(native));

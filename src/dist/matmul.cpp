@@ -19,6 +19,7 @@
 #include "dist/communicator_state.hpp"
 #include "dist/matmul_checks.hpp"
 #include "matmul/call.hpp"
+#include "matmul/checks.hpp"
 #include "matmul/problem.hpp"
 
 namespace gpumath::detail {
@@ -79,17 +80,10 @@ TensorView flat(const TensorView& v, std::int64_t first = 0, std::int64_t count 
 // A view of rows [first, first + rows) of a matrix view (any strides).
 TensorView rows_view(const TensorView& v, std::int64_t first, std::int64_t rows) {
     const auto* base = static_cast<const std::byte*>(v.data());
-    const std::int64_t shape[] = {rows, v.shape(1)};
-    const std::int64_t strides[] = {v.stride(0), v.stride(1)};
-    return {base + first * v.stride(0) * std::int64_t(size_of(v.dtype())), v.dtype(), shape, strides};
+    return {base + first * v.stride(0) * std::int64_t(size_of(v.dtype())), rows_of(v, rows)};
 }
 
-bool overlap(const TensorView& x, const TensorView& y) {
-    if (x.size() == 0 || y.size() == 0) return false;
-    const auto xb = reinterpret_cast<std::uintptr_t>(x.data());
-    const auto yb = reinterpret_cast<std::uintptr_t>(y.data());
-    return xb < yb + std::uintptr_t(y.span_bytes()) && yb < xb + std::uintptr_t(x.span_bytes());
-}
+bool overlap(const TensorView& x, const TensorView& y) { return meet(bytes_of(x), bytes_of(y)); }
 
 Collective collective_of(dist::OutputCollective c) {
     switch (c) {

@@ -114,14 +114,14 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, bool 
 
 void check_fp8_collective(DataType dtype, int nccl_version, std::span<const LocalRank> ranks,
                           std::span<const int> majors, const char* api) {
-    if (nccl_version < 22400) {
+    if (nccl_version < nccl_fp8_version) {
         throw_not_supported(fmt::format("options.result_type: a collective of {} data needs NCCL 2.24 or later; the "
                                         "NCCL loaded is {}",
                                         to_string(dtype), nccl_version),
                             api);
     }
     for (std::size_t i = 0; i < ranks.size(); ++i) {
-        if (majors[i] < 9) {
+        if (majors[i] < nccl_fp8_compute_major) {
             throw_not_supported(fmt::format("options.result_type: a collective of {} data needs compute capability 9.0 "
                                             "or later (NCCL's fp8), and rank {} runs on device {} of {}.x",
                                             to_string(dtype), ranks[i].rank, ranks[i].device, majors[i]),
