@@ -198,6 +198,7 @@ CheckedCollective check_collective(const CollectiveCall& call, int size, std::sp
     if (size < 1) throw_invalid(fmt::format("{}: the communicator has {} ranks (moved from?)", name, size), api);
     if (reduces(call.kind)) check_enum(call.op, dist::reduce_op_count, "a ReduceOp", "op", api);
     const std::size_t n = ranks.size();
+    if (n == 0) throw_invalid(fmt::format("{}: the communicator holds no local rank (moved from?)", name), api);
     if (call.send.size() != n || call.recv.size() != n || call.streams.size() != n) {
         throw_invalid(fmt::format("{}: {} send, {} recv and {} stream{} given; this communicator holds {} local "
                                   "rank{}: give one of each per local rank, in local rank order",

@@ -130,6 +130,13 @@ TEST(CollectiveChecks, AValidAllReducePassesWithNcclsCountAndType) {
     EXPECT_EQ(k.nccl_op, 0);    // ncclSum
 }
 
+TEST(CollectiveChecks, ACommunicatorWithoutLocalRanksIsRefusedBeforeAnyOperandIsRead) {
+    Call c;
+    c.ranks.clear();
+    c.streams.clear();
+    expect_throw_with<InvalidArgument>([&] { (void)c.check(); }, {"all_reduce", "no local rank"});
+}
+
 TEST(CollectiveChecks, OneOperandOfEachKindPerLocalRank) {
     Call c = all_reduce_of(8);
     c.streams.pop_back();
