@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <utility>
 
+#include "core/driver_api.hpp"
 #include "detail/log.hpp"
 #include "detail/status.hpp"
 
@@ -30,7 +32,9 @@ struct Holds {
     std::condition_variable wake;
     Hold* released = nullptr;  // released by CUDA, waiting for the release thread
     std::once_flag started;
+    std::atomic<bool> running{false};  // the release thread was started
     std::atomic<bool> exiting{false};  // the process is exiting: holds are no longer dropped
+    std::mutex dropping;               // held while one hold is dropped (exit waits for it)
     std::atomic<std::size_t> held{0};
     std::atomic<std::size_t> released_count{0};
     std::atomic<std::size_t> dropped{0};
@@ -56,7 +60,9 @@ Holds& holds() {
             list = std::exchange(h.released, nullptr);
         }
         // Once the process exits, cuFFT and the CUDA runtime may be shutting down: holds stay.
-        while (list != nullptr && !h.exiting.load(std::memory_order_acquire)) {
+        while (list != nullptr) {
+            std::lock_guard drop(h.dropping);
+            if (h.exiting.load(std::memory_order_acquire)) break;
             Hold* next = list->next;
             if (list->device >= 0 && list->device != current && cudaSetDevice(list->device) == cudaSuccess)
                 current = list->device;
@@ -102,7 +108,14 @@ struct RecentHolds {
 void start_release_thread(Holds& h) {
     try {
         std::thread([&h] { release_thread(h); }).detach();
-        std::atexit([] { holds().exiting.store(true, std::memory_order_release); });
+        h.running.store(true, std::memory_order_release);
+        // Registered after the CUDA runtime started, so it runs before the runtime's own teardown:
+        // a drop in progress (a cuFFT plan being destroyed) finishes first, and none starts after.
+        std::atexit([] {
+            Holds& holds_at_exit = holds();
+            holds_at_exit.exiting.store(true, std::memory_order_release);
+            const std::lock_guard wait_for_drop(holds_at_exit.dropping);
+        });
     } catch (const std::exception& e) {
         // Holds are then kept for the life of the process: graphs still replay correctly.
         log(LogLevel::warn, "no thread to release what CUDA graphs held ({}); it is kept until the process exits",
@@ -136,7 +149,34 @@ void hold_for_graph(cudaGraph_t graph, unsigned long long capture, const std::sh
     recent.add(capture, keep);
 }
 
+void drop_later(std::shared_ptr<const void> keep, int device) noexcept {
+    if (!keep) return;
+    Holds& h = holds();
+    try {
+        std::call_once(h.started, [&h] { start_release_thread(h); });
+    } catch (...) {
+        return;  // no release thread: dropped here
+    }
+    if (!h.running.load(std::memory_order_acquire)) return;
+    if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        device = -1;
+    }
+    auto* hold = new (std::nothrow) Hold{std::move(keep), device, nullptr};
+    if (hold == nullptr) return;  // `keep` was not moved from: dropped here
+    h.held.fetch_add(1, std::memory_order_relaxed);
+    on_release(hold);
+}
+
 CaptureTarget capture_target(core::StreamRef stream) noexcept {
+    // The driver's own query is the cheap one (it runs on every launch); the runtime's names the
+    // graph, and runs only for a capturing stream.
+    static const DriverApi* const d = driver_if_available();
+    if (CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+        d != nullptr && d->cuStreamIsCapturing != nullptr &&
+        d->cuStreamIsCapturing(reinterpret_cast<CUstream>(stream.handle()), &capturing) == CUDA_SUCCESS &&
+        capturing != CU_STREAM_CAPTURE_STATUS_ACTIVE) [[likely]]
+        return {};
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     CaptureTarget t;
     cudaGraph_t graph = nullptr;

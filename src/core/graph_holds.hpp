@@ -21,9 +21,17 @@ namespace gpumath::detail {
 /// does nothing. CudaError when CUDA refuses the user object; nothing is tied then.
 void hold_for_graph(cudaGraph_t graph, unsigned long long capture, const std::shared_ptr<const void>& keep);
 
+/// Drops `keep` on gpumath's release thread with `device` current (or the current device when it is
+/// negative), not here: for objects whose destruction may wait for the device, such as a cuFFT plan,
+/// which frees its tables with cudaFree. The caller neither blocks nor makes the unsafe call itself
+/// (the release thread runs in relaxed capture mode). Counted like a hold that CUDA released at once.
+/// Dropped here when the release thread cannot run; kept when the process is exiting.
+void drop_later(std::shared_ptr<const void> keep, int device) noexcept;
+
 /// The graph `stream` is capturing into and its capture sequence, or a null graph when it is not
 /// capturing. A failed query or an invalidated capture also gives a null graph: the work that
-/// follows fails on its own with CUDA's error. One CUDA query; no allocation.
+/// follows fails on its own with CUDA's error. One driver query for a stream that is not
+/// capturing (the runtime is asked only for one that is); no allocation.
 struct CaptureTarget {
     cudaGraph_t graph = nullptr;
     unsigned long long capture = 0;

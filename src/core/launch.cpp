@@ -150,13 +150,9 @@ void launch_kernel(core::StreamRef stream, const core::LaunchConfig& c, const co
     static const DriverApi& d = driver();  // a Kernel exists, so the driver does
     const auto f = reinterpret_cast<CUfunction>(k.kernel);
     const auto s = reinterpret_cast<CUstream>(stream.handle());
-    // A captured launch keeps the kernel's module loaded for as long as the graph exists. The
-    // driver's own query is the cheap one; the runtime's names the graph when there is one.
-    if (CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-        d.cuStreamIsCapturing != nullptr && d.cuStreamIsCapturing(s, &capturing) == CUDA_SUCCESS &&
-        capturing == CU_STREAM_CAPTURE_STATUS_ACTIVE) [[unlikely]]
-        if (const CaptureTarget t = capture_target(stream); t.graph != nullptr)
-            hold_for_graph(t.graph, t.capture, KernelAccess::owner(kernel));
+    // A captured launch keeps the kernel's module loaded for as long as the graph exists.
+    if (const CaptureTarget t = capture_target(stream); t.graph != nullptr) [[unlikely]]
+        hold_for_graph(t.graph, t.capture, KernelAccess::owner(kernel));
     CUresult r;
     const char* api = "cuLaunchKernel";
     const bool dependent = c.programmatic_dependency && k.cc_major >= 9;

@@ -40,6 +40,13 @@ int device_of(StreamRef stream) {
     return device;
 }
 
+// Destroys a stream gpumath created, freeing gpumath's scratch areas of it first, in order on it
+// while it still exists.
+void destroy(cudaStream_t stream) noexcept {
+    detail::forget_stream(stream);
+    (void)cudaStreamDestroy(stream);
+}
+
 // An event to record on `stream`: CUDA records an event only on a stream of the device it was
 // created on, which need not be the current one.
 Event event_for(StreamRef stream) {
@@ -138,10 +145,7 @@ int Stream::priority() const {
 
 Stream& Stream::operator=(Stream&& other) noexcept {
     if (this != &other) {
-        if (stream_ != nullptr) {
-            detail::forget_stream(stream_);
-            (void)cudaStreamDestroy(stream_);
-        }
+        if (stream_ != nullptr) destroy(stream_);
         stream_ = other.stream_;
         other.stream_ = nullptr;
     }
@@ -149,10 +153,7 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 }
 
 Stream::~Stream() {
-    if (stream_ == nullptr) return;
-    // gpumath's scratch areas of this stream are freed in order on it while it still exists.
-    detail::forget_stream(stream_);
-    (void)cudaStreamDestroy(stream_);
+    if (stream_ != nullptr) destroy(stream_);
 }
 
 }  // namespace gpumath::core

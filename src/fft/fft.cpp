@@ -199,19 +199,13 @@ void FFTImpl::execute(const TensorView& in, const TensorView& out, Direction d, 
 }
 
 FFTImpl::~FFTImpl() {
-    // Unloading a module whose kernels may still run is unsafe: an FFT whose variants own callback
-    // kernels waits for its device before they can go (plans are rarely destroyed). Eager work can
-    // only be enqueued while the FFT exists; a variant a captured graph holds goes after the
-    // graph's work has finished, on gpumath's release thread, with no wait.
-    bool owns = false;
-    for (const auto& list : owned)
-        for (const auto& v : list) owns = owns || v->owns_callback_kernels;
-    if (!owns || device < 0) return;
-    int current = -1;
-    if (cudaGetDevice(&current) != cudaSuccess) return;
-    if (current != device && cudaSetDevice(device) != cudaSuccess) return;
-    (void)cudaDeviceSynchronize();
-    if (current != device) (void)cudaSetDevice(current);
+    // Destroying a cuFFT plan may wait for the whole device (cuFFT frees its tables with cudaFree),
+    // which would block the caller behind its own work and, as a potentially unsafe call, be
+    // refused while another thread captures in global mode. So the variants are dropped on gpumath's
+    // release thread (relaxed capture mode, the plan's device current). Their pass kernels stay
+    // loaded for the life of the process: work still running needs nothing of them.
+    for (auto& list : owned)
+        for (auto& v : list) drop_later(std::move(v), device);
 }
 
 void FFTImpl::plan_first_execution(core::StreamRef stream, int current) {

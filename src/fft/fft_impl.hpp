@@ -62,16 +62,15 @@ struct FftVariant : std::enable_shared_from_this<FftVariant> {
     cudaStream_t bound_stream = nullptr;
     void* bound_work = nullptr;
     bool bound = false;
-    bool owns_callback_kernels = false;  // gather/scatter compiled from user callbacks
-    bool cufft_owns_work = false;        // planned with cuFFT's auto-allocation (a fallback)
+    bool cufft_owns_work = false;  // planned with cuFFT's auto-allocation (a fallback)
 
     FftVariant() = default;
     FftVariant(const FftVariant&) = delete;
     FftVariant& operator=(const FftVariant&) = delete;
     FftVariant(FftVariant&&) = delete;
     FftVariant& operator=(FftVariant&&) = delete;
-    // The cuFFT plan goes before the callback kernels it may name. ~FFTImpl waits for the device
-    // first where callback kernels are owned (a variant a graph holds goes after the graph's work).
+    // The cuFFT plan goes first. The pass kernels stay loaded for the life of the process (see
+    // pass_kernel); ~FFTImpl hands variants to gpumath's release thread.
     ~FftVariant() { plan.reset(); }
     [[nodiscard]] bool fuses() const noexcept { return fused.prolog || fused.epilog || fused.scale; }
 };
@@ -86,7 +85,7 @@ struct FFTImpl {
     FFTImpl& operator=(const FFTImpl&) = delete;
     FFTImpl(FFTImpl&&) = delete;
     FFTImpl& operator=(FFTImpl&&) = delete;
-    // Waits for the plan's device when a variant owns callback kernels (see the .cpp).
+    // Hands the variants to gpumath's release thread (see the .cpp).
     ~FFTImpl();
 
     FftProblem p;

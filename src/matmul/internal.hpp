@@ -164,6 +164,9 @@ private:
     std::array<const void*, 8> current_{};
 };
 
+/// How many MatmulPlans exist in the process (tests check that replaced plans go).
+[[nodiscard]] std::size_t live_matmul_plans() noexcept;
+
 /// AlgorithmInfo of a heuristic result.
 [[nodiscard]] AlgorithmInfo algorithm_info(const cublasLtMatmulHeuristicResult_t& r);
 [[nodiscard]] std::string tile_name(unsigned id);

@@ -192,8 +192,8 @@ private:
     }
 
     void publish(std::shared_ptr<MatmulPlan> plan) {
-        // A replaced primary may still be running on another thread: keep it alive.
-        if (primary_) retired_.push_back(std::move(primary_));
+        // No execute() runs meanwhile (plan and autotune must not overlap other calls), and nothing
+        // enqueued needs the replaced plan: its descriptors are read only while cublasLtMatmul enqueues.
         primary_ = std::move(plan);
         fast_.store(primary_.get(), std::memory_order_release);
     }
@@ -238,7 +238,6 @@ private:
     std::shared_ptr<MatmulPlan> primary_;
     std::atomic<MatmulPlan*> fast_{nullptr};
     std::vector<std::shared_ptr<MatmulPlan>> variants_;
-    std::vector<std::shared_ptr<MatmulPlan>> retired_;
     std::unordered_map<MatmulKey, TuningEntry, MatmulKeyHash> tuned_;  // loaded entries of this problem, by key
 };
 

@@ -4,6 +4,7 @@
 #include "matmul/internal.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <optional>
 #include <type_traits>
@@ -114,6 +115,14 @@ AlgorithmInfo algorithm_info(const cublasLtMatmulHeuristicResult_t& r) {
     return info;
 }
 
+namespace {
+
+std::atomic<std::size_t> g_live_plans{0};
+
+}  // namespace
+
+std::size_t live_matmul_plans() noexcept { return g_live_plans.load(std::memory_order_relaxed); }
+
 MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int device, int max_algorithms)
     : problem_(problem),
       device_(device),
@@ -155,9 +164,13 @@ MatmulPlan::MatmulPlan(MatmulProblem problem, const MatmulOptions& options, int 
         release();  // the descriptors created so far; members clean up themselves
         throw;
     }
+    g_live_plans.fetch_add(1, std::memory_order_relaxed);
 }
 
-MatmulPlan::~MatmulPlan() { release(); }
+MatmulPlan::~MatmulPlan() {
+    g_live_plans.fetch_sub(1, std::memory_order_relaxed);
+    release();
+}
 
 void MatmulPlan::release() noexcept {
     if (lc_ != nullptr && lc_ != ld_) (void)cublasLtMatrixLayoutDestroy(lc_);

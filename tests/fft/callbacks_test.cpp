@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -390,6 +391,62 @@ TEST_F(FftCallbacks, OneSourceWithOneNameRunsSeparately) {
     std::vector<cd> y = dft(x, {2, 32}, {1}, -1);
     for (std::size_t i = 0; i < y.size(); ++i) y[i] *= gh[i];
     GPUMATH_EXPECT_CLOSE(download(out), y, 2e-5, "one name, automatic");
+}
+
+// The pass kernels of callbacks stay loaded after their FFT is gone and its cuFFT plans are
+// destroyed on gpumath's release thread, so destroying an FFT does not wait for the work it
+// enqueued (any wait for the device would block here: the stream is held by a kernel that waits
+// for the host), and that work still completes correctly.
+TEST_F(FftCallbacks, DestroyingAPlanDoesNotWaitForItsWorkWhichStillCompletes) {
+    const DataType p = DataType::f32;
+    Operand in = upload(TensorLayout(DataType::c32, {4, 64}), random_values(256, true, p, rng));
+    Operand w = weights(256, p, rng), g = weights(256, p, rng);
+    Operand out = poisoned(in.layout);
+    const char* hold_source = R"(
+extern "C" __global__ void hold(volatile const int* release, int* seen) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    for (;;) {
+        if (*release != 0) { *seen = 1; return; }
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start > 10000000000ull) { *seen = 2; return; }  // 10 s: never hang the test
+    }
+})";
+    const core::Module module(core::Program(hold_source).compile(core::CodeType::cubin));
+    const core::Kernel hold = module.kernel("hold");
+    int* release = nullptr;
+    ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&release), sizeof(int), cudaHostAllocMapped), cudaSuccess);
+    const std::unique_ptr<int, cudaError_t (*)(void*)> release_owner(release, &cudaFreeHost);
+    *release = 0;
+    int* release_dev = nullptr;
+    ASSERT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&release_dev), release, 0), cudaSuccess);
+    core::Buffer seen(sizeof(int));
+    ASSERT_EQ(cudaMemset(seen.data(), 0, sizeof(int)), cudaSuccess);
+    core::Stream s;
+    {
+        FFT plan(
+            in.layout,
+            {.prolog = {.source = load_source(p, true, false, "win"), .symbol = "win", .user_info = w.buffer.data()},
+             .epilog = {.source = store_source(p, true, false, "gain"), .symbol = "gain", .user_info = g.buffer.data()},
+             .callback_mode = CallbackMode::separate});
+        plan.execute(in.view(), out.view(), Direction::forward, s);  // plans, compiles, leases the work area
+        ASSERT_EQ(cudaMemsetAsync(out.buffer.data(), 0xFF, out.bytes(), s.handle()), cudaSuccess);
+        core::launch(s, {.grid = 1, .block = 1}, hold, static_cast<const int*>(release_dev),
+                     static_cast<int*>(seen.data()));
+        plan.execute(in.view(), out.view(), Direction::forward, s);  // behind the held kernel
+    }
+    EXPECT_EQ(cudaStreamQuery(s.handle()), cudaErrorNotReady) << "the FFT's destruction waited for its work";
+    __atomic_store_n(release, 1, __ATOMIC_SEQ_CST);
+    s.synchronize();
+    int seen_host = 0;
+    ASSERT_EQ(cudaMemcpy(&seen_host, seen.data(), sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(seen_host, 1) << "the held kernel ran until the host released it";
+    std::vector<cd> x = download(in);
+    const std::vector<double> wh = host_weights(w), gh = host_weights(g);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] *= wh[i];
+    std::vector<cd> y = dft(x, {4, 64}, {1}, -1);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] *= gh[i];
+    GPUMATH_EXPECT_CLOSE(download(out), y, 2e-5, "work enqueued before the FFT was destroyed");
 }
 
 TEST_F(FftCallbacks, AutomaticFallsBackWhenOnlyTheFusedEntryFailsToCompile) {

@@ -20,6 +20,7 @@
 #include <gpumath/matmul.hpp>
 
 #include "common/test_util.hpp"
+#include "matmul/internal.hpp"
 #include "reference.hpp"
 
 using namespace gpumath;
@@ -229,6 +230,24 @@ TEST(MatmulPlans, AutotuneTriesOtherSplitKFactorsAndEachComputesTheProduct) {
         mm.execute(da.view, db.view, di.view);
         expect_close(download(di.view), want.d, 1e-2, "D");
     }
+}
+
+TEST(MatmulPlans, ReplannedPlansAreFreedAndTheNewPlanComputesTheProduct) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = gpumath::test::rng_for_test();
+    const std::int64_t M = 96, N = 64, K = 128;
+    const auto [a, b, da, db, want] = random_product(DataType::f32, M, N, K, rng);
+    Matmul mm(da.view, db.view);
+    mm.plan();
+    const std::size_t live = gpumath::detail::live_matmul_plans();
+    for (int i = 0; i < 50; ++i) mm.plan({.max_algorithms = 1 + i % 4});
+    EXPECT_EQ(gpumath::detail::live_matmul_plans(), live) << "each plan() replaces the plan before it";
+    const Dev d = poisoned(DataType::f32, {M, N});
+    for (int i = 0; i < 3; ++i) (void)mm.autotune(da.view, db.view, d.view, {}, {}, 2);
+    EXPECT_EQ(gpumath::detail::live_matmul_plans(), live) << "so does each autotune()";
+    const Dev d2 = poisoned(DataType::f32, {M, N});
+    mm.execute(da.view, db.view, d2.view);
+    expect_close(download(d2.view), want.d, 5e-4, "D after 50 plans and 3 autotunes");
 }
 
 TEST(MatmulPlans, AutotuneInPlaceRestoresC) {

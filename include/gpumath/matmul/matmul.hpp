@@ -51,7 +51,9 @@ public:
     /// Asks cuBLASLt's heuristics for up to `preferences.max_algorithms` algorithms for the
     /// default operands (D as result_layout(); bias per column; aux and bias gradients
     /// allocated; 256-byte aligned pointers) and selects the first. Returns the candidates.
-    /// Throws NotSupported when cuBLASLt has no algorithm for the problem.
+    /// Throws NotSupported when cuBLASLt has no algorithm for the problem. The returned candidates
+    /// (like the references algorithms(), algorithm() and autotune() return) stay valid until the
+    /// next plan() or autotune().
     const std::vector<AlgorithmInfo>& plan(const PlanPreferences& preferences = {});
 
     /// The candidate algorithms of the current plan, in heuristic order (or fastest first after
