@@ -374,18 +374,21 @@ void lengths_stage(const FftOperand& want, FftProblem& p, const char* api) {
 
 // InvalidArgument when the output `op` (of user layout `layout`, called `name`) broadcasts or puts
 // two elements at one address: results would overwrite each other.
+// `name` is the operand the results are written through: "out", or "in" for an in-place transform.
 void check_output_addresses(const FftOperand& op, const TensorLayout& layout, const char* name, const char* api) {
+    const bool in_place = std::string_view(name) == "in";
+    const char* role = in_place ? " (an in-place transform writes its results through in)" : "";
     for (int i = 0; i < op.rank; ++i)
         if (op.shape[std::size_t(i)] > 1 && op.strides[std::size_t(i)] == 0)
             throw_invalid(fmt::format("{}: stride 0 along dimension {} (strides {}) would write several results to "
-                                      "one element; outputs cannot broadcast",
-                                      name, i, gpumath::to_string(layout.strides())),
+                                      "one element; outputs cannot broadcast{}",
+                                      name, i, gpumath::to_string(layout.strides()), role),
                           api);
     if (self_overlapping(op))
         throw_invalid(fmt::format("{}: shape {} with strides {} puts several elements at one address (or cannot be "
-                                  "shown not to), so results would overwrite each other; give each element of the "
+                                  "shown not to), so results would overwrite each other{}; give each element of the "
                                   "output its own memory (for instance strides that nest, as a contiguous tensor's do)",
-                                  name, shape_text(layout), gpumath::to_string(layout.strides())),
+                                  name, shape_text(layout), gpumath::to_string(layout.strides()), role),
                       api);
 }
 
@@ -399,7 +402,7 @@ void output_stage(const TensorLayout& in, const TensorLayout* out, bool inplace,
             p.out_layout = in;
             p.out = p.in;
             // In place, the input's layout is the output's: it must give each element its own address.
-            check_output_addresses(p.out, in, "input (the output of an in-place transform)", api);
+            check_output_addresses(p.out, in, "in", api);
         } else {
             p.out_layout = user_layout(out_dtype, p.out_complex, want);
             p.out = logical_operand(p.out_layout, p.out_complex, "out", api);

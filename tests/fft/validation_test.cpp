@@ -201,7 +201,7 @@ TEST(FftValidation, InPlaceLayoutsWhoseElementsShareAnAddress) {
             [&] {
                 (void)FFT(TensorLayout(DataType::c32, {8, 8}, {outer, 1}), {.inplace = true});
             },
-            {"output of an in-place transform", outer == 0 ? "stride 0" : "one address"});
+            {"FFT: in: ", "in-place transform writes its results through in", outer == 0 ? "stride 0" : "one address"});
 }
 
 TEST(FftValidation, OutputsWhoseElementsAreDistinctAreTaken) {
