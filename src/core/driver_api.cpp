@@ -68,4 +68,20 @@ void require_driver_function(const void* fn, const char* name) {
     }
 }
 
+int stream_device(CUstream stream, std::string_view context) {
+    const DriverApi& d = driver();
+    const auto check_cu = [&](CUresult r, const char* api) {
+        if (r != CUDA_SUCCESS) throw_cu(r, api, context);
+    };
+    CUcontext ctx = nullptr;
+    check_cu(d.cuStreamGetCtx(stream, &ctx), "cuStreamGetCtx");
+    check_cu(d.cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
+    CUdevice device = 0;
+    const CUresult r = d.cuCtxGetDevice(&device);
+    CUcontext popped = nullptr;
+    (void)d.cuCtxPopCurrent(&popped);
+    check_cu(r, "cuCtxGetDevice");
+    return int(device);
+}
+
 }  // namespace gpumath::detail

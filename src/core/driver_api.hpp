@@ -4,6 +4,8 @@
 
 #include <cuda.h>
 
+#include <string_view>
+
 namespace gpumath::detail {
 
 // X(name, cuda version the symbol is requested at). Add an entry to make a driver function
@@ -57,5 +59,11 @@ const DriverApi* driver_if_available() noexcept;
 
 /// Throws NotSupported naming `name` when the driver does not provide the function `fn`.
 void require_driver_function(const void* fn, const char* name);
+
+/// The ordinal of the device `stream` belongs to (null: the current device's legacy stream).
+/// Read through the stream's context, which CUDA allows while streams capture:
+/// cudaStreamGetDevice and cuStreamGetDevice are refused then (cudaErrorStreamCaptureUnsupported,
+/// and the capture is invalidated). Throws CudaError naming `context` when a lookup fails.
+[[nodiscard]] int stream_device(CUstream stream, std::string_view context);
 
 }  // namespace gpumath::detail

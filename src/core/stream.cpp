@@ -16,28 +16,8 @@ namespace gpumath::core {
 
 namespace {
 
-// The device `stream` belongs to. The CUDA runtime answers from 12.8 on; before, the driver
-// names the stream's context, whose device is read with that context current.
 int device_of(StreamRef stream) {
-    int device = 0;
-#if CUDART_VERSION >= 12080
-    detail::check(cudaStreamGetDevice(stream.handle(), &device), "cudaStreamGetDevice");
-#else
-    const detail::DriverApi& d = detail::driver();
-    const auto check = [](CUresult r, const char* api) {
-        if (r != CUDA_SUCCESS) detail::throw_cu(r, api, "finding the device of a stream");
-    };
-    CUcontext ctx = nullptr;
-    check(d.cuStreamGetCtx(reinterpret_cast<CUstream>(stream.handle()), &ctx), "cuStreamGetCtx");
-    check(d.cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
-    CUdevice dev = 0;
-    const CUresult r = d.cuCtxGetDevice(&dev);
-    CUcontext popped = nullptr;
-    (void)d.cuCtxPopCurrent(&popped);
-    check(r, "cuCtxGetDevice");
-    device = int(dev);
-#endif
-    return device;
+    return detail::stream_device(reinterpret_cast<CUstream>(stream.handle()), "finding the device of a stream");
 }
 
 // Destroys a stream gpumath created, freeing gpumath's scratch areas of it first, in order on it

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include "core/driver_api.hpp"
 #include "detail/enum_check.hpp"
 #include "detail/status.hpp"
 #include "matmul/checks.hpp"
@@ -121,10 +122,8 @@ PointerPlace pointer_place(const void* p) {
     }
 }
 
-int stream_device(core::StreamRef stream) {
-    int device = -1;
-    check(cudaStreamGetDevice(stream.handle(), &device), "cudaStreamGetDevice", "finding the device of a stream");
-    return device;
+int stream_place(core::StreamRef stream) {
+    return stream_device(reinterpret_cast<CUstream>(stream.handle()), "finding the device of a stream");
 }
 
 int compute_major(int device) {
@@ -134,7 +133,7 @@ int compute_major(int device) {
     return major;
 }
 
-constexpr CollectiveLookups real_lookups{&pointer_place, &stream_device, &compute_major};
+constexpr CollectiveLookups real_lookups{&pointer_place, &stream_place, &compute_major};
 
 }  // namespace
 

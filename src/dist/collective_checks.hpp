@@ -86,7 +86,7 @@ void check_memory_on(const TensorView& v, const OperandName& what, int device, c
 void check_stream_on(core::StreamRef stream, const OperandName& what, int device, const CollectiveLookups& lookups,
                      const char* api);
 
-/// The CUDA lookups of a real process (cudaPointerGetAttributes, cudaStreamGetDevice).
+/// The CUDA lookups of a real process (cudaPointerGetAttributes, the stream's context's device).
 const CollectiveLookups& cuda_lookups() noexcept;
 
 /// InvalidArgument unless `devices` is a non-empty list of distinct devices, each below `count`.

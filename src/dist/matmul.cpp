@@ -360,12 +360,15 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
     std::vector<TensorView> d(n);
     std::vector<TensorView> out(n);
     std::vector<core::StreamRef> streams(n);
+    const bool joins = s.parallel.collective != OutputCollective::none;
     for (std::size_t i = 0; i < n; ++i) {
-        d[i] = flat(ranks[i].d);
-        out[i] = flat(ranks[i].out);
+        // Without a collective, out is not used (an empty view: no data, one element as a scalar).
+        if (joins) {
+            d[i] = flat(ranks[i].d);
+            out[i] = flat(ranks[i].out);
+        }
         streams[i] = s.chunked() ? core::StreamRef(*s.ranks[i].comm) : ranks[i].stream;
     }
-    const bool joins = s.parallel.collective != OutputCollective::none;
     const gpumath::detail::CollectiveCall whole{
         gpumath::detail::collective_of(s.parallel.collective), d, out, streams, ReduceOp::sum, 0};
     gpumath::detail::CheckedCollective checked;
