@@ -69,6 +69,14 @@ void require_driver_function(const void* fn, const char* name) {
 }
 
 int stream_device(CUstream stream, std::string_view context) {
+    // The default streams (null, legacy, per-thread) belong to the current device, whose primary
+    // context the driver may not have current yet on this thread.
+    if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+        int device = 0;
+        const cudaError_t status = cudaGetDevice(&device);
+        if (status != cudaSuccess) throw_cuda(status, "cudaGetDevice", context);
+        return device;
+    }
     const DriverApi& d = driver();
     const auto check_cu = [&](CUresult r, const char* api) {
         if (r != CUDA_SUCCESS) throw_cu(r, api, context);

@@ -60,7 +60,7 @@ const DriverApi* driver_if_available() noexcept;
 /// Throws NotSupported naming `name` when the driver does not provide the function `fn`.
 void require_driver_function(const void* fn, const char* name);
 
-/// The ordinal of the device `stream` belongs to (null: the current device's legacy stream).
+/// The ordinal of the device `stream` belongs to (the current device for the default streams).
 /// Read through the stream's context, which CUDA allows while streams capture:
 /// cudaStreamGetDevice and cuStreamGetDevice are refused then (cudaErrorStreamCaptureUnsupported,
 /// and the capture is invalidated). Throws CudaError naming `context` when a lookup fails.
