@@ -125,7 +125,7 @@ Arch validate_arch(std::string_view text, const char* field, const char* api) {
 
 std::string current_device_arch(const char* field, const char* api) {
     if (core::Device::count() == 0) {
-        throw_invalid(fmt::format("{} is empty, which means \"the current device's architecture\", but there is no "
+        throw_invalid(fmt::format("{}: empty, which means \"the current device's architecture\", but there is no "
                                   "CUDA driver/device on this machine; set {} explicitly (e.g. \"sm_90\")",
                                   field, field),
                       api);

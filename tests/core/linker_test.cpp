@@ -154,6 +154,14 @@ TEST(Linker, BadRequests) {
         {"LinkerOptions::extra[0]", "NUL byte"});
     test::expect_throw_with<InvalidArgument>(
         [] { (void)Linker().add(compile(k_callee, CodeType::ptx)).link(CodeType::ptx); }, {"PTX", "LTO-IR"});
+    // No arch given and none stated by an input: the current device's, which a machine without one
+    // lacks; the message names the field.
+    if (!test::has_gpu()) {
+        const ObjectCode ptx = ObjectCode::from_bytes(compile(k_callee, CodeType::ptx).text(), CodeType::ptx);
+        ASSERT_TRUE(ptx.arch().empty());
+        test::expect_throw_with<InvalidArgument>([&] { (void)Linker().add(ptx).link(); },
+                                                 {"Linker::link: LinkerOptions::arch: empty", "no CUDA driver/device"});
+    }
 }
 
 TEST(Linker, CodeTypesOutsideTheEnumAreRejectedBeforeNvJitLink) {

@@ -260,7 +260,7 @@ TEST(Program, EmptyArchTakesTheCurrentDevice) {
     } else {
         test::expect_throw_with<InvalidArgument>(
             [] { Program("", {}); },
-            {"ProgramOptions::arch", "no CUDA driver/device", "set ProgramOptions::arch", "sm_90"});
+            {"Program: ProgramOptions::arch: empty", "no CUDA driver/device", "set ProgramOptions::arch", "sm_90"});
     }
 }
 
