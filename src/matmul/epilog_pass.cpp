@@ -157,14 +157,13 @@ void epilog_pass_route(const BiasInput& bias, const MatmulOptions& options, Matm
     }
     pass.on = pass.bias || pass.act != Activation::none || pass.function;
     if (!pass.on) return;
-    const char* what = pass.function ? "options.epilog_function"
-                       : pass.bias   ? "a bias along d's strided dimension"
-                                     : "epilog silu";
+    const char* what = pass.function ? "options.epilog_function" : pass.bias ? "bias" : "epilog silu";
     if (!pass_type(P.types.d))
         unsupported(api,
-                    "{}: runs in gpumath's elementwise pass over d, which takes an f16, bf16 or f32 d; d is {} (for "
+                    "{}: runs in gpumath's elementwise pass over d{}, which takes an f16, bf16 or f32 d; d is {} (for "
                     "epilog {})",
-                    what, to_string(P.types.d), to_string(epilog));
+                    what, !pass.function && pass.bias ? " (a bias along d's strided dimension is added there)" : "",
+                    to_string(P.types.d), to_string(epilog));
 }
 
 void epilog_pass_stage(const BiasInput& bias, MatmulProblem& P) {

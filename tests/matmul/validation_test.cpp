@@ -410,6 +410,26 @@ TEST(MatmulValidation, PerColumnBiasWithAuxNeedsRowMajorD) {
         {"bias:", "(6,)", "one value per column", "row-major d"});
 }
 
+// A bias along d's strided dimension is added in gpumath's elementwise pass, which writes f16, bf16
+// and f32 d only: an f64 product with one is refused naming the bias.
+TEST(MatmulValidation, BiasAlongTheStridedDimensionOfAnF64DNamesTheBias) {
+    constexpr auto f64 = DataType::f64;
+    for (Epilog e : {Epilog::bias, Epilog::relu_bias, Epilog::gelu_bias, Epilog::silu_bias}) {
+        expect_throw_with<NotSupported>(
+            [&] {
+                matmul(v(0, f64, {8, 4}), v(1, f64, {4, 6}), v(2, f64, {8, 6}), {.bias = v(3, f64, {8, 1})},
+                       {.epilog = e});
+            },
+            {"matmul: bias: ", "elementwise pass", "strided dimension", "d is f64"});
+        expect_throw_with<NotSupported>(
+            [&] {
+                matmul(v(0, f64, {8, 4}), v(1, f64, {4, 6}), v(2, f64, {8, 6}, {1, 8}), {.bias = v(3, f64, {6})},
+                       {.epilog = e});
+            },
+            {"matmul: bias: ", "elementwise pass", "d is f64"});
+    }
+}
+
 TEST(MatmulValidation, FullBiasAndC) {
     Problem p;
     expect_throw_with<InvalidArgument>(
