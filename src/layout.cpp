@@ -93,7 +93,7 @@ std::string to_string(const TensorLayout& layout) {
 TensorLayout TensorLayout::transposed() const {
     if (rank_ < 2)
         detail::throw_invalid(
-            fmt::format("a rank-{} layout has no two last dimensions to swap; transpose a matrix (rank >= 2)", rank_),
+            fmt::format("rank: {}; a layout needs two last dimensions to swap; transpose a matrix (rank >= 2)", rank_),
             "TensorLayout::transposed");
     TensorLayout t = *this;
     std::swap(t.shape_[std::size_t(rank_ - 2)], t.shape_[std::size_t(rank_ - 1)]);

@@ -99,6 +99,12 @@ TEST(TensorLayout, ExplicitStridesTransposeAndBroadcast) {
     EXPECT_EQ(b.span_elements(), 15);
     EXPECT_EQ(t, TensorLayout(DataType::f64, {3, 5}, {1, 3}));
     EXPECT_FALSE(t == TensorLayout(DataType::f32, {3, 5}, {1, 3}));
+    EXPECT_EQ(t.transposed(), TensorLayout(DataType::f64, {5, 3}, {3, 1}));
+    // Below rank 2 there is nothing to swap: the message names the rank.
+    expect_throw_with<gpumath::InvalidArgument>([] { (void)TensorLayout(DataType::f32, {4}).transposed(); },
+                                                {"TensorLayout::transposed: rank: 1;", "rank >= 2"});
+    expect_throw_with<gpumath::InvalidArgument>([] { (void)TensorLayout().transposed(); },
+                                                {"TensorLayout::transposed: rank: 0;"});
 }
 
 TEST(TensorLayout, RejectsBadShapesAndStrides) {
