@@ -34,7 +34,7 @@ void Tensor::check_type(DataType requested) const {
 
 void Tensor::check_contiguous() const {
     if (!view_.is_contiguous())
-        detail::throw_invalid(fmt::format("the tensor's layout {} is not row-major; to_host copies row-major tensors "
+        detail::throw_invalid(fmt::format("layout: {} is not row-major; to_host copies row-major tensors "
                                           "(copy it into one first, or read its memory through data())",
                                           to_string(layout())),
                               "Tensor::to_host");
