@@ -2,7 +2,10 @@
 // Tensor: owning device tensors (a Buffer plus a dense layout, or adopted memory: src/dlpack.cpp).
 #include <gpumath/tensor.hpp>
 
+#include <cstdint>
+
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "detail/status.hpp"
 
@@ -38,6 +41,21 @@ void Tensor::check_contiguous() const {
                                           "(copy it into one first, or read its memory through data())",
                                           to_string(layout())),
                               "Tensor::to_host");
+}
+
+void Tensor::check_host_memory(std::size_t element_size) const {
+    // An adopted tensor may claim any size its strides can address: a host vector that large would
+    // fail to allocate (or be refused by the allocator) after the checks, so it is refused here.
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) return;
+    const std::uint64_t memory = std::uint64_t(pages) * std::uint64_t(page_size);
+    const auto count = std::uint64_t(size());
+    if (count > memory / element_size)
+        detail::throw_not_supported(fmt::format("size: {} elements of {} bytes are more than this host's memory ({} "
+                                                "bytes) holds; copy the tensor to the host in parts",
+                                                count, element_size, memory),
+                                    "Tensor::to_host");
 }
 
 }  // namespace gpumath

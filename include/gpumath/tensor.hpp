@@ -86,11 +86,13 @@ public:
     /// Copies the tensor to a host vector (row-major). Blocking: synchronizes `stream`.
     /// InvalidArgument unless `data_type_of<T>() == dtype()`, and for a tensor adopted with strides
     /// that are not row-major (`is_contiguous()`), and, with nothing enqueued, when `stream` is
-    /// capturing a CUDA graph (a capture cannot hold the wait). CudaError.
+    /// capturing a CUDA graph (a capture cannot hold the wait). NotSupported, before allocating,
+    /// when the tensor holds more bytes than the host's physical memory. CudaError.
     template <class T>
     [[nodiscard]] std::vector<T> to_host(core::StreamRef stream = {}) const {
         check_type(data_type_of<T>());
         check_contiguous();
+        check_host_memory(sizeof(T));
         std::vector<T> out(static_cast<std::size_t>(size()));
         if (!out.empty()) {
             detail::reject_blocking_copy_in_capture(stream, "Tensor::to_host");
@@ -160,6 +162,7 @@ private:
     static void check_count(const TensorLayout& layout, std::size_t count);
     void check_type(DataType requested) const;
     void check_contiguous() const;
+    void check_host_memory(std::size_t element_size) const;
 #if defined(GPUMATH_HAS_DLPACK)
     static Tensor adopt_dlpack(const detail::DLPackSource& source);
 #endif

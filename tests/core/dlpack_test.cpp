@@ -19,6 +19,7 @@
 
 using gpumath::DataType;
 using gpumath::InvalidArgument;
+using gpumath::NotSupported;
 using gpumath::Tensor;
 using gpumath::TensorView;
 using gpumath::test::expect_throw_with;
@@ -336,6 +337,18 @@ TEST(DLPackTensor, ToHostRefusesStridedAdoptedTensorsBeforeCopying) {
     expect_throw_with<InvalidArgument>([&] { (void)t.to_host<float>(); },
                                        {"Tensor::to_host: layout: ", "strides (1, 2)", "not row-major"});
     expect_throw_with<InvalidArgument>([&] { (void)t.to_host<double>(); }, {"Tensor::to_host", "f32"});
+}
+
+// An adopted tensor may claim more elements than any host holds: to_host refuses it before it
+// allocates the host vector (whose allocation would throw std::bad_alloc or abort under a sanitizer).
+TEST(DLPackTensor, ToHostRefusesTensorsLargerThanTheHostsMemoryBeforeAllocating) {
+    Producer p;
+    p.fake.shape = {std::int64_t(1) << 50};
+    p.fake.reset();
+    const Tensor t = Tensor::from_dlpack(p.refresh());
+    expect_throw_with<NotSupported>(
+        [&] { (void)t.to_host<float>(); },
+        {"Tensor::to_host: size: ", "1125899906842624 elements of 4 bytes", "host's memory"});
 }
 
 TEST(DLPackExport, AdoptedTensorRoundTripsWithItsMetadata) {
