@@ -205,6 +205,12 @@ ObjectCode Linker::link(CodeType target) const {
     for (const std::string& f : flags) argv.push_back(f.c_str());
     const std::string what = fmt::format("linking '{}' ({} inputs) to {} for {} (options: {})", o.name, inputs_.size(),
                                          to_string(target), arch.real(), fmt::join(flags, " "));
+    // nvJitLink keeps the input names it is given (not copies) and reads them again in messages of
+    // later calls (e.g. a symbol's first definition when another input defines it too): they must
+    // outlive the handle (declared before it).
+    std::vector<std::string> names;
+    names.reserve(inputs_.size());
+    for (std::size_t i = 0; i < inputs_.size(); ++i) names.push_back(fmt::format("{}#{}", inputs_[i].name(), i));
     LinkHandle link;
     nvJitLinkResult r = nvJitLinkCreate(&link.h, std::uint32_t(argv.size()), argv.data());
     if (r != NVJITLINK_SUCCESS) {
@@ -217,9 +223,9 @@ ObjectCode Linker::link(CodeType target) const {
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
         const ObjectCode& c = inputs_[i];
         const std::span<const std::byte> b = c.bytes();
-        const std::string name = fmt::format("{}#{}", c.name(), i);
         detail::check_nvjitlink(
-            int(nvJitLinkAddData(link.h, input_type(c.type()), b.data(), b.size(), name.c_str())), "nvJitLinkAddData",
+            int(nvJitLinkAddData(link.h, input_type(c.type()), b.data(), b.size(), names[i].c_str())),
+            "nvJitLinkAddData",
             [&] { return fmt::format("{}: adding input {} ('{}', {})", what, i, c.name(), to_string(c.type())); },
             [&] { return link_log(link.h); });
     }

@@ -164,6 +164,24 @@ TEST(Linker, BadRequests) {
     }
 }
 
+// nvJitLink keeps the names of its inputs and reads them again when it completes the link, e.g. to
+// say which input refers to a symbol no input defines: the names must stay alive until then.
+TEST(Linker, InputNamesStayValidForTheWholeLink) {
+    // Names too long for a short-string buffer: their characters live on the heap.
+    const ObjectCode caller =
+        Program(k_caller, {.name = "linker_input_names_test", .arch = "sm_90", .relocatable = true})
+            .compile(CodeType::ptx);
+    const ObjectCode other =
+        Program(k_callee_kernel, {.name = "another_linker_input", .arch = "sm_90", .relocatable = true})
+            .compile(CodeType::ptx);
+    try {
+        (void)Linker({.arch = "sm_90"}).add(caller).add(other).link();
+        ADD_FAILURE() << "expected LinkError: twice() is defined by no input";
+    } catch (const LinkError& e) {
+        EXPECT_NE(e.log().find("_Z5twicef' in 'linker_input_names_test#0'"), std::string::npos) << e.log();
+    }
+}
+
 TEST(Linker, CodeTypesOutsideTheEnumAreRejectedBeforeNvJitLink) {
     const auto bad_type = static_cast<CodeType>(9);
     test::expect_throw_with<InvalidArgument>(
