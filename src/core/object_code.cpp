@@ -251,6 +251,7 @@ std::string fatbin_defect(std::string_view fatbin) {
     // Container: u32 magic | u16 version | u16 header size | u64 size of the entries that follow.
     // Entry:     u16 kind | u16 flags | u32 header size | u64 payload size | ... | payload.
     constexpr std::uint32_t magic = 0xba55ed50;
+    constexpr std::uint16_t fatbin_kind_ptx = 1, fatbin_kind_elf = 2, fatbin_kind_ltoir = 8;
     std::uint32_t found = 0;
     std::uint16_t header = 0;
     std::uint64_t entries = 0;
@@ -264,15 +265,23 @@ std::string fatbin_defect(std::string_view fatbin) {
     const std::uint64_t end = header + entries;
     int count = 0;
     for (std::uint64_t at = header; at < end; ++count) {
+        std::uint16_t kind = 0;
         std::uint32_t entry_header = 0;
         std::uint64_t payload = 0;
-        if (end - at < 16 || !read_at(fatbin, at + 4, entry_header) || !read_at(fatbin, at + 8, payload))
+        if (end - at < 16 || !read_at(fatbin, at, kind) || !read_at(fatbin, at + 4, entry_header) ||
+            !read_at(fatbin, at + 8, payload))
             return fmt::format("entry {} at offset {} is cut off by the end of the entries ({})", count, at, end);
         if (entry_header < 16 || entry_header > end - at || payload > end - at - entry_header)
             return fmt::format(
                 "entry {} at offset {} ({}-byte header, {}-byte payload) runs past the end of the "
                 "entries ({})",
                 count, at, entry_header, payload, end);
+        // nvJitLink reads an entry by its kind, and crashes on some kinds given another payload.
+        if (kind != fatbin_kind_ptx && kind != fatbin_kind_elf && kind != fatbin_kind_ltoir)
+            return fmt::format(
+                "entry {} at offset {} is of kind {}, not PTX ({}), ELF ({}) or LTO-IR ({}), the kinds "
+                "the toolkit's fatbinary writes",
+                count, at, kind, fatbin_kind_ptx, fatbin_kind_elf, fatbin_kind_ltoir);
         at += entry_header + payload;
     }
     if (count == 0) return "it holds no entries";

@@ -328,6 +328,12 @@ TEST(ObjectCodeStructure, FatbinsWhoseEntriesLieOutsideAreRefused) {
     expect_refused(with(fatbin, 16 + 8, std::uint64_t(1) << 60), CodeType::fatbin,
                    {"entry 0 at offset 16", "runs past the end of the entries"});
     expect_refused(with(fatbin, 16 + 4, std::uint32_t(4)), CodeType::fatbin, {"entry 0 at offset 16 (4-byte header"});
+    // Entry kinds other than those fatbinary writes (PTX 1, ELF 2, LTO-IR 8): nvJitLink crashed
+    // reading the ELF entry of this fatbin marked as kind 16.
+    for (const std::uint16_t kind : std::initializer_list<std::uint16_t>{0, 4, 16, 0xffff})
+        expect_refused(with(fatbin, 16, kind), CodeType::fatbin,
+                       {"entry 0 at offset 16 is of kind " + std::to_string(kind), "PTX (1), ELF (2) or LTO-IR (8)"});
+    EXPECT_EQ(detail::fatbin_defect(with(fatbin, 16, std::uint16_t(8))), "");
 }
 
 TEST(ObjectCodeFiles, SaveWritesOnlyRegularFilesAndNeverWaits) {
