@@ -3,15 +3,20 @@
 // overlapping and misaligned views, ranks, roots, out-of-range ReduceOp values, streams and memory
 // of the wrong device) through the checks every Communicator call runs, with stand-in CUDA lookups;
 // tensor-parallel product rules (layouts, epilogs, out-of-range Parallelism and OutputCollective
-// values, chunk counts, rank counts); and dist::FFT plans (device lists with repeats, negative or
-// huge ordinals, ranks, dtypes, kinds, normalizations, c2r lengths). Accepted outcomes as in
+// values, chunk counts, rank counts); dist::FFT plans (device lists with repeats, negative or
+// huge ordinals, ranks, dtypes, kinds, normalizations, c2r lengths); and the host-array free
+// functions dist::fft/ifft/rfft/irfft (in and out layouts, r2c/c2r partners, views that alias,
+// misaligned and null pointers, out-of-range kinds). Accepted outcomes as in
 // validation_fuzz_test.cpp: passes validation, or an InvalidArgument / NotSupported naming what
-// was wrong. Nothing here reaches a GPU, so it runs on every machine.
+// was wrong. Nothing here reaches a GPU, so it runs on every machine (the free functions' target
+// only where there is no GPU: a call that passes would copy through fake pointers).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include <gpumath/dist/fft.hpp>
@@ -74,8 +79,9 @@ TEST(ValidationFuzz, DistCollectives) {
                                            : kind == d::Collective::reduce_scatter ? s.size() / std::max(size, 1)
                                                                                    : s.size();
                 // One element too many (too few where the count is already INT64_MAX).
-                const std::int64_t extent =
-                    !fz.hostile(20) ? count : count < std::numeric_limits<std::int64_t>::max() ? count + 1 : count - 1;
+                const std::int64_t extent = !fz.hostile(20)                                    ? count
+                                            : count < std::numeric_limits<std::int64_t>::max() ? count + 1
+                                                                                               : count - 1;
                 const TensorLayout rl = fz.hostile(10) ? fz.layout() : TensorLayout(s.dtype(), {extent});
                 recv.push_back(fz.hostile(10) ? send.back() : fz.view(slot + 4 * 16, rl));
                 streams.push_back(fake_stream(fz, ranks[std::size_t(r % local)].device));
@@ -151,5 +157,55 @@ TEST(ValidationFuzz, DistFftPlans) {
         });
     }
     report("dist fft", seed, n, t);
+    EXPECT_GT(t.rejected, n / 10);
+}
+
+TEST(ValidationFuzz, DistFftFunctions) {
+    // The free functions copy host arrays onto the devices once validation passes: only where there
+    // is no device (fake host pointers).
+    if (test::has_gpu()) GTEST_SKIP() << "a GPU is present: calls that pass validation would copy fake pointers";
+    const std::uint64_t seed = fuzz_seed() + 14;
+    Fuzzer fz(seed);
+    Tally t;
+    const int n = iterations(4000) / 2;
+    for (int i = 0; i < n; ++i) {
+        fz.next_call();
+        (void)classify("dist fft functions", i, t, [&] {
+            dist::FFTOptions o;
+            const int count = fz.hostile(10) ? 0 : 1 + fz.below(3);
+            for (int k = 0; k < count; ++k) o.devices.push_back(fz.hostile(10) ? -1 : k);
+            if (fz.chance(30)) o.kind = fz.enum_value<FFTKind>(4);
+            o.normalization = fz.enum_value<Normalization>(4);
+            if (fz.chance(20)) o.last_axis_size = fz.hostile(30) ? -fz.below(3) : fz.extent();
+            const TensorLayout in = fz.layout(fz.hostile(20) ? -1 : 1 + fz.below(3));
+            TensorLayout out = in;
+            if (fz.chance(50) && in.rank() > 0) {
+                // The r2c/c2r partner of `in`: the last axis n/2 + 1 long, complex or real.
+                std::vector<std::int64_t> shape(in.shape().begin(), in.shape().end());
+                shape.back() = fz.chance(50) ? shape.back() / 2 + 1 : std::max<std::int64_t>(2 * (shape.back() - 1), 0);
+                static constexpr std::array<DataType, 4> types{DataType::c32, DataType::f32, DataType::c64,
+                                                               DataType::f64};
+                out = TensorLayout(fz.chance(80) ? fz.pick(types) : fz.dtype(), std::span<const std::int64_t>(shape));
+            } else if (fz.chance(30)) {
+                out = fz.layout(in.rank());
+            }
+            const TensorView iv = fz.view(1, in);
+            const TensorView ov = fz.chance(20) ? iv : fz.view(2, out);
+            switch (fz.below(4)) {
+                case 0:
+                    dist::fft(iv, ov, o);
+                    break;
+                case 1:
+                    dist::ifft(iv, ov, o);
+                    break;
+                case 2:
+                    dist::rfft(iv, ov, o);
+                    break;
+                default:
+                    dist::irfft(iv, ov, o);
+            }
+        });
+    }
+    report("dist fft functions", seed, n, t);
     EXPECT_GT(t.rejected, n / 10);
 }

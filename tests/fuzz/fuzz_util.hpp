@@ -154,8 +154,8 @@ struct Tally {
 
 /// True when `what` reads "<api>: <operand or field>: ...": the text after the API name starts
 /// with an operand or field (a, b, d, bias, in, out, options.kind, scales.a, LaunchConfig::grid,
-/// ProgramOptions::arch, inputs[2], "a, b", ...) and a colon. A grouped product's message may put
-/// the group first ("group 3: a: ...", "all groups (strided-batched): a, b: ...").
+/// ProgramOptions::arch, inputs[2], ProgramOptions::defines["N"], "a, b", ...) and a colon. A grouped product's message
+/// may put the group first ("group 3: a: ...", "all groups (strided-batched): a, b: ...").
 inline bool names_an_operand(std::string_view what) {
     const auto first = what.find(": ");
     if (first == std::string_view::npos) return false;
@@ -167,7 +167,14 @@ inline bool names_an_operand(std::string_view what) {
         if (digits != 6 && digits != std::string_view::npos && rest.substr(digits).starts_with(": "))
             rest.remove_prefix(digits + 2);
     }
-    const auto colon = rest.find(": ");
+    auto colon = rest.find(": ");
+    // A field keyed by a caller's string quotes the key in brackets (ProgramOptions::defines["N"],
+    // ProgramOptions::headers["h.h"]): the key is the caller's text, so the field ends at the "\"]: "
+    // that closes it, and the name before the key is what is checked.
+    if (const auto open = rest.find("[\""); open != std::string_view::npos && open < colon) {
+        if (rest.find("\"]: ", open + 2) == std::string_view::npos) return false;
+        colon = open;
+    }
     if (colon == std::string_view::npos || colon == 0 || colon > 48) return false;
     for (char ch : rest.substr(0, colon))
         if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == ',' || ch == ' ' ||

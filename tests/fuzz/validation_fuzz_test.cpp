@@ -6,8 +6,9 @@
 // gpumath exception whose message names an operand or field. A crash, a hang, a sanitizer report
 // or a std:: exception escaping is a failure. Deterministic: the seed is printed and can be set
 // with GPUMATH_FUZZ_SEED to replay a run; GPUMATH_FUZZ_ITERATIONS scales the work. The generator
-// and the classification are in fuzz_util.hpp; grouped products, FP8 quantization and DLPack import
-// have files of their own (grouped_, quantize_ and dlpack_fuzz_test.cpp) in this binary.
+// and the classification are in fuzz_util.hpp; grouped products, FP8 quantization, DLPack import and
+// the option fields and helpers covered nowhere else have files of their own (grouped_, quantize_,
+// dlpack_ and options_fuzz_test.cpp) in this binary.
 #include <gtest/gtest.h>
 
 #include <array>
