@@ -84,6 +84,12 @@ struct CompileExpectation {
 /// Kernel symbols of a CUDA ELF image (function symbols flagged as entries); empty when the bytes
 /// are not a readable ELF file.
 [[nodiscard]] std::vector<std::string> cubin_entry_names(std::string_view elf);
+/// Symbols PTX text defines with external linkage: `.visible` kernels and functions with a body
+/// (not prototypes) and `.visible` variables. Weak and extern symbols are not definitions.
+[[nodiscard]] std::vector<std::string> ptx_defined_symbols(std::string_view ptx);
+/// Global (not weak) function and variable symbols a CUDA ELF image defines; empty when the bytes
+/// are not a readable ELF file.
+[[nodiscard]] std::vector<std::string> cubin_defined_symbols(std::string_view elf);
 /// "sm_NN" from a cubin's ELF header, empty when unreadable.
 [[nodiscard]] std::string cubin_arch(std::string_view elf);
 /// Empty when `elf` is a CUDA ELF file whose structure holds together: the ELF header, the

@@ -3,6 +3,7 @@
 #include <gpumath/core/linker.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -176,6 +177,33 @@ void read_linked(nvJitLinkHandle h, CodeType target, const std::string& what, de
     }
 }
 
+/// Two inputs defining one symbol are refused before nvJitLink sees them: nvJitLink 13.0 reports
+/// "Multiple definition" on stderr and still links, and once an LTO link has run in the process it
+/// crashes on them instead. PTX and cubin inputs are read; fatbins hold one image per architecture
+/// (nvJitLink picks one) and LTO-IR is not read.
+void check_unique_definitions(const std::vector<ObjectCode>& inputs, const char* api) {
+    std::map<std::string, std::size_t, std::less<>> first_definer;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const ObjectCode& c = inputs[i];
+        if (c.type() != CodeType::ptx && c.type() != CodeType::cubin) continue;
+        const std::string_view bytes(reinterpret_cast<const char*>(c.bytes().data()), c.bytes().size());
+        const std::vector<std::string> symbols =
+            c.type() == CodeType::ptx ? detail::ptx_defined_symbols(bytes) : detail::cubin_defined_symbols(bytes);
+        for (const std::string& symbol : symbols) {
+            const auto [at, inserted] = first_definer.emplace(symbol, i);
+            if (inserted) continue;
+            const ObjectCode& first = inputs[at->second];
+            detail::throw_invalid(
+                fmt::format("inputs[{}]: '{}' ({}) defines '{}', which inputs[{}] ('{}', {}) defines too; a symbol "
+                            "is defined once across a link: drop the repeated input, or give the symbol internal "
+                            "linkage (static) or a different name in one of them",
+                            i, c.name(), to_string(c.type()), symbol, at->second, first.name(),
+                            to_string(first.type())),
+                api);
+        }
+    }
+}
+
 }  // namespace
 
 Linker& Linker::add(const ObjectCode& code) {
@@ -198,6 +226,7 @@ ObjectCode Linker::link(CodeType target) const {
         std::any_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; });
     const detail::Arch arch = link_arch(o, inputs_, api);
     check_input_arches(inputs_, arch, api);
+    check_unique_definitions(inputs_, api);
 
     const std::vector<std::string> flags = link_flags(o, arch, lto, target);
     std::vector<const char*> argv;

@@ -2,9 +2,12 @@
 // ObjectCode: construction from memory and files, saving, lowered names, kernel names.
 #include <gpumath/core/object_code.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -95,40 +98,173 @@ bool read_section(std::string_view elf, std::uint64_t shoff, std::uint64_t heade
 
 }  // namespace
 
-std::vector<std::string> cubin_entry_names(std::string_view elf) {
-    std::vector<std::string> names;
-    if (!is_elf64(elf)) return names;
+namespace {
+
+// One symbol of an ELF symbol table: its name and the fields gpumath reads.
+struct ElfSymbol {
+    std::string_view name;
+    std::uint8_t info = 0, other = 0;
+    std::uint16_t section = 0;
+};
+
+// Calls `f` for each named symbol of `elf`'s symbol tables. A hostile ELF may point many section
+// headers at one symbol table: each (offset, size) range is read once, and at most as many
+// symbols are visited as the file can hold. Stops quietly at the first structure that does not
+// lie inside the file.
+template <class F>
+void for_each_symbol(std::string_view elf, F&& f) {
+    if (!is_elf64(elf)) return;
     std::uint64_t shoff = 0;
     std::uint16_t shentsize = 0, shnum = 0;
-    if (!read_at(elf, 0x28, shoff) || !read_at(elf, 0x3a, shentsize) || !read_at(elf, 0x3c, shnum)) return names;
-    if (shentsize < 64) return names;
-    // A hostile ELF may point many section headers at one symbol table: read each (offset, size)
-    // range once, visit at most as many symbols as the file can hold, and report each name once.
+    if (!read_at(elf, 0x28, shoff) || !read_at(elf, 0x3a, shentsize) || !read_at(elf, 0x3c, shnum)) return;
+    if (shentsize < 64) return;
     std::set<std::pair<std::uint64_t, std::uint64_t>> visited;
-    std::set<std::string_view> seen;
     std::uint64_t budget = elf.size() / symbol_bytes;
     for (std::uint32_t i = 0; i < shnum; ++i) {
         Section symtab, strings;
-        if (!read_section(elf, shoff, shentsize, i, symtab)) return names;
+        if (!read_section(elf, shoff, shentsize, i, symtab)) return;
         if (symtab.type != sht_symtab || symtab.entsize < symbol_bytes) continue;
         if (!visited.emplace(symtab.offset, symtab.size).second) continue;
-        if (symtab.link >= shnum || !read_section(elf, shoff, shentsize, symtab.link, strings)) return names;
-        if (strings.offset > elf.size() || elf.size() - strings.offset < strings.size) return names;
+        if (symtab.link >= shnum || !read_section(elf, shoff, shentsize, symtab.link, strings)) return;
+        if (strings.offset > elf.size() || elf.size() - strings.offset < strings.size) return;
         const std::string_view strtab = elf.substr(strings.offset, strings.size);
         for (std::uint64_t s = 0; s + symtab.entsize <= symtab.size; s += symtab.entsize) {
-            if (budget == 0) return names;
+            if (budget == 0) return;
             --budget;
             std::uint32_t name_off = 0;
-            std::uint8_t info = 0, other = 0;
-            if (!read_at(elf, symtab.offset + s, name_off) || !read_at(elf, symtab.offset + s + 4, info) ||
-                !read_at(elf, symtab.offset + s + 5, other))
-                return names;
-            // STT_FUNC symbols marked as CUDA entry points (st_other bit 0x10) are kernels.
-            if ((info & 0xf) != 2 || (other & 0x10) == 0 || name_off >= strtab.size()) continue;
+            ElfSymbol sym;
+            if (!read_at(elf, symtab.offset + s, name_off) || !read_at(elf, symtab.offset + s + 4, sym.info) ||
+                !read_at(elf, symtab.offset + s + 5, sym.other) || !read_at(elf, symtab.offset + s + 6, sym.section))
+                return;
+            if (name_off >= strtab.size()) continue;
             const std::size_t end = strtab.find('\0', name_off);
-            if (end == std::string_view::npos) continue;
-            const std::string_view name = strtab.substr(name_off, end - name_off);
-            if (seen.insert(name).second) names.emplace_back(name);
+            if (end == std::string_view::npos || end == name_off) continue;
+            sym.name = strtab.substr(name_off, end - name_off);
+            f(sym);
+        }
+    }
+}
+
+// STT_CUDA_OBJECT (STT_LOPROC + 0): CUDA's device variables (__device__, __constant__).
+constexpr std::uint8_t stt_object = 1, stt_func = 2, stt_cuda_object = 13, stb_global = 1;
+
+}  // namespace
+
+std::vector<std::string> cubin_entry_names(std::string_view elf) {
+    std::vector<std::string> names;
+    std::set<std::string_view> seen;
+    for_each_symbol(elf, [&](const ElfSymbol& sym) {
+        // STT_FUNC symbols marked as CUDA entry points (st_other bit 0x10) are kernels.
+        if ((sym.info & 0xf) == stt_func && (sym.other & 0x10) != 0 && seen.insert(sym.name).second)
+            names.emplace_back(sym.name);
+    });
+    return names;
+}
+
+std::vector<std::string> cubin_defined_symbols(std::string_view elf) {
+    std::vector<std::string> names;
+    std::set<std::string_view> seen;
+    for_each_symbol(elf, [&](const ElfSymbol& sym) {
+        const unsigned type = sym.info & 0xf, binding = sym.info >> 4;
+        if ((type == stt_func || type == stt_object || type == stt_cuda_object) && binding == stb_global &&
+            sym.section != 0 /* SHN_UNDEF */ && seen.insert(sym.name).second)
+            names.emplace_back(sym.name);
+    });
+    return names;
+}
+
+namespace {
+
+// PTX text with its comments blanked out (same length, so positions stay).
+std::string ptx_without_comments(std::string_view ptx) {
+    std::string text(ptx);
+    std::size_t i = 0;
+    while (i + 1 < text.size()) {
+        if (text[i] == '/' && text[i + 1] == '/') {
+            const std::size_t end = text.find('\n', i);
+            const std::size_t stop = end == std::string::npos ? text.size() : end;
+            std::fill(text.begin() + std::ptrdiff_t(i), text.begin() + std::ptrdiff_t(stop), ' ');
+            i = stop;
+        } else if (text[i] == '/' && text[i + 1] == '*') {
+            const std::size_t end = text.find("*/", i + 2);
+            const std::size_t stop = end == std::string::npos ? text.size() : end + 2;
+            std::fill(text.begin() + std::ptrdiff_t(i), text.begin() + std::ptrdiff_t(stop), ' ');
+            i = stop;
+        } else {
+            ++i;
+        }
+    }
+    return text;
+}
+
+bool ptx_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool ptx_name_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '$' || c == '%';
+}
+
+}  // namespace
+
+std::vector<std::string> ptx_defined_symbols(std::string_view ptx_text) {
+    const std::string text = ptx_without_comments(ptx_text);
+    const std::string_view ptx(text);
+    std::vector<std::string> names;
+    std::set<std::string, std::less<>> seen;
+    const auto skip_space = [&](std::size_t i) {
+        while (i < ptx.size() && ptx_space(ptx[i])) ++i;
+        return i;
+    };
+    const auto token_end = [&](std::size_t i) {
+        while (i < ptx.size() && !ptx_space(ptx[i]) && ptx[i] != '(' && ptx[i] != ';' && ptx[i] != '[' &&
+               ptx[i] != '=' && ptx[i] != '{' && ptx[i] != ',')
+            ++i;
+        return i;
+    };
+    const auto add = [&](std::string_view name) {
+        if (!name.empty() && std::all_of(name.begin(), name.end(), ptx_name_char) &&
+            seen.insert(std::string(name)).second)
+            names.emplace_back(name);
+    };
+    std::size_t pos = 0;
+    while ((pos = ptx.find(".visible", pos)) != std::string_view::npos) {
+        const bool starts = pos == 0 || ptx_space(ptx[pos - 1]);
+        pos += 8;
+        if (!starts || pos >= ptx.size() || !ptx_space(ptx[pos])) continue;
+        std::size_t i = skip_space(pos);
+        const std::size_t kind_end = token_end(i);
+        const std::string_view kind = ptx.substr(i, kind_end - i);
+        i = skip_space(kind_end);
+        if (kind == ".entry" || kind == ".func") {
+            // A function's return parameters come first, in parentheses.
+            if (kind == ".func" && i < ptx.size() && ptx[i] == '(') {
+                const std::size_t close = ptx.find(')', i);
+                if (close == std::string_view::npos) break;
+                i = skip_space(close + 1);
+            }
+            const std::size_t name_end = token_end(i);
+            const std::string_view name = ptx.substr(i, name_end - i);
+            // A body follows the parameter list (and any performance directives); a prototype ends
+            // with ';'.
+            std::size_t after = skip_space(name_end);
+            if (after < ptx.size() && ptx[after] == '(') {
+                const std::size_t close = ptx.find(')', after);
+                if (close == std::string_view::npos) break;
+                after = close + 1;
+            }
+            const std::size_t end = ptx.find_first_of("{;", after);
+            if (end == std::string_view::npos) break;
+            if (ptx[end] == '{') add(name);
+            pos = end;
+        } else if (kind == ".global" || kind == ".const") {
+            // `.visible .global .align 4 .f32 name[4] = {...};`: the name is the last token
+            // before '[', '=' or ';'.
+            const std::size_t end = ptx.find_first_of(";[=", i);
+            if (end == std::string_view::npos) break;
+            std::size_t last = end;
+            while (last > i && ptx_space(ptx[last - 1])) --last;
+            std::size_t first = last;
+            while (first > i && !ptx_space(ptx[first - 1])) --first;
+            add(ptx.substr(first, last - first));
+            pos = end;
         }
     }
     return names;

@@ -4,6 +4,7 @@
 // keep damaged cubins and fatbins from nvJitLink and the driver.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -180,6 +181,67 @@ TEST(Linker, InputNamesStayValidForTheWholeLink) {
     } catch (const LinkError& e) {
         EXPECT_NE(e.log().find("_Z5twicef' in 'linker_input_names_test#0'"), std::string::npos) << e.log();
     }
+}
+
+// Definitions with external linkage, prototypes, extern and static symbols, one of each kind.
+constexpr const char* k_symbols = R"(
+__device__ float twice(float v);
+__device__ __noinline__ float thrice(float v) { return 3.0f * twice(v); }
+__device__ float g;
+__device__ int arr[4] = {1, 2, 3, 4};
+__constant__ float c[2];
+extern __device__ float elsewhere;
+static __device__ float hidden;
+__device__ __noinline__ float twice(float v) { return 2.0f * v + hidden; }
+extern "C" __global__ void __launch_bounds__(256) k(float* x) { x[threadIdx.x] = thrice(x[0]) + g + arr[1] + c[0] + elsewhere; }
+)";
+
+TEST(Linker, TheSymbolsEachInputDefinesAreReadFromPtxAndCubin) {
+    const std::vector<std::string> want{"_Z5twicef", "_Z6thricef", "arr", "c", "g", "k"};
+    for (const CodeType t : {CodeType::ptx, CodeType::cubin}) {
+        const ObjectCode code = Program(k_symbols, {.arch = "sm_90", .relocatable = true}).compile(t);
+        const std::string_view bytes(reinterpret_cast<const char*>(code.bytes().data()), code.bytes().size());
+        std::vector<std::string> got =
+            t == CodeType::ptx ? detail::ptx_defined_symbols(bytes) : detail::cubin_defined_symbols(bytes);
+        std::sort(got.begin(), got.end());
+        EXPECT_EQ(got, want) << core::to_string(t) << ": the prototype of twice(), the extern and the static "
+                             << "variable are no definitions";
+    }
+    // Comments, weak and extern symbols, and prototypes define nothing.
+    EXPECT_EQ(detail::ptx_defined_symbols("// .visible .entry a(\n/* .visible .global .f32 b; */\n"
+                                          ".weak .func w()\n{\n}\n.extern .global .f32 e;\n"
+                                          ".visible .func p(.param .b32 x);\n"),
+              std::vector<std::string>{});
+    EXPECT_EQ(detail::ptx_defined_symbols(".visible .entry z()\n.maxntid 64, 1, 1\n{\nret;\n}\n"),
+              std::vector<std::string>{"z"});
+    EXPECT_TRUE(detail::cubin_defined_symbols("not an ELF file").empty());
+}
+
+TEST(Linker, ASymbolDefinedByTwoInputsIsRefusedBeforeNvJitLink) {
+    // nvJitLink reports such a link on stderr and links anyway, or crashes once an LTO link has run
+    // in the process: run one first, so a link that got through would show it.
+    (void)Linker().add(caller_lto()).add(callee_lto()).link();
+    const char* const sources[] = {k_callee_kernel, k_callee, "__device__ float g;\n"};
+    const char* const symbols[] = {"'twice'", "'_Z5twicef'", "'g'"};
+    for (std::size_t s = 0; s < 3; ++s)
+        for (const CodeType first : {CodeType::ptx, CodeType::cubin})
+            for (const CodeType second : {CodeType::ptx, CodeType::cubin}) {
+                const ObjectCode a =
+                    Program(sources[s], {.name = "first_input", .arch = "sm_90", .relocatable = true}).compile(first);
+                const ObjectCode b = Program(std::string(sources[s]) + "\n",
+                                             {.name = "second_input", .arch = "sm_90", .relocatable = true})
+                                         .compile(second);
+                test::expect_throw_with<InvalidArgument>([&] { (void)Linker({.arch = "sm_90"}).add(a).add(b).link(); },
+                                                         {"Linker::link: inputs[1]: 'second_input'", symbols[s],
+                                                          "inputs[0] ('first_input'", "defined once"});
+            }
+    // The same input twice.
+    const ObjectCode once = compile(k_callee, CodeType::ptx);
+    test::expect_throw_with<InvalidArgument>([&] { (void)Linker().add(once).add(once).link(); },
+                                             {"inputs[1]", "'_Z5twicef'", "inputs[0]"});
+    // A declaration in one input and the definition in another still link.
+    const ObjectCode caller = compile(k_caller, CodeType::ptx, "sm_90", true);
+    EXPECT_NO_THROW((void)Linker().add(caller).add(once).link());
 }
 
 TEST(Linker, CodeTypesOutsideTheEnumAreRejectedBeforeNvJitLink) {

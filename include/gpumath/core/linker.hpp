@@ -43,9 +43,9 @@ public:
 
     /// Links the inputs into `target` (cubin, or ptx when every input is LTO-IR).
     /// InvalidArgument before linking for: no inputs, bad options, inputs whose architectures
-    /// differ from the target's (naming the input), a target other than cubin/ptx, a moved-from
-    /// Linker. Throws
-    /// LinkError carrying nvJitLink's log when linking fails (e.g. an unresolved symbol).
+    /// differ from the target's (naming the input), a symbol defined by two PTX or cubin inputs
+    /// (naming both), a target other than cubin/ptx, a moved-from Linker. Throws LinkError
+    /// carrying nvJitLink's log when linking fails (e.g. an unresolved symbol).
     [[nodiscard]] ObjectCode link(CodeType target = CodeType::cubin) const;
 
     /// The options given.
