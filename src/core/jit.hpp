@@ -90,6 +90,10 @@ struct CompileExpectation {
 /// Global (not weak) function and variable symbols a CUDA ELF image defines; empty when the bytes
 /// are not a readable ELF file.
 [[nodiscard]] std::vector<std::string> cubin_defined_symbols(std::string_view elf);
+/// The symbols the uncompressed PTX and ELF images of a fatbin define (as above), all entries
+/// together: nvJitLink picks one entry per link, and an entry for another architecture holds the
+/// same program's symbols. Compressed entries are not read.
+[[nodiscard]] std::vector<std::string> fatbin_defined_symbols(std::string_view fatbin);
 /// "sm_NN" from a cubin's ELF header, empty when unreadable.
 [[nodiscard]] std::string cubin_arch(std::string_view elf);
 /// Empty when `elf` is a CUDA ELF file whose structure holds together: the ELF header, the

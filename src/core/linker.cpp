@@ -179,16 +179,27 @@ void read_linked(nvJitLinkHandle h, CodeType target, const std::string& what, de
 
 /// Two inputs defining one symbol are refused before nvJitLink sees them: nvJitLink 13.0 reports
 /// "Multiple definition" on stderr and still links, and once an LTO link has run in the process it
-/// crashes on them instead. PTX and cubin inputs are read; fatbins hold one image per architecture
-/// (nvJitLink picks one) and LTO-IR is not read.
+/// crashes on them instead. PTX, cubin and the uncompressed images of fatbins are read; LTO-IR
+/// and compressed images are not.
 void check_unique_definitions(const std::vector<ObjectCode>& inputs, const char* api) {
     std::map<std::string, std::size_t, std::less<>> first_definer;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const ObjectCode& c = inputs[i];
-        if (c.type() != CodeType::ptx && c.type() != CodeType::cubin) continue;
         const std::string_view bytes(reinterpret_cast<const char*>(c.bytes().data()), c.bytes().size());
-        const std::vector<std::string> symbols =
-            c.type() == CodeType::ptx ? detail::ptx_defined_symbols(bytes) : detail::cubin_defined_symbols(bytes);
+        std::vector<std::string> symbols;
+        switch (c.type()) {
+            case CodeType::ptx:
+                symbols = detail::ptx_defined_symbols(bytes);
+                break;
+            case CodeType::cubin:
+                symbols = detail::cubin_defined_symbols(bytes);
+                break;
+            case CodeType::fatbin:
+                symbols = detail::fatbin_defined_symbols(bytes);
+                break;
+            default:
+                continue;
+        }
         for (const std::string& symbol : symbols) {
             const auto [at, inserted] = first_definer.emplace(symbol, i);
             if (inserted) continue;

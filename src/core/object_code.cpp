@@ -120,6 +120,9 @@ void for_each_symbol(std::string_view elf, F&& f) {
     if (shentsize < 64) return;
     std::set<std::pair<std::uint64_t, std::uint64_t>> visited;
     std::uint64_t budget = elf.size() / symbol_bytes;
+    // Symbols may point anywhere into a string table, so a hostile file can make each name most of
+    // it: the bytes of all names read together stay within a few times the file's size.
+    std::uint64_t name_budget = 4 * std::uint64_t(elf.size()) + 4096;
     for (std::uint32_t i = 0; i < shnum; ++i) {
         Section symtab, strings;
         if (!read_section(elf, shoff, shentsize, i, symtab)) return;
@@ -137,9 +140,16 @@ void for_each_symbol(std::string_view elf, F&& f) {
                 !read_at(elf, symtab.offset + s + 5, sym.other) || !read_at(elf, symtab.offset + s + 6, sym.section))
                 return;
             if (name_off >= strtab.size()) continue;
-            const std::size_t end = strtab.find('\0', name_off);
-            if (end == std::string_view::npos || end == name_off) continue;
-            sym.name = strtab.substr(name_off, end - name_off);
+            const std::string_view rest =
+                strtab.substr(name_off, std::size_t(std::min<std::uint64_t>(strtab.size() - name_off, name_budget)));
+            const std::size_t length = rest.find('\0');
+            if (length == std::string_view::npos) {
+                if (rest.size() == name_budget) return;  // the names' budget is spent
+                continue;
+            }
+            name_budget -= length + 1;
+            if (length == 0) continue;
+            sym.name = rest.substr(0, length);
             f(sym);
         }
     }
@@ -167,7 +177,8 @@ std::vector<std::string> cubin_defined_symbols(std::string_view elf) {
     for_each_symbol(elf, [&](const ElfSymbol& sym) {
         const unsigned type = sym.info & 0xf, binding = sym.info >> 4;
         if ((type == stt_func || type == stt_object || type == stt_cuda_object) && binding == stb_global &&
-            sym.section != 0 /* SHN_UNDEF */ && seen.insert(sym.name).second)
+            sym.section != 0 /* SHN_UNDEF */ && sym.section < shn_loreserve /* not common, absolute */ &&
+            seen.insert(sym.name).second)
             names.emplace_back(sym.name);
     });
     return names;
@@ -234,7 +245,16 @@ std::vector<std::string> ptx_defined_symbols(std::string_view ptx_text) {
         const std::string_view kind = ptx.substr(i, kind_end - i);
         i = skip_space(kind_end);
         if (kind == ".entry" || kind == ".func") {
-            // A function's return parameters come first, in parentheses.
+            // Attributes, then a function's return parameters, come first, in parentheses.
+            while (ptx.substr(i).starts_with(".attribute")) {
+                std::size_t close = ptx.find('(', i);
+                for (int depth = 0; close < ptx.size(); ++close) {
+                    if (ptx[close] == '(') ++depth;
+                    if (ptx[close] == ')' && --depth == 0) break;
+                }
+                if (close >= ptx.size()) return names;
+                i = skip_space(close + 1);
+            }
             if (kind == ".func" && i < ptx.size() && ptx[i] == '(') {
                 const std::size_t close = ptx.find(')', i);
                 if (close == std::string_view::npos) break;
@@ -250,21 +270,41 @@ std::vector<std::string> ptx_defined_symbols(std::string_view ptx_text) {
                 if (close == std::string_view::npos) break;
                 after = close + 1;
             }
-            const std::size_t end = ptx.find_first_of("{;", after);
+            // `.pragma "...";` statements may stand between the parameters and the body.
+            std::size_t end = ptx.find_first_of("{;", after);
+            while (end != std::string_view::npos && ptx[end] == ';' &&
+                   ptx.substr(after, end - after).find(".pragma") != std::string_view::npos) {
+                after = end + 1;
+                end = ptx.find_first_of("{;", after);
+            }
             if (end == std::string_view::npos) break;
             if (ptx[end] == '{') add(name);
             pos = end;
         } else if (kind == ".global" || kind == ".const") {
-            // `.visible .global .align 4 .f32 name[4] = {...};`: the name is the last token
-            // before '[', '=' or ';'.
-            const std::size_t end = ptx.find_first_of(";[=", i);
-            if (end == std::string_view::npos) break;
-            std::size_t last = end;
-            while (last > i && ptx_space(ptx[last - 1])) --last;
-            std::size_t first = last;
-            while (first > i && !ptx_space(ptx[first - 1])) --first;
-            add(ptx.substr(first, last - first));
-            pos = end;
+            // `.visible .global .align 4 .f32 name[4] = {...}, other;`: each name is the last token
+            // before '[', '=', ',' or ';'; an initializer runs to the ',' or ';' after its braces.
+            for (;;) {
+                const std::size_t end = ptx.find_first_of(";[=,", i);
+                if (end == std::string_view::npos) return names;
+                std::size_t last = end;
+                while (last > i && ptx_space(ptx[last - 1])) --last;
+                std::size_t first = last;
+                while (first > i && !ptx_space(ptx[first - 1]) && ptx[first - 1] != ',') --first;
+                add(ptx.substr(first, last - first));
+                std::size_t next = end;
+                if (ptx[next] == '[' || ptx[next] == '=') {
+                    int depth = 0;
+                    while (next < ptx.size() && (depth > 0 || (ptx[next] != ',' && ptx[next] != ';'))) {
+                        if (ptx[next] == '{' || ptx[next] == '(' || ptx[next] == '[') ++depth;
+                        if ((ptx[next] == '}' || ptx[next] == ')' || ptx[next] == ']') && depth > 0) --depth;
+                        ++next;
+                    }
+                    if (next >= ptx.size()) return names;
+                }
+                pos = next;
+                if (ptx[next] == ';') break;
+                i = next + 1;
+            }
         }
     }
     return names;
@@ -422,6 +462,34 @@ std::string fatbin_defect(std::string_view fatbin) {
     }
     if (count == 0) return "it holds no entries";
     return {};
+}
+
+std::vector<std::string> fatbin_defined_symbols(std::string_view fatbin) {
+    // The layout fatbin_defect checks; an entry that does not lie inside ends the walk.
+    std::vector<std::string> names;
+    std::uint16_t header = 0;
+    std::uint64_t entries = 0;
+    if (!read_at(fatbin, 6, header) || !read_at(fatbin, 8, entries) || header < 16 ||
+        !inside(fatbin.size(), header, entries, 1))
+        return names;
+    const std::uint64_t end = header + entries;
+    std::set<std::string> seen;
+    for (std::uint64_t at = header; end - at >= 16;) {
+        std::uint32_t entry_header = 0;
+        std::uint64_t payload = 0;
+        if (!read_at(fatbin, at + 4, entry_header) || !read_at(fatbin, at + 8, payload) || entry_header < 16 ||
+            entry_header > end - at || payload > end - at - entry_header)
+            break;
+        // Uncompressed images only: an ELF file, or PTX text (a compressed payload is neither).
+        const std::string_view image = fatbin.substr(at + entry_header, payload);
+        std::vector<std::string> found;
+        if (is_elf64(image)) found = cubin_defined_symbols(image);
+        else if (image.find(".version") != std::string_view::npos) found = ptx_defined_symbols(image);
+        for (std::string& name : found)
+            if (seen.insert(name).second) names.push_back(std::move(name));
+        at += entry_header + payload;
+    }
+    return names;
 }
 
 WriteStatus write_regular_file(const fs::path& path, std::string_view bytes, bool exclusive, int& error) {

@@ -217,6 +217,106 @@ TEST(Linker, TheSymbolsEachInputDefinesAreReadFromPtxAndCubin) {
     EXPECT_TRUE(detail::cubin_defined_symbols("not an ELF file").empty());
 }
 
+// Sets the section index of symbol `name` in a cubin's symbol table (a test-side ELF walk).
+std::string with_symbol_section(std::string elf, std::string_view name, std::uint16_t section) {
+    const auto get = [&](std::size_t at, auto v) {
+        std::memcpy(&v, elf.data() + at, sizeof(v));
+        return v;
+    };
+    const auto shoff = get(0x28, std::uint64_t{});
+    const auto shentsize = get(0x3a, std::uint16_t{});
+    const auto shnum = get(0x3c, std::uint16_t{});
+    for (std::uint16_t i = 0; i < shnum; ++i) {
+        const std::size_t h = shoff + std::size_t(i) * shentsize;
+        if (get(h + 4, std::uint32_t{}) != 2 /* SHT_SYMTAB */) continue;
+        const auto offset = get(h + 0x18, std::uint64_t{}), size = get(h + 0x20, std::uint64_t{});
+        const std::size_t strings = shoff + std::size_t(get(h + 0x28, std::uint32_t{})) * shentsize;
+        const auto strtab = get(strings + 0x18, std::uint64_t{});
+        for (std::uint64_t at = offset; at + 24 <= offset + size; at += 24)
+            if (std::string_view(elf.c_str() + strtab + get(at, std::uint32_t{})) == name) {
+                std::memcpy(elf.data() + at + 6, &section, sizeof(section));
+                return elf;
+            }
+    }
+    ADD_FAILURE() << "no symbol " << name;
+    return elf;
+}
+
+TEST(Linker, PtxDirectivesAroundDefinitionsAndCommonSymbolsAreReadRight) {
+    // A pragma between the parameters and the body, attributes before the return parameters, and
+    // lists of variables with initializers.
+    std::vector<std::string> got = detail::ptx_defined_symbols(
+        ".visible .entry foo(.param .u64 a)\n.maxntid 32, 1, 1\n.pragma \"nounroll\";\n{\nret;\n}\n"
+        ".visible .func .attribute(.unified(0x1, 0x2)) (.param .b32 r) f(.param .b32 x)\n{\nret;\n}\n"
+        ".visible .global .u32 a1, b1;\n.visible .global .align 4 .b8 a2[2] = {1, 2}, b2[2];\n"
+        ".visible .const .f32 k1 = 0f3F800000, k2;\n");
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, (std::vector<std::string>{"a1", "a2", "b1", "b2", "f", "foo", "k1", "k2"}));
+    // A common symbol (SHN_COMMON) is merged by the linker, not defined twice; nor is an absolute one.
+    const ObjectCode code =
+        Program("__device__ int cm;\n__device__ int kept;\n", {.arch = "sm_90", .relocatable = true})
+            .compile(CodeType::cubin);
+    const std::string bytes(reinterpret_cast<const char*>(code.bytes().data()), code.bytes().size());
+    for (const std::uint16_t section : {std::uint16_t(0xfff2), std::uint16_t(0xfff1)})
+        EXPECT_EQ(detail::cubin_defined_symbols(with_symbol_section(bytes, "cm", section)),
+                  std::vector<std::string>{"kept"});
+}
+
+TEST(Linker, ACubinWhoseSymbolsShareOneLongNameIsReadInBoundedWork) {
+    // Symbols pointing at successive offsets of one long run of characters would each name most of
+    // it (gigabytes of names from a megabyte file): the names read stay within a few file sizes.
+    const ObjectCode base =
+        Program("extern \"C\" __global__ void k() {}", {.arch = "sm_90", .relocatable = true}).compile(CodeType::cubin);
+    std::string elf(reinterpret_cast<const char*>(base.bytes().data()), base.bytes().size());
+    const auto get = [&](std::size_t at, auto v) {
+        std::memcpy(&v, elf.data() + at, sizeof(v));
+        return v;
+    };
+    const auto put = [&](std::size_t at, auto v) { std::memcpy(elf.data() + at, &v, sizeof(v)); };
+    const auto shoff = get(0x28, std::uint64_t{});
+    const auto shnum = get(0x3c, std::uint16_t{});
+    std::size_t symtab = 0;
+    for (std::uint16_t i = 0; i < shnum; ++i)
+        if (get(shoff + i * 64U + 4, std::uint32_t{}) == 2) symtab = shoff + i * 64U;
+    ASSERT_NE(symtab, 0U);
+    const std::size_t strtab = shoff + std::size_t(get(symtab + 0x28, std::uint32_t{})) * 64;
+    const std::size_t chars = std::size_t(1) << 19, symbols = chars / 24;
+    const std::uint64_t strings_at = elf.size();
+    elf.append(chars - 1, 'A').push_back('\0');
+    const std::uint64_t symbols_at = elf.size();
+    for (std::size_t j = 0; j < symbols; ++j) {
+        std::string entry(24, '\0');
+        const auto name = std::uint32_t(j * 8 % (chars - 1));
+        std::memcpy(entry.data(), &name, 4);
+        entry[4] = char(0x12);  // STB_GLOBAL, STT_FUNC
+        entry[6] = 1;           // section 1
+        elf += entry;
+    }
+    put(strtab + 0x18, strings_at);
+    put(strtab + 0x20, std::uint64_t(chars));
+    put(symtab + 0x18, symbols_at);
+    put(symtab + 0x20, std::uint64_t(symbols * 24));
+    std::size_t bytes = 0;
+    for (const std::string& n : detail::cubin_defined_symbols(elf)) bytes += n.size();
+    EXPECT_GT(bytes, 0U);
+    EXPECT_LE(bytes, 4 * elf.size() + 4096) << "names read from a " << elf.size() << "-byte file";
+}
+
+TEST(Linker, AFatbinDefiningASymbolAnotherInputDefinesIsRefused) {
+    const ObjectCode cubin = compile(k_callee_kernel, CodeType::cubin);
+    const ObjectCode ptx = compile(k_callee_kernel, CodeType::ptx);
+    const auto text = [](const ObjectCode& c) {
+        return std::string(reinterpret_cast<const char*>(c.bytes().data()), c.bytes().size());
+    };
+    const std::string fatbin = test::fatbin_of(text(cubin), text(ptx));
+    if (fatbin.empty()) GTEST_SKIP() << "the CUDA toolkit's fatbinary tool was not found at build time";
+    EXPECT_EQ(detail::fatbin_defined_symbols(fatbin), std::vector<std::string>{"twice"});
+    (void)Linker().add(caller_lto()).add(callee_lto()).link();  // nvJitLink crashed after an LTO link
+    const ObjectCode fat = ObjectCode::from_bytes(fatbin, CodeType::fatbin);
+    test::expect_throw_with<InvalidArgument>([&] { (void)Linker({.arch = "sm_90"}).add(ptx).add(fat).link(); },
+                                             {"inputs[1]", "(fatbin) defines 'twice'", "inputs[0]"});
+}
+
 TEST(Linker, ASymbolDefinedByTwoInputsIsRefusedBeforeNvJitLink) {
     // nvJitLink reports such a link on stderr and links anyway, or crashes once an LTO link has run
     // in the process: run one first, so a link that got through would show it.
