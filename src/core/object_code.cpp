@@ -230,6 +230,15 @@ std::vector<std::string> ptx_defined_symbols(std::string_view ptx_text) {
             ++i;
         return i;
     };
+    // The position of the ')' that closes the first '(' at or after `i`; npos when none does.
+    const auto closing = [&](std::size_t i) {
+        int depth = 0;
+        for (i = ptx.find('(', i); i < ptx.size(); ++i) {
+            if (ptx[i] == '(') ++depth;
+            if (ptx[i] == ')' && --depth == 0) return i;
+        }
+        return std::string_view::npos;
+    };
     const auto add = [&](std::string_view name) {
         if (!name.empty() && std::all_of(name.begin(), name.end(), ptx_name_char) &&
             seen.insert(std::string(name)).second)
@@ -247,16 +256,12 @@ std::vector<std::string> ptx_defined_symbols(std::string_view ptx_text) {
         if (kind == ".entry" || kind == ".func") {
             // Attributes, then a function's return parameters, come first, in parentheses.
             while (ptx.substr(i).starts_with(".attribute")) {
-                std::size_t close = ptx.find('(', i);
-                for (int depth = 0; close < ptx.size(); ++close) {
-                    if (ptx[close] == '(') ++depth;
-                    if (ptx[close] == ')' && --depth == 0) break;
-                }
-                if (close >= ptx.size()) return names;
+                const std::size_t close = closing(i);
+                if (close == std::string_view::npos) return names;
                 i = skip_space(close + 1);
             }
             if (kind == ".func" && i < ptx.size() && ptx[i] == '(') {
-                const std::size_t close = ptx.find(')', i);
+                const std::size_t close = closing(i);
                 if (close == std::string_view::npos) break;
                 i = skip_space(close + 1);
             }
@@ -266,7 +271,7 @@ std::vector<std::string> ptx_defined_symbols(std::string_view ptx_text) {
             // with ';'.
             std::size_t after = skip_space(name_end);
             if (after < ptx.size() && ptx[after] == '(') {
-                const std::size_t close = ptx.find(')', after);
+                const std::size_t close = closing(after);
                 if (close == std::string_view::npos) break;
                 after = close + 1;
             }
@@ -423,11 +428,16 @@ std::string cubin_defect(std::string_view elf) {
     return {};
 }
 
-std::string fatbin_defect(std::string_view fatbin) {
+namespace {
+
+// Walks a fatbin's entries, calling `entry(index, offset, kind, payload)` for each entry that lies
+// inside the file; `entry` returns a defect (non-empty) to stop. Returns the first defect of the
+// container or its entries, empty when every entry was read.
+template <class F>
+std::string walk_fatbin(std::string_view fatbin, F&& entry) {
     // Container: u32 magic | u16 version | u16 header size | u64 size of the entries that follow.
     // Entry:     u16 kind | u16 flags | u32 header size | u64 payload size | ... | payload.
     constexpr std::uint32_t magic = 0xba55ed50;
-    constexpr std::uint16_t fatbin_kind_ptx = 1, fatbin_kind_elf = 2, fatbin_kind_ltoir = 8;
     std::uint32_t found = 0;
     std::uint16_t header = 0;
     std::uint64_t entries = 0;
@@ -452,43 +462,42 @@ std::string fatbin_defect(std::string_view fatbin) {
                 "entry {} at offset {} ({}-byte header, {}-byte payload) runs past the end of the "
                 "entries ({})",
                 count, at, entry_header, payload, end);
-        // nvJitLink reads an entry by its kind, and crashes on some kinds given another payload.
-        if (kind != fatbin_kind_ptx && kind != fatbin_kind_elf && kind != fatbin_kind_ltoir)
-            return fmt::format(
-                "entry {} at offset {} is of kind {}, not PTX ({}), ELF ({}) or LTO-IR ({}), the kinds "
-                "the toolkit's fatbinary writes",
-                count, at, kind, fatbin_kind_ptx, fatbin_kind_elf, fatbin_kind_ltoir);
+        std::string defect = entry(count, at, kind, fatbin.substr(at + entry_header, payload));
+        if (!defect.empty()) return defect;
         at += entry_header + payload;
     }
     if (count == 0) return "it holds no entries";
     return {};
 }
 
+}  // namespace
+
+std::string fatbin_defect(std::string_view fatbin) {
+    static constexpr std::uint16_t fatbin_kind_ptx = 1, fatbin_kind_elf = 2, fatbin_kind_ltoir = 8;
+    return walk_fatbin(fatbin, [](int index, std::uint64_t at, std::uint16_t kind, std::string_view) -> std::string {
+        // nvJitLink reads an entry by its kind, and crashes on some kinds given another payload.
+        if (kind != fatbin_kind_ptx && kind != fatbin_kind_elf && kind != fatbin_kind_ltoir)
+            return fmt::format(
+                "entry {} at offset {} is of kind {}, not PTX ({}), ELF ({}) or LTO-IR ({}), the kinds "
+                "the toolkit's fatbinary writes",
+                index, at, kind, fatbin_kind_ptx, fatbin_kind_elf, fatbin_kind_ltoir);
+        return {};
+    });
+}
+
 std::vector<std::string> fatbin_defined_symbols(std::string_view fatbin) {
-    // The layout fatbin_defect checks; an entry that does not lie inside ends the walk.
     std::vector<std::string> names;
-    std::uint16_t header = 0;
-    std::uint64_t entries = 0;
-    if (!read_at(fatbin, 6, header) || !read_at(fatbin, 8, entries) || header < 16 ||
-        !inside(fatbin.size(), header, entries, 1))
-        return names;
-    const std::uint64_t end = header + entries;
     std::set<std::string> seen;
-    for (std::uint64_t at = header; end - at >= 16;) {
-        std::uint32_t entry_header = 0;
-        std::uint64_t payload = 0;
-        if (!read_at(fatbin, at + 4, entry_header) || !read_at(fatbin, at + 8, payload) || entry_header < 16 ||
-            entry_header > end - at || payload > end - at - entry_header)
-            break;
+    // The entries that lie inside the file; a defect ends the walk.
+    (void)walk_fatbin(fatbin, [&](int, std::uint64_t, std::uint16_t, std::string_view image) -> std::string {
         // Uncompressed images only: an ELF file, or PTX text (a compressed payload is neither).
-        const std::string_view image = fatbin.substr(at + entry_header, payload);
         std::vector<std::string> found;
         if (is_elf64(image)) found = cubin_defined_symbols(image);
         else if (image.find(".version") != std::string_view::npos) found = ptx_defined_symbols(image);
         for (std::string& name : found)
             if (seen.insert(name).second) names.push_back(std::move(name));
-        at += entry_header + payload;
-    }
+        return {};
+    });
     return names;
 }
 
