@@ -90,10 +90,18 @@ struct CompileExpectation {
 /// Global (not weak) function and variable symbols a CUDA ELF image defines; empty when the bytes
 /// are not a readable ELF file.
 [[nodiscard]] std::vector<std::string> cubin_defined_symbols(std::string_view elf);
-/// The symbols the uncompressed PTX and ELF images of a fatbin define (as above), all entries
-/// together: nvJitLink picks one entry per link, and an entry for another architecture holds the
-/// same program's symbols. Compressed entries are not read.
+/// The symbols the PTX and ELF images of a fatbin define (as above), all entries together:
+/// nvJitLink picks one entry per link, and an entry for another architecture holds the same
+/// program's symbols. Images fatbinary compressed are decompressed first (LZ4, or Zstandard where
+/// libzstd.so.1 loads); an image that does not decompress, or would exceed fatbin_image_limit, is
+/// not read.
 [[nodiscard]] std::vector<std::string> fatbin_defined_symbols(std::string_view fatbin);
+/// The image of one fatbin entry: `payload` itself when uncompressed, else decompressed as its
+/// `header` says; nothing when it does not decompress to the size the header declares, or that size
+/// is over fatbin_image_limit or 256 times the compressed bytes (plus 4 KiB).
+[[nodiscard]] std::optional<std::string> fatbin_image(std::string_view header, std::string_view payload);
+/// The largest decompressed image fatbin_image produces.
+inline constexpr std::uint64_t fatbin_image_limit = std::uint64_t(1) << 30;
 /// "sm_NN" from a cubin's ELF header, empty when unreadable.
 [[nodiscard]] std::string cubin_arch(std::string_view elf);
 /// Empty when `elf` is a CUDA ELF file whose structure holds together: the ELF header, the

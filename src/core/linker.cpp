@@ -179,8 +179,8 @@ void read_linked(nvJitLinkHandle h, CodeType target, const std::string& what, de
 
 /// Two inputs defining one symbol are refused before nvJitLink sees them: nvJitLink 13.0 reports
 /// "Multiple definition" on stderr and still links, and once an LTO link has run in the process it
-/// crashes on them instead. PTX, cubin and the uncompressed images of fatbins are read; LTO-IR
-/// and compressed images are not.
+/// crashes on them instead. PTX, cubin and the images of fatbins (decompressed where compressed)
+/// are read; LTO-IR is not.
 void check_unique_definitions(const std::vector<ObjectCode>& inputs, const char* api) {
     std::map<std::string, std::size_t, std::less<>> first_definer;
     for (std::size_t i = 0; i < inputs.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -19,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "core/decompress.hpp"
 #include "core/jit.hpp"
 #include <gpumath/core/module.hpp>
 #include "detail/identifier.hpp"
@@ -462,7 +464,8 @@ std::string walk_fatbin(std::string_view fatbin, F&& entry) {
                 "entry {} at offset {} ({}-byte header, {}-byte payload) runs past the end of the "
                 "entries ({})",
                 count, at, entry_header, payload, end);
-        std::string defect = entry(count, at, kind, fatbin.substr(at + entry_header, payload));
+        std::string defect =
+            entry(count, at, kind, fatbin.substr(at, entry_header), fatbin.substr(at + entry_header, payload));
         if (!defect.empty()) return defect;
         at += entry_header + payload;
     }
@@ -474,30 +477,56 @@ std::string walk_fatbin(std::string_view fatbin, F&& entry) {
 
 std::string fatbin_defect(std::string_view fatbin) {
     static constexpr std::uint16_t fatbin_kind_ptx = 1, fatbin_kind_elf = 2, fatbin_kind_ltoir = 8;
-    return walk_fatbin(fatbin, [](int index, std::uint64_t at, std::uint16_t kind, std::string_view) -> std::string {
-        // nvJitLink reads an entry by its kind, and crashes on some kinds given another payload.
-        if (kind != fatbin_kind_ptx && kind != fatbin_kind_elf && kind != fatbin_kind_ltoir)
-            return fmt::format(
-                "entry {} at offset {} is of kind {}, not PTX ({}), ELF ({}) or LTO-IR ({}), the kinds "
-                "the toolkit's fatbinary writes",
-                index, at, kind, fatbin_kind_ptx, fatbin_kind_elf, fatbin_kind_ltoir);
-        return {};
-    });
+    return walk_fatbin(
+        fatbin, [](int index, std::uint64_t at, std::uint16_t kind, std::string_view, std::string_view) -> std::string {
+            // nvJitLink reads an entry by its kind, and crashes on some kinds given another payload.
+            if (kind != fatbin_kind_ptx && kind != fatbin_kind_elf && kind != fatbin_kind_ltoir)
+                return fmt::format(
+                    "entry {} at offset {} is of kind {}, not PTX ({}), ELF ({}) or LTO-IR ({}), the kinds "
+                    "the toolkit's fatbinary writes",
+                    index, at, kind, fatbin_kind_ptx, fatbin_kind_elf, fatbin_kind_ltoir);
+            return {};
+        });
+}
+
+std::optional<std::string> fatbin_image(std::string_view header, std::string_view payload) {
+    // Past the fields walk_fatbin reads, an entry header as fatbinary (CUDA 13.0) writes it holds at
+    // offset 0x10 the u32 length of the compressed bytes at the payload's start (the rest is
+    // padding), at 0x28 u64 flags (0x2000: an LZ4 block, 0x8000: a Zstandard frame) and at 0x38 the
+    // u64 size of the image once decompressed.
+    static constexpr std::uint64_t lz4 = 0x2000, zstd = 0x8000;
+    std::uint64_t flags = 0, size = 0;
+    std::uint32_t packed = 0;
+    if (!read_at(header, 0x28, flags) || (flags & (lz4 | zstd)) == 0) return std::string(payload);
+    if ((flags & lz4) != 0 && (flags & zstd) != 0) return std::nullopt;
+    if (!read_at(header, 0x10, packed) || !read_at(header, 0x38, size) || packed > payload.size()) return std::nullopt;
+    // LZ4 expands at most 255 times; object code compresses far less than that. A size past both
+    // bounds is a damaged or hostile header, not worth the memory.
+    if (size > fatbin_image_limit || size > 256 * std::uint64_t(packed) + 4096) return std::nullopt;
+    const std::string_view bytes = payload.substr(0, packed);
+    return (flags & lz4) != 0 ? lz4_block_decompress(bytes, std::size_t(size))
+                              : zstd_decompress(bytes, std::size_t(size));
 }
 
 std::vector<std::string> fatbin_defined_symbols(std::string_view fatbin) {
     std::vector<std::string> names;
     std::set<std::string> seen;
     // The entries that lie inside the file; a defect ends the walk.
-    (void)walk_fatbin(fatbin, [&](int, std::uint64_t, std::uint16_t, std::string_view image) -> std::string {
-        // Uncompressed images only: an ELF file, or PTX text (a compressed payload is neither).
-        std::vector<std::string> found;
-        if (is_elf64(image)) found = cubin_defined_symbols(image);
-        else if (image.find(".version") != std::string_view::npos) found = ptx_defined_symbols(image);
-        for (std::string& name : found)
-            if (seen.insert(name).second) names.push_back(std::move(name));
-        return {};
-    });
+    (void)walk_fatbin(
+        fatbin,
+        [&](int, std::uint64_t, std::uint16_t, std::string_view header, std::string_view payload) -> std::string {
+            // An ELF file or PTX text, decompressed where fatbinary compressed it; an image that does
+            // not decompress is not read.
+            const std::optional<std::string> decompressed = fatbin_image(header, payload);
+            if (!decompressed) return {};
+            const std::string_view image = *decompressed;
+            std::vector<std::string> found;
+            if (is_elf64(image)) found = cubin_defined_symbols(image);
+            else if (image.find(".version") != std::string_view::npos) found = ptx_defined_symbols(image);
+            for (std::string& name : found)
+                if (seen.insert(name).second) names.push_back(std::move(name));
+            return {};
+        });
     return names;
 }
 

@@ -50,9 +50,10 @@ inline std::string unique_token() {
            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
-/// A fatbin holding `cubin` (sm_90) and `ptx` (compute_90), made by the toolkit's fatbinary tool;
+/// A fatbin holding `cubin` (sm_90) and `ptx` (compute_90), made by the toolkit's fatbinary tool
+/// with its default options and then `options` (e.g. "--compress-all --compress-mode=speed");
 /// empty where the build found no such tool (GPUMATH_TEST_FATBINARY names it).
-inline std::string fatbin_of(const std::string& cubin, const std::string& ptx) {
+inline std::string fatbin_of(const std::string& cubin, const std::string& ptx, const std::string& options = {}) {
 #ifdef GPUMATH_TEST_FATBINARY
     const TempDir dir;
     const std::filesystem::path c = dir.path() / "k.cubin", p = dir.path() / "k.ptx", out = dir.path() / "k.fatbin";
@@ -60,13 +61,14 @@ inline std::string fatbin_of(const std::string& cubin, const std::string& ptx) {
     std::ofstream(p, std::ios::binary) << ptx;
     const std::string command = std::string("\"") + GPUMATH_TEST_FATBINARY + "\" --create=\"" + out.string() +
                                 "\" --image3=kind=elf,sm=90,file=\"" + c.string() +
-                                "\" --image3=kind=ptx,sm=90,file=\"" + p.string() + "\"";
+                                "\" --image3=kind=ptx,sm=90,file=\"" + p.string() + "\" " + options;
     if (std::system(command.c_str()) != 0) return {};
     std::ifstream in(out, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 #else
     (void)cubin;
     (void)ptx;
+    (void)options;
     return {};
 #endif
 }
