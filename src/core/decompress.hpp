@@ -14,12 +14,14 @@ namespace gpumath::detail {
 
 /// An LZ4 block (the raw block format, no frame header), as `fatbinary --compress-mode=speed`
 /// writes images, into exactly `size` bytes. Nothing when a sequence reads past the input, a match
-/// reaches before the output's start, or the output would not be `size` bytes.
+/// reaches before the output's start, or the output would not be `size` bytes (all checked before
+/// the output is allocated).
 [[nodiscard]] std::optional<std::string> lz4_block_decompress(std::string_view block, std::size_t size);
 
 /// A Zstandard frame, as fatbinary's default compression writes images, into exactly `size` bytes,
-/// through the system's libzstd (libzstd.so.1, loaded on first use). Nothing when the frame does
-/// not decode to `size` bytes, or when no libzstd could be loaded (zstd_available()).
+/// through the system's libzstd (libzstd.so.1, loaded on first use). Nothing when the frame's header
+/// does not declare `size` bytes (checked before allocating) or the frame does not decode to them,
+/// or when no libzstd could be loaded (zstd_available()).
 [[nodiscard]] std::optional<std::string> zstd_decompress(std::string_view frame, std::size_t size);
 
 /// Whether libzstd.so.1 could be loaded (once per process).

@@ -98,7 +98,7 @@ struct CompileExpectation {
 [[nodiscard]] std::vector<std::string> fatbin_defined_symbols(std::string_view fatbin);
 /// The image of one fatbin entry: `payload` itself when uncompressed, else decompressed as its
 /// `header` says; nothing when it does not decompress to the size the header declares, or that size
-/// is over fatbin_image_limit or 256 times the compressed bytes (plus 4 KiB).
+/// is over fatbin_image_limit.
 [[nodiscard]] std::optional<std::string> fatbin_image(std::string_view header, std::string_view payload);
 /// The largest decompressed image fatbin_image produces.
 inline constexpr std::uint64_t fatbin_image_limit = std::uint64_t(1) << 30;

@@ -500,9 +500,9 @@ std::optional<std::string> fatbin_image(std::string_view header, std::string_vie
     if (!read_at(header, 0x28, flags) || (flags & (lz4 | zstd)) == 0) return std::string(payload);
     if ((flags & lz4) != 0 && (flags & zstd) != 0) return std::nullopt;
     if (!read_at(header, 0x10, packed) || !read_at(header, 0x38, size) || packed > payload.size()) return std::nullopt;
-    // LZ4 expands at most 255 times; object code compresses far less than that. A size past both
-    // bounds is a damaged or hostile header, not worth the memory.
-    if (size > fatbin_image_limit || size > 256 * std::uint64_t(packed) + 4096) return std::nullopt;
+    // Both decoders check that the bytes make `size` before allocating it (LZ4 by a first walk over
+    // its sequences, Zstandard by the size its frame declares); past the limit nothing is tried.
+    if (size > fatbin_image_limit) return std::nullopt;
     const std::string_view bytes = payload.substr(0, packed);
     return (flags & lz4) != 0 ? lz4_block_decompress(bytes, std::size_t(size))
                               : zstd_decompress(bytes, std::size_t(size));

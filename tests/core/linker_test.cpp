@@ -677,6 +677,42 @@ TEST(FatbinImages, SymbolsOfCompressedImagesAreReadAndTheirDuplicatesRefused) {
     }
 }
 
+TEST(FatbinImages, ImagesThatCompressManyTimesOverAreRead) {
+    // A 64 KiB table of one value: its PTX compresses hundreds of times over with Zstandard.
+    const std::string source = "__device__ int lut[16384] = {" + [] {
+        std::string v;
+        for (int i = 0; i < 16384; ++i) v += i == 0 ? "7" : ",7";
+        return v;
+    }() + "};\nextern \"C\" __global__ void twice(int* p) { p[threadIdx.x] = lut[p[threadIdx.x]]; }\n";
+    const std::string cubin =
+        bytes_of(Program(source, {.arch = "sm_90", .relocatable = true}).compile(CodeType::cubin));
+    const std::string ptx = bytes_of(Program(source, {.arch = "sm_90", .relocatable = true}).compile(CodeType::ptx));
+    for (const char* mode : {"speed", "default"}) {
+        SCOPED_TRACE(mode);
+        const std::string fatbin = test::fatbin_of(cubin, ptx, std::string("--compress-all --compress-mode=") + mode);
+        if (fatbin.empty()) GTEST_SKIP() << "the CUDA toolkit's fatbinary tool was not found at build time";
+        if (std::string(mode) == "default") {
+            if (!detail::zstd_available()) continue;
+            // The PTX image (the second entry) is over 256 times its compressed size.
+            const std::size_t second = 16 + get<std::uint32_t>(fatbin, 16 + 4) + get<std::uint64_t>(fatbin, 16 + 8);
+            EXPECT_GT(get<std::uint64_t>(fatbin, second + 0x38), 256 * get<std::uint32_t>(fatbin, second + 0x10));
+        }
+        std::vector<std::string> got = detail::fatbin_defined_symbols(fatbin);
+        std::sort(got.begin(), got.end());
+        EXPECT_EQ(got, (std::vector<std::string>{"lut", "twice"}));
+    }
+}
+
+TEST(FatbinImages, SmallBlocksDeclaringLargeImagesGiveNothing) {
+    // Checked before the output is allocated: these would otherwise take a gigabyte each.
+    const std::size_t gigabyte = std::size_t(1) << 30;
+    EXPECT_FALSE(detail::lz4_block_decompress(from_hex(k_lz4_text), gigabyte));
+    EXPECT_FALSE(detail::lz4_block_decompress(std::string("\x30", 1) + "abc", gigabyte));
+    if (detail::zstd_available()) {
+        EXPECT_FALSE(detail::zstd_decompress(from_hex(k_zstd_text), gigabyte));
+    }
+}
+
 TEST(FatbinImages, CompressedImagesWithDamagedHeadersAreNotRead) {
     const std::string cubin = bytes_of(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::cubin));
     const std::string ptx = bytes_of(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::ptx));
@@ -688,10 +724,9 @@ TEST(FatbinImages, CompressedImagesWithDamagedHeadersAreNotRead) {
     const std::string_view p = std::string_view(fatbin).substr(first + header, payload);
     ASSERT_TRUE(detail::fatbin_image(h, p));
     const auto with_field = [&](std::size_t at, auto v) { return with(std::string(h), at, v); };
-    // A declared size past the limit, or past 256 times the compressed bytes: not allocated.
+    // A declared size past the limit, or one the bytes do not make: nothing.
     EXPECT_FALSE(detail::fatbin_image(with_field(0x38, std::uint64_t(1) << 40), p));
-    EXPECT_FALSE(
-        detail::fatbin_image(with_field(0x38, std::uint64_t(get<std::uint32_t>(fatbin, first + 0x10)) * 300), p));
+    EXPECT_FALSE(detail::fatbin_image(with_field(0x38, std::uint64_t(detail::fatbin_image_limit)), p));
     // Compressed bytes longer than the payload; both compressions at once; a size one byte off.
     EXPECT_FALSE(detail::fatbin_image(with_field(0x10, std::uint32_t(payload + 1)), p));
     EXPECT_FALSE(detail::fatbin_image(with_field(0x28, get<std::uint64_t>(fatbin, first + 0x28) | 0x8000U), p));
