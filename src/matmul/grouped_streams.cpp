@@ -158,8 +158,8 @@ void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::sh
 }
 
 void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                     const GroupCall& call, core::StreamRef stream, int device) {
-    const int sides = std::min<int>(side_stream_count, int(groups.size()) - 1);
+                     const GroupCall& call, core::StreamRef stream, int device, int max_sides) {
+    const int sides = std::min({side_stream_count, max_sides, int(groups.size()) - 1});
     if (sides <= 0) {
         enqueue_loop(groups, plans, call, stream, device);
         return;

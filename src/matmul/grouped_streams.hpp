@@ -64,14 +64,15 @@ public:
 void enqueue_loop(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
                   const GroupCall& call, core::StreamRef stream, int device);
 
-/// The same products spread over the caller's stream and up to side_stream_count side streams of
-/// `device` (the largest products first, each to the stream with the least work so far), forked
+/// The same products spread over the caller's stream and up to `max_sides` (at most
+/// side_stream_count) side streams of `device` (the largest products first, each to the stream with
+/// the least work so far, the first of equals to the first stream of least work), forked
 /// from `stream` and joined back to it with events: work enqueued on `stream` afterwards waits for
 /// every product, and a CUDA graph capture on `stream` captures them all. The side streams are
 /// leased per call, and a set still part of a capture is never leased, so eager calls of other
 /// threads never enqueue on a capturing stream.
 void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
-                     const GroupCall& call, core::StreamRef stream, int device);
+                     const GroupCall& call, core::StreamRef stream, int device, int max_sides = side_stream_count);
 
 /// The backend `automatic` measures for uneven groups: runs the call with `loop`, `streams`,
 /// `streams_partitioned` (with `partitioned`, the plans for it), when `with_cublas` `cublas`, and

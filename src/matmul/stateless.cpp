@@ -2,6 +2,7 @@
 // The stateless gpumath::matmul(): a thread-safe LRU cache of plans keyed by device, layouts,
 // dtypes, pointer alignment classes and options.
 #include "matmul/internal.hpp"
+#include "matmul/row_parts.hpp"
 
 #include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
@@ -55,6 +56,8 @@ MatmulOutputs matmul_on(const TensorView& a, const TensorView& b, const TensorVi
         detail::log(LogLevel::debug, "matmul plan cache {}: M={} N={} K={} epilog {} algorithm {}",
                     created ? "miss" : "hit", plan->problem().shape.m, plan->problem().shape.n, plan->problem().shape.k,
                     to_string(plan->problem().inputs.epilog), plan->infos()[plan->selected()].id);
+    if (detail::runs_in_row_parts(plan->problem(), a, d, args))
+        return detail::run_row_parts(a, b, d, args, options, stream, device, api);
     return detail::run_plan(*plan, a, b, d, args, stream, device);
 }
 

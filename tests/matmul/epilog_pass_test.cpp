@@ -13,6 +13,7 @@
 #include "common/test_util.hpp"
 #include "matmul/epilog_pass.hpp"
 #include "matmul/internal.hpp"
+#include "matmul/row_parts.hpp"
 
 #ifndef GPUMATH_TEST_ARCH
 #define GPUMATH_TEST_ARCH "sm_90"
@@ -284,4 +285,40 @@ TEST(EpilogPass, AFunctionThatDoesNotCompileNamesItselfAndItsSignature) {
                                        {"symbol", "\"float\"", "not a keyword"});
     EXPECT_EQ(matmul_epilog_signature("f"),
               "__device__ float f(float value, long long batch, long long row, long long col, void* user_info)");
+}
+
+// ---- large products with a pass: blocks of D's rows on two streams -----------------------------
+
+TEST(EpilogPass, OnlyLargeProductsWithABuiltInPassRunInRowBlocks) {
+    // D (4096, 8192) bf16 is 64 MiB, the smallest split; x (4096, 64) times b (64, 8192).
+    const std::int64_t m = 4096, n = 8192, k = 64;
+    const TensorView a(addr(0), bf16, {m, k}), b(addr(1), bf16, {k, n}), d(addr(2), bf16, {m, n});
+    const TensorView per_row(addr(3), bf16, {m, 1}), per_col(addr(3), bf16, {n}), c(addr(4), bf16, {m, n});
+    const auto parts = [&](const TensorView& av, const TensorView& dv, const MatmulArgs& args,
+                           const MatmulOptions& options) {
+        const MatmulProblem P = analyze(MatmulSignature::of(call_of(av, b, &dv, args)), options, "test");
+        return runs_in_row_parts(P, av, dv, args);
+    };
+    EXPECT_TRUE(parts(a, d, {.bias = per_row}, {.epilog = Epilog::bias}));
+    EXPECT_TRUE(parts(a, d, {.bias = per_row}, {.epilog = Epilog::gelu_bias}));
+    EXPECT_TRUE(parts(a, d, {.bias = per_col}, {.epilog = Epilog::silu_bias}));
+    EXPECT_TRUE(parts(a, d, {}, {.epilog = Epilog::silu}));
+    EXPECT_TRUE(parts(a, d, {.alpha = 0.5, .bias = per_row}, {.epilog = Epilog::bias}));
+    // No pass: cuBLASLt's epilog does it all.
+    EXPECT_FALSE(parts(a, d, {.bias = per_col}, {.epilog = Epilog::gelu_bias}));
+    EXPECT_FALSE(parts(a, d, {}, {}));
+    // A C operand, or the user's function (which sees each element's row).
+    EXPECT_FALSE(parts(a, d, {.beta = 1.0, .c = c, .bias = per_row}, {.epilog = Epilog::bias}));
+    EXPECT_FALSE(parts(a, d, {}, {.epilog_function = gate}));
+    // D under 64 MiB, or rows that do not split into four blocks of a multiple of 16.
+    const TensorView a_small(addr(0), bf16, {m / 2, k}), d_small(addr(2), bf16, {m / 2, n});
+    EXPECT_FALSE(parts(a_small, d_small, {.bias = TensorView(addr(3), bf16, {m / 2, 1})}, {.epilog = Epilog::bias}));
+    const TensorView a_odd(addr(0), bf16, {m + 8, k}), d_odd(addr(2), bf16, {m + 8, n});
+    EXPECT_FALSE(parts(a_odd, d_odd, {.bias = TensorView(addr(3), bf16, {m + 8, 1})}, {.epilog = Epilog::bias}));
+    // A batch of products.
+    const TensorView a3(addr(0), bf16, {2, m, k}), b3(addr(1), bf16, {2, k, n}), d3(addr(2), bf16, {2, m, n});
+    const MatmulArgs batched{.bias = TensorView(addr(3), bf16, {2, m, 1})};
+    const MatmulProblem P3 =
+        analyze(MatmulSignature::of(call_of(a3, b3, &d3, batched)), {.epilog = Epilog::bias}, "test");
+    EXPECT_FALSE(runs_in_row_parts(P3, a3, d3, batched));
 }

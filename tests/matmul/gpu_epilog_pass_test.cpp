@@ -232,3 +232,92 @@ TEST(MatmulEpilogPass, CapturedAndReplayedLikeEagerCalls) {
         EXPECT_EQ(download_bytes(stateless.view, stream), download_bytes(eager.view, stream));
     }
 }
+
+namespace {
+
+/// Kernel nodes of `g`.
+std::size_t kernel_nodes(const core::Graph& g) {
+    std::size_t count = 0;
+    EXPECT_EQ(cudaGraphGetNodes(g.graph(), nullptr, &count), cudaSuccess);
+    std::vector<cudaGraphNode_t> nodes(count);
+    EXPECT_EQ(cudaGraphGetNodes(g.graph(), nodes.data(), &count), cudaSuccess);
+    std::size_t kernels = 0;
+    for (cudaGraphNode_t n : nodes) {
+        cudaGraphNodeType type{};
+        EXPECT_EQ(cudaGraphNodeGetType(n, &type), cudaSuccess);
+        if (type == cudaGraphNodeTypeKernel) ++kernels;
+    }
+    return kernels;
+}
+
+/// Rows `rows` of the (M, N) host matrix `m`.
+Host rows_of(const Host& m, const std::vector<std::int64_t>& rows) {
+    const std::int64_t n = m.shape[1];
+    Host out(m.dtype, {std::int64_t(rows.size()), n});
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        for (std::int64_t j = 0; j < n; ++j)
+            out.v[i * std::size_t(n) + std::size_t(j)] = m.v[std::size_t(rows[i] * n + j)];
+    return out;
+}
+
+}  // namespace
+
+TEST(MatmulEpilogPass, LargeProductsRunInRowBlocksOnTwoStreamsWithTheSameNumbers) {
+    // D of 64 MiB with a pass (a bias per row of a row-major D; SiLU after a fused bias per column):
+    // gpumath runs four blocks of D's rows, each product with its pass, alternately on the caller's
+    // stream and a side stream. The numbers are those of the whole product's: against a double
+    // reference on the rows at and beside every block boundary, and against the fused orientation
+    // (a column-major D, whose bias cuBLASLt adds: one product, no pass) everywhere.
+    GPUMATH_REQUIRE_GPU();
+    auto rng = gpumath::test::rng_for_test();
+    const std::int64_t M = 4096, N = 8192, K = 32, r = M / 4;
+    const DataType t = DataType::bf16;
+    const Host a = random_host(t, {M, K}, rng, -2, 2), b = random_host(t, {K, N}, rng, -2, 2);
+    const Host row_bias = random_host(t, {M, 1}, rng, -2, 2), col_bias = random_host(t, {N}, rng, -2, 2);
+    core::Stream stream;
+    const Dev da = upload(a, {}, 0, stream), db = upload(b, {}, 0, stream);
+    const Dev drow = upload(row_bias, {}, 0, stream), dcol = upload(col_bias, {}, 0, stream);
+    const std::vector<std::int64_t> sampled = {0, 1, r - 1, r, r + 1, 2 * r - 1, 2 * r, 3 * r - 1, 3 * r, M - 2, M - 1};
+    Host a_rows = rows_of(a, sampled), row_bias_rows = rows_of(row_bias, sampled);
+    struct Case {
+        Epilog epilog;
+        const Host* bias;
+        const Dev* dbias;
+        const Host* bias_rows;
+    };
+    for (const Case& c : {Case{Epilog::bias, &row_bias, &drow, &row_bias_rows},
+                          Case{Epilog::gelu_bias, &row_bias, &drow, &row_bias_rows},
+                          Case{Epilog::silu_bias, &col_bias, &dcol, &col_bias}}) {
+        SCOPED_TRACE(std::string(to_string(c.epilog)) + (c.bias == &row_bias ? ", bias per row" : ", bias per column"));
+        const MatmulArgs args{.bias = c.dbias->view};
+        const Dev d = poisoned(t, {M, N}, {}, 0, stream), d2 = poisoned(t, {M, N}, {}, 0, stream);
+        Matmul mm(da.view, db.view, {.epilog = c.epilog});
+        mm.execute(da.view, db.view, d.view, args, stream);
+        matmul(da.view, db.view, d2.view, args, {.epilog = c.epilog}, stream);
+        const Host got = download(d.view, stream);
+        const RefResult want = reference(a_rows, b, t, {.bias = c.bias_rows, .epilog = c.epilog});
+        expect_close(rows_of(got, sampled), want.d, tolerance(t, t), "rows at the block boundaries");
+        EXPECT_EQ(download_bytes(d2.view, stream), download_bytes(d.view, stream)) << "matmul() == Matmul, bitwise";
+        if (c.bias == &row_bias) {
+            const Dev fused = poisoned(t, {M, N}, d_strides({M, N}, false), 0, stream);
+            matmul(da.view, db.view, fused.view, args, {.epilog = c.epilog}, stream);
+            expect_close(got, download(fused.view, stream), tolerance(t, t), "blocks against the fused orientation");
+        }
+        // Captured: four products and four passes (and the side stream's fork and join), replayed
+        // into the same bits as the eager call.
+        const Dev graph = poisoned(t, {M, N}, {}, 0, stream);
+        core::Graph g =
+            core::Graph::capture(stream, [&](core::StreamRef s) { mm.execute(da.view, db.view, graph.view, args, s); });
+        EXPECT_GE(kernel_nodes(g), 8U) << "four products, each with its pass";
+        g.launch(stream);
+        EXPECT_EQ(download_bytes(graph.view, stream), download_bytes(d.view, stream)) << "replay == eager, bitwise";
+    }
+    // Below 64 MiB of D the product runs whole: one product and one pass.
+    const Dev small = poisoned(t, {M / 2, N}, {}, 0, stream);
+    const TensorView a_half(da.view.data(), t, {M / 2, K});
+    const TensorView bias_half(drow.view.data(), t, {M / 2, 1});
+    Matmul half(a_half, db.view, {.epilog = Epilog::bias});
+    core::Graph g = core::Graph::capture(
+        stream, [&](core::StreamRef s) { half.execute(a_half, db.view, small.view, {.bias = bias_half}, s); });
+    EXPECT_LE(kernel_nodes(g), 3U);
+}

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "matmul/row_parts.hpp"
+
+#include <array>
+#include <memory>
+
+#include "matmul/grouped.hpp"
+#include "matmul/grouped_streams.hpp"
+#include "matmul/internal.hpp"
+
+namespace gpumath::detail {
+namespace {
+
+/// Rows [first, first + rows) of the rank-2 `v`.
+TensorView rows_of(const TensorView& v, std::int64_t first, std::int64_t rows) {
+    const auto* base = static_cast<const std::byte*>(v.data());
+    const std::int64_t offset = first * v.stride(0) * std::int64_t(size_of(v.dtype()));
+    return {base + offset, v.dtype(), {rows, v.shape(1)}, {v.stride(0), v.stride(1)}};
+}
+
+}  // namespace
+
+bool runs_in_row_parts(const MatmulProblem& P, const TensorView& a, const TensorView& d,
+                       const MatmulArgs& args) noexcept {
+    if (!P.pass.on || P.pass.function || P.shape.batch != 1 || a.rank() != 2 || d.rank() != 2) return false;
+    if (args.c || !(args.beta == Scalar(0.0)) || args.aux || args.bias_grad || P.inputs.aux != AuxKind::none ||
+        P.inputs.bias_grad || P.inputs.c_from_bias || P.types.fp8 || P.sm_count_target != 0)
+        return false;
+    const std::int64_t rows = d.shape(0), cols = d.shape(1);
+    if (a.shape(0) != rows || rows % (row_part_count * 16) != 0) return false;
+    if (rows * cols * std::int64_t(size_of(d.dtype())) < row_parts_min_bytes) return false;
+    if (args.bias) {
+        const TensorView& bias = *args.bias;
+        const bool per_column = bias.rank() == 1 || (bias.rank() == 2 && bias.shape(0) == 1);
+        const bool per_row = bias.rank() == 2 && bias.shape(0) == rows && bias.shape(1) == 1;
+        if (!per_column && !per_row) return false;
+    }
+    return true;
+}
+
+MatmulOutputs run_row_parts(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                            const MatmulOptions& options, core::StreamRef stream, int device, const char* api) {
+    const std::int64_t rows = d.shape(0) / row_part_count;
+    const bool bias_per_row = args.bias && args.bias->rank() == 2 && args.bias->shape(0) == d.shape(0);
+    std::array<GroupOperands, row_part_count> parts;
+    std::array<std::shared_ptr<MatmulPlan>, row_part_count> plans;
+    for (std::int64_t i = 0; i < row_part_count; ++i) {
+        GroupOperands& part = parts[std::size_t(i)];
+        part.group = i;
+        part.a = rows_of(a, i * rows, rows);
+        part.b = b;
+        part.d = rows_of(d, i * rows, rows);
+        if (args.bias) part.bias = bias_per_row ? rows_of(*args.bias, i * rows, rows) : *args.bias;
+        const MatmulArgs part_args{.alpha = args.alpha, .bias = part.bias};
+        plans[std::size_t(i)] = cached_plan(call_of(part.a, b, &part.d, part_args), options, device, api);
+    }
+    // Alternating streams: part 0 and 2 on the caller's, 1 and 3 on the side stream (equal parts
+    // go to the first stream of least work), so each pass runs beside the other stream's product.
+    enqueue_streams(parts, plans, GroupCall{.alpha = args.alpha}, stream, device, 1);
+    return {};
+}
+
+}  // namespace gpumath::detail
