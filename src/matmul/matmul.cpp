@@ -73,15 +73,18 @@ public:
         const MatmulCall call = call_of(a, b, &d, args);
         MatmulPlan* p = fast_.load(std::memory_order_acquire);
         if (p != nullptr && plan_serves(p->call(), call)) {
-            if (runs_in_row_parts(p->problem(), a, d, args)) [[unlikely]]
-                return run_row_parts(a, b, d, args, options_, stream, matmul_current_device(), "Matmul::execute");
-            return run_plan(*p, a, b, d, args, stream, matmul_current_device());
+            const int device = matmul_current_device();
+            if (runs_in_row_parts(p->problem(), a, d, args) &&
+                run_row_parts(a, b, d, args, options_, stream, device, "Matmul::execute")) [[unlikely]]
+                return {};
+            return run_plan(*p, a, b, d, args, stream, device);
         }
         int device = -1;  // asked for only after the operands passed validation
         const std::shared_ptr<MatmulPlan> plan = slow_plan(call, device);
         if (device < 0) device = matmul_current_device();
-        if (runs_in_row_parts(plan->problem(), a, d, args))
-            return run_row_parts(a, b, d, args, options_, stream, device, "Matmul::execute");
+        if (runs_in_row_parts(plan->problem(), a, d, args) &&
+            run_row_parts(a, b, d, args, options_, stream, device, "Matmul::execute"))
+            return {};
         return run_plan(*plan, a, b, d, args, stream, device);
     }
 

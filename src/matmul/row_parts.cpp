@@ -4,6 +4,8 @@
 #include <array>
 #include <memory>
 
+#include <gpumath/error.hpp>
+
 #include "matmul/grouped.hpp"
 #include "matmul/grouped_streams.hpp"
 #include "matmul/internal.hpp"
@@ -27,7 +29,8 @@ bool runs_in_row_parts(const MatmulProblem& P, const TensorView& a, const Tensor
         P.inputs.bias_grad || P.inputs.c_from_bias || P.types.fp8 || P.sm_count_target != 0)
         return false;
     const std::int64_t rows = d.shape(0), cols = d.shape(1);
-    if (a.shape(0) != rows || rows % (row_part_count * 16) != 0) return false;
+    // A row-major D (blocks of whole rows, each contiguous but for padding).
+    if (d.stride(1) != 1 || a.shape(0) != rows || rows % (row_part_count * 16) != 0) return false;
     if (rows * cols * std::int64_t(size_of(d.dtype())) < row_parts_min_bytes) return false;
     if (args.bias) {
         const TensorView& bias = *args.bias;
@@ -38,8 +41,8 @@ bool runs_in_row_parts(const MatmulProblem& P, const TensorView& a, const Tensor
     return true;
 }
 
-MatmulOutputs run_row_parts(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
-                            const MatmulOptions& options, core::StreamRef stream, int device, const char* api) {
+bool run_row_parts(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                   const MatmulOptions& options, core::StreamRef stream, int device, const char* api) {
     const std::int64_t rows = d.shape(0) / row_part_count;
     const bool bias_per_row = args.bias && args.bias->rank() == 2 && args.bias->shape(0) == d.shape(0);
     std::array<GroupOperands, row_part_count> parts;
@@ -52,12 +55,16 @@ MatmulOutputs run_row_parts(const TensorView& a, const TensorView& b, const Tens
         part.d = rows_of(d, i * rows, rows);
         if (args.bias) part.bias = bias_per_row ? rows_of(*args.bias, i * rows, rows) : *args.bias;
         const MatmulArgs part_args{.alpha = args.alpha, .bias = part.bias};
-        plans[std::size_t(i)] = cached_plan(call_of(part.a, b, &part.d, part_args), options, device, api);
+        try {
+            plans[std::size_t(i)] = cached_plan(call_of(part.a, b, &part.d, part_args), options, device, api);
+        } catch (const NotSupported&) {
+            return false;  // cuBLASLt has no algorithm for a block: the whole product runs
+        }
     }
     // Alternating streams: part 0 and 2 on the caller's, 1 and 3 on the side stream (equal parts
     // go to the first stream of least work), so each pass runs beside the other stream's product.
     enqueue_streams(parts, plans, GroupCall{.alpha = args.alpha}, stream, device, 1);
-    return {};
+    return true;
 }
 
 }  // namespace gpumath::detail

@@ -21,7 +21,7 @@ inline constexpr std::int64_t row_part_count = 4;
 inline constexpr std::int64_t row_parts_min_bytes = std::int64_t(64) << 20;
 
 /// Whether the call (a, d, args) of problem `P` runs in row parts: P has a pass and no user epilog
-/// function (which sees each element's row), D is one rank-2 product of at least
+/// function (which sees each element's row), D is one rank-2 row-major product of at least
 /// row_parts_min_bytes whose rows split into row_part_count blocks of a multiple of 16 rows, with
 /// no C (beta 0), no aux, no bias gradient, no FP8 and no SM count target, and a bias, if any, of
 /// shape (N,), (1, N) or (M, 1).
@@ -30,8 +30,10 @@ inline constexpr std::int64_t row_parts_min_bytes = std::int64_t(64) << 20;
 
 /// Runs such a call as row_part_count products, each with its pass, alternately on `stream` and a
 /// side stream forked from it and joined back to it (capturable as enqueue_streams), each planned
-/// through the plan cache of matmul() (the heuristic's first algorithm) under `options`.
-MatmulOutputs run_row_parts(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
-                            const MatmulOptions& options, core::StreamRef stream, int device, const char* api);
+/// through the plan cache of matmul() (the heuristic's first algorithm) under `options`. False,
+/// with nothing enqueued, when cuBLASLt has no algorithm for a block: the caller runs the whole
+/// product then. (Such a call has no outputs to return: no aux, no bias gradient.)
+[[nodiscard]] bool run_row_parts(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                                 const MatmulOptions& options, core::StreamRef stream, int device, const char* api);
 
 }  // namespace gpumath::detail

@@ -307,6 +307,9 @@ TEST(EpilogPass, OnlyLargeProductsWithABuiltInPassRunInRowBlocks) {
     // No pass: cuBLASLt's epilog does it all.
     EXPECT_FALSE(parts(a, d, {.bias = per_col}, {.epilog = Epilog::gelu_bias}));
     EXPECT_FALSE(parts(a, d, {}, {}));
+    // A column-major D (SiLU has a pass in either layout).
+    const TensorView d_cm(addr(2), bf16, {m, n}, {1, m});
+    EXPECT_FALSE(parts(a, d_cm, {}, {.epilog = Epilog::silu}));
     // A C operand, or the user's function (which sees each element's row).
     EXPECT_FALSE(parts(a, d, {.beta = 1.0, .c = c, .bias = per_row}, {.epilog = Epilog::bias}));
     EXPECT_FALSE(parts(a, d, {}, {.epilog_function = gate}));
