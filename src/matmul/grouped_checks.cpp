@@ -3,6 +3,7 @@
 // input type, group sizes, the (G, N) bias, outputs overlapping across groups, and the slicing of a
 // call into one matmul per group. Host only: no CUDA calls.
 #include "matmul/grouped.hpp"
+#include "matmul/shapes.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -663,19 +664,16 @@ void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, st
                const GroupedMatmulArgs& args, std::vector<GroupOperands>& out) {
     out.clear();
     const TensorLayout bg = weights_of(b);
-    const std::int64_t ea = std::int64_t(size_of(a.dtype())), eb = std::int64_t(size_of(b.dtype())),
-                       ed = std::int64_t(size_of(d.dtype()));
+    const std::int64_t eb = std::int64_t(size_of(b.dtype()));
     std::int64_t row = 0;
     for (std::size_t g = 0; g < sizes.size(); ++g) {
         const std::int64_t M = sizes[g];
         if (M == 0) continue;
         GroupOperands& o = out.emplace_back();
         o.group = std::int64_t(g);
-        const std::int64_t a_shape[] = {M, a.shape(1)}, a_strides[] = {a.stride(0), a.stride(1)};
-        const std::int64_t d_shape[] = {M, d.shape(1)}, d_strides[] = {d.stride(0), d.stride(1)};
-        o.a = TensorView(static_cast<unsigned char*>(a.data()) + row * a.stride(0) * ea, a.dtype(), a_shape, a_strides);
+        o.a = rows_of(a, row, M);
         o.b = TensorView(static_cast<unsigned char*>(b.data()) + std::int64_t(g) * b.stride(0) * eb, bg);
-        o.d = TensorView(static_cast<unsigned char*>(d.data()) + row * d.stride(0) * ed, d.dtype(), d_shape, d_strides);
+        o.d = rows_of(d, row, M);
         o.scales = scale_placeholders(args.scales);
         row += M;
     }

@@ -72,20 +72,13 @@ public:
                                   core::StreamRef stream) {
         const MatmulCall call = call_of(a, b, &d, args);
         MatmulPlan* p = fast_.load(std::memory_order_acquire);
-        if (p != nullptr && plan_serves(p->call(), call)) {
-            const int device = matmul_current_device();
-            if (runs_in_row_parts(p->problem(), a, d, args) &&
-                run_row_parts(a, b, d, args, options_, stream, device, "Matmul::execute")) [[unlikely]]
-                return {};
-            return run_plan(*p, a, b, d, args, stream, device);
-        }
+        if (p != nullptr && plan_serves(p->call(), call))
+            return run_whole_or_in_row_parts(*p, a, b, d, args, options_, stream, matmul_current_device(),
+                                             "Matmul::execute");
         int device = -1;  // asked for only after the operands passed validation
         const std::shared_ptr<MatmulPlan> plan = slow_plan(call, device);
         if (device < 0) device = matmul_current_device();
-        if (runs_in_row_parts(plan->problem(), a, d, args) &&
-            run_row_parts(a, b, d, args, options_, stream, device, "Matmul::execute"))
-            return {};
-        return run_plan(*plan, a, b, d, args, stream, device);
+        return run_whole_or_in_row_parts(*plan, a, b, d, args, options_, stream, device, "Matmul::execute");
     }
 
     MatmulResult execute_allocating(const TensorView& a, const TensorView& b, const MatmulArgs& args,

@@ -9,18 +9,9 @@
 #include "matmul/grouped.hpp"
 #include "matmul/grouped_streams.hpp"
 #include "matmul/internal.hpp"
+#include "matmul/shapes.hpp"
 
 namespace gpumath::detail {
-namespace {
-
-/// Rows [first, first + rows) of the rank-2 `v`.
-TensorView rows_of(const TensorView& v, std::int64_t first, std::int64_t rows) {
-    const auto* base = static_cast<const std::byte*>(v.data());
-    const std::int64_t offset = first * v.stride(0) * std::int64_t(size_of(v.dtype()));
-    return {base + offset, v.dtype(), {rows, v.shape(1)}, {v.stride(0), v.stride(1)}};
-}
-
-}  // namespace
 
 bool runs_in_row_parts(const MatmulProblem& P, const TensorView& a, const TensorView& d,
                        const MatmulArgs& args) noexcept {
@@ -41,6 +32,9 @@ bool runs_in_row_parts(const MatmulProblem& P, const TensorView& a, const Tensor
     return true;
 }
 
+namespace {
+
+/// The call in row parts; false, with nothing enqueued, when cuBLASLt has no algorithm for a block.
 bool run_row_parts(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
                    const MatmulOptions& options, core::StreamRef stream, int device, const char* api) {
     const std::int64_t rows = d.shape(0) / row_part_count;
@@ -65,6 +59,17 @@ bool run_row_parts(const TensorView& a, const TensorView& b, const TensorView& d
     // go to the first stream of least work), so each pass runs beside the other stream's product.
     enqueue_streams(parts, plans, GroupCall{.alpha = args.alpha}, stream, device, 1);
     return true;
+}
+
+}  // namespace
+
+MatmulOutputs run_whole_or_in_row_parts(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
+                                        const MatmulArgs& args, const MatmulOptions& options, core::StreamRef stream,
+                                        int device, const char* api) {
+    if (runs_in_row_parts(plan.problem(), a, d, args) && run_row_parts(a, b, d, args, options, stream, device, api))
+        [[unlikely]]
+        return {};
+    return run_plan(plan, a, b, d, args, stream, device);
 }
 
 }  // namespace gpumath::detail

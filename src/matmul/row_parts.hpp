@@ -14,6 +14,8 @@
 
 namespace gpumath::detail {
 
+class MatmulPlan;
+
 /// Blocks of rows a product is split into (on the caller's stream and one side stream, alternately).
 inline constexpr std::int64_t row_part_count = 4;
 /// The smallest D (bytes) split so: below it the pass over D reads and writes it through the L2
@@ -28,12 +30,14 @@ inline constexpr std::int64_t row_parts_min_bytes = std::int64_t(64) << 20;
 [[nodiscard]] bool runs_in_row_parts(const MatmulProblem& P, const TensorView& a, const TensorView& d,
                                      const MatmulArgs& args) noexcept;
 
-/// Runs such a call as row_part_count products, each with its pass, alternately on `stream` and a
-/// side stream forked from it and joined back to it (capturable as enqueue_streams), each planned
-/// through the plan cache of matmul() (the heuristic's first algorithm) under `options`. False,
-/// with nothing enqueued, when cuBLASLt has no algorithm for a block: the caller runs the whole
-/// product then. (Such a call has no outputs to return: no aux, no bias gradient.)
-[[nodiscard]] bool run_row_parts(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
-                                 const MatmulOptions& options, core::StreamRef stream, int device, const char* api);
+/// `plan`'s product on (a, b, d, args) (run_plan), or, where runs_in_row_parts says so, the same
+/// call as row_part_count products, each with its pass, alternately on `stream` and a side stream
+/// forked from it and joined back to it (capturable as enqueue_streams), each block planned through
+/// the plan cache of matmul() (the heuristic's first algorithm) under `options`. Where cuBLASLt has
+/// no algorithm for a block, the whole product runs. (A call in blocks has no outputs to return: no
+/// aux, no bias gradient.)
+MatmulOutputs run_whole_or_in_row_parts(MatmulPlan& plan, const TensorView& a, const TensorView& b, const TensorView& d,
+                                        const MatmulArgs& args, const MatmulOptions& options, core::StreamRef stream,
+                                        int device, const char* api);
 
 }  // namespace gpumath::detail

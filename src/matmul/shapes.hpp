@@ -22,6 +22,14 @@ struct Matrix {
     return {l.shape(-2), l.shape(-1), l.stride(-2), l.stride(-1)};
 }
 
+/// Rows [first, first + rows) of the rank-2 view `v`, with its strides (a group's rows of a
+/// grouped call's A and D, a block of rows of a product run in row parts).
+[[nodiscard]] inline TensorView rows_of(const TensorView& v, std::int64_t first, std::int64_t rows) {
+    const std::int64_t shape[] = {rows, v.shape(1)}, strides[] = {v.stride(0), v.stride(1)};
+    return {static_cast<const unsigned char*>(v.data()) + first * v.stride(0) * std::int64_t(size_of(v.dtype())),
+            v.dtype(), shape, strides};
+}
+
 /// X (rows x cols, strides rs, cs) as a column-major matrix, when expressible.
 [[nodiscard]] std::optional<LtMatrix> col_major(std::int64_t rows, std::int64_t cols, std::int64_t rs, std::int64_t cs);
 

@@ -56,10 +56,7 @@ MatmulOutputs matmul_on(const TensorView& a, const TensorView& b, const TensorVi
         detail::log(LogLevel::debug, "matmul plan cache {}: M={} N={} K={} epilog {} algorithm {}",
                     created ? "miss" : "hit", plan->problem().shape.m, plan->problem().shape.n, plan->problem().shape.k,
                     to_string(plan->problem().inputs.epilog), plan->infos()[plan->selected()].id);
-    if (detail::runs_in_row_parts(plan->problem(), a, d, args) &&
-        detail::run_row_parts(a, b, d, args, options, stream, device, api))
-        return {};
-    return detail::run_plan(*plan, a, b, d, args, stream, device);
+    return detail::run_whole_or_in_row_parts(*plan, a, b, d, args, options, stream, device, api);
 }
 
 }  // namespace
