@@ -8,6 +8,11 @@
 // against the swapped product with a bias per column (what gpumath fuses today). Raw cuBLASLt
 // only, bf16 in and out, f32 compute.
 //
+// Two more forms keep the swap and give cuBLASLt the bias as C (beta = 1, no epilog) with a leading
+// dimension of 0, so that C broadcasts without being written out: C (N x M) with CUBLASLT_ORDER_ROW
+// and ld 0 reads element (j, i) at i, a bias per row of D; with CUBLASLT_ORDER_COL and ld 0 at j, a
+// bias per column (the orientation the BIAS epilog already fuses, for comparison).
+//
 // Build by hand (not part of the CMake build), one command:
 //   g++ -std=c++20 -O2 -I/usr/local/cuda/include -L/usr/local/cuda/lib64
 //       bench/probe_bias_orientation.cpp -lcublasLt -lcudart -o probe_bias_orientation
@@ -53,12 +58,18 @@ struct Form {
     const char* name;
     bool swapped;  // D_lt = Dᵀ (N x M column-major) = W xᵀ: the bias runs along N
     cublasLtOrder_t a, b, d;
+    /// Swapped forms only: the bias comes as C with this order and ld 0, beta = 1, no epilog.
+    bool bias_as_c = false;
+    cublasLtOrder_t c = CUBLASLT_ORDER_COL;
+    bool per_row = false;  // which bias the form adds (the swapped BIAS epilog: per column)
 };
 
 struct Product {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr, ld = nullptr;
     const void *pa = nullptr, *pb = nullptr;
+    const void* c = nullptr;  // C when it is not D
+    float beta = 0.0f;
     cublasLtMatmulHeuristicResult_t algo{};
     int found = 0;
     cublasStatus_t heuristic = CUBLAS_STATUS_SUCCESS;
@@ -70,9 +81,9 @@ struct Product {
     }
 };
 
-cublasLtMatrixLayout_t layout(int rows, int cols, cublasLtOrder_t order) {
+cublasLtMatrixLayout_t layout(int rows, int cols, cublasLtOrder_t order, bool broadcast = false) {
     cublasLtMatrixLayout_t l = nullptr;
-    const std::int64_t ld = order == CUBLASLT_ORDER_ROW ? cols : rows;
+    const std::int64_t ld = broadcast ? 0 : order == CUBLASLT_ORDER_ROW ? cols : rows;
     cublasLtMatrixLayoutCreate(&l, CUDA_R_16BF, std::uint64_t(rows), std::uint64_t(cols), ld);
     cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, sizeof order);
     return l;
@@ -82,11 +93,16 @@ Product make(cublasLtHandle_t lt, const Form& f, const Shape& s, const void* x, 
              std::uint64_t ws) {
     Product p;
     cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
-    const cudaDataType_t bt = CUDA_R_16BF;
-    cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
-    cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (f.bias_as_c) {
+        p.c = bias;
+        p.beta = 1.0f;
+    } else {
+        const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+        const cudaDataType_t bt = CUDA_R_16BF;
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    }
     cublasOperation_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
     if (f.swapped) {
         // D_lt (N x M, col) = W (N x K: W's row-major storage is K x N col-major, transposed) * xᵀ.
@@ -94,7 +110,7 @@ Product make(cublasLtHandle_t lt, const Form& f, const Shape& s, const void* x, 
         tb = CUBLAS_OP_N;
         p.la = layout(s.k, s.n, CUBLASLT_ORDER_COL);
         p.lb = layout(s.k, s.m, CUBLASLT_ORDER_COL);
-        p.lc = layout(s.n, s.m, CUBLASLT_ORDER_COL);
+        p.lc = f.bias_as_c ? layout(s.n, s.m, f.c, true) : layout(s.n, s.m, CUBLASLT_ORDER_COL);
         p.ld = layout(s.n, s.m, CUBLASLT_ORDER_COL);
         p.pa = w;
         p.pb = x;
@@ -129,9 +145,9 @@ Product make(cublasLtHandle_t lt, const Form& f, const Shape& s, const void* x, 
 }
 
 cublasStatus_t run(cublasLtHandle_t lt, const Product& p, void* d, void* ws, cudaStream_t s) {
-    const float alpha = 1.0f, beta = 0.0f;
-    return cublasLtMatmul(lt, p.desc, &alpha, p.pa, p.la, p.pb, p.lb, &beta, d, p.lc, d, p.ld, &p.algo.algo, ws,
-                          p.algo.workspaceSize, s);
+    const float alpha = 1.0f;
+    return cublasLtMatmul(lt, p.desc, &alpha, p.pa, p.la, p.pb, p.lb, &p.beta, p.c != nullptr ? p.c : d, p.lc, d, p.ld,
+                          &p.algo.algo, ws, p.algo.workspaceSize, s);
 }
 
 float median_ms(cublasLtHandle_t lt, const Product& p, void* d, void* ws, cudaStream_t s, int reps) {
@@ -171,6 +187,10 @@ int main() {
         {"A row B col D row", false, CUBLASLT_ORDER_ROW, CUBLASLT_ORDER_COL, CUBLASLT_ORDER_ROW},
         {"A col(T) B row(T) D row", false, CUBLASLT_ORDER_COL, CUBLASLT_ORDER_ROW, CUBLASLT_ORDER_ROW},
         {"A row B row(T) D row", false, CUBLASLT_ORDER_ROW, CUBLASLT_ORDER_ROW, CUBLASLT_ORDER_ROW},
+        {"swapped, C row ld 0 (per row)", true, CUBLASLT_ORDER_COL, CUBLASLT_ORDER_COL, CUBLASLT_ORDER_COL, true,
+         CUBLASLT_ORDER_ROW, true},
+        {"swapped, C col ld 0 (per col)", true, CUBLASLT_ORDER_COL, CUBLASLT_ORDER_COL, CUBLASLT_ORDER_COL, true,
+         CUBLASLT_ORDER_COL, false},
     };
     const Shape shapes[] = {{256, 192, 128}, {16, 8192, 8192}, {256, 8192, 8192}, {8192, 8192, 8192}};
     std::mt19937 rng(7);
@@ -193,7 +213,8 @@ int main() {
         const int reps = s.m == 8192 ? 10 : 50;
         float base = 0;
         for (const Form& f : forms) {
-            Product p = make(lt, f, s, x, w, f.swapped ? bc : br, ws_bytes);
+            const bool per_row = f.swapped ? f.per_row : true;
+            Product p = make(lt, f, s, x, w, per_row ? br : bc, ws_bytes);
             std::string verdict;
             if (!ok(p.heuristic) || p.found == 0) {
                 verdict =
@@ -225,7 +246,7 @@ int main() {
                         worst_col = std::max(worst_col, std::fabs(got - dot - from_bf16(hbc[std::size_t(j)])) / tol);
                     }
                     const float ms = median_ms(lt, p, d, ws, stream, reps);
-                    if (f.swapped) base = ms;
+                    if (f.swapped && !f.bias_as_c) base = ms;
                     char line[256];
                     std::snprintf(line, sizeof line,
                                   "runs; error/tolerance as bias per row %.3f, per column %.3f; %.4f ms (%.1f "
@@ -234,7 +255,7 @@ int main() {
                     verdict = line;
                 }
             }
-            std::printf("M=%d N=%d K=%d %-26s: %s\n", s.m, s.n, s.k, f.name, verdict.c_str());
+            std::printf("M=%d N=%d K=%d %-30s: %s\n", s.m, s.n, s.k, f.name, verdict.c_str());
             std::fflush(stdout);
             p.destroy();
         }
