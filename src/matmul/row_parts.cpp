@@ -22,7 +22,9 @@ bool runs_in_row_parts(const MatmulProblem& P, const TensorView& a, const Tensor
     const std::int64_t rows = d.shape(0), cols = d.shape(1);
     // A row-major D (blocks of whole rows, each contiguous but for padding).
     if (d.stride(1) != 1 || a.shape(0) != rows || rows % (row_part_count * 16) != 0) return false;
-    if (rows * cols * std::int64_t(size_of(d.dtype())) < row_parts_min_bytes) return false;
+    const auto element = std::int64_t(size_of(d.dtype()));
+    if (rows * cols * element < row_parts_min_bytes) return false;
+    if (P.shape.k < row_parts_min_flops_per_byte / 2 * element) return false;
     if (args.bias) {
         const TensorView& bias = *args.bias;
         const bool per_column = bias.rank() == 1 || (bias.rank() == 2 && bias.shape(0) == 1);

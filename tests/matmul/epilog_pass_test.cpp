@@ -290,8 +290,9 @@ TEST(EpilogPass, AFunctionThatDoesNotCompileNamesItselfAndItsSignature) {
 // ---- large products with a pass: blocks of D's rows on two streams -----------------------------
 
 TEST(EpilogPass, OnlyLargeProductsWithABuiltInPassRunInRowBlocks) {
-    // D (4096, 8192) bf16 is 64 MiB, the smallest split; x (4096, 64) times b (64, 8192).
-    const std::int64_t m = 4096, n = 8192, k = 64;
+    // D (4096, 8192) bf16 is 64 MiB, the smallest split; x (4096, 2048) times b (2048, 8192), the
+    // shortest product split for a bf16 D (2 K flops per 2-byte element of D: 2048).
+    const std::int64_t m = 4096, n = 8192, k = 2048;
     const TensorView a(addr(0), bf16, {m, k}), b(addr(1), bf16, {k, n}), d(addr(2), bf16, {m, n});
     const TensorView per_row(addr(3), bf16, {m, 1}), per_col(addr(3), bf16, {n}), c(addr(4), bf16, {m, n});
     const auto parts = [&](const TensorView& av, const TensorView& dv, const MatmulArgs& args,
@@ -318,6 +319,22 @@ TEST(EpilogPass, OnlyLargeProductsWithABuiltInPassRunInRowBlocks) {
     EXPECT_FALSE(parts(a_small, d_small, {.bias = TensorView(addr(3), bf16, {m / 2, 1})}, {.epilog = Epilog::bias}));
     const TensorView a_odd(addr(0), bf16, {m + 8, k}), d_odd(addr(2), bf16, {m + 8, n});
     EXPECT_FALSE(parts(a_odd, d_odd, {.bias = TensorView(addr(3), bf16, {m + 8, 1})}, {.epilog = Epilog::bias}));
+    // A product shorter than 2048 flops per byte of D: bound by writing D, it runs whole. An f32 D
+    // (4-byte elements) needs K of 4096.
+    const TensorView a_short(addr(0), bf16, {m, k - 1}), b_short(addr(1), bf16, {k - 1, n});
+    const MatmulArgs row_args{.bias = per_row};
+    const MatmulProblem P_short =
+        analyze(MatmulSignature::of(call_of(a_short, b_short, &d, row_args)), {.epilog = Epilog::bias}, "test");
+    EXPECT_FALSE(runs_in_row_parts(P_short, a_short, d, row_args));
+    const TensorView d32(addr(2), DataType::f32, {m, n});
+    const MatmulArgs silu_args{};
+    const MatmulProblem P32 =
+        analyze(MatmulSignature::of(call_of(a, b, &d32, silu_args)), {.epilog = Epilog::silu}, "test");
+    EXPECT_FALSE(runs_in_row_parts(P32, a, d32, silu_args));
+    const TensorView a_long(addr(0), bf16, {m, 2 * k}), b_long(addr(1), bf16, {2 * k, n});
+    const MatmulProblem P32_long =
+        analyze(MatmulSignature::of(call_of(a_long, b_long, &d32, silu_args)), {.epilog = Epilog::silu}, "test");
+    EXPECT_TRUE(runs_in_row_parts(P32_long, a_long, d32, silu_args));
     // A batch of products.
     const TensorView a3(addr(0), bf16, {2, m, k}), b3(addr(1), bf16, {2, k, n}), d3(addr(2), bf16, {2, m, n});
     const MatmulArgs batched{.bias = TensorView(addr(3), bf16, {2, m, 1})};

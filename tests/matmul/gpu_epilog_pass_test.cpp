@@ -263,14 +263,15 @@ Host rows_of(const Host& m, const std::vector<std::int64_t>& rows) {
 }  // namespace
 
 TEST(MatmulEpilogPass, LargeProductsRunInRowBlocksOnTwoStreamsWithTheSameNumbers) {
-    // D of 64 MiB with a pass (a bias per row of a row-major D; SiLU after a fused bias per column):
+    // D of 64 MiB with a pass (a bias per row of a row-major D; SiLU after a fused bias per column)
+    // after a product long enough to split (K = 2048 for a bf16 D):
     // gpumath runs four blocks of D's rows, each product with its pass, alternately on the caller's
     // stream and a side stream. The numbers are those of the whole product's: against a double
     // reference on the rows at and beside every block boundary, and against the fused orientation
     // (a column-major D, whose bias cuBLASLt adds: one product, no pass) everywhere.
     GPUMATH_REQUIRE_GPU();
     auto rng = gpumath::test::rng_for_test();
-    const std::int64_t M = 4096, N = 8192, K = 32, r = M / 4;
+    const std::int64_t M = 4096, N = 8192, K = 2048, r = M / 4;
     const DataType t = DataType::bf16;
     const Host a = random_host(t, {M, K}, rng, -2, 2), b = random_host(t, {K, N}, rng, -2, 2);
     const Host row_bias = random_host(t, {M, 1}, rng, -2, 2), col_bias = random_host(t, {N}, rng, -2, 2);
@@ -320,4 +321,11 @@ TEST(MatmulEpilogPass, LargeProductsRunInRowBlocksOnTwoStreamsWithTheSameNumbers
     core::Graph g = core::Graph::capture(
         stream, [&](core::StreamRef s) { half.execute(a_half, db.view, small.view, {.bias = bias_half}, s); });
     EXPECT_LE(kernel_nodes(g), 3U);
+    // A short product (K = 32) with the same 64 MiB D, bound by writing D, runs whole too.
+    const TensorView a_short(da.view.data(), t, {M, 32}), b_short(db.view.data(), t, {32, N});
+    const Dev short_d = poisoned(t, {M, N}, {}, 0, stream);
+    Matmul short_mm(a_short, b_short, {.epilog = Epilog::bias});
+    core::Graph g_short = core::Graph::capture(
+        stream, [&](core::StreamRef s) { short_mm.execute(a_short, b_short, short_d.view, {.bias = drow.view}, s); });
+    EXPECT_LE(kernel_nodes(g_short), 3U);
 }
