@@ -22,18 +22,17 @@ inline constexpr std::int64_t row_part_count = 4;
 /// cache and costs a few microseconds after the product, less than what splitting costs.
 inline constexpr std::int64_t row_parts_min_bytes = std::int64_t(64) << 20;
 /// The least work a split product does per byte of D, in flops (2 K / the size of D's element):
-/// below it (K under 2048 for a 16-bit D) the product is itself bound by writing D, so the pass
-/// beside it only competes for the same memory. Measured on an H200 with 128 MiB of bf16 D, the
-/// blocks' pass cost 3 µs less than one pass after the product at K = 2048 and 19 µs less at
-/// K = 4096, but 3 µs more at K = 1024 and 7 µs more at K = 512.
+/// below it (K under 2048 for a 16-bit D) a block's pass slows the next block's short product about
+/// as much as it saves. Measured on an H200 with 128 MiB of bf16 D, the blocks' passes cost 3 µs
+/// less than one pass after the product at K = 2048 and 19 µs less at K = 4096, but 3 µs more at
+/// K = 1024 and 7 µs more at K = 512.
 inline constexpr std::int64_t row_parts_min_flops_per_byte = 2048;
 
 /// Whether the call (a, d, args) of problem `P` runs in row parts: P has a pass and no user epilog
 /// function (which sees each element's row), D is one rank-2 row-major product of at least
-/// row_parts_min_bytes and row_parts_min_flops_per_byte whose rows split into row_part_count blocks
-/// of a multiple of 16 rows, with
-/// no C (beta 0), no aux, no bias gradient, no FP8 and no SM count target, and a bias, if any, of
-/// shape (N,), (1, N) or (M, 1).
+/// row_parts_min_bytes and row_parts_min_flops_per_byte, arranged as Dᵀ, whose rows split into
+/// row_part_count blocks of a multiple of 16 rows, with no C (beta 0), no aux, no bias gradient, no
+/// FP8 and no SM count target, and a bias, if any, of shape (N,), (1, N) or (M, 1).
 [[nodiscard]] bool runs_in_row_parts(const MatmulProblem& P, const TensorView& a, const TensorView& d,
                                      const MatmulArgs& args) noexcept;
 

@@ -330,8 +330,8 @@ TEST(EpilogPass, OnlyLargeProductsWithABuiltInPassRunInRowBlocks) {
     ASSERT_TRUE(P_col.pass.on);
     EXPECT_FALSE(P_col.lt.swap);
     EXPECT_FALSE(runs_in_row_parts(P_col, a_tall, d_col, col_args));
-    // A product shorter than 2048 flops per byte of D: bound by writing D, it runs whole. An f32 D
-    // (4-byte elements) needs K of 4096.
+    // A product of fewer than 2048 flops per byte of D runs whole. An f32 D (4-byte elements) needs
+    // K of 4096.
     const TensorView a_short(addr(0), bf16, {m, k - 1}), b_short(addr(1), bf16, {k - 1, n});
     const MatmulArgs row_args{.bias = per_row};
     const MatmulProblem P_short =

@@ -321,7 +321,7 @@ TEST(MatmulEpilogPass, LargeProductsRunInRowBlocksOnTwoStreamsWithTheSameNumbers
     core::Graph g = core::Graph::capture(
         stream, [&](core::StreamRef s) { half.execute(a_half, db.view, small.view, {.bias = bias_half}, s); });
     EXPECT_LE(kernel_nodes(g), 3U);
-    // A short product (K = 32) with the same 64 MiB D, bound by writing D, runs whole too.
+    // A short product (K = 32, under 2048 flops per byte of D) with the same 64 MiB D runs whole too.
     const TensorView a_short(da.view.data(), t, {M, 32}), b_short(db.view.data(), t, {32, N});
     const Dev short_d = poisoned(t, {M, N}, {}, 0, stream);
     Matmul short_mm(a_short, b_short, {.epilog = Epilog::bias});
