@@ -158,6 +158,15 @@ TEST(GroupedValidation, Ranks) {
         {"a:", "rank 3", "(T, K)"});
 }
 
+TEST(GroupedValidation, MixtureOfExpertsResultTooLargeForInt64) {
+    // D (T, N) of 2^40 x 2^24 bf16 elements: each operand fits, their product's result does not.
+    const std::int64_t T = std::int64_t(1) << 40, wide = std::int64_t(1) << 24;
+    const TensorLayout a(bf16, {T, K}), b(bf16, {1, K, wide});
+    const std::vector<std::int64_t> sizes = {T};
+    expect_throw_with<InvalidArgument>([&] { GroupedMatmul mm(a, b, sizes); },
+                                       {"a, b:", "(1099511627776, 16777216)", "int64"});
+}
+
 TEST(GroupedValidation, SizesMustSumToRows) {
     const Moe m;
     expect_throw_with<InvalidArgument>(
