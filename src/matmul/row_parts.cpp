@@ -20,8 +20,9 @@ bool runs_in_row_parts(const MatmulProblem& P, const TensorView& a, const Tensor
         P.inputs.bias_grad || P.inputs.c_from_bias || P.types.fp8 || P.sm_count_target != 0)
         return false;
     const std::int64_t rows = d.shape(0), cols = d.shape(1);
-    // A row-major D (blocks of whole rows, each contiguous but for padding), which cuBLASLt writes
-    // as Dᵀ (a single-column D may be arranged column-major instead).
+    // A row-major D (blocks of whole rows, each contiguous but for padding) that cuBLASLt writes as
+    // Dᵀ, the arrangement measured and tested (only a single-column D, a matrix-vector product with
+    // nothing to overlap, is arranged otherwise).
     if (!P.lt.swap || d.stride(1) != 1 || a.shape(0) != rows || rows % (row_part_count * 16) != 0) return false;
     const auto element = std::int64_t(size_of(d.dtype()));
     if (rows * cols * element < row_parts_min_bytes) return false;

@@ -22,11 +22,12 @@ inline constexpr std::int64_t row_part_count = 4;
 /// cache and costs a few microseconds after the product, less than what splitting costs.
 inline constexpr std::int64_t row_parts_min_bytes = std::int64_t(64) << 20;
 /// The least work a split product does per byte of D, in flops (2 K / the size of D's element):
-/// below it (K under 2048 for a 16-bit D) a block's pass slows the next block's short product about
-/// as much as it saves. Measured on an H200 with 128 MiB of bf16 D, the blocks' passes cost 3 µs
-/// less than one pass after the product at K = 2048 and 19 µs less at K = 4096, but 3 µs more at
-/// K = 1024 and 7 µs more at K = 512.
+/// below it (K under 2048 for a 16-bit D) the blocks gain nothing. Measured on an H200 with 128 MiB
+/// of bf16 D, a bias per row in blocks cost 19 µs less than one pass after the product at K = 4096
+/// and 7 µs more at K = 512; at K = 1024 and 2048 the differences (3 µs more, 3 µs less) are within
+/// what two runs of one product differ by. SiLU + bias followed the same course.
 inline constexpr std::int64_t row_parts_min_flops_per_byte = 2048;
+static_assert(row_parts_min_flops_per_byte % 2 == 0, "compared as K >= row_parts_min_flops_per_byte / 2 * element");
 
 /// Whether the call (a, d, args) of problem `P` runs in row parts: P has a pass and no user epilog
 /// function (which sees each element's row), D is one rank-2 row-major product of at least
