@@ -21,6 +21,7 @@
 #include "matmul/call.hpp"
 #include "matmul/checks.hpp"
 #include "matmul/problem.hpp"
+#include "matmul/shapes.hpp"
 
 namespace gpumath::detail {
 
@@ -59,7 +60,7 @@ struct ParallelMatmulState {
 
 namespace {
 
-TensorLayout rows_of(const TensorLayout& a, std::int64_t rows) {
+TensorLayout leading_rows(const TensorLayout& a, std::int64_t rows) {
     const std::int64_t shape[] = {rows, a.shape(1)};
     const std::int64_t strides[] = {a.stride(0), a.stride(1)};
     return {a.dtype(), shape, strides};
@@ -78,11 +79,6 @@ TensorView flat(const TensorView& v, std::int64_t first = 0, std::int64_t count 
 }
 
 // A view of rows [first, first + rows) of a matrix view (any strides).
-TensorView rows_view(const TensorView& v, std::int64_t first, std::int64_t rows) {
-    const auto* base = static_cast<const std::byte*>(v.data());
-    return {base + first * v.stride(0) * std::int64_t(size_of(v.dtype())), rows_of(v, rows)};
-}
-
 bool overlap(const TensorView& x, const TensorView& y) { return meet(bytes_of(x), bytes_of(y)); }
 
 Collective collective_of(dist::OutputCollective c) {
@@ -281,8 +277,8 @@ std::unique_ptr<ParallelMatmulState> make_state(const Communicator& comm, const 
     s->a = a;
     s->b = b;
     s->c = c;
-    s->a_chunk = gpumath::detail::rows_of(a, s->shape.chunk_rows);
-    s->a_last = gpumath::detail::rows_of(a, s->shape.last_rows);
+    s->a_chunk = gpumath::detail::leading_rows(a, s->shape.chunk_rows);
+    s->a_last = gpumath::detail::leading_rows(a, s->shape.last_rows);
     s->options = options;
     s->parallel = parallel;
     for (const gpumath::detail::LocalRank& r : shared->ranks) {
@@ -332,7 +328,7 @@ void Matmul::plan() {
 std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) {
     constexpr const char* api = "dist::Matmul::execute";
     using gpumath::detail::flat;
-    using gpumath::detail::rows_view;
+    using gpumath::detail::rows_of;
     ParallelMatmulState& s = state(api);
     const std::size_t n = s.ranks.size();
     if (ranks.size() != n) {
@@ -409,7 +405,7 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
             gpumath::detail::RankProducts& r = s.ranks[i];
             const gpumath::detail::DeviceGuard guard(r.device);
             gpumath::Matmul& plan = last && r.last ? *r.last : *r.full;
-            (void)plan.execute(rows_view(ranks[i].a, first, rows), ranks[i].b, rows_view(ranks[i].d, first, rows),
+            (void)plan.execute(rows_of(ranks[i].a, first, rows), ranks[i].b, rows_of(ranks[i].d, first, rows),
                                gpumath::detail::rank_args(s, r, ranks[i].args), ranks[i].stream);
             ranks[i].stream.record(*r.produced);
             r.comm->wait(*r.produced);
