@@ -119,9 +119,10 @@ std::string mismatch(const ObjectCodeData& d, const CompileExpectation& expect) 
     if (d.arch != expect.arch) return fmt::format("built for {} where {} was asked for", d.arch, expect.arch);
     if (d.name != expect.name)
         return fmt::format("program name \"{}\" where \"{}\" was asked for", d.name, expect.name);
+    DecompressionBudget budget = decompression_budget();
+    if (const CodeRead read = check_object_code(d.bytes, d.type, budget); !read.defect.empty())
+        return fmt::format("its {} is not well formed: {}", core::to_string(d.type), read.defect);
     if (d.type == core::CodeType::cubin) {
-        if (const std::string defect = cubin_defect(d.bytes); !defect.empty())
-            return fmt::format("its cubin is not well formed: {}", defect);
         // The ELF header holds the SM number only ("sm_90" for an sm_90a cubin); one gpumath
         // cannot read says nothing either way.
         const std::string elf_arch = cubin_arch(d.bytes);

@@ -18,6 +18,7 @@
 #include <gpumath/core/module.hpp>
 #include <gpumath/core/program.hpp>
 #include "core/hash.hpp"
+#include "core/object_image.hpp"
 
 namespace gpumath::detail {
 
@@ -78,42 +79,6 @@ struct CompileExpectation {
 /// several threads ask at once) and stores the result.
 [[nodiscard]] core::ObjectCode cached_compile(const Digest& key, const CompileExpectation& expect,
                                               const std::function<core::ObjectCode()>& compile);
-
-/// Entry points found in PTX text (".entry name(").
-[[nodiscard]] std::vector<std::string> ptx_entry_names(std::string_view ptx);
-/// Kernel symbols of a CUDA ELF image (function symbols flagged as entries); empty when the bytes
-/// are not a readable ELF file.
-[[nodiscard]] std::vector<std::string> cubin_entry_names(std::string_view elf);
-/// Symbols PTX text defines with external linkage: `.visible` kernels and functions with a body
-/// (not prototypes) and `.visible` variables. Weak and extern symbols are not definitions.
-[[nodiscard]] std::vector<std::string> ptx_defined_symbols(std::string_view ptx);
-/// Global (not weak) function and variable symbols a CUDA ELF image defines; empty when the bytes
-/// are not a readable ELF file.
-[[nodiscard]] std::vector<std::string> cubin_defined_symbols(std::string_view elf);
-/// The symbols the PTX and ELF images of a fatbin define (as above), all entries together:
-/// nvJitLink picks one entry per link, and an entry for another architecture holds the same
-/// program's symbols. Images fatbinary compressed are decompressed first (LZ4, or Zstandard where
-/// libzstd.so.1 loads); an image that does not decompress, or would exceed fatbin_image_limit, is
-/// not read.
-[[nodiscard]] std::vector<std::string> fatbin_defined_symbols(std::string_view fatbin);
-/// The image of one fatbin entry: `payload` itself when uncompressed, else decompressed as its
-/// `header` says; nothing when it does not decompress to the size the header declares, or that size
-/// is over fatbin_image_limit.
-[[nodiscard]] std::optional<std::string> fatbin_image(std::string_view header, std::string_view payload);
-/// The largest decompressed image fatbin_image produces.
-inline constexpr std::uint64_t fatbin_image_limit = std::uint64_t(1) << 30;
-/// "sm_NN" from a cubin's ELF header, empty when unreadable.
-[[nodiscard]] std::string cubin_arch(std::string_view elf);
-/// Empty when `elf` is a CUDA ELF file whose structure holds together: the ELF header, the
-/// program and section header tables, and the string, symbol and relocation tables inside the file
-/// and referring to sections and symbols that exist. Otherwise what is wrong, for a message ("its
-/// 21 section headers at offset 5200 run past the end of its 6824 bytes"). The code and CUDA's own
-/// sections are not read: nvJitLink and the driver trust these structures, and damaged ones crash
-/// them.
-[[nodiscard]] std::string cubin_defect(std::string_view elf);
-/// Empty when `fatbin` is a fatbin container whose header and entry headers lie inside it, else
-/// what is wrong. The entries' contents are not read.
-[[nodiscard]] std::string fatbin_defect(std::string_view fatbin);
 
 /// Makes sure a CUDA context is current on the calling thread (the primary context of the
 /// current device, as the runtime API uses). Cheap after the first call per thread.

@@ -177,15 +177,27 @@ void read_linked(nvJitLinkHandle h, CodeType target, const std::string& what, de
     }
 }
 
-/// Two inputs defining one symbol are refused before nvJitLink sees them: nvJitLink 13.0 reports
-/// "Multiple definition" on stderr and still links, and once an LTO link has run in the process it
-/// crashes on them instead. PTX, cubin and the images of fatbins (decompressed where compressed)
-/// are read; LTO-IR is not.
-void check_unique_definitions(const std::vector<ObjectCode>& inputs, const char* api) {
+/// Every input passes the checks of ObjectCode::from_bytes again, whatever made it, with one
+/// decompression budget for the whole link. Then two inputs defining one symbol are refused before
+/// nvJitLink sees them: nvJitLink 13.0 reports "Multiple definition" on stderr and still links, and
+/// once an LTO link has run in the process it crashes on them instead. PTX, cubin and the images of
+/// fatbins (decompressed where compressed) are read; LTO-IR is not. True when an input is LTO-IR
+/// or a fatbin holding LTO-IR (the link needs -lto).
+bool check_inputs(const std::vector<ObjectCode>& inputs, const char* api) {
+    bool lto = false;
+    detail::DecompressionBudget budget = detail::decompression_budget();
     std::map<std::string, std::size_t, std::less<>> first_definer;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const ObjectCode& c = inputs[i];
-        const std::string_view bytes(reinterpret_cast<const char*>(c.bytes().data()), c.bytes().size());
+        const std::string_view bytes = c.text();
+        detail::CodeRead read = detail::check_object_code(bytes, c.type(), budget, /*symbols=*/true);
+        if (!read.defect.empty()) {
+            const std::string message = fmt::format("inputs[{}]: '{}' is not a well-formed {}: {}", i, c.name(),
+                                                    to_string(c.type()), read.defect);
+            if (read.unsupported) detail::throw_not_supported(message, api);
+            detail::throw_invalid(message, api);
+        }
+        lto = lto || read.ltoir;
         std::vector<std::string> symbols;
         switch (c.type()) {
             case CodeType::ptx:
@@ -195,7 +207,7 @@ void check_unique_definitions(const std::vector<ObjectCode>& inputs, const char*
                 symbols = detail::cubin_defined_symbols(bytes);
                 break;
             case CodeType::fatbin:
-                symbols = detail::fatbin_defined_symbols(bytes);
+                symbols = std::move(read.fatbin_symbols);
                 break;
             default:
                 continue;
@@ -213,6 +225,7 @@ void check_unique_definitions(const std::vector<ObjectCode>& inputs, const char*
                 api);
         }
     }
+    return lto;
 }
 
 }  // namespace
@@ -233,11 +246,9 @@ ObjectCode Linker::link(CodeType target) const {
     detail::check_code_type(target, "target", api);
     const LinkerOptions& o = options_;
     check_link_request(o, inputs_, target, api);
-    const bool lto =
-        std::any_of(inputs_.begin(), inputs_.end(), [](const ObjectCode& c) { return c.type() == CodeType::ltoir; });
     const detail::Arch arch = link_arch(o, inputs_, api);
     check_input_arches(inputs_, arch, api);
-    check_unique_definitions(inputs_, api);
+    const bool lto = check_inputs(inputs_, api);
 
     const std::vector<std::string> flags = link_flags(o, arch, lto, target);
     std::vector<const char*> argv;

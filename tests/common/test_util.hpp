@@ -69,7 +69,7 @@ double relative_error(const A& a, const B& b) {
 
 /// Asserts that `f` throws `E` and that its message contains every string in `needles`.
 template <class E, class F>
-void expect_throw_with(F&& f, std::initializer_list<std::string> needles) {
+void expect_throw_with(F&& f, const std::vector<std::string>& needles) {
     try {
         f();
         ADD_FAILURE() << "expected an exception, none was thrown";
@@ -80,6 +80,12 @@ void expect_throw_with(F&& f, std::initializer_list<std::string> needles) {
     } catch (const std::exception& e) {
         ADD_FAILURE() << "wrong exception type; message: " << e.what();
     }
+}
+
+/// The same with the needles written in place: `expect_throw_with<E>(f, {"api", "operand"})`.
+template <class E, class F>
+void expect_throw_with(F&& f, std::initializer_list<std::string> needles) {
+    expect_throw_with<E>(std::forward<F>(f), std::vector<std::string>(needles));
 }
 
 /// Runs `work(t, stream)` on `threads` threads at once, thread t on `streams[t % streams.size()]`,

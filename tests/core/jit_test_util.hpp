@@ -8,14 +8,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <unistd.h>
 
+#include <gpumath/core/object_code.hpp>
 #include <gpumath/core/program.hpp>
 
 namespace gpumath::test {
@@ -50,27 +54,53 @@ inline std::string unique_token() {
            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
-/// A fatbin holding `cubin` (sm_90) and `ptx` (compute_90), made by the toolkit's fatbinary tool
-/// with its default options and then `options` (e.g. "--compress-all --compress-mode=speed");
-/// empty where the build found no such tool (GPUMATH_TEST_FATBINARY names it).
-inline std::string fatbin_of(const std::string& cubin, const std::string& ptx, const std::string& options = {}) {
+/// A fatbin of `images` (each a fatbinary kind, "elf", "ptx" or "nvvm" (LTO-IR), and its bytes, all
+/// for sm_90), made by the toolkit's fatbinary tool with its default options and then `options`
+/// (e.g. "--compress-all --compress-mode=speed"); empty where the build found no such tool
+/// (GPUMATH_TEST_FATBINARY names it). fatbinary copies damaged images as they are.
+inline std::string fatbin_of_images(const std::vector<std::pair<std::string, std::string>>& images,
+                                    const std::string& options = {}) {
 #ifdef GPUMATH_TEST_FATBINARY
     const TempDir dir;
-    const std::filesystem::path c = dir.path() / "k.cubin", p = dir.path() / "k.ptx", out = dir.path() / "k.fatbin";
-    std::ofstream(c, std::ios::binary) << cubin;
-    std::ofstream(p, std::ios::binary) << ptx;
-    const std::string command = std::string("\"") + GPUMATH_TEST_FATBINARY + "\" --create=\"" + out.string() +
-                                "\" --image3=kind=elf,sm=90,file=\"" + c.string() +
-                                "\" --image3=kind=ptx,sm=90,file=\"" + p.string() + "\" " + options;
+    const std::filesystem::path out = dir.path() / "k.fatbin";
+    std::string command = std::string("\"") + GPUMATH_TEST_FATBINARY + "\" --create=\"" + out.string() + "\"";
+    for (std::size_t i = 0; i < images.size(); ++i) {
+        const std::filesystem::path file = dir.path() / ("image" + std::to_string(i));
+        std::ofstream(file, std::ios::binary) << images[i].second;
+        command += " --image3=kind=" + images[i].first + ",sm=90,file=\"" + file.string() + "\"";
+    }
+    command += " " + options;
     if (std::system(command.c_str()) != 0) return {};
     std::ifstream in(out, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 #else
-    (void)cubin;
-    (void)ptx;
+    (void)images;
     (void)options;
     return {};
 #endif
+}
+
+/// A fatbin holding `cubin` (sm_90) and `ptx` (compute_90): fatbin_of_images with those two.
+inline std::string fatbin_of(const std::string& cubin, const std::string& ptx, const std::string& options = {}) {
+    return fatbin_of_images({{"elf", cubin}, {"ptx", ptx}}, options);
+}
+
+/// The bytes of `code` as a string.
+inline std::string bytes_of(const core::ObjectCode& code) { return {code.text().data(), code.text().size()}; }
+
+/// The `T` stored little-endian at `at` of `s` (which must hold it).
+template <class T>
+T get(const std::string& s, std::size_t at) {
+    T v{};
+    std::memcpy(&v, s.data() + at, sizeof v);
+    return v;
+}
+
+/// `s` with `v` stored little-endian at `at`.
+template <class T>
+std::string with(std::string s, std::size_t at, T v) {
+    std::memcpy(s.data() + at, &v, sizeof v);
+    return s;
 }
 
 /// Keeps the test program's compiles out of the user's cache directory: the disk cache is off

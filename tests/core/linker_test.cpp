@@ -376,20 +376,9 @@ TEST(Linker, MovedFromLinkerThrowsFromItsMethods) {
 
 namespace {
 
-std::string bytes_of(const ObjectCode& code) { return {code.text().data(), code.text().size()}; }
-
-template <class T>
-T get(const std::string& s, std::size_t at) {
-    T v{};
-    std::memcpy(&v, s.data() + at, sizeof v);
-    return v;
-}
-
-template <class T>
-std::string with(std::string s, std::size_t at, T v) {
-    std::memcpy(s.data() + at, &v, sizeof v);
-    return s;
-}
+using test::bytes_of;
+using test::get;
+using test::with;
 
 // The offset of the header of the first section of ELF type `type` in `elf`.
 std::size_t section_of_type(const std::string& elf, std::uint32_t type) {
@@ -496,7 +485,11 @@ TEST(ObjectCodeStructure, FatbinsWhoseEntriesLieOutsideAreRefused) {
     for (const std::uint16_t kind : std::initializer_list<std::uint16_t>{0, 4, 16, 0xffff})
         expect_refused(with(fatbin, 16, kind), CodeType::fatbin,
                        {"entry 0 at offset 16 is of kind " + std::to_string(kind), "PTX (1), ELF (2) or LTO-IR (8)"});
-    EXPECT_EQ(detail::fatbin_defect(with(fatbin, 16, std::uint16_t(8))), "");
+    // A kind fatbinary writes, but not the image's: the image is checked as that kind.
+    expect_refused(with(fatbin, 16, std::uint16_t(8)), CodeType::fatbin,
+                   {"entry 0 at offset 16 (LTO-IR): it does not start with LTO-IR's magic"});
+    expect_refused(with(fatbin, 16, std::uint16_t(1)), CodeType::fatbin,
+                   {"entry 0 at offset 16 (PTX): PTX with a NUL"});
 }
 
 TEST(ObjectCodeFiles, SaveWritesOnlyRegularFilesAndNeverWaits) {
@@ -555,188 +548,4 @@ TEST(ObjectCodeFiles, LoweredNamesAreWholeNonEmptyAndUnique) {
             make({{"a", "twice"}, {"b", "twice"}, {"a", "other"}});
         },
         {"lowered_names[2]", "\"a\" is also lowered_names[0]"});
-}
-
-namespace {
-
-std::string from_hex(std::string_view hex) {
-    std::string out;
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-        out.push_back(char(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-    return out;
-}
-
-// 900 bytes of PTX-like text and its LZ4 block and Zstandard frame, as python-lz4 (4.x,
-// high-compression mode, no stored size) and python-zstandard (level 19) wrote them: references
-// from other encoders for gpumath's decoders.
-std::string repeated_text() {
-    std::string s;
-    for (int i = 0; i < 20; ++i) s += ".visible .entry k" + std::to_string(i % 7) + "(.param .u64 p)\n{\n  ret;\n}\n";
-    return s;
-}
-constexpr std::string_view k_lz4_text =
-    "fd1e2e76697369626c65202e656e747279206b30282e706172616d202e7536342070290a7b0a20207265743b0a7d0a2d001f312d00191f"
-    "322d00191f332d00191f342d00191f352d00191f362d00080f3b01ffff3350743b0a7d0a";
-constexpr std::string_view k_zstd_text =
-    "28b52ffd60840265020034032e76697369626c65202e656e747279206b30282e706172616d202e7536342070290a7b0a20207265743b0a"
-    "7d0a3132333435360800467c560520bc80c902a604cc0b982c608ac2599501";
-// 300 'x', the 36 digits and letters, 17 'y': matches that overlap their own output (offset 1)
-// with lengths continued past the token's nibble.
-std::string runs_text() {
-    return std::string(300, 'x') + "0123456789abcdefghijklmnopqrstuvwxyz" + std::string(17, 'y');
-}
-constexpr std::string_view k_lz4_runs =
-    "1f780100ff19f716303132333435363738396162636465666768696a6b6c6d6e6f707172737475767778797a790100507979797979";
-
-// The flags (u64 at 0x28 of each entry header) of a fatbin's entries.
-std::vector<std::uint64_t> entry_flags(const std::string& fatbin) {
-    std::vector<std::uint64_t> flags;
-    const std::size_t end = get<std::uint16_t>(fatbin, 6) + get<std::uint64_t>(fatbin, 8);
-    for (std::size_t at = get<std::uint16_t>(fatbin, 6); at < end;
-         at += get<std::uint32_t>(fatbin, at + 4) + get<std::uint64_t>(fatbin, at + 8))
-        flags.push_back(get<std::uint64_t>(fatbin, at + 0x28));
-    return flags;
-}
-
-}  // namespace
-
-TEST(FatbinImages, Lz4BlocksDecodeAsAnotherEncoderWroteThem) {
-    EXPECT_EQ(detail::lz4_block_decompress(from_hex(k_lz4_text), 900), repeated_text());
-    EXPECT_EQ(detail::lz4_block_decompress(from_hex(k_lz4_runs), 353), runs_text());
-    // A block of literals only.
-    EXPECT_EQ(detail::lz4_block_decompress(std::string("\x30", 1) + "abc", 3), "abc");
-}
-
-TEST(FatbinImages, DamagedLz4BlocksGiveNothing) {
-    const std::string text = from_hex(k_lz4_text);
-    // Another size than the block makes, either way.
-    EXPECT_FALSE(detail::lz4_block_decompress(text, 899));
-    EXPECT_FALSE(detail::lz4_block_decompress(text, 901));
-    // Cut anywhere: inside a length, the literals, an offset or before the last sequence.
-    for (std::size_t cut = 0; cut < text.size(); ++cut)
-        EXPECT_FALSE(detail::lz4_block_decompress(text.substr(0, cut), 900)) << "cut at " << cut;
-    // Offsets of 0 and before the output's start; a literal length that runs past the input; a
-    // length continued by 255s to the end of the input.
-    EXPECT_FALSE(detail::lz4_block_decompress(std::string("\x10"
-                                                          "a\x00\x00\x00",
-                                                          5),
-                                              8));
-    EXPECT_FALSE(detail::lz4_block_decompress(std::string("\x10"
-                                                          "a\x02\x00\x00",
-                                                          5),
-                                              8));
-    EXPECT_FALSE(detail::lz4_block_decompress(std::string("\x50"
-                                                          "ab",
-                                                          3),
-                                              5));
-    EXPECT_FALSE(detail::lz4_block_decompress(std::string("\xf0") + std::string(64, '\xff'), 1 << 20));
-    EXPECT_FALSE(detail::lz4_block_decompress({}, 0));
-    // Every single damaged byte: nothing or an image of the declared size, never a fault.
-    for (std::size_t i = 0; i < text.size(); ++i)
-        for (const int flip : {0x01, 0x10, 0x80, 0xff}) {
-            std::string damaged = text;
-            damaged[i] = char(damaged[i] ^ flip);
-            const auto got = detail::lz4_block_decompress(damaged, 900);
-            if (got) {
-                EXPECT_EQ(got->size(), 900U);
-            }
-        }
-}
-
-TEST(FatbinImages, ZstandardFramesDecodeThroughLibzstd) {
-    if (!detail::zstd_available()) GTEST_SKIP() << "libzstd.so.1 could not be loaded";
-    const std::string frame = from_hex(k_zstd_text);
-    EXPECT_EQ(detail::zstd_decompress(frame, 900), repeated_text());
-    EXPECT_FALSE(detail::zstd_decompress(frame, 899));
-    EXPECT_FALSE(detail::zstd_decompress(frame, 901));
-    EXPECT_FALSE(detail::zstd_decompress(frame.substr(0, frame.size() - 1), 900));
-    EXPECT_FALSE(detail::zstd_decompress(from_hex(k_lz4_text), 900));
-}
-
-TEST(FatbinImages, SymbolsOfCompressedImagesAreReadAndTheirDuplicatesRefused) {
-    const std::string cubin = bytes_of(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::cubin));
-    const std::string ptx = bytes_of(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::ptx));
-    // fatbinary's "speed" mode writes LZ4 blocks, its default Zstandard frames.
-    const std::pair<const char*, std::uint64_t> modes[] = {{"speed", 0x2000}, {"default", 0x8000}};
-    for (const auto& [mode, flag] : modes) {
-        SCOPED_TRACE(mode);
-        const std::string fatbin = test::fatbin_of(cubin, ptx, std::string("--compress-all --compress-mode=") + mode);
-        if (fatbin.empty()) GTEST_SKIP() << "the CUDA toolkit's fatbinary tool was not found at build time";
-        const std::vector<std::uint64_t> flags = entry_flags(fatbin);
-        ASSERT_EQ(flags.size(), 2U);
-        for (const std::uint64_t f : flags) EXPECT_EQ(f & 0xa000U, flag) << "both images compressed this way";
-        if (flag == 0x8000 && !detail::zstd_available()) continue;
-        EXPECT_EQ(detail::fatbin_defined_symbols(fatbin), std::vector<std::string>{"twice"});
-        (void)Linker().add(caller_lto()).add(callee_lto()).link();  // nvJitLink crashed after an LTO link
-        const ObjectCode fat = ObjectCode::from_bytes(fatbin, CodeType::fatbin);
-        test::expect_throw_with<InvalidArgument>(
-            [&] { (void)Linker({.arch = "sm_90"}).add(ObjectCode::from_bytes(ptx, CodeType::ptx)).add(fat).link(); },
-            {"inputs[1]", "(fatbin) defines 'twice'", "inputs[0]"});
-        // Alone, it links.
-        EXPECT_NO_THROW((void)Linker({.arch = "sm_90"}).add(fat).link());
-    }
-}
-
-TEST(FatbinImages, ImagesThatCompressManyTimesOverAreRead) {
-    // A 64 KiB table of one value: its PTX compresses hundreds of times over with Zstandard.
-    const std::string source = "__device__ int lut[16384] = {" + [] {
-        std::string v;
-        for (int i = 0; i < 16384; ++i) v += i == 0 ? "7" : ",7";
-        return v;
-    }() + "};\nextern \"C\" __global__ void twice(int* p) { p[threadIdx.x] = lut[p[threadIdx.x]]; }\n";
-    const std::string cubin =
-        bytes_of(Program(source, {.arch = "sm_90", .relocatable = true}).compile(CodeType::cubin));
-    const std::string ptx = bytes_of(Program(source, {.arch = "sm_90", .relocatable = true}).compile(CodeType::ptx));
-    for (const char* mode : {"speed", "default"}) {
-        SCOPED_TRACE(mode);
-        const std::string fatbin = test::fatbin_of(cubin, ptx, std::string("--compress-all --compress-mode=") + mode);
-        if (fatbin.empty()) GTEST_SKIP() << "the CUDA toolkit's fatbinary tool was not found at build time";
-        if (std::string(mode) == "default") {
-            if (!detail::zstd_available()) continue;
-            // The PTX image (the second entry) is over 256 times its compressed size.
-            const std::size_t second = 16 + get<std::uint32_t>(fatbin, 16 + 4) + get<std::uint64_t>(fatbin, 16 + 8);
-            EXPECT_GT(get<std::uint64_t>(fatbin, second + 0x38), 256 * get<std::uint32_t>(fatbin, second + 0x10));
-        }
-        std::vector<std::string> got = detail::fatbin_defined_symbols(fatbin);
-        std::sort(got.begin(), got.end());
-        EXPECT_EQ(got, (std::vector<std::string>{"lut", "twice"}));
-    }
-}
-
-TEST(FatbinImages, SmallBlocksDeclaringLargeImagesGiveNothing) {
-    // Checked before the output is allocated: these would otherwise take a gigabyte each.
-    const std::size_t gigabyte = std::size_t(1) << 30;
-    EXPECT_FALSE(detail::lz4_block_decompress(from_hex(k_lz4_text), gigabyte));
-    EXPECT_FALSE(detail::lz4_block_decompress(std::string("\x30", 1) + "abc", gigabyte));
-    if (detail::zstd_available()) {
-        EXPECT_FALSE(detail::zstd_decompress(from_hex(k_zstd_text), gigabyte));
-    }
-}
-
-TEST(FatbinImages, CompressedImagesWithDamagedHeadersAreNotRead) {
-    const std::string cubin = bytes_of(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::cubin));
-    const std::string ptx = bytes_of(Program(k_callee_kernel, {.arch = "sm_90"}).compile(CodeType::ptx));
-    const std::string fatbin = test::fatbin_of(cubin, ptx, "--compress-all --compress-mode=speed");
-    if (fatbin.empty()) GTEST_SKIP() << "the CUDA toolkit's fatbinary tool was not found at build time";
-    const std::size_t first = get<std::uint16_t>(fatbin, 6);
-    const std::size_t header = get<std::uint32_t>(fatbin, first + 4), payload = get<std::uint64_t>(fatbin, first + 8);
-    const std::string_view h = std::string_view(fatbin).substr(first, header);
-    const std::string_view p = std::string_view(fatbin).substr(first + header, payload);
-    ASSERT_TRUE(detail::fatbin_image(h, p));
-    const auto with_field = [&](std::size_t at, auto v) { return with(std::string(h), at, v); };
-    // A declared size past the limit, or one the bytes do not make: nothing.
-    EXPECT_FALSE(detail::fatbin_image(with_field(0x38, std::uint64_t(1) << 40), p));
-    EXPECT_FALSE(detail::fatbin_image(with_field(0x38, std::uint64_t(detail::fatbin_image_limit)), p));
-    // Compressed bytes longer than the payload; both compressions at once; a size one byte off.
-    EXPECT_FALSE(detail::fatbin_image(with_field(0x10, std::uint32_t(payload + 1)), p));
-    EXPECT_FALSE(detail::fatbin_image(with_field(0x28, get<std::uint64_t>(fatbin, first + 0x28) | 0x8000U), p));
-    EXPECT_FALSE(detail::fatbin_image(with_field(0x38, get<std::uint64_t>(fatbin, first + 0x38) + 1), p));
-    // A header too short for the sizes.
-    EXPECT_FALSE(detail::fatbin_image(h.substr(0, 0x30), p));
-    // Damaged compressed bytes anywhere in the fatbin: read or not, never a fault.
-    for (std::size_t i = first; i < fatbin.size(); i += 7) {
-        std::string damaged = fatbin;
-        damaged[i] = char(damaged[i] ^ 0x5a);
-        (void)detail::fatbin_defined_symbols(damaged);
-    }
 }

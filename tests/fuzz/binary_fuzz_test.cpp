@@ -58,17 +58,16 @@ T get(const std::string& s, std::size_t at) {
 }
 
 /// Damages `s` one to four times. `hot` lists byte ranges [begin, end) that hold headers and
-/// sizes: half the writes land there (all of them when `only_hot`), with values at the edges of
+/// sizes: half the writes land there, with values at the edges of
 /// what a reader must check.
-std::string mutate(Fuzzer& fz, std::string s, const std::vector<std::pair<std::size_t, std::size_t>>& hot,
-                   bool only_hot = false) {
+std::string mutate(Fuzzer& fz, std::string s, const std::vector<std::pair<std::size_t, std::size_t>>& hot) {
     const std::uint64_t n = s.size();
     const std::array<std::uint64_t, 12> edges{
         0, 1, 2, 23, 24, 64, n - 1, n, n + 1, n / 2, 0x7fffffffffffffffULL, ~std::uint64_t(0)};
     const int count = 1 + fz.below(4);
     for (int m = 0; m < count && !s.empty(); ++m) {
         std::size_t at = std::size_t(fz.below(int(std::min<std::size_t>(s.size(), 1 << 30))));
-        if (!hot.empty() && (only_hot || fz.chance(50))) {
+        if (!hot.empty() && fz.chance(50)) {
             const auto& [begin, end] = hot[std::size_t(fz.below(int(hot.size())))];
             if (begin < end && end <= s.size()) at = begin + std::size_t(fz.below(int(end - begin)));
         }
@@ -181,14 +180,15 @@ TEST(BinaryFuzz, CubinHeadersAreReadWithinTheFile) {
     EXPECT_GT(defects, n / 4);
 }
 
-// nvJitLink reads a cubin's tables where its headers point and the driver does not even know a
-// fatbin's size: damaged structure must stop at ObjectCode (InvalidArgument); what passes that
-// check, and damaged PTX, must give nvJitLink's LinkError or link. What gpumath does not check --
-// the flags and CUDA's own sections of relocatable code (.nv.info attributes name symbols by
-// index), a fatbin's entries, LTO-IR -- nvJitLink trusts, and some damage there crashes or aborts
-// it (docs/runtime.md). So a whole-program cubin and PTX are damaged anywhere, a fatbin in its
-// container and entry headers' sizes, and relocatable code and LTO-IR not at all here (the cubin
-// test above damages a relocatable cubin for gpumath's own readers).
+// nvJitLink reads a cubin's tables where its headers point, and a fatbin's entries and images
+// where their headers say: damaged structure must stop at ObjectCode (InvalidArgument); what passes
+// that check, and damaged PTX, must give nvJitLink's LinkError or link. What gpumath does not check
+// -- the flags and CUDA's own sections of relocatable code (.nv.info attributes name symbols by
+// index), LTO-IR past its magic -- nvJitLink trusts, and some damage there crashes or aborts it
+// (docs/runtime.md). So a whole-program cubin, PTX and fatbins of them (uncompressed and in both
+// codecs, their images decompressed and checked) are damaged anywhere, and relocatable code and
+// LTO-IR not at all here (the cubin test above damages a relocatable cubin for gpumath's own
+// readers).
 TEST(BinaryFuzz, DamagedObjectCodeIsRefusedOrALinkError) {
     const std::uint64_t seed = fuzz_seed() + 21;
     Fuzzer fz(seed);
@@ -197,30 +197,31 @@ TEST(BinaryFuzz, DamagedObjectCodeIsRefusedOrALinkError) {
         core::CodeType type;
         std::string bytes;
         std::vector<std::pair<std::size_t, std::size_t>> hot;
-        bool only_hot = false;
     };
     std::vector<Input> inputs;
     const std::string cubin = bytes_of(compile(core::CodeType::cubin));
     inputs.push_back({core::CodeType::cubin, cubin, elf_structure(cubin)});
     const std::string ptx = bytes_of(compile(core::CodeType::ptx));
     inputs.push_back({core::CodeType::ptx, ptx, {{0, std::min<std::size_t>(ptx.size(), 256)}}});
-    const std::string fatbin = test::fatbin_of(cubin, ptx);
-    if (!fatbin.empty()) {
-        // The container header and each entry's kind, header size and payload size.
-        std::vector<std::pair<std::size_t, std::size_t>> sizes{{0, 16}};
-        for (std::size_t at = 16; at + 16 <= fatbin.size() && sizes.size() < 8;
+    for (const char* options : {"", "--compress-all --compress-mode=speed", "--compress-all"}) {
+        const std::string fatbin = test::fatbin_of(cubin, ptx, options);
+        if (fatbin.empty()) {
+            std::printf("[ fuzz     ] no fatbinary tool: fatbins are not fuzzed\n");
+            break;
+        }
+        // The container header and each entry's header.
+        std::vector<std::pair<std::size_t, std::size_t>> headers{{0, 16}};
+        for (std::size_t at = 16; at + 16 <= fatbin.size() && headers.size() < 8;
              at += get<std::uint32_t>(fatbin, at + 4) + get<std::uint64_t>(fatbin, at + 8))
-            sizes.emplace_back(at, at + 16);
-        inputs.push_back({core::CodeType::fatbin, fatbin, sizes, true});
+            headers.emplace_back(at, at + get<std::uint32_t>(fatbin, at + 4));
         ASSERT_EQ(detail::fatbin_defect(fatbin), "");
-    } else {
-        std::printf("[ fuzz     ] no fatbinary tool: fatbins are not fuzzed\n");
+        inputs.push_back({core::CodeType::fatbin, fatbin, headers});
     }
     // nvJitLink runs for every call that passes ObjectCode's checks: fewer iterations.
     const int n = iterations(4000) / 4;
     for (int i = 0; i < n; ++i) {
         const Input& in = inputs[std::size_t(fz.below(int(inputs.size())))];
-        const std::string damaged = mutate(fz, in.bytes, in.hot, in.only_hot);
+        const std::string damaged = mutate(fz, in.bytes, in.hot);
         classify("linker", i, t, [&] {
             core::Linker linker({.arch = "sm_90"});
             linker.add(core::ObjectCode::from_bytes(damaged, in.type, "sm_90"));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -25,6 +26,32 @@ enum class CodeType {
 
 /// "ptx", "cubin", "ltoir" or "fatbin".
 [[nodiscard]] std::string_view to_string(CodeType type) noexcept;
+
+/// Bounds on the decompression gpumath does to check device code. fatbinary compresses a fatbin's
+/// images (Zstandard by default, LZ4 with `--compress-mode=speed`); gpumath decompresses each one
+/// to check it as the same kind of code given alone, before nvJitLink or the driver reads it. An
+/// image over these bounds is refused (InvalidArgument) before anything is allocated for it, so a
+/// small file declaring gigabytes of images costs nothing. Process-wide: see
+/// `decompression_limits()`.
+struct DecompressionLimits {
+    /// The most bytes the compressed images of one read may decompress to, all together: one
+    /// `ObjectCode::from_bytes` or `from_file`, or one `Linker::link` over all its inputs. Default
+    /// 1 GiB; at most 4 GiB; 0 refuses every compressed image.
+    std::uint64_t max_bytes = std::uint64_t(1) << 30;
+    /// The most times an image may be larger than its compressed bytes. Default 4096: real images
+    /// stay under about 1000 (PTX with a large constant table), LZ4 cannot pass 255, and a
+    /// decompression bomb needs far more. At least 1.
+    std::uint64_t max_ratio = 4096;
+};
+
+/// The current limits: the defaults above, or the environment's `GPUMATH_MAX_DECOMPRESSED_BYTES`
+/// (a count with an optional K, M, G suffix, e.g. "256M") and `GPUMATH_MAX_DECOMPRESSION_RATIO`
+/// read when first asked (a value that does not parse is logged and ignored), or what
+/// `set_decompression_limits` set last. Thread-safe.
+[[nodiscard]] DecompressionLimits decompression_limits() noexcept;
+/// Replaces the limits for every later read. InvalidArgument when `max_bytes` is over 4 GiB or
+/// `max_ratio` is 0. Thread-safe; reads in progress keep the limits they started with.
+void set_decompression_limits(const DecompressionLimits& limits);
 
 class Module;
 class ObjectCode;
@@ -58,10 +85,16 @@ public:
 
     /// Wraps code given in memory (copied). `arch` ("sm_90", "compute_90") is read from a cubin's
     /// ELF header when left empty; `lowered_names` maps name expressions to mangled names so that
-    /// `Module::kernel("scale<float>")` works for code compiled elsewhere. InvalidArgument when
-    /// `bytes` is empty, `type` is not a CodeType, a cubin's ELF tables or a fatbin's entries lie
-    /// outside `bytes` (nvJitLink and the driver would read past them), PTX holds a NUL before its
-    /// end, or a lowered name or expression is empty, holds a NUL or repeats an expression.
+    /// `Module::kernel("scale<float>")` works for code compiled elsewhere. The code is checked
+    /// before anything else reads it (nvJitLink and the driver trust its structure; damaged code
+    /// crashes them): a cubin's ELF tables must lie inside `bytes` and refer to what exists, PTX
+    /// must hold no NUL before its end, LTO-IR must start with its magic, and a fatbin's container
+    /// and entries must lie inside `bytes`, each entry of a kind and compression fatbinary writes,
+    /// each image (decompressed within `decompression_limits()`) passing the check of the same kind
+    /// of code given alone. InvalidArgument naming the entry otherwise, and when `bytes` is empty,
+    /// `type` is not a CodeType, or a lowered name or expression is empty, holds a NUL or repeats
+    /// an expression; NotSupported for a Zstandard-compressed image when libzstd.so.1 cannot be
+    /// loaded to check it.
     [[nodiscard]] static ObjectCode from_bytes(std::span<const std::byte> bytes, CodeType type, std::string arch = {},
                                                std::vector<std::pair<std::string, std::string>> lowered_names = {});
     /// Same, from a string (PTX text, or binary data held in a std::string).
