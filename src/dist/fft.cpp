@@ -231,6 +231,15 @@ void unpad_rows(const FftProblem& p, const std::byte* padded, std::byte* dense) 
     for (std::size_t r = 0; r < rows; ++r) std::memcpy(dense + r * row, padded + r * stored, row);
 }
 
+// Copies `bytes` with `device` current on the calling thread's default stream and waits for the copy:
+// cudaMemcpy from pageable memory may return before its DMA is done, which an execution on a
+// stream that does not wait for the legacy stream would race with.
+void copy_and_wait(int device, void* dst, const void* src, std::size_t bytes, const char* api) {
+    check(cudaSetDevice(device), "cudaSetDevice", api);
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread), "cudaMemcpyAsync", api);
+    check(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", api);
+}
+
 // Host to devices; `shuffled` places the data in cuFFT Xt's permuted order (what c2r across GPUs reads).
 void upload(FFTState& s, FFTAccess::DataImpl& d, const void* host, bool shuffled, const char* api) {
     KeepCurrentDevice keep;
@@ -242,8 +251,7 @@ void upload(FFTState& s, FFTAccess::DataImpl& d, const void* host, bool shuffled
                     "cufftXtMemcpy", api);
         return;
     }
-    check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
-    check(cudaMemcpy(d.buffer, host, d.bytes, cudaMemcpyHostToDevice), "cudaMemcpy", api);
+    copy_and_wait(s.problem.devices[0], d.buffer, host, d.bytes, api);
 }
 
 void download(FFTState& s, const FFTAccess::DataImpl& d, void* host, const char* api) {
@@ -253,8 +261,7 @@ void download(FFTState& s, const FFTAccess::DataImpl& d, void* host, const char*
         check_cufft(cufftXtMemcpy(s.handle, host, d.desc, CUFFT_COPY_DEVICE_TO_HOST), "cufftXtMemcpy", api);
         return;
     }
-    check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
-    check(cudaMemcpy(host, d.buffer, d.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy", api);
+    copy_and_wait(s.problem.devices[0], host, d.buffer, d.bytes, api);
 }
 
 FFTAccess::DataImpl& own_data(FFTState& s, const FFTData& data, const char* name, const char* api) {
@@ -434,14 +441,6 @@ FFTData FFT::to_natural(const FFTData& src) {
     auto& to = detail::FFTAccess::impl(dst, api);
     detail::wait_for_executions(from, api);
     detail::KeepCurrentDevice keep;
-    // A copy between parts on the calling thread's default stream of their device, waited for: the
-    // call blocks until the copy is done.
-    auto copy_part = [&](int device, void* dst_part, const void* src_part, std::size_t bytes) {
-        detail::check(cudaSetDevice(device), "cudaSetDevice", api);
-        detail::check(cudaMemcpyAsync(dst_part, src_part, bytes, cudaMemcpyDeviceToDevice, cudaStreamPerThread),
-                      "cudaMemcpyAsync", api);
-        detail::check(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", api);
-    };
     if (s.multi()) {
         std::lock_guard lock(s.mutex);
         to.desc->subFormat = CUFFT_XT_FORMAT_INPLACE;
@@ -454,11 +453,11 @@ FFTData FFT::to_natural(const FFTData& src) {
             const cudaXtDesc& x = *from.desc->descriptor;
             const cudaXtDesc& y = *to.desc->descriptor;
             for (int i = 0; i < x.nGPUs; ++i)
-                copy_part(y.GPUs[std::size_t(i)], y.data[std::size_t(i)], x.data[std::size_t(i)],
-                          x.size[std::size_t(i)]);
+                detail::copy_and_wait(y.GPUs[std::size_t(i)], y.data[std::size_t(i)], x.data[std::size_t(i)],
+                                      x.size[std::size_t(i)], api);
         }
     } else {
-        copy_part(s.problem.devices[0], to.buffer, from.buffer, to.bytes);
+        detail::copy_and_wait(s.problem.devices[0], to.buffer, from.buffer, to.bytes, api);
     }
     return dst;
 }
