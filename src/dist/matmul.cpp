@@ -130,7 +130,7 @@ MatmulArgs rank_args(const ParallelMatmulState& s, const RankProducts& r, const 
     return out;
 }
 
-// Every check of one rank's operands that needs no other rank.
+// Every check of one rank's operands that needs no other rank and no CUDA call.
 void check_rank(const ParallelMatmulState& s, const dist::RankOperands& op, std::size_t i, const char* api) {
     const RankProducts& r = s.ranks[i];
     if (op.a.layout() != s.a) {
@@ -226,7 +226,12 @@ void check_rank(const ParallelMatmulState& s, const dist::RankOperands& op, std:
     (void)analyze(MatmulSignature::of(call_of(op.a, op.b, &op.d, args)), options, api);
     // And each chunk's product of a pipeline, which the planned products run one by one.
     check_chunked_products(op.a, op.b, op.d, args, options, s.shape, s.parallel.chunks, i, api);
-    // Where the memory lives, and the stream's device.
+}
+
+// Where rank i's memory lives, and its stream's device: CUDA queries, after every rank's other checks.
+void check_rank_places(const ParallelMatmulState& s, const dist::RankOperands& op, std::size_t i, const char* api) {
+    const RankProducts& r = s.ranks[i];
+    const MatmulArgs args = rank_args(s, r, op.args);
     const CollectiveLookups& lookups = cuda_lookups();
     check_memory_on(op.a, {"", "ranks", i, ".a"}, r.device, lookups, api);
     check_memory_on(op.b, {"", "ranks", i, ".b"}, r.device, lookups, api);
@@ -353,6 +358,7 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
                 api);
         }
     }
+    for (std::size_t i = 0; i < n; ++i) gpumath::detail::check_rank_places(s, ranks[i], i, api);
 
     const std::lock_guard lock(s.mutex);
     gpumath::detail::plan_locked(s);
