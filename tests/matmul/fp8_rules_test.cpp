@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Every FP8 rule of matmul, grouped products and quantization, through every entry path (the
-// constructors, execute, the allocating forms, autotune, plan, the stateless calls): bad input is
-// InvalidArgument or NotSupported naming the operand before any CUDA call, so on a machine without
-// a GPU it is never a CudaError. Pointers are fake device addresses, never dereferenced. The rules
-// that need the device (compute capability >= 8.9, the TN rule before 10.x, 9.x for the finer scale
-// modes) come after every other; on this machine a call breaking only those reaches the device.
+// Every FP8 rule of matmul and of grouped products through every entry path (the constructors,
+// execute, the allocating forms, autotune, plan, the stateless calls): bad input is InvalidArgument
+// or NotSupported naming the operand before any CUDA call, so on a machine without a GPU it is
+// never a CudaError. Pointers are fake device addresses, never dereferenced. The rules that need
+// the device (compute capability >= 8.9, the TN rule before 10.x, 9.x for the finer scale modes)
+// come after every other: without a device, a call breaking only those reports the missing
+// device. quantize_fp8/dequantize_fp8's rules are in quantize_validation_test.cpp, through their
+// public calls.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -698,4 +700,21 @@ TEST(Fp8Rules, APlannedStridedBatchTakesTheFp8BiasType) {
         GroupedMatmul mm(a, b, equal, {.epilog = Epilog::bias, .result_type = f32});
         test::expect_throw_with<CudaError>([&] { mm.plan(); }, {"no CUDA driver/device"});
     }
+}
+
+TEST(Fp8Rules, TheDeviceRulesComeLast) {
+    if (test::has_gpu()) GTEST_SKIP() << "the fake pointers of these calls must not reach a real device";
+    // K-contiguous operands are a rule of compute capability 8.9 to 9.x and 12.x (10.x takes every
+    // layout), the finer scale modes one of 9.x: calls that break only those pass every host rule.
+    const TensorView a_col = v(0, e4m3, {M, K}, {1, M});
+    const TensorView b = v(1, e4m3, {K, N}, {1, K}), d = v(2, bf16, {M, N});
+    test::expect_throw_with<CudaError>([&] { matmul(a_col, b, d); }, {"no CUDA driver/device"});
+    Matmul mm(a_col, b);
+    test::expect_throw_with<CudaError>([&] { mm.execute(a_col, b, d); }, {"no CUDA driver/device"});
+    MatmulArgs outer;
+    outer.scales = {.a_mode = ScaleMode::outer_vector,
+                    .b_mode = ScaleMode::outer_vector,
+                    .a_tensor = v(6, f32, {M}),
+                    .b_tensor = v(7, f32, {N})};
+    test::expect_throw_with<CudaError>([&] { matmul(v(0, e4m3, {M, K}), b, d, outer); }, {"no CUDA driver/device"});
 }
