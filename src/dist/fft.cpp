@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Multi-GPU FFTs through cuFFT Xt: the plan (cufftXtSetGPUs + cufftMakePlan*d, or an ordinary plan on
-// one device), its device data (cufftXtMalloc/Memcpy/Free), execution with the normalization scale,
-// and the cached dist::fft/ifft/rfft/irfft.
+// one device), its device data (cufftXtMalloc/Memcpy/Free) and the blocking host copies. The
+// execution is in fft_execute.cpp, the cached dist::fft/ifft/rfft/irfft in fft_cache.cpp.
 #include <gpumath/dist/fft.hpp>
 
-#include <atomic>
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -13,43 +13,20 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "detail/lru_cache.hpp"
+#include <gpumath/core/device.hpp>
+
 #include "detail/status.hpp"
 #include "dist/fft_problem.hpp"
 #include "dist/fft_scale.hpp"
-#include <gpumath/core/device.hpp>
+#include "dist/fft_state.hpp"
 
 namespace gpumath::dist {
 namespace detail {
-namespace {
-
 using gpumath::detail::check;
 using gpumath::detail::check_cufft;
 using gpumath::detail::throw_invalid;
 using gpumath::detail::throw_moved_from;
 using gpumath::detail::throw_not_supported;
-
-// Restores the calling thread's current device when it leaves scope: cuFFT Xt calls switch devices
-// (and cufftDestroy of a multi-GPU plan has been seen to leave the last one current).
-class KeepCurrentDevice {
-public:
-    KeepCurrentDevice() noexcept {
-        if (cudaGetDevice(&device_) != cudaSuccess) {
-            (void)cudaGetLastError();
-            device_ = -1;
-        }
-    }
-    ~KeepCurrentDevice() {
-        if (device_ >= 0) (void)cudaSetDevice(device_);
-    }
-    KeepCurrentDevice(const KeepCurrentDevice&) = delete;
-    KeepCurrentDevice& operator=(const KeepCurrentDevice&) = delete;
-    KeepCurrentDevice(KeepCurrentDevice&&) = delete;
-    KeepCurrentDevice& operator=(KeepCurrentDevice&&) = delete;
-
-private:
-    int device_ = -1;
-};
 
 cufftType cufft_type(const FftProblem& p) noexcept {
     const bool dbl = p.precision == DataType::f64;
@@ -62,6 +39,8 @@ cufftType cufft_type(const FftProblem& p) noexcept {
             return dbl ? CUFFT_Z2Z : CUFFT_C2C;
     }
 }
+
+namespace {
 
 // The cuFFT plan over the devices (cufftXtSetGPUs first with several), work sizes per device.
 cufftHandle make_cufft_plan(const FftProblem& p, std::vector<std::size_t>& work, const char* api) {
@@ -76,6 +55,8 @@ cufftHandle make_cufft_plan(const FftProblem& p, std::vector<std::size_t>& work,
         if (multi)
             check_cufft(cufftXtSetGPUs(h, int(devices.size()), devices.data()), "cufftXtSetGPUs",
                         [&] { return fmt::format("{}: devices [{}]", api, fmt::join(devices, ", ")); });
+        else  // the work area comes per stream from gpumath's workspace (fft_execute.cpp)
+            check_cufft(cufftSetAutoAllocation(h, 0), "cufftSetAutoAllocation", api);
         const auto n = [&](int i) { return int(p.n[std::size_t(i)]); };
         const cufftType type = cufft_type(p);
         int status = 0;
@@ -111,125 +92,106 @@ void destroy_cufft_plan(cufftHandle h, int device) noexcept {
     (void)cufftDestroy(h);
 }
 
-// cuFFT Xt's sub-formats that hold the permuted order.
+}  // namespace
+
 bool is_shuffled(int sub_format) noexcept {
     return sub_format == CUFFT_XT_FORMAT_INPLACE_SHUFFLED || sub_format == CUFFT_XT_FORMAT_1D_INPUT_SHUFFLED;
 }
 
-}  // namespace
+FFTState::~FFTState() {
+    if (planned.load()) destroy_cufft_plan(handle, multi() ? -1 : problem.devices[0]);
+}
 
-/// Everything a plan owns, shared by its FFT and the FFTData it allocated (so data can outlive the
-/// FFT object and still copy through its cuFFT plan).
-struct FFTState {
-    FftProblem problem;
-    FFTOptions options;  // kind resolved
-    const char* api = "gpumath::dist::FFT";
-    std::mutex mutex;  // planning, and every cuFFT call on the plan
-    std::atomic<bool> planned{false};
-    cufftHandle handle = 0;
-    std::vector<std::size_t> work;
-
-    [[nodiscard]] bool multi() const noexcept { return problem.devices.size() > 1; }
-
-    FFTState() = default;
-    FFTState(const FFTState&) = delete;
-    FFTState& operator=(const FFTState&) = delete;
-    FFTState(FFTState&&) = delete;
-    FFTState& operator=(FFTState&&) = delete;
-    ~FFTState() {
-        if (planned.load()) destroy_cufft_plan(handle, multi() ? -1 : problem.devices[0]);
-    }
-
-    // Plans once; the caller holds no lock.
-    void ensure_planned() {
-        if (planned.load(std::memory_order_acquire)) return;
-        std::lock_guard lock(mutex);
-        if (planned.load(std::memory_order_relaxed)) return;
-        if (multi()) {
-            const core::ComputeCapability first = core::Device(problem.devices[0]).compute_capability();
-            for (std::size_t i = 1; i < problem.devices.size(); ++i) {
-                const core::ComputeCapability cc = core::Device(problem.devices[i]).compute_capability();
-                if (cc != first)
-                    throw_not_supported(fmt::format("options.devices: device {} has compute capability {}.{}, device "
-                                                    "{} has {}.{}; cuFFT Xt needs GPUs of one architecture",
-                                                    problem.devices[i], cc.major, cc.minor, problem.devices[0],
-                                                    first.major, first.minor),
-                                        api);
-            }
+void FFTState::ensure_planned() {
+    if (planned.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(mutex);
+    if (planned.load(std::memory_order_relaxed)) return;
+    if (multi()) {
+        const core::ComputeCapability first = core::Device(problem.devices[0]).compute_capability();
+        for (std::size_t i = 1; i < problem.devices.size(); ++i) {
+            const core::ComputeCapability cc = core::Device(problem.devices[i]).compute_capability();
+            if (cc != first)
+                throw_not_supported(
+                    fmt::format("options.devices: device {} has compute capability {}.{}, device "
+                                "{} has {}.{}; cuFFT Xt needs GPUs of one architecture",
+                                problem.devices[i], cc.major, cc.minor, problem.devices[0], first.major, first.minor),
+                    api);
         }
-        handle = make_cufft_plan(problem, work, api);
-        planned.store(true, std::memory_order_release);
     }
-};
+    // What executions use, made now so that they allocate, create and load nothing: the scale
+    // kernels, and per device the stream and events that order the scale (several devices) or the
+    // per-stream work areas (one device).
+    KeepCurrentDevice keep;
+    const bool scales = fft_scale(problem, Direction::forward) != 1.0 || fft_scale(problem, Direction::inverse) != 1.0;
+    std::vector<DeviceSync> made;
+    for (const int device : problem.devices) {
+        check(cudaSetDevice(device), "cudaSetDevice", api);
+        if (scales) load_scale_kernel(device, problem.precision);
+        if (!multi()) continue;
+        const core::Device dev(device);
+        made.push_back({dev.create_stream({.non_blocking = true}), dev.create_event(), dev.create_event()});
+    }
+    if (!multi()) workspace = gpumath::detail::stream_workspace(problem.devices[0], nullptr);
+    handle = make_cufft_plan(problem, work, api);
+    sync = std::move(made);
+    planned.store(true, std::memory_order_release);
+}
+
+FFTData::Impl& FFTAccess::impl(const FFTData& data, const char* api) {
+    if (!data.impl_) throw_moved_from("FFTData", api);
+    return *data.impl_;
+}
+
+FFTState& FFTAccess::state(const FFT& fft, const char* api) {
+    if (!fft.state_) throw_moved_from("FFT", api);
+    return *fft.state_;
+}
+
+FFT FFTAccess::make(const TensorLayout& input, const FFTOptions& options, FFTKind forced, const char* api) {
+    auto state = std::make_shared<FFTState>();
+    state->problem = make_fft_problem(input, options, forced, api);
+    state->options = options;
+    state->options.kind = state->problem.kind;
+    FFT fft(std::move(state));
+    return fft;
+}
+
+FFTData FFTAccess::allocate(FFTState& s, const std::shared_ptr<FFTState>& owner, const char* api) {
+    s.ensure_planned();
+    auto impl = std::make_unique<FFTData::Impl>();
+    impl->state = owner;
+    KeepCurrentDevice keep;
+    for (const int device : s.problem.devices) {
+        check(cudaSetDevice(device), "cudaSetDevice", api);
+        impl->executed.push_back(core::Device(device).create_event());
+    }
+    if (s.multi()) {
+        std::lock_guard lock(s.mutex);
+        check_cufft(cufftXtMalloc(s.handle, &impl->desc, CUFFT_XT_FORMAT_INPLACE), "cufftXtMalloc", api);
+    } else {
+        check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
+        impl->bytes = s.problem.stored_bytes();
+        check(cudaMalloc(&impl->buffer, impl->bytes), "cudaMalloc",
+              [&] { return fmt::format("{}: {} bytes on device {}", api, impl->bytes, s.problem.devices[0]); });
+    }
+    return FFTData(std::move(impl));
+}
 
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
 // FFTData
 
-struct FFTData::Impl {
-    std::shared_ptr<detail::FFTState> state;
-    cudaLibXtDesc* desc = nullptr;  // several devices
-    void* buffer = nullptr;         // one device
-    std::size_t bytes = 0;          // one device
-
-    Impl() = default;
-    Impl(const Impl&) = delete;
-    Impl& operator=(const Impl&) = delete;
-    Impl(Impl&&) = delete;
-    Impl& operator=(Impl&&) = delete;
-    ~Impl() {
-        detail::KeepCurrentDevice keep;
-        if (desc != nullptr) (void)cufftXtFree(desc);
-        if (buffer != nullptr) {
-            (void)cudaSetDevice(state->problem.devices[0]);
-            (void)cudaFree(buffer);
-        }
+FFTData::Impl::~Impl() {
+    detail::KeepCurrentDevice keep;
+    if (desc != nullptr) (void)cufftXtFree(desc);
+    if (buffer != nullptr) {
+        (void)cudaSetDevice(state->problem.devices[0]);
+        (void)cudaFree(buffer);
     }
-};
+}
 
 namespace detail {
-
-/// Private access to the public types' internals.
-struct FFTAccess {
-    using DataImpl = FFTData::Impl;
-    static FFTState& state(const FFT& fft, const char* api) {
-        if (!fft.state_) throw_moved_from("FFT", api);
-        return *fft.state_;
-    }
-    static FFTData::Impl& impl(const FFTData& data, const char* api) {
-        if (!data.impl_) throw_moved_from("FFTData", api);
-        return *data.impl_;
-    }
-    static FFT make(const TensorLayout& input, const FFTOptions& options, FFTKind forced, const char* api) {
-        auto state = std::make_shared<FFTState>();
-        state->problem = make_fft_problem(input, options, forced, api);
-        state->options = options;
-        state->options.kind = state->problem.kind;
-        FFT fft(std::move(state));
-        return fft;
-    }
-    static FFTData allocate(FFTState& s, const std::shared_ptr<FFTState>& owner, const char* api) {
-        s.ensure_planned();
-        auto impl = std::make_unique<FFTData::Impl>();
-        impl->state = owner;
-        KeepCurrentDevice keep;
-        if (s.multi()) {
-            std::lock_guard lock(s.mutex);
-            check_cufft(cufftXtMalloc(s.handle, &impl->desc, CUFFT_XT_FORMAT_INPLACE), "cufftXtMalloc", api);
-        } else {
-            check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
-            impl->bytes = s.problem.stored_bytes();
-            check(cudaMalloc(&impl->buffer, impl->bytes), "cudaMalloc",
-                  [&] { return fmt::format("{}: {} bytes on device {}", api, impl->bytes, s.problem.devices[0]); });
-        }
-        return FFTData(std::move(impl));
-    }
-    static FFTState& data_state(const FFTData::Impl& impl) noexcept { return *impl.state; }
-    // The host path: copy in, transform, normalize, copy out (natural order).
-    static void execute_host(FFT& fft, const TensorView& in, const TensorView& out, Direction direction,
-                             const char* api);
-};
 
 namespace {
 
@@ -269,6 +231,15 @@ void unpad_rows(const FftProblem& p, const std::byte* padded, std::byte* dense) 
     for (std::size_t r = 0; r < rows; ++r) std::memcpy(dense + r * row, padded + r * stored, row);
 }
 
+// Copies `bytes` with `device` current on the calling thread's default stream and waits for the copy:
+// cudaMemcpy from pageable memory may return before its DMA is done, which an execution on a
+// stream that does not wait for the legacy stream would race with.
+void copy_and_wait(int device, void* dst, const void* src, std::size_t bytes, const char* api) {
+    check(cudaSetDevice(device), "cudaSetDevice", api);
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread), "cudaMemcpyAsync", api);
+    check(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", api);
+}
+
 // Host to devices; `shuffled` places the data in cuFFT Xt's permuted order (what c2r across GPUs reads).
 void upload(FFTState& s, FFTAccess::DataImpl& d, const void* host, bool shuffled, const char* api) {
     KeepCurrentDevice keep;
@@ -280,8 +251,7 @@ void upload(FFTState& s, FFTAccess::DataImpl& d, const void* host, bool shuffled
                     "cufftXtMemcpy", api);
         return;
     }
-    check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
-    check(cudaMemcpy(d.buffer, host, d.bytes, cudaMemcpyHostToDevice), "cudaMemcpy", api);
+    copy_and_wait(s.problem.devices[0], d.buffer, host, d.bytes, api);
 }
 
 void download(FFTState& s, const FFTAccess::DataImpl& d, void* host, const char* api) {
@@ -291,8 +261,7 @@ void download(FFTState& s, const FFTAccess::DataImpl& d, void* host, const char*
         check_cufft(cufftXtMemcpy(s.handle, host, d.desc, CUFFT_COPY_DEVICE_TO_HOST), "cufftXtMemcpy", api);
         return;
     }
-    check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
-    check(cudaMemcpy(host, d.buffer, d.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy", api);
+    copy_and_wait(s.problem.devices[0], host, d.buffer, d.bytes, api);
 }
 
 FFTAccess::DataImpl& own_data(FFTState& s, const FFTData& data, const char* name, const char* api) {
@@ -305,66 +274,6 @@ FFTAccess::DataImpl& own_data(FFTState& s, const FFTData& data, const char* name
                                   gpumath::to_string(s.problem.in_layout), fmt::join(s.problem.devices, ", ")),
                       api);
     return d;
-}
-
-void transform(FFTState& s, FFTAccess::DataImpl& d, Direction direction, const char* api) {
-    const FftProblem& p = s.problem;
-    const int sign = direction == Direction::forward ? CUFFT_FORWARD : CUFFT_INVERSE;
-    KeepCurrentDevice keep;
-    std::vector<FFTPart> parts;
-    // The scale runs under the lock too, so no other call on the plan sees unscaled data.
-    std::lock_guard lock(s.mutex);
-    {
-        if (s.multi()) {
-            // cuFFT Xt leaves a 1-D result marked INPLACE_SHUFFLED, which a 1-D transform does not take
-            // as input (CUFFT_INVALID_TYPE): shuffled 1-D input has a format of its own.
-            if (p.rank == 1 && d.desc->subFormat == CUFFT_XT_FORMAT_INPLACE_SHUFFLED)
-                d.desc->subFormat = CUFFT_XT_FORMAT_1D_INPUT_SHUFFLED;
-            check_cufft(cufftXtExecDescriptor(s.handle, d.desc, d.desc, sign), "cufftXtExecDescriptor", api);
-            const cudaXtDesc& x = *d.desc->descriptor;
-            for (int i = 0; i < x.nGPUs; ++i)
-                parts.push_back({x.GPUs[std::size_t(i)], x.data[std::size_t(i)], x.size[std::size_t(i)]});
-        } else {
-            check(cudaSetDevice(p.devices[0]), "cudaSetDevice", api);
-            void* b = d.buffer;
-            int status = 0;
-            const char* call = "";
-            switch (cufft_type(p)) {
-                case CUFFT_C2C:
-                    call = "cufftExecC2C";
-                    status = cufftExecC2C(s.handle, static_cast<cufftComplex*>(b), static_cast<cufftComplex*>(b), sign);
-                    break;
-                case CUFFT_Z2Z:
-                    call = "cufftExecZ2Z";
-                    status = cufftExecZ2Z(s.handle, static_cast<cufftDoubleComplex*>(b),
-                                          static_cast<cufftDoubleComplex*>(b), sign);
-                    break;
-                case CUFFT_R2C:
-                    call = "cufftExecR2C";
-                    status = cufftExecR2C(s.handle, static_cast<cufftReal*>(b), static_cast<cufftComplex*>(b));
-                    break;
-                case CUFFT_D2Z:
-                    call = "cufftExecD2Z";
-                    status =
-                        cufftExecD2Z(s.handle, static_cast<cufftDoubleReal*>(b), static_cast<cufftDoubleComplex*>(b));
-                    break;
-                case CUFFT_C2R:
-                    call = "cufftExecC2R";
-                    status = cufftExecC2R(s.handle, static_cast<cufftComplex*>(b), static_cast<cufftReal*>(b));
-                    break;
-                default:
-                    call = "cufftExecZ2D";
-                    status =
-                        cufftExecZ2D(s.handle, static_cast<cufftDoubleComplex*>(b), static_cast<cufftDoubleReal*>(b));
-                    break;
-            }
-            check_cufft(status, call, api);
-            parts.push_back({p.devices[0], d.buffer, d.bytes});
-        }
-    }
-    // cuFFT Xt runs multi-GPU plans synchronously; the wait makes the one-device plan (on the legacy
-    // default stream) the same, and orders the scale after the transform on every device.
-    scale_parts(parts, p.precision, fft_scale(p, direction), api);
 }
 
 }  // namespace
@@ -387,7 +296,10 @@ void FFTAccess::execute_host(FFT& fft, const TensorView& in, const TensorView& o
     } else {
         upload(s, d, in.data(), s.problem.kind == FFTKind::c2r, api);
     }
-    transform(s, d, direction, api);
+    // On the default stream of the plan's first device; the host waits for it explicitly before
+    // the copy back (the execution itself does not block).
+    execute_data(s, d, direction, core::StreamRef{}, fft.state_, api);
+    wait_for_executions(d, api);
     if (real_out) {
         download(s, d, staging.data(), api);
         unpad_rows(s.problem, staging.data(), static_cast<std::byte*>(out.data()));
@@ -409,6 +321,7 @@ void FFTData::copy_from(const TensorView& host) {
     detail::FFTState& s = *d.state;
     const int which = detail::check_host_view(s.problem, host, -1, "host", api);
     const bool shuffled = s.problem.kind == FFTKind::c2r && which == 0;
+    detail::wait_for_executions(d, api);  // an execution in flight still reads and writes the data
     if (detail::is_real_side(s.problem, which)) {
         std::vector<std::byte> staging = detail::host_staging(s.problem, api);
         detail::pad_rows(s.problem, static_cast<const std::byte*>(host.data()), staging.data());
@@ -423,6 +336,7 @@ void FFTData::copy_to(const TensorView& host) const {
     const Impl& d = detail::FFTAccess::impl(*this, api);
     detail::FFTState& s = *d.state;
     const int which = detail::check_host_view(s.problem, host, -1, "host", api);
+    detail::wait_for_executions(d, api);
     if (detail::is_real_side(s.problem, which)) {
         std::vector<std::byte> staging = detail::host_staging(s.problem, api);
         detail::download(s, d, staging.data(), api);
@@ -495,7 +409,7 @@ FFTData FFT::allocate() {
     return detail::FFTAccess::allocate(detail::FFTAccess::state(*this, api), state_, api);
 }
 
-void FFT::execute(FFTData& data, Direction direction) {
+void FFT::execute(FFTData& data, Direction direction, core::StreamRef stream) {
     constexpr const char* api = "gpumath::dist::FFT::execute";
     detail::FFTState& s = detail::FFTAccess::state(*this, api);
     auto& d = detail::own_data(s, data, "data", api);
@@ -516,7 +430,7 @@ void FFT::execute(FFTData& data, Direction direction) {
                 "in shuffled order (already transformed?): copy_from the real input, or set_order",
                 api);
     }
-    detail::transform(s, d, direction, api);
+    detail::execute_data(s, d, direction, stream, state_, api);
 }
 
 FFTData FFT::to_natural(const FFTData& src) {
@@ -525,28 +439,25 @@ FFTData FFT::to_natural(const FFTData& src) {
     auto& from = detail::own_data(s, src, "src", api);
     FFTData dst = detail::FFTAccess::allocate(s, state_, api);
     auto& to = detail::FFTAccess::impl(dst, api);
+    detail::wait_for_executions(from, api);
     detail::KeepCurrentDevice keep;
     if (s.multi()) {
         std::lock_guard lock(s.mutex);
         to.desc->subFormat = CUFFT_XT_FORMAT_INPLACE;
         if (detail::is_shuffled(from.desc->subFormat)) {
-            // cuFFT Xt redistributes the shuffled order into the natural one.
+            // cuFFT Xt redistributes the shuffled order into the natural one (synchronously).
             detail::check_cufft(cufftXtMemcpy(s.handle, to.desc, from.desc, CUFFT_COPY_DEVICE_TO_DEVICE),
                                 "cufftXtMemcpy", api);
         } else {
             // Already natural: both allocations of this plan split the array alike, part by part.
             const cudaXtDesc& x = *from.desc->descriptor;
             const cudaXtDesc& y = *to.desc->descriptor;
-            for (int i = 0; i < x.nGPUs; ++i) {
-                detail::check(cudaSetDevice(y.GPUs[std::size_t(i)]), "cudaSetDevice", api);
-                detail::check(cudaMemcpy(y.data[std::size_t(i)], x.data[std::size_t(i)], x.size[std::size_t(i)],
-                                         cudaMemcpyDeviceToDevice),
-                              "cudaMemcpy", api);
-            }
+            for (int i = 0; i < x.nGPUs; ++i)
+                detail::copy_and_wait(y.GPUs[std::size_t(i)], y.data[std::size_t(i)], x.data[std::size_t(i)],
+                                      x.size[std::size_t(i)], api);
         }
     } else {
-        detail::check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
-        detail::check(cudaMemcpy(to.buffer, from.buffer, to.bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy", api);
+        detail::copy_and_wait(s.problem.devices[0], to.buffer, from.buffer, to.bytes, api);
     }
     return dst;
 }
@@ -575,107 +486,6 @@ const FFTOptions& FFT::options() const noexcept {
 std::span<const std::size_t> FFT::workspace_sizes() const noexcept {
     if (!planned()) return {};
     return state_->work;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The plan cache and the stateless functions
-
-namespace detail {
-namespace {
-
-struct CacheKey {
-    std::vector<int> devices;
-    std::array<std::int64_t, max_rank> shape{};
-    std::array<std::int64_t, max_rank> strides{};
-    std::int64_t last_axis_size = 0;
-    int rank = 0;
-    int dtype = 0;
-    std::uint8_t forced = 0;
-    std::uint8_t kind = 0;
-    std::uint8_t normalization = 0;
-    friend bool operator==(const CacheKey&, const CacheKey&) = default;
-};
-
-struct CacheKeyHash {
-    std::size_t operator()(const CacheKey& k) const noexcept {
-        std::size_t h = 0x9e3779b97f4a7c15ULL;
-        for (const int d : k.devices) gpumath::detail::hash_combine(h, std::size_t(d));
-        for (int i = 0; i < k.rank && i < max_rank; ++i) {
-            gpumath::detail::hash_combine(h, std::size_t(k.shape[std::size_t(i)]));
-            gpumath::detail::hash_combine(h, std::size_t(k.strides[std::size_t(i)]));
-        }
-        gpumath::detail::hash_combine(h, std::size_t(k.last_axis_size));
-        gpumath::detail::hash_combine(h, std::size_t(k.rank) << 8 | std::size_t(k.dtype));
-        gpumath::detail::hash_combine(
-            h, std::size_t(k.forced) | std::size_t(k.kind) << 8 | std::size_t(k.normalization) << 16);
-        return h;
-    }
-};
-
-using PlanCache = gpumath::detail::LruCache<CacheKey, FFT, CacheKeyHash>;
-
-// Never destroyed: cuFFT plans are not destroyed during exit, after the runtime may have shut down.
-PlanCache& plan_cache() {
-    static auto* cache = new PlanCache(FFTPlanCache::default_capacity);
-    return *cache;
-}
-
-CacheKey make_key(const TensorLayout& in, const FFTOptions& o, FFTKind forced) {
-    CacheKey k;
-    k.devices = o.devices;
-    k.rank = in.rank();
-    for (int i = 0; i < in.rank(); ++i) {
-        k.shape[std::size_t(i)] = in.shape(i);
-        k.strides[std::size_t(i)] = in.stride(i);
-    }
-    k.dtype = int(in.dtype());
-    k.last_axis_size = o.last_axis_size;
-    k.forced = std::uint8_t(forced);
-    k.kind = std::uint8_t(o.kind);
-    k.normalization = std::uint8_t(o.normalization);
-    return k;
-}
-
-void run(FFTKind forced, Direction direction, const TensorView& in, const TensorView& out, const FFTOptions& given,
-         const char* api) {
-    // As the one-GPU irfft: without last_axis_size, the output length comes from out's shape.
-    FFTOptions options = given;
-    if (forced == FFTKind::c2r && options.last_axis_size == 0 && out.rank() == in.rank() && out.rank() > 0)
-        options.last_axis_size = out.shape(-1);
-    // A miss validates the whole request (make_fft_problem) before anything is planned or cached; a
-    // hit's key equals a request that was valid, so only the views and their pointers are new.
-    const std::shared_ptr<FFT> plan = plan_cache().get_or_create(make_key(in.layout(), options, forced), [&] {
-        auto made = std::make_shared<FFT>(FFTAccess::make(in.layout(), options, forced, api));
-        return made;
-    });
-    FFTAccess::execute_host(*plan, in, out, direction, api);
-}
-
-}  // namespace
-}  // namespace detail
-
-void fft(const TensorView& in, const TensorView& out, const FFTOptions& options) {
-    detail::run(FFTKind::c2c, Direction::forward, in, out, options, "gpumath::dist::fft");
-}
-void ifft(const TensorView& in, const TensorView& out, const FFTOptions& options) {
-    detail::run(FFTKind::c2c, Direction::inverse, in, out, options, "gpumath::dist::ifft");
-}
-void rfft(const TensorView& in, const TensorView& out, const FFTOptions& options) {
-    detail::run(FFTKind::r2c, Direction::forward, in, out, options, "gpumath::dist::rfft");
-}
-void irfft(const TensorView& in, const TensorView& out, const FFTOptions& options) {
-    detail::run(FFTKind::c2r, Direction::inverse, in, out, options, "gpumath::dist::irfft");
-}
-
-std::size_t FFTPlanCache::capacity() const { return detail::plan_cache().capacity(); }
-void FFTPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
-void FFTPlanCache::clear() { detail::plan_cache().clear(); }
-core::CacheStats FFTPlanCache::stats() const { return detail::plan_cache().stats(); }
-void FFTPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
-
-FFTPlanCache& fft_plan_cache() {
-    static FFTPlanCache cache;
-    return cache;
 }
 
 }  // namespace gpumath::dist

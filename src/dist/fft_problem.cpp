@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Multi-GPU FFT request validation: the device list, kind and dtype, layout, and the sizes cuFFT Xt
-// accepts for the number of devices. Host-only except the device-range check.
+// Multi-GPU FFT request validation: the device list, kind and dtype, layout, the sizes cuFFT Xt
+// accepts for the number of devices, and an execution's stream. Host-only except the device-range
+// check (and the stream check's lookups, passed in).
 #include "dist/fft_problem.hpp"
 
 #include <algorithm>
@@ -305,6 +306,31 @@ int check_host_view(const FftProblem& p, const TensorView& v, int want, const ch
         (void)cudaGetLastError();  // no driver or an unknown pointer: host memory as far as CUDA knows
     }
     return which;
+}
+
+ExecuteStream check_execute_stream(const FftProblem& p, core::StreamRef stream, const StreamLookups& lookups,
+                                   const char* api) {
+    const cudaStream_t h = stream.handle();
+    const bool default_stream = h == nullptr || h == cudaStreamLegacy || h == cudaStreamPerThread;
+    ExecuteStream where{p.devices[0], 0};
+    if (!default_stream) {
+        where.device = lookups.device(stream);
+        const auto it = std::find(p.devices.begin(), p.devices.end(), where.device);
+        if (it == p.devices.end())
+            throw_invalid(fmt::format("stream: belongs to device {}; this plan runs on device{} [{}]: pass a stream of "
+                                      "{} (a default stream means device {}'s)",
+                                      where.device, p.devices.size() == 1 ? "" : "s", fmt::join(p.devices, ", "),
+                                      p.devices.size() == 1 ? "that device" : "one of them", p.devices[0]),
+                          api);
+        where.index = std::size_t(it - p.devices.begin());
+    }
+    if (p.devices.size() > 1 && lookups.capturing(stream, where.device, api))
+        throw_invalid(fmt::format("stream: is capturing a CUDA graph; a transform across {} GPUs cannot be captured "
+                                  "(cuFFT Xt moves data between the GPUs outside the stream): run it outside the "
+                                  "capture (a plan of one device can be captured)",
+                                  p.devices.size()),
+                      api);
+    return where;
 }
 
 double fft_scale(const FftProblem& p, Direction d) noexcept {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to src/dist (and its tests): validation of a multi-GPU FFT request and the sizes of its
-// in-place data. Pure host code except the device-range check, which reads core::Device::count().
+// Private to src/dist (and its tests): validation of a multi-GPU FFT request, of an execution's stream
+// and the sizes of its in-place data. Pure host code except the device-range check, which reads
+// core::Device::count(), and the stream check's lookups, which are passed in.
 #pragma once
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <gpumath/core/stream.hpp>
 #include <gpumath/dist/fft.hpp>
 #include <gpumath/layout.hpp>
 
@@ -78,6 +80,33 @@ void check_direction(const FftProblem& problem, Direction direction, const char*
 /// output (a c2c view is both: 0). InvalidArgument unless it is dense row-major with the dtype and
 /// shape of `want` (-1: either layout), its pointer is not null and is aligned to its element.
 int check_host_view(const FftProblem& problem, const TensorView& view, int want, const char* role, const char* api);
+
+/// The CUDA queries the stream check of an execution needs, passed in so that its rules are tested
+/// without a GPU: the device of a stream that is not a default stream, and whether `stream` (on
+/// `device`, current while it is asked) is capturing a CUDA graph. Each throws CudaError on failure.
+struct StreamLookups {
+    int (*device)(core::StreamRef stream) = nullptr;
+    bool (*capturing)(core::StreamRef stream, int device, const char* api) = nullptr;
+};
+
+/// The queries of a real process (the stream's context, cudaStreamGetCaptureInfo); defined beside
+/// the execution (fft_execute.cpp).
+[[nodiscard]] const StreamLookups& cuda_stream_lookups() noexcept;
+
+/// Where an execution's stream is: `index` of its device in `problem.devices`.
+struct ExecuteStream {
+    int device = 0;
+    std::size_t index = 0;
+};
+
+/// Checks the stream of `FFT::execute(data, direction, stream)` and returns its device: a default
+/// stream (null, legacy or per-thread) means that stream of the plan's first device; any other must
+/// belong to one of the plan's devices (InvalidArgument naming the stream and the devices). Across
+/// several devices a capturing stream is InvalidArgument (cuFFT Xt moves data between the GPUs
+/// outside the stream; nothing has been enqueued then). The device query comes first, the capture
+/// query last.
+[[nodiscard]] ExecuteStream check_execute_stream(const FftProblem& problem, core::StreamRef stream,
+                                                 const StreamLookups& lookups, const char* api);
 
 /// Scale factor of a transform in `direction` under the problem's normalization.
 [[nodiscard]] double fft_scale(const FftProblem& problem, Direction direction) noexcept;

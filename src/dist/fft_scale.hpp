@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to src/dist: the normalization scale of a multi-GPU FFT, run on each device's part.
+// Private to src/dist: the normalization scale of a multi-GPU FFT, enqueued on each device's part.
 #pragma once
 
-#include <vector>
-
+#include <gpumath/core/stream.hpp>
 #include <gpumath/dist/fft.hpp>
 #include <gpumath/types.hpp>
 
 namespace gpumath::dist::detail {
 
-/// Waits for each part's device to finish its work (the transform), multiplies every real of each
-/// part (`bytes / size_of(precision)` values of `precision`, f32 or f64) by `scale` with a kernel
-/// compiled at run time (once per device and precision; skipped when `scale` is 1), and waits for it.
-/// Padding reals are scaled too, which is harmless. Leaves the current device changed.
-void scale_parts(const std::vector<FFTPart>& parts, DataType precision, double scale, const char* api);
+/// Compiles (NVRTC, through the compile cache) and loads the scale kernel of `precision` (f32 or
+/// f64) on `device`, once per process; planning calls it, so that executions load nothing (also
+/// inside a graph capture).
+void load_scale_kernel(int device, DataType precision);
+
+/// Enqueues `part` *= `scale` on `stream` (of `part.device`, which must be current): every real of
+/// the part (`bytes / size_of(precision)` values of `precision`), padding included, which is
+/// harmless. Nothing for a scale of 1 or an empty part. Loads the kernel if planning did not.
+void enqueue_scale(const FFTPart& part, DataType precision, double scale, core::StreamRef stream);
 
 }  // namespace gpumath::dist::detail

@@ -130,7 +130,7 @@ MatmulArgs rank_args(const ParallelMatmulState& s, const RankProducts& r, const 
     return out;
 }
 
-// Every check of one rank's operands that needs no other rank.
+// Every check of one rank's operands that needs no other rank and no CUDA call.
 void check_rank(const ParallelMatmulState& s, const dist::RankOperands& op, std::size_t i, const char* api) {
     const RankProducts& r = s.ranks[i];
     if (op.a.layout() != s.a) {
@@ -224,7 +224,14 @@ void check_rank(const ParallelMatmulState& s, const dist::RankOperands& op, std:
     const MatmulOptions options = options_of(s, r.rank);
     check_call(op.a, op.b, &op.d, args, options, api);
     (void)analyze(MatmulSignature::of(call_of(op.a, op.b, &op.d, args)), options, api);
-    // Where the memory lives, and the stream's device.
+    // And each chunk's product of a pipeline, which the planned products run one by one.
+    check_chunked_products(op.a, op.b, op.d, args, options, s.shape, s.parallel.chunks, i, api);
+}
+
+// Where rank i's memory lives, and its stream's device: CUDA queries, after every rank's other checks.
+void check_rank_places(const ParallelMatmulState& s, const dist::RankOperands& op, std::size_t i, const char* api) {
+    const RankProducts& r = s.ranks[i];
+    const MatmulArgs args = rank_args(s, r, op.args);
     const CollectiveLookups& lookups = cuda_lookups();
     check_memory_on(op.a, {"", "ranks", i, ".a"}, r.device, lookups, api);
     check_memory_on(op.b, {"", "ranks", i, ".b"}, r.device, lookups, api);
@@ -286,16 +293,18 @@ std::unique_ptr<ParallelMatmulState> make_state(const Communicator& comm, const 
         s->ranks.back().rank = r.rank;
         s->ranks.back().device = r.device;
     }
-    // Validates the product itself (dtypes, epilog, options, C) as gpumath::Matmul does, on the CPU.
+    // Validates the product itself (dtypes, epilog, options, C) as gpumath::Matmul does, on the CPU,
+    // and a pipeline's chunk products, which plan() makes (FP8's rules on M, say).
     const gpumath::Matmul probe = gpumath::detail::make_plan(*s, a, 0);
     s->result = probe.result_layout();
-    if (parallel.collective != OutputCollective::none && is_fp8(s->result.dtype())) {
-        // NCCL's fp8 types: known now, not after the products are planned.
-        std::vector<int> majors;
-        for (const gpumath::detail::LocalRank& r : shared->ranks)
-            majors.push_back(gpumath::detail::cuda_lookups().compute_major(r.device));
-        gpumath::detail::check_fp8_collective(s->result.dtype(), nccl_version(), shared->ranks, majors, api);
+    if (s->chunked()) {
+        (void)gpumath::detail::make_plan(*s, s->a_chunk, 0);
+        (void)gpumath::detail::make_plan(*s, s->a_last, 0);
     }
+    // NCCL's fp8 types: known now, not after the products are planned; the device queries last.
+    if (parallel.collective != OutputCollective::none && is_fp8(s->result.dtype()))
+        gpumath::detail::check_fp8_collective(s->result.dtype(), nccl_version(), shared->ranks,
+                                              gpumath::detail::cuda_lookups(), api);
     return s;
 }
 
@@ -349,6 +358,7 @@ std::vector<MatmulOutputs> Matmul::execute(std::span<const RankOperands> ranks) 
                 api);
         }
     }
+    for (std::size_t i = 0; i < n; ++i) gpumath::detail::check_rank_places(s, ranks[i], i, api);
 
     const std::lock_guard lock(s.mutex);
     gpumath::detail::plan_locked(s);

@@ -1,14 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dist/matmul_checks.hpp"
 
+#include <string>
+
 #include <fmt/format.h>
 
 #include <gpumath/core/memory.hpp>
 
 #include "detail/enum_check.hpp"
 #include "detail/status.hpp"
+#include "matmul/call.hpp"
+#include "matmul/checks.hpp"
+#include "matmul/problem.hpp"
+#include "matmul/shapes.hpp"
 
 namespace gpumath::detail {
+namespace {
+
+// `e`'s message with the rank and the chunk after its api prefix.
+std::string chunk_context(const Error& e, std::size_t index, std::int64_t first, std::int64_t rows) {
+    const std::string what = e.what();
+    const std::string prefix = e.api().empty() ? std::string() : e.api() + ": ";
+    const std::string where = fmt::format("ranks[{}], the chunk of rows {} to {}: ", index, first, first + rows - 1);
+    if (!prefix.empty() && what.compare(0, prefix.size(), prefix) == 0)
+        return prefix + where + what.substr(prefix.size());
+    return where + what;
+}
+
+}  // namespace
 
 ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, bool with_c, const MatmulOptions& options,
                              const dist::ParallelOptions& parallel, int size, const char* api) {
@@ -113,20 +132,58 @@ ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, bool 
 }
 
 void check_fp8_collective(DataType dtype, int nccl_version, std::span<const LocalRank> ranks,
-                          std::span<const int> majors, const char* api) {
+                          const CollectiveLookups& lookups, const char* api) {
+    // NCCL's version needs no device: it is checked before any device is asked.
     if (nccl_version < nccl_fp8_version) {
         throw_not_supported(fmt::format("options.result_type: a collective of {} data needs NCCL 2.24 or later; the "
                                         "NCCL loaded is {}",
                                         to_string(dtype), nccl_version),
                             api);
     }
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-        if (majors[i] < nccl_fp8_compute_major) {
+    for (const LocalRank& r : ranks) {
+        const int major = lookups.compute_major(r.device);
+        if (major < nccl_fp8_compute_major) {
             throw_not_supported(fmt::format("options.result_type: a collective of {} data needs compute capability 9.0 "
                                             "or later (NCCL's fp8), and rank {} runs on device {} of {}.x",
-                                            to_string(dtype), ranks[i].rank, ranks[i].device, majors[i]),
+                                            to_string(dtype), r.rank, r.device, major),
                                 api);
         }
+    }
+}
+
+void check_chunked_products(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                            const MatmulOptions& options, const ParallelShape& shape, int chunks, std::size_t index,
+                            const char* api) {
+    if (chunks <= 1) return;
+    if (args.scales.amax_d != nullptr) {
+        throw_invalid(fmt::format("ranks[{}].args.scales.amax_d: a chunked pipeline runs one product per chunk of "
+                                  "rows, and each would write the max |D| of its own rows over the previous one's; "
+                                  "use chunks = 1 for amax_d",
+                                  index),
+                      api);
+    }
+    const MatmulScales& s = args.scales;
+    if (s.a_mode != ScaleMode::tensor || s.b_mode != ScaleMode::tensor) {
+        throw_not_supported(fmt::format("ranks[{}].args.scales.a_mode: {} x {} scaling in a chunked pipeline: the "
+                                        "scale tensors cover all {} rows of a, and each chunk's product has {} rows; "
+                                        "use chunks = 1 or per-tensor scales",
+                                        index, to_string(s.a_mode), to_string(s.b_mode), shape.m, shape.chunk_rows),
+                            api);
+    }
+    const std::int64_t last_first = shape.chunk_rows * (chunks - 1);
+    for (const std::int64_t first : {shape.chunk_rows, last_first}) {
+        const std::int64_t rows = first == last_first ? shape.last_rows : shape.chunk_rows;
+        const TensorView chunk_a = rows_of(a, first, rows);
+        const TensorView chunk_d = rows_of(d, first, rows);
+        try {
+            check_call(chunk_a, b, &chunk_d, args, options, api);
+            (void)analyze(MatmulSignature::of(call_of(chunk_a, b, &chunk_d, args)), options, api);
+        } catch (const InvalidArgument& e) {
+            throw InvalidArgument(chunk_context(e, index, first, rows), e.api());
+        } catch (const NotSupported& e) {
+            throw NotSupported(chunk_context(e, index, first, rows), e.api(), e.status());
+        }
+        if (first == last_first) break;
     }
 }
 

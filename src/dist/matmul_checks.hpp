@@ -27,10 +27,22 @@ struct ParallelShape {
 ParallelShape check_parallel(const TensorLayout& a, const TensorLayout& b, bool with_c, const MatmulOptions& options,
                              const dist::ParallelOptions& parallel, int size, const char* api);
 
-/// NotSupported unless NCCL can move a D of fp8 `dtype`: NCCL 2.24 or later (`nccl_version`), and
-/// every local rank's device (compute capability major `majors[i]`) 9.0 or later.
+/// NotSupported unless NCCL can move a D of fp8 `dtype`: NCCL 2.24 or later (`nccl_version`),
+/// checked first, then every local rank's device 9.0 or later (`lookups.compute_major`, the one
+/// device query, made only for a NCCL that has the types).
 void check_fp8_collective(DataType dtype, int nccl_version, std::span<const LocalRank> ranks,
-                          std::span<const int> majors, const char* api);
+                          const CollectiveLookups& lookups, const char* api);
+
+/// The rules of a chunked pipeline's products (`chunks` above 1; nothing otherwise), for local rank
+/// `index`'s operands `a`, `b`, `d` and the arguments `args` its products run with: no amax_d (each
+/// chunk's product would write the max |D| of its own rows), per-tensor FP8 scales only (the finer
+/// modes' tensors cover all of M), and each chunk's product valid as gpumath::Matmul checks it (the
+/// second chunk's and the last's: the second starts least aligned, since every later start is a
+/// multiple of its offset, so an FP8 operand misaligned by a chunk is found there). Host only:
+/// InvalidArgument / NotSupported naming the rank's operand and the chunk.
+void check_chunked_products(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args,
+                            const MatmulOptions& options, const ParallelShape& shape, int chunks, std::size_t index,
+                            const char* api);
 
 /// InvalidArgument when `options.memory_resource` is a device pool of a device other than a rank's.
 void check_memory_resource(const MatmulOptions& options, std::span<const LocalRank> ranks, const char* api);

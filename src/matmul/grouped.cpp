@@ -5,6 +5,9 @@
 #include "matmul/grouped.hpp"
 
 #include <algorithm>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -57,27 +60,18 @@ public:
 
     void plan() {
         constexpr const char* api = "GroupedMatmul::plan";
-        const int device = matmul_current_device();
         if (backend_ == GroupedBackend::kernel) {
             plan_kernel(api);
             return;
         }
+        // Every product analyzed before the device is asked for: a rule broken here is reported as
+        // such on any machine.
+        const auto problems = planned_problems(api);
+        const int device = matmul_current_device();
         if (backend_ == GroupedBackend::cublas) prepare_cublas(device);
-        const TensorLayout bg = contiguous_ ? weights_of(b_[0]) : TensorLayout{};
-        if (contiguous_ && backend_ != GroupedBackend::loop && batched_sizes(sizes_)) {
-            const MatmulSignature sig = planned(batched_signature(a_[0], b_[0], sizes_[0], shape_, options_.epilog));
-            const MatmulProblem P = analyze_group(sig, options_, -1, api);
-            (void)plans_.get_or_create(make_key(P.signature.call(), options_, -1),
-                                       [&] { return std::make_shared<MatmulPlan>(P, options_, device, 1); });
-            return;
-        }
-        for (std::size_t g = 0; g < std::size_t(shape_.groups); ++g) {
-            const std::int64_t M = contiguous_ ? sizes_[g] : a_[g].shape(0);
-            if (M == 0) continue;
-            const MatmulProblem P =
-                analyze_group(planned(contiguous_ ? group_signature(moe_a(M), bg) : group_signature(a_[g], b_[g])),
-                              options_, std::int64_t(g), api);
-            (void)plans_.get_or_create(make_key(P.signature.call(), options_, -1),
+        for (const auto& planned_product : problems) {
+            const MatmulProblem& P = planned_product.second;
+            (void)plans_.get_or_create(planned_product.first,
                                        [&] { return std::make_shared<MatmulPlan>(P, options_, device, 1); });
         }
     }
@@ -195,6 +189,29 @@ private:
         if (epilog_takes_bias(options_.epilog)) args.bias = TensorView(at(4), TensorLayout(shape_.result, bias_shape));
         const HostKernelCall h = host_sizes_call(a, b, d, sizes_, args, shape_, options_, api);
         load_grouped_kernel(h.call.variant, h.call.params, api);
+    }
+
+    /// What plan() plans, each product once with its key: one strided-batched product when the
+    /// constructed sizes are equal and the backend may batch them, else every non-empty group.
+    [[nodiscard]] std::vector<std::pair<MatmulKey, MatmulProblem>> planned_problems(const char* api) const {
+        std::vector<std::pair<MatmulKey, MatmulProblem>> problems;
+        std::unordered_set<MatmulKey, MatmulKeyHash> seen;
+        auto add = [&](const MatmulSignature& sig, std::int64_t group) {
+            const MatmulProblem P = analyze_group(sig, options_, group, api);
+            const MatmulKey key = make_key(P.signature.call(), options_, -1);
+            if (seen.insert(key).second) problems.emplace_back(key, P);
+        };
+        if (contiguous_ && backend_ != GroupedBackend::loop && batched_sizes(sizes_)) {
+            add(planned(batched_signature(a_[0], b_[0], sizes_[0], shape_, options_.epilog)), -1);
+            return problems;
+        }
+        const TensorLayout bg = contiguous_ ? weights_of(b_[0]) : TensorLayout{};
+        for (std::size_t g = 0; g < std::size_t(shape_.groups); ++g) {
+            const std::int64_t M = contiguous_ ? sizes_[g] : a_[g].shape(0);
+            if (M == 0) continue;
+            add(planned(contiguous_ ? group_signature(moe_a(M), bg) : group_signature(a_[g], b_[g])), std::int64_t(g));
+        }
+        return problems;
     }
 
     /// The signature plan() plans a group with: FP8 with per-group scales a and b (and d for an FP8

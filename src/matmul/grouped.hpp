@@ -156,7 +156,8 @@ void groups_of(const TensorView& a, const TensorView& b, const TensorView& d, st
                                                       const GroupedMatmulArgs& args);
 
 /// The signature a strided-batched call of the constructed layouts has (for planning ahead):
-/// dense D and bias, M rows per group.
+/// dense D and bias (of the type a call without C takes: bf16 or f16 for FP8 inputs), M rows per
+/// group.
 [[nodiscard]] MatmulSignature batched_signature(const TensorLayout& a, const TensorLayout& b, std::int64_t m,
                                                 const GroupedShape& shape, Epilog epilog);
 

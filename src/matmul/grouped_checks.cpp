@@ -731,7 +731,8 @@ MatmulSignature batched_signature(const TensorLayout& a, const TensorLayout& b, 
     sig.a = TensorLayout(a.dtype(), a_shape, a_strides);
     sig.b = b;
     sig.d = TensorLayout(shape.result, {groups, m, shape.n});
-    if (epilog_takes_bias(epilog)) sig.bias = TensorLayout(shape.result, {groups, 1, shape.n});
+    if (epilog_takes_bias(epilog))
+        sig.bias = TensorLayout(default_bias_type(shape.input, shape.result), {groups, 1, shape.n});
     sig.from_layouts = true;
     return sig;
 }

@@ -81,6 +81,11 @@ const TypeRule& type_rule(DataType input, ComputeType compute) noexcept {
     return rules.front();
 }
 
+DataType default_bias_type(DataType input, DataType result) noexcept {
+    if (!is_fp8(input)) return result;
+    return result == DataType::f16 ? DataType::f16 : DataType::bf16;
+}
+
 ProblemTypes types_stage(const MatmulSignature& sig, const MatmulOptions& options, const char* api) {
     ProblemTypes t;
     t.a = sig.a.dtype();
@@ -121,7 +126,8 @@ ProblemTypes types_stage(const MatmulSignature& sig, const MatmulOptions& option
                     "{}: dtype {} with an FP8 result; C and bias of FP8 products with an {} result are bf16 or f16",
                     sig.c ? "c" : "bias", to_string(t.c), to_string(t.d));
     }
-    t.bias = t.fp8 ? (t.d == DataType::f16 ? DataType::f16 : (is_fp8(t.d) ? t.c : DataType::bf16)) : t.d;
+    // An FP8 D takes the C type as its bias type (the one given, or the default bf16).
+    t.bias = t.fp8 && is_fp8(t.d) ? t.c : default_bias_type(t.a, t.d);
     t.aux = t.d;
 
     if (options.fast_accumulation && !t.fp8)

@@ -64,6 +64,10 @@ inline constexpr TypeRule rows[] = {
 /// The default result type of `input` inputs; nullopt for a type that is no matmul input.
 [[nodiscard]] std::optional<DataType> default_result(DataType input) noexcept;
 
+/// The bias type of products of `input` inputs with a `result` D when the call names no C or bias:
+/// D's type, but for FP8 inputs bf16 (f16 with an f16 D), as cuBLASLt's FP8 table has it.
+[[nodiscard]] DataType default_bias_type(DataType input, DataType result) noexcept;
+
 /// The row of `input` computed with `compute` (which the types stage has checked).
 [[nodiscard]] const TypeRule& type_rule(DataType input, ComputeType compute) noexcept;
 

@@ -7,7 +7,9 @@
 
 #include <complex>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -15,6 +17,11 @@
 #include <fmt/ranges.h>
 
 #include <gpumath/core/device.hpp>
+#include <gpumath/core/graph.hpp>
+#include <gpumath/core/launch.hpp>
+#include <gpumath/core/module.hpp>
+#include <gpumath/core/program.hpp>
+#include <gpumath/core/stream.hpp>
 #include <gpumath/dist/fft.hpp>
 #include <gpumath/error.hpp>
 #include <gpumath/fft/fft.hpp>
@@ -421,6 +428,125 @@ TEST(DistFftGpu, DataOfAnotherPlanAndMovedFromObjectsAreRefused) {
     EXPECT_EQ(c.devices().size(), 1u);
     // The data keeps its plan's cuFFT state: usable through the plan it moved to.
     c.execute(moved, Direction::forward);
+    // The stream form checks the same, and a moved-from plan, before looking at the stream.
+    core::Stream stream;
+    test::expect_throw_with<InvalidArgument>([&] { a.execute(moved, Direction::forward, stream); },  // NOLINT
+                                             {"FFT", "moved"});
+    test::expect_throw_with<InvalidArgument>([&] { c.execute(data, Direction::forward, stream); },  // NOLINT
+                                             {"FFTData", "moved"});
+    test::expect_throw_with<InvalidArgument>([&] { b.execute(moved, Direction::forward, stream); },
+                                             {"data", "another dist::FFT plan"});
+    c.execute(moved, Direction::inverse, stream);
+    stream.synchronize();
+}
+
+// A kernel that keeps `stream` busy for `cycles` clock cycles (about half a second for 10^9).
+void delay(core::StreamRef stream, long long cycles) {
+    static const core::Module module(core::Program(R"(
+extern "C" __global__ void gm_test_spin(long long cycles) {
+    const long long start = clock64();
+    while (clock64() - start < cycles) {}
+})")
+                                         .compile(core::CodeType::cubin));
+    static const core::Kernel spin = module.kernel("gm_test_spin");
+    core::launch(stream, {.grid = 1, .block = 1}, spin, cycles);
+}
+
+constexpr long long long_delay = 1'000'000'000;
+
+TEST(DistFftGpu, ExecuteOnAStreamReturnsBeforeTheWorkAndMatchesOnceSynchronized) {
+    GPUMATH_REQUIRE_GPU();
+    core::Device(0).set_current();
+    auto rng = test::rng_for_test();
+    const TensorLayout layout(DataType::c32, {128, 256});
+    const auto in = test::random_vector<C>(static_cast<std::size_t>(layout.size()), rng);
+    // The inverse under the default (backward) normalization: the scale runs after cuFFT.
+    const auto want = reference<C>(FFTKind::c2c, Direction::inverse, in, layout, Normalization::backward);
+    dist::FFT plan(layout, {.devices = {0}});
+    dist::FFTData data = plan.allocate();
+    core::Stream stream(core::StreamOptions{.non_blocking = true});
+    for (const bool synchronize_first : {true, false}) {
+        SCOPED_TRACE(synchronize_first ? "stream synchronized, then copy_to" : "copy_to at once (it waits)");
+        data.copy_from(TensorView(in.data(), layout));
+        delay(stream, long_delay);
+        plan.execute(data, Direction::inverse, stream);
+        EXPECT_FALSE(stream.ready()) << "execute waited for the device";
+        if (synchronize_first) stream.synchronize();
+        std::vector<C> out(want.size(), C(-7));
+        data.copy_to(TensorView(out.data(), layout));
+        EXPECT_LT(test::relative_error(out, want), tolerance);
+    }
+    // The default stream still works as before: execute, then the (waiting) copy.
+    data.copy_from(TensorView(in.data(), layout));
+    plan.execute(data, Direction::inverse);
+    std::vector<C> out(want.size(), C(-7));
+    data.copy_to(TensorView(out.data(), layout));
+    EXPECT_LT(test::relative_error(out, want), tolerance) << "default stream";
+}
+
+TEST(DistFftGpu, ExecutionsOfOnePlanOnTwoStreamsRunSideBySide) {
+    GPUMATH_REQUIRE_GPU();
+    core::Device(0).set_current();
+    auto rng = test::rng_for_test();
+    const TensorLayout layout(DataType::c32, {3 * 5 * 7, 11 * 13});  // several kernels with a work area
+    const auto x = test::random_vector<C>(static_cast<std::size_t>(layout.size()), rng);
+    const auto y = test::random_vector<C>(static_cast<std::size_t>(layout.size()), rng);
+    const auto want_x = reference<C>(FFTKind::c2c, Direction::forward, x, layout, Normalization::ortho);
+    const auto want_y = reference<C>(FFTKind::c2c, Direction::forward, y, layout, Normalization::ortho);
+    dist::FFT plan(layout, {.devices = {0}, .normalization = Normalization::ortho});
+    dist::FFTData dx = plan.allocate(), dy = plan.allocate();
+    dx.copy_from(TensorView(x.data(), layout));
+    dy.copy_from(TensorView(y.data(), layout));
+    core::Stream s1(core::StreamOptions{.non_blocking = true}), s2(core::StreamOptions{.non_blocking = true});
+    delay(s1, long_delay);
+    plan.execute(dx, Direction::forward, s1);
+    plan.execute(dy, Direction::forward, s2);  // its own work area: not behind s1's delay
+    s2.synchronize();
+    EXPECT_FALSE(s1.ready()) << "the second stream's execution waited for the first's";
+    std::vector<C> out_x(want_x.size(), C(-7)), out_y(want_y.size(), C(-7));
+    dy.copy_to(TensorView(out_y.data(), layout));
+    dx.copy_to(TensorView(out_x.data(), layout));
+    EXPECT_LT(test::relative_error(out_x, want_x), tolerance);
+    EXPECT_LT(test::relative_error(out_y, want_y), tolerance);
+}
+
+TEST(DistFftGpu, AOneDeviceExecuteCapturedIntoAGraphReplays) {
+    GPUMATH_REQUIRE_GPU();
+    core::Device(0).set_current();
+    auto rng = test::rng_for_test();
+    const TensorLayout layout(DataType::c32, {64, 96});
+    const auto in = test::random_vector<C>(static_cast<std::size_t>(layout.size()), rng);
+    const auto want = reference<C>(FFTKind::c2c, Direction::forward, in, layout, Normalization::ortho);
+    std::optional<dist::FFT> plan(std::in_place, layout,
+                                  dist::FFTOptions{.devices = {0}, .normalization = Normalization::ortho});
+    dist::FFTData data = plan->allocate();
+    core::Stream stream;
+    const core::Graph graph =
+        core::Graph::capture(stream, [&](core::StreamRef s) { plan->execute(data, Direction::forward, s); });
+    plan.reset();  // the graph and the data keep the plan's cuFFT state
+    for (int replay = 0; replay < 2; ++replay) {
+        data.copy_from(TensorView(in.data(), layout));
+        graph.launch(stream);
+        stream.synchronize();  // a replay is not an execution copy_to knows of
+        std::vector<C> out(want.size(), C(-7));
+        data.copy_to(TensorView(out.data(), layout));
+        EXPECT_LT(test::relative_error(out, want), tolerance) << "replay " << replay;
+    }
+}
+
+TEST(DistFftGpu, AnExecuteAcrossGpusRefusesACapturingStreamBeforeEnqueueing) {
+    GPUMATH_REQUIRE_GPU();
+    if (core::Device::count() < 2) GTEST_SKIP() << "needs 2 GPUs (a one-device plan may be captured)";
+    const TensorLayout layout(DataType::c32, {64, 64});
+    dist::FFT plan(layout, {.devices = {0, 1}});
+    dist::FFTData data = plan.allocate();
+    core::Device(0).set_current();
+    core::Stream stream;
+    const core::Graph graph = core::Graph::capture(stream, [&](core::StreamRef s) {
+        test::expect_throw_with<InvalidArgument>([&] { plan.execute(data, Direction::forward, s); },
+                                                 {"gpumath::dist::FFT::execute", "stream: is capturing"});
+    });
+    EXPECT_EQ(graph.node_count(), 0U) << "nothing was enqueued";
 }
 
 TEST(DistFftGpu, DeviceMemoryGivenToTheHostPathIsRefusedBeforeAnyCopy) {

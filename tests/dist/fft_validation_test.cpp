@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include <gpumath/core/device.hpp>
+#include <gpumath/core/stream.hpp>
 #include <gpumath/dist/fft.hpp>
 #include <gpumath/error.hpp>
 
@@ -357,6 +360,76 @@ TEST(DistFftValidation, StoredBytesIncludeTheInPlacePadding) {
     EXPECT_EQ(host_problem(TensorLayout(DataType::c32, {4, 6}), {.devices = {0}}).stored_bytes(), 4u * 6 * 8);
     EXPECT_EQ(host_problem(TensorLayout(DataType::f32, {4, 6}), {.devices = {0}}).stored_bytes(), 4u * 8 * 4);
     EXPECT_EQ(host_problem(TensorLayout(DataType::f64, {3, 4, 7}), {.devices = {0}}).stored_bytes(), 12u * 8 * 8);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stream of an execution
+
+// Stand-in streams whose device is written in their handle, and whether they capture (device + 8).
+core::StreamRef stream_of(int device, bool capturing = false) {
+    return core::StreamRef(reinterpret_cast<cudaStream_t>(std::uintptr_t(0x100 + device + (capturing ? 8 : 0))));
+}
+int asked_device = 0, asked_capture = 0;
+int fake_device(core::StreamRef s) {
+    ++asked_device;
+    return int((reinterpret_cast<std::uintptr_t>(s.handle()) - 0x100) % 8);
+}
+bool fake_capturing(core::StreamRef s, int device, const char*) {
+    ++asked_capture;
+    const auto h = reinterpret_cast<std::uintptr_t>(s.handle());
+    EXPECT_TRUE(h < 0x100 || int((h - 0x100) % 8) == device) << "asked with another device than the stream's";
+    return h >= 0x100 + 8;
+}
+constexpr dist::detail::StreamLookups fake_lookups{&fake_device, &fake_capturing};
+
+TEST(DistFftValidation, TheStreamBelongsToADeviceOfThePlan) {
+    using dist::detail::check_execute_stream;
+    const FftProblem one = host_problem(TensorLayout(DataType::c32, {64, 64}), {.devices = {2}});
+    const FftProblem two = host_problem(TensorLayout(DataType::c32, {64, 64}), {.devices = {0, 3}});
+    // A default stream means the first device's.
+    for (const cudaStream_t h : {cudaStream_t{}, cudaStreamLegacy, cudaStreamPerThread}) {
+        EXPECT_EQ(check_execute_stream(one, core::StreamRef(h), fake_lookups, "t").device, 2);
+        const dist::detail::ExecuteStream w = check_execute_stream(two, core::StreamRef(h), fake_lookups, "t");
+        EXPECT_EQ(w.device, 0);
+        EXPECT_EQ(w.index, 0U);
+    }
+    EXPECT_EQ(check_execute_stream(one, stream_of(2), fake_lookups, "t").device, 2);
+    EXPECT_EQ(check_execute_stream(two, stream_of(3), fake_lookups, "t").index, 1U);
+    expect_throw<InvalidArgument>([&] { (void)check_execute_stream(one, stream_of(1), fake_lookups, "t"); },
+                                  {"t", "stream: belongs to device 1", "device [2]", "that device"});
+    expect_throw<InvalidArgument>([&] { (void)check_execute_stream(two, stream_of(1), fake_lookups, "t"); },
+                                  {"stream: belongs to device 1", "devices [0, 3]", "device 0's"});
+}
+
+TEST(DistFftValidation, OnlyAOneDevicePlanRunsInACapture) {
+    using dist::detail::check_execute_stream;
+    const FftProblem one = host_problem(TensorLayout(DataType::c32, {64, 64}), {.devices = {2}});
+    const FftProblem two = host_problem(TensorLayout(DataType::c32, {64, 64}), {.devices = {0, 3}});
+    asked_capture = 0;
+    EXPECT_EQ(check_execute_stream(one, stream_of(2, true), fake_lookups, "t").device, 2);
+    EXPECT_EQ(asked_capture, 0) << "a one-device plan may capture: nothing to ask";
+    expect_throw<InvalidArgument>([&] { (void)check_execute_stream(two, stream_of(3, true), fake_lookups, "t"); },
+                                  {"t", "stream: is capturing", "2 GPUs cannot be captured", "one device"});
+    EXPECT_EQ(asked_capture, 1);
+    // The device rule first: a capturing stream of another device is refused for its device.
+    expect_throw<InvalidArgument>([&] { (void)check_execute_stream(two, stream_of(1, true), fake_lookups, "t"); },
+                                  {"stream: belongs to device 1"});
+    EXPECT_NO_THROW((void)check_execute_stream(two, stream_of(0), fake_lookups, "t"));
+}
+
+TEST(DistFftValidation, StreamChecksWithoutADeviceReportTheMissingDevice) {
+    // As the collectives' stream checks: the stream's device is a CUDA query, which reports the
+    // missing driver or device (the plan's own rules came before; no plan exists without a device).
+    if (core::Device::count() > 0) GTEST_SKIP() << "stand-in streams must not reach a real device";
+    const FftProblem two = host_problem(TensorLayout(DataType::c32, {64, 64}), {.devices = {0, 1}});
+    expect_throw<CudaError>(
+        [&] { (void)dist::detail::check_execute_stream(two, stream_of(1), dist::detail::cuda_stream_lookups(), "t"); },
+        {"no CUDA driver/device"});
+    expect_throw<CudaError>(
+        [&] {
+            (void)dist::detail::check_execute_stream(two, core::StreamRef{}, dist::detail::cuda_stream_lookups(), "t");
+        },
+        {"no CUDA driver/device"});
 }
 
 // ---------------------------------------------------------------------------------------------

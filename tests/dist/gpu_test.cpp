@@ -490,3 +490,40 @@ TEST(DistMatmul, AChunkedPipelineRefusesAnOutThatOverlapsD) {
     // With one rank the scatter's block is all of D, chunk after chunk: out is D.
     for (std::int64_t e = 0; e < got.size(); ++e) ASSERT_EQ(got.v[std::size_t(e)], d.v[std::size_t(e)]) << e;
 }
+
+TEST(DistMatmul, AChunkedFp8PipelineRefusesAmaxAndFinerScalesBeforeAnyWork) {
+    GPUMATH_REQUIRE_GPU();
+    Communicator comm{0};
+    const TensorLayout a(DataType::e4m3, {32, 64});
+    const TensorLayout b(DataType::e4m3, {64, 16}, {1, 64});
+    const dist::ParallelOptions chunked{Parallelism::row, OutputCollective::all_reduce, 2};
+    auto rng = test::rng_for_test();
+    auto da = upload_on(0, random_host(DataType::e4m3, {32, 64}, rng));
+    auto db = upload_on(0, random_host(DataType::e4m3, {64, 16}, rng), {1, 64});
+    auto sa = upload_on(0, random_host(DataType::f32, {32}, rng));
+    auto sb = upload_on(0, random_host(DataType::f32, {16}, rng));
+    // The finer scale modes' tensors cover all 32 rows; each chunk's product has 16.
+    dist::Matmul mm(comm, a, b, {.result_type = DataType::bf16}, chunked);
+    auto dd = poisoned_on(0, DataType::bf16, {32, 16});
+    RankOperands op{da.view, db.view, dd.view, dd.view};
+    op.args.scales = {
+        .a_mode = ScaleMode::outer_vector, .b_mode = ScaleMode::outer_vector, .a_tensor = sa.view, .b_tensor = sb.view};
+    test::expect_throw_with<NotSupported>([&] { (void)mm.execute(op); },
+                                          {"ranks[0].args.scales.a_mode", "outer_vector", "chunks = 1"});
+    const Host untouched = download_on(0, dd.view);
+    EXPECT_TRUE(std::isnan(untouched.v[0].real())) << "nothing ran";
+    // amax_d would hold the last chunk's max only. An e4m3 D joined by NCCL needs NCCL 2.24 and
+    // compute capability 9.0 (refused at construction otherwise).
+    std::optional<dist::Matmul> fp8_out;
+    try {
+        fp8_out.emplace(comm, a, b, MatmulOptions{.result_type = DataType::e4m3}, chunked);
+    } catch (const NotSupported& e) {
+        GTEST_SKIP() << "an e4m3 all_reduce is not available here: " << e.what();
+    }
+    auto d8 = poisoned_on(0, DataType::e4m3, {32, 16});
+    auto amax = poisoned_on(0, DataType::f32, {4});
+    RankOperands op8{da.view, db.view, d8.view, d8.view};
+    op8.args.scales.amax_d = static_cast<float*>(amax.view.data());
+    test::expect_throw_with<InvalidArgument>([&] { (void)fp8_out->execute(op8); },
+                                             {"ranks[0].args.scales.amax_d", "chunks = 1"});
+}

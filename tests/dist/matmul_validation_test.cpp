@@ -4,6 +4,10 @@
 // rank's product is planned with.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include <gpumath/dist/matmul.hpp>
 #include <gpumath/error.hpp>
 
@@ -150,14 +154,103 @@ TEST(ParallelChecks, AChunkedPipelineTakesNoC) {
     EXPECT_NO_THROW((void)d::check_parallel(a, b, true, {}, {Parallelism::row, OutputCollective::all_reduce}, 4, "t"));
 }
 
+// Stand-in device queries: devices 0 and 3 are Hopper (9.x), device 1 Ada (8.x); `asked` counts them.
+int asked = 0;
+int fake_major(int device) {
+    ++asked;
+    return device == 1 ? 8 : 9;
+}
+int no_device(int) {
+    ++asked;
+    throw CudaError("no CUDA driver/device: cudaDeviceGetAttribute: stand-in", 35, "cudaDeviceGetAttribute");
+}
+constexpr d::CollectiveLookups fake_majors{nullptr, nullptr, &fake_major};
+constexpr d::CollectiveLookups without_device{nullptr, nullptr, &no_device};
+
 TEST(ParallelChecks, Fp8CollectivesNeedNccl224AndHopper) {
-    const std::vector<d::LocalRank> ranks{{0, 0}, {1, 3}};
-    const std::vector<int> hopper{9, 9}, mixed{9, 8};
-    EXPECT_NO_THROW(d::check_fp8_collective(DataType::e4m3, 22803, ranks, hopper, "t"));
-    expect_throw_with<NotSupported>([&] { d::check_fp8_collective(DataType::e4m3, 22304, ranks, hopper, "t"); },
+    const std::vector<d::LocalRank> hopper{{0, 0}, {1, 3}}, mixed{{0, 0}, {1, 1}};
+    EXPECT_NO_THROW(d::check_fp8_collective(DataType::e4m3, 22803, hopper, fake_majors, "t"));
+    expect_throw_with<NotSupported>([&] { d::check_fp8_collective(DataType::e4m3, 22304, hopper, fake_majors, "t"); },
                                     {"options.result_type", "NCCL 2.24", "22304"});
-    expect_throw_with<NotSupported>([&] { d::check_fp8_collective(DataType::e5m2, 22803, ranks, mixed, "t"); },
-                                    {"options.result_type", "rank 1 runs on device 3 of 8.x"});
+    expect_throw_with<NotSupported>([&] { d::check_fp8_collective(DataType::e5m2, 22803, mixed, fake_majors, "t"); },
+                                    {"options.result_type", "rank 1 runs on device 1 of 8.x"});
+}
+
+TEST(ParallelChecks, Fp8CollectivesCheckTheNcclVersionBeforeAskingTheDevices) {
+    // NCCL's version needs no device: without one, an old NCCL is still what is reported, and no
+    // device is asked.
+    const std::vector<d::LocalRank> ranks{{0, 0}, {1, 1}};
+    asked = 0;
+    expect_throw_with<NotSupported>([&] { d::check_fp8_collective(DataType::e4m3, 22304, ranks, without_device, "t"); },
+                                    {"options.result_type", "NCCL 2.24", "22304"});
+    EXPECT_EQ(asked, 0);
+    // A NCCL with the types asks each device.
+    expect_throw_with<CudaError>([&] { d::check_fp8_collective(DataType::e4m3, 22803, ranks, without_device, "t"); },
+                                 {"no CUDA driver/device"});
+    asked = 0;
+    EXPECT_NO_THROW(d::check_fp8_collective(DataType::e4m3, 22803, {{{0, 0}}}, fake_majors, "t"));
+    EXPECT_EQ(asked, 1);
+}
+
+namespace {
+
+// Distinct, 256-byte aligned fake device addresses, 16 MiB apart (never dereferenced).
+void* addr(int slot, std::uintptr_t offset = 0) {
+    return reinterpret_cast<void*>((std::uintptr_t(slot) + 1) * (std::uintptr_t(1) << 24) + offset);
+}
+
+// A row-parallel FP8 rank: a e4m3 (96, 64) row-major, b e4m3 (64, 32) column-major, d bf16 (96, 32).
+struct Fp8Rank {
+    TensorView a{addr(0), DataType::e4m3, {96, 64}};
+    TensorView b{addr(1), DataType::e4m3, {64, 32}, {1, 64}};
+    TensorView d{addr(2), DataType::bf16, {96, 32}};
+    MatmulArgs args{};
+    MatmulOptions options{};
+
+    void check(int chunks) const {
+        const ParallelOptions p{Parallelism::row, OutputCollective::all_reduce, chunks};
+        const d::ParallelShape shape = d::check_parallel(a.layout(), b.layout(), false, options, p, 1, "dist::Matmul");
+        d::check_chunked_products(a, b, d, args, options, shape, chunks, 0, "dist::Matmul::execute");
+    }
+};
+
+float* scale(int slot, std::uintptr_t offset = 0) { return static_cast<float*>(addr(slot, offset)); }
+
+}  // namespace
+
+TEST(ParallelChecks, AChunkedFp8PipelineKeepsEachChunksProductValid) {
+    Fp8Rank r;
+    r.args.scales = {.a = scale(5), .b = scale(5, 16)};
+    for (int chunks : {1, 2, 4, 5}) EXPECT_NO_THROW(r.check(chunks)) << chunks << " chunks";
+
+    // amax_d: each chunk's product would overwrite the previous chunk's max.
+    Fp8Rank amax;
+    amax.d = TensorView(addr(2), DataType::e4m3, {96, 32});
+    amax.options.result_type = DataType::e4m3;
+    amax.args.scales = {.d = scale(5), .amax_d = scale(6)};
+    EXPECT_NO_THROW(amax.check(1));
+    expect_throw_with<InvalidArgument>([&] { amax.check(4); },
+                                       {"dist::Matmul::execute", "ranks[0].args.scales.amax_d", "chunks = 1"});
+
+    // The finer scale modes' tensors cover all M rows, not a chunk's.
+    Fp8Rank outer;
+    outer.args.scales = {.a_mode = ScaleMode::outer_vector,
+                         .b_mode = ScaleMode::outer_vector,
+                         .a_tensor = TensorView(addr(5), DataType::f32, {96}),
+                         .b_tensor = TensorView(addr(6), DataType::f32, {32})};
+    EXPECT_NO_THROW(outer.check(1));
+    expect_throw_with<NotSupported>(
+        [&] { outer.check(2); },
+        {"ranks[0].args.scales.a_mode", "outer_vector x outer_vector", "96 rows", "48 rows", "chunks = 1"});
+
+    // A column-major FP8 a (datacenter Blackwell takes it): 24-row chunks start 24 bytes apart, so
+    // the second chunk's a is 8-byte aligned, which FP8 products refuse; 32-row chunks are fine.
+    Fp8Rank column;
+    column.a = TensorView(addr(0), DataType::e4m3, {96, 64}, {1, 96});
+    EXPECT_NO_THROW(column.check(1));
+    EXPECT_NO_THROW(column.check(3));
+    expect_throw_with<NotSupported>([&] { column.check(4); },
+                                    {"ranks[0], the chunk of rows 24 to 47", "a:", "8-byte aligned", "16-byte"});
 }
 
 TEST(ParallelChecks, ProductsWhoseElementCountOverflowsAreRefused) {

@@ -1277,6 +1277,15 @@ TEST(GroupedGpu, Fp8PerGroupScalesIntoHalfPrecision) {
     expect_fp8_case({.sizes = {21, 0, 33}, .epilog = Epilog::relu_bias});
 }
 
+TEST(GroupedGpu, Fp8EqualSizesWithABiasPlanTheirStridedBatch) {
+    GPUMATH_REQUIRE_GPU();
+    REQUIRE_FP8();
+    // plan() plans equal sizes as one strided batch whose bias it names itself: bf16 for an f32 or
+    // FP8 result (it named the result type, which cuBLASLt's FP8 table refuses as a bias).
+    expect_fp8_case({.sizes = {32, 32, 32}, .result = DataType::f32, .epilog = Epilog::bias});
+    expect_fp8_case({.sizes = {16, 16}, .result = DataType::e4m3, .epilog = Epilog::relu_bias});
+}
+
 TEST(GroupedGpu, Fp8ResultWithPerGroupScaleAndAmax) {
     GPUMATH_REQUIRE_GPU();
     REQUIRE_FP8();

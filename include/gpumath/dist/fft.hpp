@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <gpumath/core/cache.hpp>
+#include <gpumath/core/stream.hpp>
 #include <gpumath/fft/options.hpp>
 #include <gpumath/layout.hpp>
 
@@ -71,8 +72,11 @@ struct FFTPart {
 /// real transforms need (the last axis n rounded up to 2 * (n/2 + 1) reals), which `copy_from` and
 /// `copy_to` add and remove.
 ///
-/// Every method blocks until its copies have finished. A moved-from FFTData may only be destroyed or
-/// assigned to: its methods throw InvalidArgument, `parts()` is 0.
+/// `copy_from` and `copy_to` block: each first waits for the executions of this data that are still
+/// in flight (`FFT::execute` enqueued outside a graph capture, on whatever stream), then copies and
+/// returns once its copies have finished. Kernels of the caller working on `part(i)` order
+/// themselves with `FFT::execute`'s stream. A moved-from FFTData may only be destroyed or assigned
+/// to: its methods throw InvalidArgument, `parts()` is 0.
 class FFTData {
 public:
     ~FFTData();
@@ -123,9 +127,13 @@ private:
 /// on first use) creates the plan: `cufftXtSetGPUs` then `cufftMakePlan1d/2d/3d` on several devices,
 /// an ordinary cuFFT plan on one; cuFFT allocates each device's work area then.
 ///
-/// Unlike the one-GPU FFT, every call here blocks: cuFFT Xt executes multi-GPU plans synchronously,
-/// and the normalization scale runs on each device right after, before `execute` returns. Calls on
-/// one plan from several threads are serialized.
+/// `execute(data, direction, stream)` enqueues on `stream` and returns without waiting for the
+/// device, as every gpumath call does: on one device cuFFT and the normalization run on the stream
+/// (capturable into a CUDA graph); across several, cuFFT Xt runs on the stream and each device's
+/// normalization on a stream the plan made when planning, which `stream` then waits for (not
+/// capturable). The calls that copy host data (`execute(in, out, direction)`, `to_natural`,
+/// `FFTData::copy_from`/`copy_to`, the free functions) block, and say so. Calls on one plan from
+/// several threads are serialized while they enqueue.
 class FFT {
 public:
     /// Plans the transform of arrays laid out as `input` (dtype c32/c64 for c2c and c2r, f32/f64 for
@@ -149,19 +157,32 @@ public:
     /// Allocates device memory for one array of this plan on its devices (plans first), holding
     /// nothing yet (`order()` natural).
     [[nodiscard]] FFTData allocate();
-    /// Transforms `data` in place in `direction` (r2c forward only, c2r inverse only), then applies
-    /// the normalization on each device. InvalidArgument for data of another plan, a moved-from
-    /// FFTData or a wrong direction, and across several GPUs for a c2r on data in natural order
-    /// (c2r reads the shuffled order that `copy_from` of the complex input places, or
-    /// `set_order`) or an r2c on data in shuffled order, before any GPU work. Blocks until done. Across several GPUs,
-    /// natural-order input gives shuffled output and shuffled input natural output (`data.order()`).
-    void execute(FFTData& data, Direction direction);
+    /// Enqueues the transform of `data` in place in `direction` (r2c forward only, c2r inverse only)
+    /// and the normalization of each device's part on `stream`, and returns without waiting for
+    /// them. `stream` belongs to one of the plan's devices; a default stream (`{}`, the legacy or
+    /// per-thread one) means that stream of the plan's first device. One device: cuFFT and the scale
+    /// run on `stream` with a work area of that stream's (so executions on several streams run side
+    /// by side), and the call may be captured into a CUDA graph (the graph keeps the plan alive).
+    /// Several devices: cuFFT Xt runs on `stream` after every earlier execution of this plan, each
+    /// device's scale on the plan's own stream of that device after the transform, and `stream`
+    /// waits for them; not capturable. Work the caller enqueues on `stream` afterwards sees the
+    /// result; read it from other streams or the host after synchronizing (FFTData's copies wait by
+    /// themselves). InvalidArgument, before any GPU work, for data of another plan, a moved-from
+    /// FFTData or a wrong direction, across several GPUs for a c2r on data in natural order (c2r
+    /// reads the shuffled order that `copy_from` of the complex input places, or `set_order`) or an
+    /// r2c on data in shuffled order, and for a stream of another device or, across several GPUs, a
+    /// capturing stream (then before anything is enqueued). Across several GPUs, natural-order input
+    /// gives shuffled output and shuffled input natural output (`data.order()`).
+    void execute(FFTData& data, Direction direction, core::StreamRef stream = {});
     /// Copies `src` into new device memory in natural order (cufftXtMemcpy device to device, which
-    /// redistributes between the GPUs). Blocks until done.
+    /// redistributes between the GPUs). Blocks: waits for the executions of `src` still in flight,
+    /// then until the copy is done.
     [[nodiscard]] FFTData to_natural(const FFTData& src);
     /// Host convenience: copies `in` onto the devices, transforms, normalizes and copies the result
     /// into `out` in natural order. `in` has the input layout, `out` the output layout (both host
     /// memory, dense row-major); `out` may be `in` for c2c. Allocates device memory for the call.
+    /// Blocks: the transform runs on the default stream of the plan's first device, and the call
+    /// waits for it before copying the result to the host.
     void execute(const TensorView& in, const TensorView& out, Direction direction);
 
     /// The whole input array's layout (a default TensorLayout when moved from).
@@ -185,7 +206,7 @@ private:
 
 /// Forward complex-to-complex FFT of the host array `in` into the host array `out` (same layout; may
 /// be `in`) across `options.devices`, through the plan cache. Validated as `FFT` and
-/// `FFT::execute` validate, before any GPU work. Blocks.
+/// `FFT::execute` validate, before any GPU work. Blocks (as `FFT::execute(in, out, direction)`).
 void fft(const TensorView& in, const TensorView& out, const FFTOptions& options);
 /// Inverse complex-to-complex FFT (scaled by 1/n under the default backward normalization).
 void ifft(const TensorView& in, const TensorView& out, const FFTOptions& options);
