@@ -86,6 +86,8 @@ struct Reader {
     }
 };
 
+}  // namespace
+
 std::string encode_entry(const Digest& key, const ObjectCodeData& d) {
     std::string payload;
     payload.reserve(d.bytes.size() + d.log.size() + 256);
@@ -110,6 +112,8 @@ std::string encode_entry(const Digest& key, const ObjectCodeData& d) {
     out += payload;
     return out;
 }
+
+namespace {
 
 // Empty when `d` is what `expect` asks for, else what differs.
 std::string mismatch(const ObjectCodeData& d, const CompileExpectation& expect) {
@@ -139,7 +143,8 @@ std::string mismatch(const ObjectCodeData& d, const CompileExpectation& expect) 
     return {};
 }
 
-// The entry's contents, or nullptr with `why` set when it is not a valid entry for `key`.
+}  // namespace
+
 std::shared_ptr<ObjectCodeData> decode_entry(std::string_view file, const Digest& key, const CompileExpectation& expect,
                                              std::string& why) {
     if (file.size() < k_header_size) {
@@ -199,7 +204,6 @@ std::shared_ptr<ObjectCodeData> decode_entry(std::string_view file, const Digest
     return d;
 }
 
-}  // namespace
 }  // namespace gpumath::detail
 
 namespace gpumath::core {

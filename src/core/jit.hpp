@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -74,6 +75,16 @@ struct CompileExpectation {
     std::string_view name;  // ProgramOptions::name
     std::span<const std::string> name_expressions;
 };
+
+/// A disk cache entry for `key` holding `d`: a header (magic "GPUMJIT", format version, payload
+/// size, XXH3-64 checksum of the payload), then the key, code type, architecture, name, log,
+/// lowered names and code, each string preceded by its u64 length.
+[[nodiscard]] std::string encode_entry(const Digest& key, const ObjectCodeData& d);
+/// The contents of a disk cache entry read from a file, or nullptr with `why` set when it is not a
+/// well-formed entry for `key` holding what `expect` asks for (its code checked as
+/// ObjectCode::from_bytes checks code). Every read is bounded by `file`.
+[[nodiscard]] std::shared_ptr<ObjectCodeData> decode_entry(std::string_view file, const Digest& key,
+                                                           const CompileExpectation& expect, std::string& why);
 
 /// Returns the cached result for `key` (memory, then disk) or runs `compile` once (also when
 /// several threads ask at once) and stores the result.

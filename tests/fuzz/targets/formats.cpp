@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fuzz targets for the files and strings gpumath reads from outside: compile-cache entries on
+// disk, matmul tuning files, and the values of environment variables.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include <gpumath/core/compile_cache.hpp>
+#include <gpumath/log.hpp>
+
+#include "core/hash.hpp"
+#include "core/jit.hpp"
+#include "detail/environment.hpp"
+#include "fuzz/targets/fuzz_inputs.hpp"
+#include "fuzz/targets/target.hpp"
+#include "matmul/tuning.hpp"
+
+namespace {
+
+using gpumath::fuzz::text;
+
+}  // namespace
+
+// The first byte chooses whether the entry's size and checksum are made to match its payload
+// again (odd), so that the payload's parser sees the damage instead of the checksum refusing it.
+GPUMATH_FUZZ_TARGET(compile_cache) {
+    if (data.empty()) return;
+    std::string entry(text(data.subspan(1)));
+    if ((data[0] & 1) != 0) gpumath::fuzz::reseal_cache_entry(entry);
+    const gpumath::detail::CompileExpectation expect{.type = gpumath::core::CodeType::cubin,
+                                                     .arch = "sm_90",
+                                                     .name = gpumath::fuzz::cache_entry_name,
+                                                     .name_expressions = {}};
+    std::string why;
+    const std::shared_ptr<gpumath::detail::ObjectCodeData> d =
+        gpumath::detail::decode_entry(entry, gpumath::fuzz::cache_entry_key(), expect, why);
+    GPUMATH_FUZZ_CHECK((d == nullptr) != why.empty(), "an entry both read and refused, or neither");
+    if (d) GPUMATH_FUZZ_CHECK(entry.find(d->bytes) != std::string::npos, "code that is not in the entry");
+}
+
+GPUMATH_FUZZ_TARGET(tuning) {
+    const std::string input(text(data));
+    std::istringstream in(input);
+    const gpumath::detail::TuningText parsed = gpumath::detail::parse_tuning_text(in, gpumath::fuzz::tuning_host());
+    // An entry that is kept is one gpumath wrote: its key and algorithm stand in a line of the input.
+    for (const gpumath::detail::TuningEntry& e : parsed.entries) {
+        std::string fields(1, '\t');
+        fields += gpumath::detail::key_to_text(e.key);
+        fields += '\t';
+        fields += gpumath::detail::algo_to_hex(e.algo);
+        GPUMATH_FUZZ_CHECK(input.find(fields) != std::string::npos, "an entry that is not in the file");
+    }
+    GPUMATH_FUZZ_CHECK(parsed.stale >= 0 && parsed.malformed >= 0, "negative counts");
+}
+
+// Fields separated by line breaks: a count, a log level, the three cache-directory variables and
+// a value for a count variable read from the environment.
+GPUMATH_FUZZ_TARGET(environment) {
+    const std::vector<std::string> f = gpumath::fuzz::fields(data, '\n', 6);
+    const auto field = [&](std::size_t i) -> const std::string& {
+        static const std::string none;
+        return i < f.size() ? f[i] : none;
+    };
+    const std::optional<std::uint64_t> count = gpumath::detail::parse_count(field(0));
+    const std::string_view digits = field(0);
+    if (!digits.empty() && digits.size() <= 19 && digits.find_first_not_of("0123456789") == std::string_view::npos)
+        GPUMATH_FUZZ_CHECK(count == std::strtoull(field(0).c_str(), nullptr, 10), "a plain number misread");
+    gpumath::fuzz::answered([&] { (void)gpumath::parse_log_level(field(1)); });
+    const std::filesystem::path dir =
+        gpumath::detail::jit_cache_directory(field(2).c_str(), field(3).c_str(), field(4).c_str());
+    GPUMATH_FUZZ_CHECK(dir.empty() || dir.filename() == "jit", "a cache directory not named jit");
+    ::setenv("GPUMATH_FUZZ_COUNT", field(5).c_str(), 1);
+    const std::uint64_t value = gpumath::detail::env_count("GPUMATH_FUZZ_COUNT", 7, 1, 1000);
+    GPUMATH_FUZZ_CHECK(value >= 1 && value <= 1000, "a count outside its range");
+}
