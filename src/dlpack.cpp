@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // DLPack interop: DLTensor validation into TensorView, adoption of managed tensors into Tensor
-// (with the producer's deleter called exactly once), and export of a Tensor as a managed tensor.
+// (with the producer's deleter called exactly once, an exception from it logged and dropped), and
+// export of a Tensor as a managed tensor.
 // Built only when <dlpack/dlpack.h> was found (GPUMATH_HAS_DLPACK).
 #include <gpumath/dlpack.hpp>
 
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -20,21 +22,44 @@
 #include <gpumath/tensor.hpp>
 
 #include "detail/layout_check.hpp"
+#include "detail/log.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath {
 
 namespace detail {
 
+namespace {
+
+// The one place a producer's deleter is called (through DLPackSource::release). It runs when the
+// last owner of an adopted tensor goes, or while from_dlpack's InvalidArgument is on its way out:
+// an exception from it has no one to reach, and letting it leave a destructor would end the process
+// (std::terminate). So it is logged and dropped; the deleter is not called again.
+void release_foreign(void* managed, void (*release)(void*)) noexcept {
+    if (release == nullptr) return;
+    try {
+        release(managed);
+    } catch (const std::exception& e) {
+        log(LogLevel::error,
+            "DLPack: the producer's deleter of an adopted tensor threw an exception ({}); gpumath dropped it, "
+            "since the deleter runs when the tensor goes, and will not call it again",
+            e.what());
+    } catch (...) {
+        log(LogLevel::error,
+            "DLPack: the producer's deleter of an adopted tensor threw an exception that is not a std::exception; "
+            "gpumath dropped it, since the deleter runs when the tensor goes, and will not call it again");
+    }
+}
+
+}  // namespace
+
 struct ForeignMemory {
     void* managed = nullptr;
-    void (*release)(void* managed) noexcept = nullptr;
+    void (*release)(void* managed) = nullptr;
     DLDevice device{};
 
-    ForeignMemory(void* m, void (*r)(void*) noexcept) noexcept : managed(m), release(r) {}
-    ~ForeignMemory() {
-        if (release != nullptr) release(managed);
-    }
+    ForeignMemory(void* m, void (*r)(void*)) noexcept : managed(m), release(r) {}
+    ~ForeignMemory() { release_foreign(managed, release); }
     ForeignMemory(const ForeignMemory&) = delete;
     ForeignMemory& operator=(const ForeignMemory&) = delete;
     ForeignMemory(ForeignMemory&&) = delete;
@@ -320,7 +345,7 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
     detail::DLPackSource source;
     if (managed != nullptr) {
         source.managed = managed;
-        source.release = [](void* m) noexcept {
+        source.release = [](void* m) {
             auto* self = static_cast<DLManagedTensor*>(m);
             if (self->deleter != nullptr) self->deleter(self);
         };
@@ -337,7 +362,7 @@ Tensor Tensor::adopt_dlpack(const detail::DLPackSource& source) {
     try {
         foreign = std::make_shared<detail::ForeignMemory>(source.managed, source.release);
     } catch (...) {
-        if (source.release != nullptr) source.release(source.managed);
+        detail::release_foreign(source.managed, source.release);
         throw;
     }
     detail::check_version(source, api);

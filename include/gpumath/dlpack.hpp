@@ -39,12 +39,12 @@ namespace detail {
 // What Tensor::from_dlpack reads from either managed struct; the versioned overload fills it inline
 // so that its struct comes from the caller's header.
 struct DLPackSource {
-    void* managed = nullptr;                            // handed to `release` exactly once
-    void (*release)(void* managed) noexcept = nullptr;  // calls the managed tensor's deleter
-    const DLTensor* tensor = nullptr;                   // null when the layout cannot be read
-    std::uint32_t major = 0;                            // version.major of a versioned tensor
-    std::uint32_t minor = 0;                            // version.minor of a versioned tensor
-    std::uint64_t flags = 0;                            // flags of a versioned tensor
+    void* managed = nullptr;                   // handed to `release` exactly once
+    void (*release)(void* managed) = nullptr;  // calls the managed tensor's deleter, which may throw
+    const DLTensor* tensor = nullptr;          // null when the layout cannot be read
+    std::uint32_t major = 0;                   // version.major of a versioned tensor
+    std::uint32_t minor = 0;                   // version.minor of a versioned tensor
+    std::uint64_t flags = 0;                   // flags of a versioned tensor
     bool versioned = false;
 };
 }  // namespace detail

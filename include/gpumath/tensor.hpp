@@ -106,8 +106,11 @@ public:
     /// Adopts a DLPack tensor: the Tensor views its memory (validated as
     /// `TensorView::from_dlpack`) and calls `managed->deleter` exactly once, when the last owner
     /// goes (this Tensor, the one it was moved to, or a tensor exported from it with `to_dlpack`),
-    /// or before throwing when validation fails. A null deleter is never called. `buffer()` of
-    /// such a tensor is empty. InvalidArgument for a null `managed` (nothing to call).
+    /// or before throwing when validation fails. A null deleter is never called. An exception
+    /// thrown by the deleter is caught, logged (LogLevel::error, naming DLPack and its `what()`)
+    /// and dropped, on either path: it never ends the process, and a validation failure still
+    /// reaches the caller as InvalidArgument. `buffer()` of such a tensor is empty.
+    /// InvalidArgument for a null `managed` (nothing to call).
     [[nodiscard]] static Tensor from_dlpack(DLManagedTensor* managed);
 #if defined(GPUMATH_HAS_DLPACK_VERSIONED)
     /// Adopts a DLPack 1.x tensor as the `DLManagedTensor*` overload does. Also InvalidArgument
@@ -178,7 +181,7 @@ inline Tensor Tensor::from_dlpack(DLManagedTensorVersioned* managed) {
     source.versioned = true;
     if (managed != nullptr) {
         source.managed = managed;
-        source.release = [](void* m) noexcept {
+        source.release = [](void* m) {
             auto* self = static_cast<DLManagedTensorVersioned*>(m);
             if (self->deleter != nullptr) self->deleter(self);
         };

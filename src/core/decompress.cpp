@@ -6,6 +6,9 @@
 
 #include <dlfcn.h>
 
+#include "detail/log.hpp"
+#include "detail/shared_library.hpp"
+
 namespace gpumath::detail {
 
 namespace {
@@ -79,9 +82,16 @@ struct Zstd {
     ContentSize content_size = nullptr;
 
     Zstd() {
-        // Never closed: the process keeps it, as it keeps NCCL.
-        void* handle = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (handle == nullptr) return;
+        // Never closed: the process keeps it, as it keeps NCCL. No libzstd is normal (the images are
+        // then not read); a file found but refused (a FIFO, a truncated copy) is worth a line.
+        const SharedLibrary library = open_shared_library("libzstd.so.1");
+        if (!library) {
+            if (!library.path.empty())
+                log(LogLevel::warn, "libzstd.so.1 was not loaded, so compressed fatbin images are not read: {}",
+                    library.error);
+            return;
+        }
+        void* handle = library.handle;
         // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast)
         decompress = reinterpret_cast<Decompress>(dlsym(handle, "ZSTD_decompress"));
         is_error = reinterpret_cast<IsError>(dlsym(handle, "ZSTD_isError"));

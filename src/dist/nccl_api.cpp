@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Loads NCCL with dlopen on first use, so programs start (and run everything but gpumath::dist)
-// on machines without it, and one build serves hosts where NCCL lives in different folders.
+// Loads NCCL on first use (through the checked loader, detail/shared_library.hpp), so programs start
+// (and run everything but gpumath::dist) on machines without it, and one build serves hosts where
+// NCCL lives in different folders.
 #include "dist/nccl_api.hpp"
 
 #include <dlfcn.h>
@@ -12,6 +13,7 @@
 
 #include <gpumath/error.hpp>
 
+#include "detail/shared_library.hpp"
 #include "detail/status.hpp"
 
 namespace gpumath::detail {
@@ -29,16 +31,17 @@ Loaded load() {
     const char* env = std::getenv("GPUMATH_NCCL_LIBRARY");
     const bool from_env = env != nullptr && *env != '\0';
     const std::string file = from_env ? std::string(env) : std::string(default_library);
-    // The handle is never closed: NCCL keeps threads and state for the life of the process.
-    void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-        const char* why = dlerror();
+    // The handle is never closed: NCCL keeps threads and state for the life of the process. The
+    // checked loader refuses what would hang or fault dlopen (a FIFO, a truncated copy) with a reason.
+    const SharedLibrary library = open_shared_library(file);
+    if (!library) {
         loaded.error = fmt::format(
             "NCCL could not be loaded from \"{}\"{}: {}; install NCCL (libnccl2) or set GPUMATH_NCCL_LIBRARY to "
             "the path of libnccl.so.2",
-            file, from_env ? " (GPUMATH_NCCL_LIBRARY)" : "", why != nullptr ? why : "unknown reason");
+            file, from_env ? " (GPUMATH_NCCL_LIBRARY)" : "", library.error);
         return loaded;
     }
+    void* handle = library.handle;
     bool complete = true;
 #define GPUMATH_NCCL_RESOLVE(name)                                                                    \
     if (complete) {                                                                                   \

@@ -36,9 +36,11 @@ struct NcclApi {
     int version = 0;
 };
 
-/// NCCL, loaded once (thread-safe) from $GPUMATH_NCCL_LIBRARY or "libnccl.so.2". Throws NcclError
-/// (status 0) naming the file and the loader's reason when it cannot be loaded or lacks a function;
-/// every later call throws the same error again.
+/// NCCL, loaded once (thread-safe) from $GPUMATH_NCCL_LIBRARY or "libnccl.so.2" through
+/// open_shared_library. Throws NcclError (status 0) naming the file and the reason when it cannot
+/// be loaded (the file is refused: not a regular file, not a shared library of this machine,
+/// truncated; or the loader's own error) or lacks a function; every later call throws the same
+/// error again.
 const NcclApi& nccl();
 
 /// Throws NcclError for a failed NCCL call: the message adds NCCL's own text for the last error

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // DLPack without a GPU: dtype mapping, every validation rule of TensorView::from_dlpack, ownership of
-// adopted managed tensors (the deleter runs exactly once, also when from_dlpack throws) and the
+// adopted managed tensors (the deleter runs exactly once, also when from_dlpack throws, and an
+// exception the deleter throws is logged, never the end of the process) and the
 // metadata of to_dlpack. The tensors point at made-up addresses that are never dereferenced.
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@ using gpumath::InvalidArgument;
 using gpumath::NotSupported;
 using gpumath::Tensor;
 using gpumath::TensorView;
+using gpumath::test::captured_log;
 using gpumath::test::expect_throw_with;
 using gpumath::test::fake_device_pointer;
 using gpumath::test::FakeDLTensor;
@@ -328,6 +330,60 @@ TEST(DLPackTensor, NullManagedTensorsAndDeleters) {
     p.fake.tensor.device.device_type = kDLCPU;
     EXPECT_THROW((void)Tensor::from_dlpack(p.refresh()), InvalidArgument);
     EXPECT_EQ(p.deletes, 0);
+}
+
+TEST(DLPackTensor, ADeleterThatThrowsRunsOnceAndIsLoggedWhenTheLastOwnerGoes) {
+    Producer p;
+    p.throws = gpumath::test::DeleterThrows::std_exception;
+    const std::string log = captured_log([&] {
+        Tensor t = Tensor::from_dlpack(p.refresh());
+        EXPECT_EQ(p.deletes, 0);
+        Tensor moved(std::move(t));
+        EXPECT_EQ(p.deletes, 0);
+    });
+    EXPECT_EQ(p.deletes, 1);
+    EXPECT_NE(log.find("gpumath [error] DLPack: the producer's deleter"), std::string::npos) << log;
+    EXPECT_NE(log.find(std::string("(") + gpumath::test::deleter_error + ")"), std::string::npos) << log;
+
+    // Through an export: the consumer's deleter releases the last owner.
+    Producer exported_p;
+    exported_p.throws = gpumath::test::DeleterThrows::std_exception;
+    DLManagedTensor* exported = Tensor::from_dlpack(exported_p.refresh()).to_dlpack();
+    const std::string export_log = captured_log([&] { exported->deleter(exported); });
+    EXPECT_EQ(exported_p.deletes, 1);
+    EXPECT_NE(export_log.find(gpumath::test::deleter_error), std::string::npos) << export_log;
+}
+
+TEST(DLPackTensor, ADeleterThatThrowsOnTheRefusalPathLeavesTheCallerTheInvalidArgument) {
+    Producer p;
+    p.throws = gpumath::test::DeleterThrows::std_exception;
+    p.fake.tensor.dtype = dl_type(kDLUInt, 8);
+    const std::string log = captured_log([&] {
+        expect_throw_with<InvalidArgument>([&] { (void)Tensor::from_dlpack(p.refresh()); },
+                                           {"Tensor::from_dlpack", "DLTensor.dtype", "kDLUInt", "signed"});
+    });
+    EXPECT_EQ(p.deletes, 1);
+    EXPECT_NE(log.find("DLPack: the producer's deleter"), std::string::npos) << log;
+    EXPECT_NE(log.find(gpumath::test::deleter_error), std::string::npos) << log;
+}
+
+TEST(DLPackTensor, ADeleterThatThrowsSomethingElseThanAnExceptionIsContainedToo) {
+    Producer p;
+    p.throws = gpumath::test::DeleterThrows::non_std;
+    std::string log = captured_log([&] { const Tensor t = Tensor::from_dlpack(p.refresh()); });
+    EXPECT_EQ(p.deletes, 1);
+    EXPECT_NE(log.find("DLPack: the producer's deleter of an adopted tensor threw an exception that is not a "
+                       "std::exception"),
+              std::string::npos)
+        << log;
+
+    Producer refused;
+    refused.throws = gpumath::test::DeleterThrows::non_std;
+    refused.fake.tensor.device.device_type = kDLCPU;
+    log = captured_log(
+        [&] { expect_throw_with<InvalidArgument>([&] { (void)Tensor::from_dlpack(refused.refresh()); }, {"kDLCPU"}); });
+    EXPECT_EQ(refused.deletes, 1);
+    EXPECT_NE(log.find("not a std::exception"), std::string::npos) << log;
 }
 
 TEST(DLPackTensor, ToHostRefusesStridedAdoptedTensorsBeforeCopying) {

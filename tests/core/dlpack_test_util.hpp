@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fake DLPack producers for the DLPack tests: tensors with made-up device pointers whose deleters
-// count their calls. Nothing here touches the pointers, so the tests run without a GPU.
+// count their calls (and throw, when asked). Nothing here touches the pointers, so the tests run
+// without a GPU.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <gpumath/dlpack.hpp>
+#include <gpumath/log.hpp>
 
 namespace gpumath::test {
 
@@ -45,18 +51,31 @@ struct FakeDLTensor {
     }
 };
 
+/// What a fake producer's deleter throws once it has counted its call.
+enum class DeleterThrows { nothing, std_exception, non_std };
+
+/// The message of the std::runtime_error a deleter throws with DeleterThrows::std_exception.
+inline constexpr const char* deleter_error = "the producer's pool is gone";
+
 /// A producer handing out a managed tensor (`Managed` is DLManagedTensor or DLManagedTensorVersioned)
-/// whose deleter counts its calls in `deletes`.
+/// whose deleter counts its calls in `deletes`, then throws what `throws` says (as a C++ producer's
+/// deleter might).
 template <class Managed>
 struct FakeProducer {
     FakeDLTensor fake;
     Managed managed{};
     int deletes = 0;
+    DeleterThrows throws = DeleterThrows::nothing;
 
     FakeProducer() {
         managed.dl_tensor = fake.tensor;
         managed.manager_ctx = this;
-        managed.deleter = [](Managed* self) { ++static_cast<FakeProducer*>(self->manager_ctx)->deletes; };
+        managed.deleter = [](Managed* self) {
+            auto* producer = static_cast<FakeProducer*>(self->manager_ctx);
+            ++producer->deletes;
+            if (producer->throws == DeleterThrows::std_exception) throw std::runtime_error(deleter_error);
+            if (producer->throws == DeleterThrows::non_std) throw 42;
+        };
     }
     FakeProducer(const FakeProducer&) = delete;
     FakeProducer& operator=(const FakeProducer&) = delete;
@@ -69,5 +88,17 @@ struct FakeProducer {
         return &managed;
     }
 };
+
+/// What gpumath logs to stderr while `f` runs, with the log level at `warn` (restored after).
+template <class F>
+std::string captured_log(F&& f) {
+    const LogLevel before = log_level();
+    set_log_level(LogLevel::warn);
+    ::testing::internal::CaptureStderr();
+    f();
+    std::string written = ::testing::internal::GetCapturedStderr();
+    set_log_level(before);
+    return written;
+}
 
 }  // namespace gpumath::test

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// DLPack 1.x's DLManagedTensorVersioned, without a GPU: adoption, ownership, version and flag checks,
-// and export. Built against a dlpack 1.x header (tests/core/CMakeLists.txt says where it comes from);
-// the library itself may have been built against an older one, since these overloads are inline.
+// DLPack 1.x's DLManagedTensorVersioned, without a GPU: adoption, ownership (a deleter that throws
+// included), version and flag checks, and export. Built against a dlpack 1.x header (tests/core/CMakeLists.txt says
+// where it comes from); the library itself may have been built against an older one, since these overloads are inline.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -22,6 +22,7 @@
 using gpumath::DataType;
 using gpumath::InvalidArgument;
 using gpumath::Tensor;
+using gpumath::test::captured_log;
 using gpumath::test::expect_throw_with;
 using gpumath::test::fake_device_pointer;
 
@@ -93,6 +94,38 @@ TEST(DLPackVersioned, RefusesReadOnlyTensorsAndAcceptsOtherFlags) {
     copied.managed.flags = DLPACK_FLAG_BITMASK_IS_COPIED;
     { const Tensor t = Tensor::from_dlpack(&copied.managed); }
     EXPECT_EQ(copied.deletes, 1);
+}
+
+TEST(DLPackVersioned, ADeleterThatThrowsRunsOnceAndIsLoggedOnEitherPath) {
+    Producer kept;
+    kept.throws = gpumath::test::DeleterThrows::std_exception;
+    std::string log = captured_log([&] { const Tensor t = Tensor::from_dlpack(kept.refresh()); });
+    EXPECT_EQ(kept.deletes, 1);
+    EXPECT_NE(log.find("gpumath [error] DLPack: the producer's deleter"), std::string::npos) << log;
+    EXPECT_NE(log.find(gpumath::test::deleter_error), std::string::npos) << log;
+
+    // Refused for its flags, before the tensor is read: the InvalidArgument still reaches the caller.
+    Producer read_only;
+    read_only.throws = gpumath::test::DeleterThrows::std_exception;
+    read_only.refresh();
+    read_only.managed.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+    log = captured_log([&] {
+        expect_throw_with<InvalidArgument>([&] { (void)Tensor::from_dlpack(&read_only.managed); },
+                                           {"DLManagedTensorVersioned.flags", "read-only"});
+    });
+    EXPECT_EQ(read_only.deletes, 1);
+    EXPECT_NE(log.find(gpumath::test::deleter_error), std::string::npos) << log;
+
+    Producer odd;
+    odd.throws = gpumath::test::DeleterThrows::non_std;
+    odd.refresh();
+    odd.managed.version.major = 2;
+    log = captured_log([&] {
+        expect_throw_with<InvalidArgument>([&] { (void)Tensor::from_dlpack(&odd.managed); },
+                                           {"DLManagedTensorVersioned.version"});
+    });
+    EXPECT_EQ(odd.deletes, 1);
+    EXPECT_NE(log.find("not a std::exception"), std::string::npos) << log;
 }
 
 TEST(DLPackVersioned, NullManagedTensor) {

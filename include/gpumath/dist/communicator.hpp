@@ -46,8 +46,11 @@ inline constexpr int reduce_op_count = 5;
 
 /// NCCL's version as loaded, e.g. 22803 for 2.28.3. gpumath loads NCCL on first use, never links
 /// it: from the file named by the environment variable GPUMATH_NCCL_LIBRARY when set, otherwise
-/// "libnccl.so.2" through the dynamic loader's search. Throws NcclError (status 0) naming the file
-/// and the loader's reason when NCCL cannot be loaded or lacks a function gpumath uses.
+/// "libnccl.so.2" (already loaded, else found through LD_LIBRARY_PATH, /etc/ld.so.cache, the
+/// system's folders, and last the dynamic loader's own search). The file is checked first: one
+/// that is not a regular file, not a shared library of this machine or truncated is refused.
+/// Throws NcclError (status 0) naming the file and the reason (or the loader's) when NCCL cannot
+/// be loaded or lacks a function gpumath uses.
 [[nodiscard]] int nccl_version();
 
 /// The identifier that the ranks of one communicator share (NCCL's `ncclUniqueId`, 128 bytes).
