@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure what gpumath builds with is installed: a C++20 compiler, CMake >= 3.24, fmt, xxHash,
 # GoogleTest, DLPack (optional for users, installed here so the interop is built and tested),
-# clang-format and clang-tidy (scripts/lint.sh, scripts/tidy.sh) from Debian's packages, and the
+# clang-format and clang-tidy (scripts/lint.sh, scripts/tidy.sh), clang with libFuzzer
+# (scripts/fuzz.sh) from Debian's packages, and the
 # CUDA Toolkit (13.x; cudart, cuBLASLt, cuFFT, NVRTC, nvJitLink). Installs missing Debian packages
 # with apt-get when run as root; otherwise prints the exact command to run. The CUDA Toolkit is
 # looked for in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
@@ -19,6 +20,8 @@ command -v make >/dev/null 2>&1 || missing+=(make)
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 command -v clang-format >/dev/null 2>&1 || missing+=(clang-format)
 command -v clang-tidy >/dev/null 2>&1 || missing+=(clang-tidy)
+command -v clang++ >/dev/null 2>&1 || missing+=(clang)
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || missing+=(libclang-rt-dev)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 [ -f /usr/include/fmt/format.h ] || missing+=(libfmt-dev)
 [ -f /usr/include/xxhash.h ] || missing+=(libxxhash-dev)

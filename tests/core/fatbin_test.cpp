@@ -445,6 +445,10 @@ TEST(FatbinLimits, ABombIsRefusedBeforeAnythingIsDecompressed) {
     core::set_decompression_limits({.max_bytes = std::uint64_t(1) << 30, .max_ratio = std::uint64_t(1) << 20});
     expect_refused(bomb, {"its compressed images declare 68719476736 bytes together",
                           "more than the 1073741824 bytes", "GPUMATH_MAX_DECOMPRESSED_BYTES"});
+    // An LZ4 entry declaring a terabyte (an allocation of that size was attempted).
+    const std::string lz4 = test::fatbin_of(whole_cubin(), whole_ptx(), "--compress-all --compress-mode=speed");
+    expect_refused(with(lz4, 16 + 0x38, std::uint64_t(1) << 40),
+                   {"entry 0 at offset 16 (ELF, LZ4-compressed) declares an image of 1099511627776 bytes"});
     std::printf("[ bomb     ] %zu bytes declaring 64 GiB refused twice in %.1f ms\n", bomb.size(),
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     // An image within both limits is decoded and then checked: 8 MiB of one byte is no ELF file.

@@ -16,6 +16,7 @@
 #include "core/hash.hpp"
 #include "core/jit.hpp"
 #include "detail/environment.hpp"
+#include "detail/shared_library.hpp"
 #include "fuzz/targets/fuzz_inputs.hpp"
 #include "fuzz/targets/target.hpp"
 #include "matmul/tuning.hpp"
@@ -77,4 +78,15 @@ GPUMATH_FUZZ_TARGET(environment) {
     ::setenv("GPUMATH_FUZZ_COUNT", field(5).c_str(), 1);
     const std::uint64_t value = gpumath::detail::env_count("GPUMATH_FUZZ_COUNT", 7, 1, 1000);
     GPUMATH_FUZZ_CHECK(value >= 1 && value <= 1000, "a count outside its range");
+}
+
+// The system's library cache, as the loader of run-time libraries reads it: the first byte is the
+// length of the library name that follows, the rest the cache's bytes.
+GPUMATH_FUZZ_TARGET(ld_so_cache) {
+    if (data.empty()) return;
+    const std::string_view all = text(data.subspan(1));
+    const std::string_view name = all.substr(0, data[0]);
+    const std::string_view cache = all.substr(name.size());
+    const std::optional<std::string> path = gpumath::detail::find_in_ld_so_cache(cache, name);
+    GPUMATH_FUZZ_CHECK(!path || cache.find(*path + '\0') != std::string_view::npos, "a path not in the cache");
 }

@@ -219,6 +219,15 @@ std::vector<std::string> seeds(std::string_view name) {
     if (name == "compile_cache") return cache_entries();
     if (name == "tuning") return tuning_files();
     if (name == "dlpack") return dlpack_inputs();
+    if (name == "ld_so_cache") {
+        std::ifstream in("/etc/ld.so.cache", std::ios::binary);
+        const std::string cache{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        if (cache.empty()) return {};
+        std::vector<std::string> out;
+        for (const std::string library : {"libzstd.so.1", "libc.so.6", "libm.so.6"})
+            out.push_back(std::string(1, char(library.size())) + library + cache);
+        return out;
+    }
     if (name == "environment")
         return {"256M\nwarn\n/tmp/cache\n/home/u/.cache\n/home/u\n64", "1GiB\ndebug\noff\n\n/root\n12K",
                 "18446744073709551615\nINFO\n\n/xdg\n\n0x10"};
