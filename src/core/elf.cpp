@@ -53,8 +53,6 @@ bool read_section(std::string_view elf, std::uint64_t shoff, std::uint64_t heade
            read_at(elf, at + 0x38, s.entsize);
 }
 
-
-
 // One symbol of an ELF symbol table: its name and the fields gpumath reads.
 struct ElfSymbol {
     std::string_view name;
@@ -259,7 +257,8 @@ std::string symbol_table_defect(const ElfView& v, std::uint64_t i, const Section
                                (at - s.offset) / symbol_bytes, i, name, strings.size);
         if (index >= v.sections && index != shn_abs && index != shn_common)
             return fmt::format("symbol {} of section {} lies in section {} of {}{}", (at - s.offset) / symbol_bytes, i,
-                               index, v.sections, index >= shn_loreserve ? " (a reserved index other than ABS, COMMON)" : "");
+                               index, v.sections,
+                               index >= shn_loreserve ? " (a reserved index other than ABS, COMMON)" : "");
     }
     return {};
 }
@@ -290,8 +289,7 @@ std::string relocation_defect(const ElfView& v, std::uint64_t i, const Section& 
         return fmt::format("relocation section {} has {}-byte entries over {} bytes, not {}-byte ones", i, s.entsize,
                            s.size, bytes);
     const std::optional<std::uint64_t> count = symbol_count(v, s.link);
-    if (!count)
-        return fmt::format("relocation section {} links to section {}, which is not a symbol table", i, s.link);
+    if (!count) return fmt::format("relocation section {} links to section {}, which is not a symbol table", i, s.link);
     if (s.info >= v.sections)
         return fmt::format("relocation section {} applies to section {} of {}", i, s.info, v.sections);
     const Section target = v.section(s.info);
@@ -354,9 +352,10 @@ std::string attributes_defect(const ElfView& v, std::uint64_t i, const Section& 
                                        first, at, type.value_or(0), wanted);
             }
             if (s.info != 0 && attribute == kparam_info && first != 0)
-                return fmt::format("attribute section {} gives a parameter the index {} at its byte {}; compilers "
-                                   "write 0",
-                                   i, first, at);
+                return fmt::format(
+                    "attribute section {} gives a parameter the index {} at its byte {}; compilers "
+                    "write 0",
+                    i, first, at);
         }
         at += length;
     }
@@ -370,8 +369,8 @@ std::string symbol_pairs_defect(const ElfView& v, std::uint64_t i, const Section
                            s.type, s.entsize, s.size);
     const std::optional<std::uint64_t> symbols = symbol_count(v, s.link);
     if (!symbols)
-        return fmt::format("section {} of CUDA type 0x{:x} links to section {}, which is not a symbol table", i,
-                           s.type, s.link);
+        return fmt::format("section {} of CUDA type 0x{:x} links to section {}, which is not a symbol table", i, s.type,
+                           s.link);
     const std::string_view pairs = v.bytes(s);
     const bool callgraph = s.type == sht_cuda_callgraph;
     // The call graph pairs a caller with a callee (0, or a negative marker, where there is none);
@@ -388,9 +387,10 @@ std::string symbol_pairs_defect(const ElfView& v, std::uint64_t i, const Section
             return fmt::format("section {} of CUDA type 0x{:x} names symbol {} of {} at its byte {}", i, s.type, index,
                                *symbols, at);
         if (const std::optional<std::uint8_t> type = symbol_type(v, s.link, index); type != stt_func)
-            return fmt::format("section {} of CUDA type 0x{:x} names symbol {} at its byte {}, of type {}, not a "
-                               "function",
-                               i, s.type, index, at, type.value_or(0));
+            return fmt::format(
+                "section {} of CUDA type 0x{:x} names symbol {} at its byte {}, of type {}, not a "
+                "function",
+                i, s.type, index, at, type.value_or(0));
     }
     return {};
 }

@@ -148,9 +148,10 @@ std::string read_entry(Entry& e) {
     const std::uint64_t codec = flags & codec_bits;
     if ((flags & flag_opaque_ltoir) != 0) {
         if (e.kind != kind_ltoir)
-            return fmt::format("entry {} at offset {} is of kind {} but has flags 0x{:x}, whose 0x{:x} fatbinary sets "
-                               "only on LTO-IR",
-                               e.index, e.offset, kind_name(e.kind), flags, flag_opaque_ltoir);
+            return fmt::format(
+                "entry {} at offset {} is of kind {} but has flags 0x{:x}, whose 0x{:x} fatbinary sets "
+                "only on LTO-IR",
+                e.index, e.offset, kind_name(e.kind), flags, flag_opaque_ltoir);
         e.codec = Codec::opaque;
         return {};
     }
@@ -324,9 +325,10 @@ void set_decompression_limits(const DecompressionLimits& limits) {
                                           limits.max_bytes, detail::max_code_file_bytes),
                               api);
     if (limits.max_ratio == 0)
-        detail::throw_invalid("limits.max_ratio: 0; an image is at least as large as its compressed bytes, so use 1 "
-                              "or more",
-                              api);
+        detail::throw_invalid(
+            "limits.max_ratio: 0; an image is at least as large as its compressed bytes, so use 1 "
+            "or more",
+            api);
     detail::Limits& l = detail::limits();
     l.max_bytes.store(limits.max_bytes, std::memory_order_relaxed);
     l.max_ratio.store(limits.max_ratio, std::memory_order_relaxed);

@@ -443,8 +443,8 @@ TEST(FatbinLimits, ABombIsRefusedBeforeAnythingIsDecompressed) {
                           "more than 4096 times over", "GPUMATH_MAX_DECOMPRESSION_RATIO"});
     // With the ratio allowed, the sum of the declared sizes refuses them all before the first.
     core::set_decompression_limits({.max_bytes = std::uint64_t(1) << 30, .max_ratio = std::uint64_t(1) << 20});
-    expect_refused(bomb, {"its compressed images declare 68719476736 bytes together",
-                          "more than the 1073741824 bytes", "GPUMATH_MAX_DECOMPRESSED_BYTES"});
+    expect_refused(bomb, {"its compressed images declare 68719476736 bytes together", "more than the 1073741824 bytes",
+                          "GPUMATH_MAX_DECOMPRESSED_BYTES"});
     // An LZ4 entry declaring a terabyte (an allocation of that size was attempted).
     const std::string lz4 = test::fatbin_of(whole_cubin(), whole_ptx(), "--compress-all --compress-mode=speed");
     expect_refused(with(lz4, 16 + 0x38, std::uint64_t(1) << 40),

@@ -67,10 +67,9 @@ const Images& images() {
         m.whole_ptx = compiled(CodeType::ptx, false);
         m.relocatable_ptx = compiled(CodeType::ptx, true);
         m.ltoir = compiled(CodeType::ltoir, true);
-        m.linked_cubin = bytes_of(
-            core::Linker({.arch = "sm_90"})
-                .add(core::ObjectCode::from_bytes(m.relocatable_cubin, CodeType::cubin, "sm_90"))
-                .link());
+        m.linked_cubin = bytes_of(core::Linker({.arch = "sm_90"})
+                                      .add(core::ObjectCode::from_bytes(m.relocatable_cubin, CodeType::cubin, "sm_90"))
+                                      .link());
         return m;
     }();
     return i;

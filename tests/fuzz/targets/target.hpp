@@ -59,8 +59,7 @@ template <class F>
 void answered(F&& f) {
     try {
         f();
-    } catch (const gpumath::Error&) {
-    }
+    } catch (const gpumath::Error&) {}
 }
 
 /// Splits the input into fields at `separator` (at most `max` fields; the last takes the rest).
@@ -80,16 +79,16 @@ inline std::vector<std::string> fields(std::span<const std::uint8_t> data, char 
 }  // namespace gpumath::fuzz
 
 /// Aborts with `what` when `condition` is false: a broken invariant of what a parser returned.
-#define GPUMATH_FUZZ_CHECK(condition, what)                                                          \
-    do {                                                                                            \
-        if (!(condition)) {                                                                         \
+#define GPUMATH_FUZZ_CHECK(condition, what)                                                                 \
+    do {                                                                                                    \
+        if (!(condition)) {                                                                                 \
             std::fprintf(stderr, "gpumath fuzz: %s (%s) at %s:%d\n", what, #condition, __FILE__, __LINE__); \
-            std::abort();                                                                           \
-        }                                                                                           \
+            std::abort();                                                                                   \
+        }                                                                                                   \
     } while (0)
 
 /// Defines and registers the target `name`; its body follows as a function body over `data`.
-#define GPUMATH_FUZZ_TARGET(name)                                                                   \
-    static void gpumath_fuzz_##name(std::span<const std::uint8_t> data);                           \
+#define GPUMATH_FUZZ_TARGET(name)                                                                             \
+    static void gpumath_fuzz_##name(std::span<const std::uint8_t> data);                                      \
     static const ::gpumath::fuzz::Registration gpumath_fuzz_registration_##name{#name, &gpumath_fuzz_##name}; \
     static void gpumath_fuzz_##name(std::span<const std::uint8_t> data)
