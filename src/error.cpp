@@ -4,7 +4,10 @@
 #include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
+#include <cstdlib>
 #include <string>
+
+#include <dlfcn.h>
 
 #include <cublasLt.h>
 #include <fmt/format.h>
@@ -199,15 +202,68 @@ template <class E>
     throw E(message, status, api, std::move(log));
 }
 
+// "12.8" of a CUDA version number (12080).
+std::string cuda_version_text(int version) { return fmt::format("{}.{}", version / 1000, (version % 1000) / 10); }
+
+constexpr std::string_view still_works =
+    "without one, gpumath still validates calls (InvalidArgument, NotSupported), compiles with NVRTC "
+    "and links with nvJitLink";
+
+}  // namespace
+
+std::string no_device_cause(cudaError_t status, bool driver_loaded, int driver_version, int runtime_version,
+                            const char* visible_devices) {
+    if (!driver_loaded)
+        return fmt::format(
+            "no NVIDIA driver was found (libcuda.so.1 could not be loaded), so this machine has no usable GPU; "
+            "install the NVIDIA driver to run GPU work ({})",
+            still_works);
+    if (status == cudaErrorInsufficientDriver || status == cudaErrorCompatNotSupportedOnDevice ||
+        status == cudaErrorSystemDriverMismatch)
+        return fmt::format(
+            "the NVIDIA driver is too old: it supports CUDA {} and gpumath was built with the CUDA {} runtime; "
+            "update the driver to one for CUDA {} or newer ({})",
+            cuda_version_text(driver_version), cuda_version_text(runtime_version), cuda_version_text(runtime_version),
+            still_works);
+    if (status == cudaErrorNoDevice || status == cudaErrorDevicesUnavailable) {
+        std::string hint = "check that nvidia-smi lists a GPU";
+        if (visible_devices != nullptr)
+            hint = fmt::format("CUDA_VISIBLE_DEVICES is \"{}\", which hides the others; {}", visible_devices, hint);
+        return fmt::format("the NVIDIA driver (CUDA {}) found no GPU it can use: {} ({})",
+                           cuda_version_text(driver_version), hint, still_works);
+    }
+    return fmt::format("the NVIDIA driver (CUDA {}) is installed but not usable: {} ({})",
+                       cuda_version_text(driver_version), cudaGetErrorString(status), still_works);
+}
+
+namespace {
+
+// The cause of a missing driver or device, found once: the answer does not change while the
+// process runs.
+const std::string& no_device_cause_of(cudaError_t status) {
+    static const std::string cause = [status] {
+        // The runtime loads the driver itself; whether it could is whether libcuda is loaded now.
+        void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        int driver_version = 0, runtime_version = 0;
+        (void)cudaDriverGetVersion(&driver_version);
+        (void)cudaRuntimeGetVersion(&runtime_version);
+        (void)cudaGetLastError();
+        if (driver != nullptr) (void)dlclose(driver);  // a reference NOLOAD took
+        return no_device_cause(status, driver != nullptr, driver_version, runtime_version,
+                               std::getenv("CUDA_VISIBLE_DEVICES"));
+    }();
+    return cause;
+}
+
 }  // namespace
 
 void throw_cuda(cudaError_t status, const char* api, std::string_view context) {
     // The status is now the exception's; leave no copy behind for cudaGetLastError to report again.
     (void)cudaGetLastError();
     std::string message = compose(api, cudaGetErrorName(status), int(status), context);
-    if (is_no_device(status)) {
-        message = fmt::format("no CUDA driver/device: {} ({})", message, cudaGetErrorString(status));
-    }
+    if (is_no_device(status))
+        message = fmt::format("no CUDA driver/device: {}. ({}: {})", no_device_cause_of(status), message,
+                              cudaGetErrorString(status));
     throw CudaError(message, int(status), api);
 }
 

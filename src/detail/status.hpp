@@ -27,6 +27,14 @@ namespace gpumath::detail {
 /// InvalidArgument for a method called on a moved-from `type` ("Matmul", "FFT", "Program", ...).
 [[noreturn]] void throw_moved_from(const char* type, const char* api);
 
+/// What a "no usable driver or device" status means on this machine, with the next step and what
+/// works without a GPU: no driver at all (`driver_loaded` false: libcuda.so.1 could not be
+/// loaded), a driver too old for the runtime, a driver that sees no device (naming
+/// `visible_devices`, CUDA_VISIBLE_DEVICES, when set), or another reason. The versions are
+/// cudaDriverGetVersion's and cudaRuntimeGetVersion's.
+[[nodiscard]] std::string no_device_cause(cudaError_t status, bool driver_loaded, int driver_version,
+                                          int runtime_version, const char* visible_devices);
+
 /// True when a runtime status means "there is no usable driver or device".
 [[nodiscard]] constexpr bool is_no_device(cudaError_t s) noexcept {
     return s == cudaErrorNoDevice || s == cudaErrorInsufficientDriver || s == cudaErrorStubLibrary ||

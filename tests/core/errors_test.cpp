@@ -243,3 +243,22 @@ TEST(Log, MessagesPastTwoGibibytesAreWrittenWhole) {
         ::munmap(p, n);
     }
 }
+
+TEST(NoDeviceCause, EachCauseHasItsOwnNextStep) {
+    using detail::no_device_cause;
+    const std::string missing = no_device_cause(cudaErrorInsufficientDriver, false, 0, 13000, nullptr);
+    EXPECT_NE(missing.find("no NVIDIA driver was found (libcuda.so.1 could not be loaded)"), std::string::npos);
+    const std::string old = no_device_cause(cudaErrorInsufficientDriver, true, 12040, 13000, nullptr);
+    EXPECT_NE(old.find("the NVIDIA driver is too old: it supports CUDA 12.4 and gpumath was built with the CUDA 13.0 "
+                       "runtime; update the driver to one for CUDA 13.0 or newer"),
+              std::string::npos)
+        << old;
+    const std::string none = no_device_cause(cudaErrorNoDevice, true, 13000, 13000, nullptr);
+    EXPECT_NE(none.find("the NVIDIA driver (CUDA 13.0) found no GPU it can use: check that nvidia-smi lists a GPU"),
+              std::string::npos)
+        << none;
+    const std::string hidden = no_device_cause(cudaErrorNoDevice, true, 13000, 13000, "");
+    EXPECT_NE(hidden.find("CUDA_VISIBLE_DEVICES is \"\", which hides the others"), std::string::npos) << hidden;
+    for (const std::string& m : {missing, old, none, hidden})
+        EXPECT_NE(m.find("gpumath still validates calls"), std::string::npos) << m;
+}
