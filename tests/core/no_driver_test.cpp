@@ -57,10 +57,9 @@ TEST_F(NoDriver, TheMessageNamesTheCauseAndWhatStillWorks) {
     // A user's first GPU call on a machine without a driver: not "CUDA driver version is
     // insufficient", which would send them to update a driver that is not there.
     test::expect_throw_with<CudaError>(
-        [] { core::Stream s; },
-        {"no CUDA driver/device: no NVIDIA driver was found (libcuda.so.1 could not be loaded)",
-         "install the NVIDIA driver", "still validates calls", "compiles with NVRTC", "links with nvJitLink",
-         "creating a stream"});
+        [] { core::Stream s; }, {"no CUDA driver/device: no NVIDIA driver was found (libcuda.so.1 could not be loaded)",
+                                 "install the NVIDIA driver", "still validates calls", "compiles with NVRTC",
+                                 "links with nvJitLink", "creating a stream"});
 }
 
 TEST_F(NoDriver, ValidationStillRunsFirst) {
