@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 command -v clang-format >/dev/null 2>&1 || { echo "lint: clang-format not found (apt-get install clang-format)" >&2; exit 1; }
-mapfile -t files < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find include src tests examples bench -name '*.[ch]pp')
+mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh' 2>/dev/null || find include src tests examples bench -name '*.[ch]pp' -o -name '*.cu' -o -name '*.cuh')
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
   exit 0

@@ -101,6 +101,21 @@ TensorLayout TensorLayout::transposed() const {
     return t;
 }
 
+TensorLayout TensorLayout::transposed(int axis0, int axis1) const {
+    const auto resolve = [&](int axis, const char* name) {
+        if (axis < -rank_ || axis >= rank_)
+            detail::throw_invalid(fmt::format("{}: {} is not an axis of a rank-{} layout; use -{} to {}", name, axis,
+                                              rank_, rank_, rank_ - 1),
+                                  "TensorLayout::transposed");
+        return std::size_t(axis < 0 ? axis + rank_ : axis);
+    };
+    const std::size_t a = resolve(axis0, "axis0"), b = resolve(axis1, "axis1");
+    TensorLayout t = *this;
+    std::swap(t.shape_[a], t.shape_[b]);
+    std::swap(t.strides_[a], t.strides_[b]);
+    return t;
+}
+
 void TensorView::throw_null_data() const {
     detail::throw_invalid(fmt::format("data: null pointer for a non-empty tensor of shape {} ({} elements); "
                                       "pass device memory, or an empty shape",

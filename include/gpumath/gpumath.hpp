@@ -10,6 +10,8 @@
 #include <gpumath/log.hpp>
 #include <gpumath/matmul.hpp>
 #include <gpumath/tensor.hpp>
+#include <gpumath/tensor_io.hpp>
+#include <gpumath/tensor_ops.hpp>
 #include <gpumath/types.hpp>
 #include <gpumath/version.hpp>
 

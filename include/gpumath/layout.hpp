@@ -92,6 +92,9 @@ public:
     /// The last two dimensions swapped (shape and strides): a row-major (N, K) matrix seen as the
     /// column-major (K, N) matrix it is the transpose of. No data moves. InvalidArgument below rank 2.
     [[nodiscard]] TensorLayout transposed() const;
+    /// Dimensions `axis0` and `axis1` swapped (shape and strides; negative axes count from the
+    /// end, -1 the last). No data moves. InvalidArgument for an axis outside [-rank, rank).
+    [[nodiscard]] TensorLayout transposed(int axis0, int axis1) const;
 
     friend constexpr bool operator==(const TensorLayout& a, const TensorLayout& b) noexcept {
         if (a.dtype_ != b.dtype_ || a.rank_ != b.rank_) return false;
@@ -185,6 +188,10 @@ public:
     [[nodiscard]] constexpr void* data() const noexcept { return data_; }
     /// The same data with its last two dimensions swapped (see TensorLayout::transposed()).
     [[nodiscard]] TensorView transposed() const { return {data_, TensorLayout::transposed()}; }
+    /// The same data with dimensions `axis0` and `axis1` swapped (see TensorLayout::transposed).
+    [[nodiscard]] TensorView transposed(int axis0, int axis1) const {
+        return {data_, TensorLayout::transposed(axis0, axis1)};
+    }
     /// The data pointer as `T*`; InvalidArgument unless `data_type_of<T>() == dtype()`.
     template <class T>
     [[nodiscard]] T* data_as() const {

@@ -1,0 +1,15 @@
+# SPDX-License-Identifier: Apache-2.0
+# Writes OUT, a header holding the text of IN as gpumath::embedded::NAME (see gpumath-embed.cmake).
+file(READ "${IN}" text)
+set(close ")gpumath_device\"")
+string(FIND "${text}" "${close}" found)
+if(NOT found EQUAL -1)
+  message(FATAL_ERROR "${IN} contains ${close}, which would end its embedded raw string")
+endif()
+set(content "// Generated from ${SHOWN} by cmake/embed_file.cmake: edit that file, not this one.\n")
+string(APPEND content "#pragma once\n#include <string_view>\nnamespace gpumath::embedded {\n")
+string(APPEND content "inline constexpr std::string_view ${NAME} = R\"gpumath_device(#line 1 \"${SHOWN}\"\n")
+string(APPEND content "${text})gpumath_device\";\n}  // namespace gpumath::embedded\n")
+file(WRITE "${OUT}.tmp" "${content}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUT}.tmp")

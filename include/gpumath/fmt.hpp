@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// fmt formatters for gpumath's tensors: `fmt::print("{}\n", tensor)` prints `gpumath::preview`
+// (blocking, on the default stream). Opt-in: this header needs {fmt} (https://fmt.dev), which
+// gpumath itself does not require of its users.
+#pragma once
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include <gpumath/tensor.hpp>
+#include <gpumath/tensor_io.hpp>
+
+/// Formats a TensorView as `gpumath::preview` shows it (format specs as for a string).
+template <>
+struct fmt::formatter<gpumath::TensorView> : fmt::formatter<std::string> {
+    /// Writes the preview.
+    template <class Context>
+    auto format(const gpumath::TensorView& tensor, Context& ctx) const {
+        return fmt::formatter<std::string>::format(gpumath::preview(tensor), ctx);
+    }
+};
+
+/// Formats a Tensor as its view.
+template <>
+struct fmt::formatter<gpumath::Tensor> : fmt::formatter<std::string> {
+    /// Writes the preview.
+    template <class Context>
+    auto format(const gpumath::Tensor& tensor, Context& ctx) const {
+        return fmt::formatter<std::string>::format(gpumath::preview(tensor.view()), ctx);
+    }
+};

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// The parameters of the tensor kernels (tensor_ops.cu), read by the host compiler
+// (src/core/tensor_ops.cpp) and by NVRTC alike: one definition, plain types only.
+#pragma once
+
+namespace gpumath::kernels {
+
+/// The most dimensions an elementwise index space has (TensorLayout's rank limit).
+constexpr int max_rank = 8;
+
+/// One elementwise pass: fill (no input), cast or copy. The flat kernels read `count` contiguous
+/// elements; the strided ones walk the index space of `rank` extents, with each operand's strides
+/// in elements.
+struct ElementwiseParams {
+    const void* in;
+    void* out;
+    long long count;
+    int rank;
+    int unused;
+    long long shape[max_rank];
+    long long in_strides[max_rank];
+    long long out_strides[max_rank];
+    /// The value a fill writes, as a complex number (real types take `re`).
+    double value_re;
+    double value_im;
+};
+
+/// A batch of matrix transposes: out[b][r][c] = in[b][c][r] for `rows` x `cols` matrices, with the
+/// input's unit stride along r and the output's along c, so that each side moves whole lines.
+struct TransposeParams {
+    const void* in;
+    void* out;
+    long long batches;
+    long long rows;
+    long long cols;
+    long long in_batch_stride;
+    long long in_col_stride;  // from in[b][c][r] to in[b][c + 1][r]
+    long long out_batch_stride;
+    long long out_row_stride;  // from out[b][r][c] to out[b][r + 1][c]
+};
+
+}  // namespace gpumath::kernels

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tensor utilities on any machine: every kernel instantiation they can ask for compiles with
+// NVRTC, and every bad call is refused before any CUDA call (so also without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gpumath/core.hpp>
+#include <gpumath/tensor_io.hpp>
+#include <gpumath/tensor_ops.hpp>
+
+#include "common/test_util.hpp"
+#include "core/tensor_ops_internal.hpp"
+
+using namespace gpumath;
+
+namespace {
+
+constexpr DataType k_types[] = {DataType::f16, DataType::bf16, DataType::f32,  DataType::f64, DataType::c32,
+                                DataType::c64, DataType::e4m3, DataType::e5m2, DataType::i8,  DataType::i32};
+
+int widest_vector(DataType a, DataType b) {
+    const std::size_t widest = std::max(size_of(a), size_of(b));
+    return widest >= 16 ? 1 : int(16 / widest);
+}
+
+// A device address that is never dereferenced: the checks run before any CUDA call.
+template <class T = void>
+T* fake(std::uintptr_t at = 1 << 20) {
+    return reinterpret_cast<T*>(at);
+}
+
+TensorView view(DataType t, std::initializer_list<std::int64_t> shape, std::initializer_list<std::int64_t> strides = {},
+                std::uintptr_t at = 1 << 20) {
+    return {fake(at), TensorLayout(t, shape, strides)};
+}
+
+}  // namespace
+
+TEST(TensorKernels, EveryInstantiationCompiles) {
+    // Each family in one NVRTC run, for every element type (pair) a call can ask for.
+    using detail::TensorKernel;
+    std::vector<std::vector<std::string>> families(4);
+    for (const DataType out : k_types) {
+        families[0].push_back(detail::tensor_kernel_name(TensorKernel::fill_flat, out, out, 1));
+        families[0].push_back(detail::tensor_kernel_name(TensorKernel::fill_flat, out, out, widest_vector(out, out)));
+        families[0].push_back(detail::tensor_kernel_name(TensorKernel::fill_strided, out, out, 1));
+        for (const DataType in : k_types) {
+            families[1].push_back(detail::tensor_kernel_name(TensorKernel::convert_flat, in, out, 1));
+            families[1].push_back(
+                detail::tensor_kernel_name(TensorKernel::convert_flat, in, out, widest_vector(in, out)));
+            families[2].push_back(detail::tensor_kernel_name(TensorKernel::convert_strided, in, out, 1));
+            families[3].push_back(detail::tensor_kernel_name(TensorKernel::transpose, in, out, 1));
+        }
+    }
+    for (const DataType in : {DataType::f32, DataType::f64})
+        for (const DataType out : {DataType::f16, DataType::bf16, DataType::f32, DataType::f64})
+            for (const int v : {1, widest_vector(in, out)})
+                families[0].push_back(detail::tensor_kernel_name(TensorKernel::affine_flat, in, out, v));
+    for (const std::vector<std::string>& names : families) {
+        detail::DeviceProgram program = detail::tensor_kernels_program();
+        program.options.arch = "sm_90";
+        core::Program compiler(std::string(program.source), program.options);
+        for (const std::string& n : names) compiler.add_name_expression(n);
+        const core::ObjectCode code = compiler.compile(core::CodeType::cubin);
+        for (const std::string& n : names) EXPECT_FALSE(code.lowered_name(n).empty()) << n;
+    }
+}
+
+TEST(TensorOpsValidation, BadOutputsAreRefusedBeforeAnyCudaCall) {
+    // A stride of 0 writes several elements to one address; strides that step inside each other too.
+    test::expect_throw_with<InvalidArgument>([] { fill(view(DataType::f32, {4, 3}, {0, 1}), 1.0); },
+                                             {"gpumath::fill", "out: strides (0, 1)", "share one address"});
+    test::expect_throw_with<InvalidArgument>([] { fill(view(DataType::f32, {4, 3}, {2, 1}), 1.0); },
+                                             {"gpumath::fill", "share one address"});
+    // Interleaved but disjoint, and a broadcast over an extent of 1, are writable: refused only for
+    // want of a GPU here.
+    for (const TensorView& ok : {view(DataType::f32, {4, 3}, {3, 1}), view(DataType::f32, {4, 3}, {1, 4}),
+                                 view(DataType::f32, {1, 3}, {0, 1})}) {
+        EXPECT_EQ(detail::self_overlap(ok), "") << to_string(ok);
+    }
+    EXPECT_NO_THROW(fill(TensorView(static_cast<float*>(nullptr), {0}), 1.0));  // nothing to write
+}
+
+TEST(TensorOpsValidation, CastAndCopyCheckShapesOverlapAndTypes) {
+    const TensorView a = view(DataType::f32, {4, 8}, {}, 1 << 20);
+    test::expect_throw_with<InvalidArgument>([&] { cast(a, view(DataType::f16, {8, 4}, {}, 1 << 24)); },
+                                             {"gpumath::cast", "out: shape (8, 4) differs from in's (4, 8)"});
+    // Overlapping memory: the second half of a written over by the first half of out.
+    test::expect_throw_with<InvalidArgument>([&] { cast(a, view(DataType::f32, {4, 8}, {}, (1 << 20) + 64)); },
+                                             {"gpumath::cast", "out: its memory", "overlaps in's"});
+    test::expect_throw_with<InvalidArgument>([&] { copy(a, view(DataType::f16, {4, 8}, {}, 1 << 24)); },
+                                             {"gpumath::copy", "out: holds f16 elements and in f32", "cast converts"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { copy(a, view(DataType::f32, {4, 8}, {0, 1}, 1 << 24)); }, {"gpumath::copy", "out: strides (0, 1)"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)cast(a, static_cast<DataType>(42)); },
+                                             {"gpumath::cast", "to: 42 is not a DataType"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)transpose(a, 0, 2); },
+                                             {"TensorLayout::transposed", "axis1: 2 is not an axis of a rank-2 layout"});
+}
+
+TEST(TensorOpsValidation, TransposedSwapsAnyTwoAxes) {
+    const TensorLayout l(DataType::f32, {2, 3, 4});
+    const TensorLayout t = l.transposed(0, -1);
+    EXPECT_EQ(std::vector<std::int64_t>(t.shape().begin(), t.shape().end()), (std::vector<std::int64_t>{4, 3, 2}));
+    EXPECT_EQ(std::vector<std::int64_t>(t.strides().begin(), t.strides().end()),
+              (std::vector<std::int64_t>{1, 4, 12}));
+    EXPECT_EQ(l.transposed(-2, -1), l.transposed());
+    EXPECT_EQ(l.transposed(1, 1), l);
+    EXPECT_THROW((void)l.transposed(-4, 0), InvalidArgument);
+}
+
+TEST(TensorOpsValidation, RandomRulesComeFirst) {
+    const TensorView f32 = view(DataType::f32, {16});
+    test::expect_throw_with<InvalidArgument>(
+        [] { random::uniform(view(DataType::e4m3, {16})); },
+        {"gpumath::random::uniform", "out: e4m3 elements", "f16, bf16, f32 or f64"});
+    test::expect_throw_with<InvalidArgument>([] { random::normal(view(DataType::f32, {4, 4}, {1, 4})); },
+                                             {"gpumath::random::normal", "not row-major"});
+    test::expect_throw_with<InvalidArgument>([&] { random::uniform(f32, 2.0, 1.0); },
+                                             {"gpumath::random::uniform", "low: 2 is above high (1)"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { random::normal(f32, 0.0, -1.0); }, {"gpumath::random::normal", "stddev: -1 is negative"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { random::lognormal(f32, std::numeric_limits<double>::infinity(), 1.0); },
+        {"gpumath::random::lognormal", "must be finite"});
+    test::expect_throw_with<InvalidArgument>([] { (void)random::uniform(DataType::i32, {4}); },
+                                             {"gpumath::random::uniform", "out: i32 elements"});
+}
+
+TEST(TensorOpsValidation, PreviewOptionsAreChecked) {
+    const TensorView f32 = view(DataType::f32, {16});
+    test::expect_throw_with<InvalidArgument>([&] { (void)preview(f32, {.edge_items = 0}); },
+                                             {"gpumath::preview", "options.edge_items: 0"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)preview(f32, {.precision = 18}); },
+                                             {"gpumath::preview", "options.precision: 18"});
+    test::expect_throw_with<InvalidArgument>([&] { (void)preview(f32, {.threshold = -1}); },
+                                             {"gpumath::preview", "options.threshold: -1"});
+    EXPECT_EQ(preview(TensorView(static_cast<float*>(nullptr), {0, 3})), "tensor(shape (0, 3), f32)\n[]");
+}
