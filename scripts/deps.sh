@@ -2,10 +2,10 @@
 # Makes sure what gpumath builds with is installed: a C++20 compiler, CMake >= 3.24, fmt, xxHash,
 # GoogleTest, DLPack (optional for users, installed here so the interop is built and tested),
 # clang-format and clang-tidy (scripts/lint.sh, scripts/tidy.sh), clang with libFuzzer
-# (scripts/fuzz.sh) from Debian's packages, and the
-# CUDA Toolkit (13.x; cudart, cuBLASLt, cuFFT, NVRTC, nvJitLink). Installs missing Debian packages
-# with apt-get when run as root; otherwise prints the exact command to run. The CUDA Toolkit is
-# looked for in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
+# (scripts/fuzz.sh) and Doxygen (the API reference; the packaging.api_reference test) from
+# Debian's packages, and the CUDA Toolkit (13.x; cudart, cuBLASLt, cuFFT, NVRTC, nvJitLink).
+# Installs missing Debian packages with apt-get when run as root; otherwise prints the exact
+# command to run. The CUDA Toolkit is looked for in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
 #
 # Also puts a DLPack 1.x header in build/_deps/dlpack-1/include (Debian 12 ships 0.6, which lacks
 # the versioned structs that the core.dlpack_versioned test covers). It comes from PyPI's
@@ -23,6 +23,7 @@ command -v clang-tidy >/dev/null 2>&1 || missing+=(clang-tidy)
 command -v clang++ >/dev/null 2>&1 || missing+=(clang)
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || missing+=(libclang-rt-dev)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v doxygen >/dev/null 2>&1 || missing+=(doxygen)
 [ -f /usr/include/fmt/format.h ] || missing+=(libfmt-dev)
 [ -f /usr/include/xxhash.h ] || missing+=(libxxhash-dev)
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The runtime layer: devices, streams, events, memory, programs (NVRTC), linking (nvJitLink),
-// modules, kernels, launches and graphs.
+/// @file
+/// The runtime layer: devices, streams, events, memory, programs (NVRTC), linking (nvJitLink),
+/// modules, kernels, launches and graphs.
 #pragma once
 
 #include <gpumath/core/device.hpp>

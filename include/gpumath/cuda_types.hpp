@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA's element types with their definitions: __half (cuda_fp16.h), __nv_bfloat16 (cuda_bf16.h),
-// __nv_fp8_e4m3/_e5m2 (cuda_fp8.h) and cuComplex/cuDoubleComplex (cuComplex.h), plus the DataType
-// vocabulary of <gpumath/types.hpp>. types.hpp alone maps these types (it declares them), so
-// include this header where code needs their values, conversions or arithmetic on the host.
-// <gpumath/gpumath.hpp> includes it; the module headers do not.
+/// @file
+/// CUDA's element types with their definitions: __half (cuda_fp16.h), __nv_bfloat16 (cuda_bf16.h),
+/// __nv_fp8_e4m3/_e5m2 (cuda_fp8.h) and cuComplex/cuDoubleComplex (cuComplex.h), plus the DataType
+/// vocabulary of <gpumath/types.hpp>. types.hpp alone maps these types (it declares them), so
+/// include this header where code needs their values, conversions or arithmetic on the host.
+/// <gpumath/gpumath.hpp> includes it; the module headers do not.
 #pragma once
 
 #include <cuComplex.h>

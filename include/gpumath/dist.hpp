@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Multi-GPU: the NCCL Communicator, FFTs across GPUs (cuFFT Xt) and tensor-parallel products.
-// Built when gpumath found nccl.h (GPUMATH_HAS_DIST; target gpumath::dist).
+/// @file
+/// Multi-GPU: the NCCL Communicator, FFTs across GPUs (cuFFT Xt) and tensor-parallel products.
+/// Built when gpumath found nccl.h (GPUMATH_HAS_DIST; target gpumath::dist).
 #pragma once
 
 #include <gpumath/dist/communicator.hpp>

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// DLPack interop: gpumath's element types as DLPack dtypes and back. `TensorView::from_dlpack`,
-// `Tensor::from_dlpack` and `Tensor::to_dlpack` are declared with their classes. Everything here
-// exists only when gpumath was built with DLPack (the gpumath targets then define
-// GPUMATH_HAS_DLPACK and find <dlpack/dlpack.h>); otherwise this header declares nothing.
+/// @file
+/// DLPack interop: gpumath's element types as DLPack dtypes and back. `TensorView::from_dlpack`,
+/// `Tensor::from_dlpack` and `Tensor::to_dlpack` are declared with their classes. Everything here
+/// exists only when gpumath was built with DLPack (the gpumath targets then define
+/// GPUMATH_HAS_DLPACK and find <dlpack/dlpack.h>); otherwise this header declares nothing.
 #pragma once
 
 #if defined(GPUMATH_HAS_DLPACK)

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// The one exception family: Error and the classes derived from it.
 #pragma once
 
 #include <stdexcept>
@@ -15,6 +17,8 @@ namespace gpumath {
 /// "cublasLtMatmul", or the gpumath function that rejected its arguments).
 class Error : public std::runtime_error {
 public:
+    /// An error whose `what()` is `message`, with the native `status` of the failed call (0 when
+    /// gpumath itself rejected it) and `api`, the function that failed.
     Error(const std::string& message, int status, std::string api)
         : std::runtime_error(message), status_(status), api_(std::move(api)) {}
 
@@ -33,12 +37,16 @@ private:
 /// Thrown before any GPU work; the message names the operand, the value given and what is allowed.
 class InvalidArgument : public Error {
 public:
+    /// `message` names the operand, the value given and what is allowed; `api` the function that
+    /// rejected it (may be empty). `status()` is 0.
     explicit InvalidArgument(const std::string& message, std::string api = {}) : Error(message, 0, std::move(api)) {}
 };
 
 /// A valid request that the hardware, the installed CUDA libraries or gpumath cannot carry out.
 class NotSupported : public Error {
 public:
+    /// `message` says what cannot be done; `api` names the function that cannot do it (may be
+    /// empty), `status` its native status when a library call said so (else 0).
     explicit NotSupported(const std::string& message, std::string api = {}, int status = 0)
         : Error(message, status, std::move(api)) {}
 };

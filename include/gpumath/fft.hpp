@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// FFTs on cuFFT: the FFT plan, fft/ifft/rfft/irfft with a plan cache, callbacks.
+/// @file
+/// FFTs on cuFFT: the FFT plan, fft/ifft/rfft/irfft with a plan cache, callbacks.
 #pragma once
 
 #include <gpumath/fft/callback.hpp>

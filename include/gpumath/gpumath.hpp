@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Everything gpumath offers.
+/// @file
+/// Everything gpumath offers.
 #pragma once
 
 #include <gpumath/core.hpp>

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// Tensor shapes without data and with it: TensorLayout (element type, shape and strides) and
+/// TensorView (a layout plus a pointer it does not own).
 #pragma once
 
 #include <array>
@@ -30,20 +33,30 @@ public:
     /// A rank-0 (scalar) f32 layout.
     constexpr TensorLayout() noexcept = default;
 
+    /// A layout of `dtype` and `shape` with `strides` in elements, one per dimension, or none for
+    /// row-major. InvalidArgument for a dtype that is not an enumerator, a rank above `max_rank`,
+    /// a stride count other than the rank, a negative extent or stride, or a size or span in
+    /// bytes that does not fit in int64.
     TensorLayout(DataType dtype, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides = {})
         : dtype_(dtype) {
         assign(shape, strides);
     }
+    /// The same from braced lists: `TensorLayout(DataType::f32, {2, 3})`, with strides
+    /// `TensorLayout(DataType::f32, {2, 3}, {1, 2})`.
     TensorLayout(DataType dtype, std::initializer_list<std::int64_t> shape,
                  std::initializer_list<std::int64_t> strides = {})
         : TensorLayout(dtype, std::span<const std::int64_t>(shape.begin(), shape.size()),
                        std::span<const std::int64_t>(strides.begin(), strides.size())) {}
 
+    /// The element type.
     [[nodiscard]] constexpr DataType dtype() const noexcept { return dtype_; }
+    /// The number of dimensions, 0 to `max_rank`.
     [[nodiscard]] constexpr int rank() const noexcept { return rank_; }
+    /// The extents, `rank()` of them (a view into the layout: valid while it lives).
     [[nodiscard]] constexpr std::span<const std::int64_t> shape() const noexcept {
         return {shape_.data(), std::size_t(rank_)};
     }
+    /// The strides in elements, `rank()` of them (a view into the layout: valid while it lives).
     [[nodiscard]] constexpr std::span<const std::int64_t> strides() const noexcept {
         return {strides_.data(), std::size_t(rank_)};
     }
@@ -96,6 +109,7 @@ public:
     /// end, -1 the last). No data moves. InvalidArgument for an axis outside [-rank, rank).
     [[nodiscard]] TensorLayout transposed(int axis0, int axis1) const;
 
+    /// Equal when dtype, shape and strides are all equal.
     friend constexpr bool operator==(const TensorLayout& a, const TensorLayout& b) noexcept {
         if (a.dtype_ != b.dtype_ || a.rank_ != b.rank_) return false;
         for (int i = 0; i < a.rank_; ++i)
@@ -136,6 +150,7 @@ private:
 /// A null pointer is allowed only for an empty tensor (InvalidArgument otherwise).
 class TensorView : public TensorLayout {
 public:
+    /// A rank-0 f32 view with a null pointer.
     constexpr TensorView() noexcept = default;
 
     // clang-format 14 would join the requires-clause to the declaration.
@@ -150,6 +165,7 @@ public:
     // clang-format on
     // clang-format 14 would join the requires-clause to the declaration.
     // clang-format off
+    /// Typed pointer with shape and strides as spans (as for TensorLayout).
     template <class T>
         requires is_element_type_v<T>
     TensorView(T* data, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides = {})
@@ -163,6 +179,7 @@ public:
         : TensorLayout(dtype, shape, strides), data_(const_cast<void*>(data)) {
         check_data();
     }
+    /// Untyped pointer with an explicit dtype, shape and strides as spans.
     TensorView(const void* data, DataType dtype, std::span<const std::int64_t> shape,
                std::span<const std::int64_t> strides = {})
         : TensorLayout(dtype, shape, strides), data_(const_cast<void*>(data)) {

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// The log on stderr: its level (LogLevel, GPUMATH_LOG_LEVEL) and writing to it.
 #pragma once
 
 #include <string_view>
@@ -7,7 +9,13 @@ namespace gpumath {
 
 /// Verbosity of gpumath's log, written to stderr. The initial level comes from the environment
 /// variable GPUMATH_LOG_LEVEL (off, error, warn, info, debug; default warn).
-enum class LogLevel { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
+enum class LogLevel {
+    off = 0,    ///< Nothing is written.
+    error = 1,  ///< Errors that cannot be thrown, such as a DLPack deleter that threw.
+    warn = 2,   ///< Also settings or files ignored and slower paths taken instead (the default).
+    info = 3,   ///< Also choices measured or made at run time (FFT callbacks fused or separate).
+    debug = 4   ///< Also each plan and algorithm chosen for a product.
+};
 
 /// The current level.
 [[nodiscard]] LogLevel log_level() noexcept;

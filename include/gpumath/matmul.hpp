@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Matrix multiplication on cuBLASLt: the Matmul plan, the stateless matmul() and its plan cache.
+/// @file
+/// Matrix multiplication on cuBLASLt: the Matmul plan, the stateless matmul() and its plan cache.
 #pragma once
 
 #include <gpumath/matmul/grouped.hpp>

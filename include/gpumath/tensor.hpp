@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// Tensor, the owning device tensor: allocation, host copies, DLPack exchange, and its
+/// `core::launch` argument.
 #pragma once
 
 #include <cstdint>
@@ -28,10 +31,13 @@ class Tensor {
 public:
     /// A tensor with no memory: f32 of shape (0,), so `size() == 0` and `has_data()` is false.
     Tensor() noexcept : view_(empty_view()) {}
+    /// Takes over `other`'s memory and layout; `other` becomes empty (as default-constructed).
     Tensor(Tensor&& other) noexcept
         : buffer_(std::move(other.buffer_)), foreign_(std::move(other.foreign_)), view_(other.view_) {
         other.view_ = empty_view();
     }
+    /// Releases this tensor's memory (gpumath's buffer in stream order, adopted memory back to its
+    /// producer) and takes over `other`'s; `other` becomes empty.
     Tensor& operator=(Tensor&& other) noexcept {
         if (this != &other) {
             buffer_ = std::move(other.buffer_);
@@ -54,6 +60,7 @@ public:
                                       std::size_t alignment = core::MemoryResource::default_alignment) {
         return empty(TensorLayout(dtype, shape), stream, std::move(resource), alignment);
     }
+    /// Allocates as the overload above does, with the shape as a span.
     [[nodiscard]] static Tensor empty(DataType dtype, std::span<const std::int64_t> shape, core::StreamRef stream = {},
                                       std::shared_ptr<core::MemoryResource> resource = nullptr,
                                       std::size_t alignment = core::MemoryResource::default_alignment) {
@@ -76,6 +83,8 @@ public:
         t.buffer_.copy_from(data, stream);
         return t;
     }
+    /// Copies a vector's elements as the span overload does:
+    /// `Tensor::from_host(host, {rows, cols}, stream)`.
     template <class T>
     [[nodiscard]] static Tensor from_host(const std::vector<T>& data, std::initializer_list<std::int64_t> shape,
                                           core::StreamRef stream = {},
@@ -134,18 +143,31 @@ public:
 #endif
 #endif
 
+    /// A non-owning view of the tensor's memory and layout, valid while the tensor holds them.
     [[nodiscard]] TensorView view() const noexcept { return view_; }
+    /// `view()`: a Tensor passes wherever a TensorView is taken.
     operator TensorView() const noexcept { return view_; }  // NOLINT: implicit by design
+    /// Element type, shape and strides.
     [[nodiscard]] const TensorLayout& layout() const noexcept { return view_; }
+    /// The element type.
     [[nodiscard]] DataType dtype() const noexcept { return view_.dtype(); }
+    /// The number of dimensions.
     [[nodiscard]] int rank() const noexcept { return view_.rank(); }
+    /// The extents, `rank()` of them (valid while the tensor is neither moved nor destroyed).
     [[nodiscard]] std::span<const std::int64_t> shape() const noexcept { return view_.shape(); }
+    /// Extent of dimension `i`; negative `i` counts from the end. Unchecked.
     [[nodiscard]] std::int64_t shape(int i) const noexcept { return view_.shape(i); }
+    /// The strides in elements: row-major for an allocated tensor, the producer's for an adopted
+    /// one.
     [[nodiscard]] std::span<const std::int64_t> strides() const noexcept { return view_.strides(); }
+    /// Number of elements (product of the extents).
     [[nodiscard]] std::int64_t size() const noexcept { return view_.size(); }
+    /// Pointer to the element at index 0 (device-accessible memory); null for a tensor without
+    /// memory. The tensor keeps ownership.
     [[nodiscard]] void* data() const noexcept { return view_.data(); }
     /// True when the tensor owns memory (false for a default-constructed or moved-from tensor).
     [[nodiscard]] bool has_data() const noexcept { return view_.data() != nullptr; }
+    /// `data()` as `T*`; InvalidArgument unless `data_type_of<T>() == dtype()`.
     template <class T>
     [[nodiscard]] T* data_as() const {
         return view_.data_as<T>();
@@ -153,8 +175,8 @@ public:
     /// The memory gpumath allocated for the tensor; empty for a tensor adopted with `from_dlpack`,
     /// whose memory belongs to its producer (`data()` still points to it).
     [[nodiscard]] const core::Buffer& buffer() const noexcept { return buffer_; }
-    /// The memory gpumath allocated for the tensor (empty for an adopted one), e.g. to change the
-    /// stream it is freed on.
+    /// The memory gpumath allocated for the tensor (empty for an adopted one), for instance to
+    /// change the stream it is freed on.
     [[nodiscard]] core::Buffer& buffer() noexcept { return buffer_; }
 
 private:

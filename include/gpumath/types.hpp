@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// The element-type vocabulary: DataType, what it tells (size_of, to_string, to_cuda, ...) and
+/// data_type_of, which maps a C++ element type to its DataType (the DataTypeTraits customization
+/// point). Light: it declares CUDA's element types instead of including their headers.
 #pragma once
 
 #include <complex>
@@ -20,10 +24,25 @@ struct __nv_fp8_e5m2;  // NOLINT(bugprone-reserved-identifier)
 struct float2;
 struct double2;
 
+/// Everything gpumath offers: the vocabulary (DataType, TensorLayout, TensorView, Tensor, the
+/// Error family, logging), matrix products on cuBLASLt (Matmul, matmul(), GroupedMatmul, FP8
+/// quantization) and FFTs on cuFFT (FFT, fft(), callbacks). The runtime layer is gpumath::core,
+/// the multi-GPU module gpumath::dist.
 namespace gpumath {
 
 /// Element types gpumath moves and computes on. `c32` is a complex of two f32, `c64` of two f64.
-enum class DataType : std::uint8_t { f16, bf16, f32, f64, c32, c64, e4m3, e5m2, i8, i32 };
+enum class DataType : std::uint8_t {
+    f16,   ///< IEEE 754 half precision (`__half`), 2 bytes.
+    bf16,  ///< bfloat16 (`__nv_bfloat16`), 2 bytes.
+    f32,   ///< float, 4 bytes.
+    f64,   ///< double, 8 bytes.
+    c32,   ///< Complex of two f32 (`std::complex<float>`, `cuComplex`), 8 bytes.
+    c64,   ///< Complex of two f64 (`std::complex<double>`, `cuDoubleComplex`), 16 bytes.
+    e4m3,  ///< 8-bit float with 4 exponent and 3 mantissa bits (`__nv_fp8_e4m3`).
+    e5m2,  ///< 8-bit float with 5 exponent and 2 mantissa bits (`__nv_fp8_e5m2`).
+    i8,    ///< Signed 8-bit integer (`std::int8_t`).
+    i32    ///< Signed 32-bit integer (`std::int32_t`).
+};
 
 /// Number of DataType enumerators.
 inline constexpr int data_type_count = 10;

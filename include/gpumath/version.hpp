@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// The version, written once here; CMake reads it from this file.
 #pragma once
 
-/// gpumath's version, written once here; CMake reads it from this file.
+/// The major version.
 #define GPUMATH_VERSION_MAJOR 0
+/// The minor version (`find_package(gpumath 0.1)` accepts 0.1.x only: same major and minor).
 #define GPUMATH_VERSION_MINOR 1
+/// The patch version.
 #define GPUMATH_VERSION_PATCH 0
 
 /// The version as one integer: major * 10000 + minor * 100 + patch.

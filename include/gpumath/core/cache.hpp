@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What gpumath's process-wide caches have in common: one counters struct and one control
-// interface, implemented by the matmul and FFT plan caches and the compile cache.
+/// @file
+/// What gpumath's process-wide caches have in common: one counters struct and one control
+/// interface, implemented by the matmul and FFT plan caches and the compile cache.
 #pragma once
 
 #include <cstddef>

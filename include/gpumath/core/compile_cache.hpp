@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The process-wide compile cache behind Program::compile: CompileCache (core::CacheControl plus the
-// directory it keeps entries in).
+/// @file
+/// The process-wide compile cache behind Program::compile: CompileCache (core::CacheControl plus the
+/// directory it keeps entries in).
 #pragma once
 
 #include <cstddef>

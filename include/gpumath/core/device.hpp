@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// CUDA devices: Device (properties, current device, its streams, events and memory) and
+/// ComputeCapability.
 #pragma once
 
 #include <cstddef>
@@ -15,10 +18,13 @@ namespace gpumath::core {
 
 /// A compute capability, e.g. {9, 0} for Hopper.
 struct ComputeCapability {
+    /// The major version (9 for Hopper).
     int major = 0;
+    /// The minor version.
     int minor = 0;
     /// major * 10 + minor, e.g. 90.
     [[nodiscard]] constexpr int value() const noexcept { return major * 10 + minor; }
+    /// Ordered by major, then minor version: `cc >= ComputeCapability{9, 0}`.
     friend constexpr auto operator<=>(const ComputeCapability&, const ComputeCapability&) = default;
 };
 
@@ -34,12 +40,16 @@ public:
     /// the machine's devices; CudaError when there is no driver/device.
     explicit Device(int ordinal);
 
+    /// The device's ordinal, as CUDA numbers devices (0 to `count() - 1`).
     [[nodiscard]] int ordinal() const noexcept { return ordinal_; }
     /// Marketing name, e.g. "NVIDIA H200".
     [[nodiscard]] std::string name() const;
+    /// The compute capability, e.g. {9, 0}. Throws CudaError when the properties cannot be read.
     [[nodiscard]] ComputeCapability compute_capability() const;
     /// The NVRTC/nvJitLink architecture name, e.g. "sm_90".
     [[nodiscard]] std::string arch() const;
+    /// Number of streaming multiprocessors (SMs). Throws CudaError when the properties cannot be
+    /// read.
     [[nodiscard]] int multiprocessor_count() const;
     /// Global memory in bytes.
     [[nodiscard]] std::size_t total_memory() const;
@@ -61,6 +71,7 @@ public:
     /// This device's default memory resource (a stream-ordered pool).
     [[nodiscard]] std::shared_ptr<MemoryResource> memory_resource() const;
 
+    /// The same device: equal ordinals.
     friend bool operator==(const Device& a, const Device& b) noexcept { return a.ordinal_ == b.ordinal_; }
 
 private:

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// CUDA events: the non-owning EventRef, the owning Event, and EventOptions.
 #pragma once
 
 #include <concepts>
@@ -46,9 +48,11 @@ public:
     /// False for a null handle (an empty Event).
     [[nodiscard]] constexpr explicit operator bool() const noexcept { return event_ != nullptr; }
 
+    /// The same event: equal handles.
     friend constexpr bool operator==(EventRef a, EventRef b) noexcept { return a.event_ == b.event_; }
 
 protected:
+    /// The referenced event (null for an empty Event).
     cudaEvent_t event_;
 };
 

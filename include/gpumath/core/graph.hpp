@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA graphs from stream capture: record work once, replay it with one launch.
+/// @file
+/// CUDA graphs from stream capture: record work once, replay it with one launch.
 #pragma once
 
 #include <cstddef>
@@ -55,8 +56,10 @@ public:
     /// True unless empty.
     [[nodiscard]] explicit operator bool() const noexcept { return exec_ != nullptr; }
 
+    /// Moves the graph; `other` becomes empty.
     Graph(Graph&& other) noexcept
         : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}
+    /// Destroys this graph (without blocking) and takes `other`'s; `other` becomes empty.
     Graph& operator=(Graph&& other) noexcept {
         if (this != &other) {
             reset();

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// How launch() passes a C++ argument to a kernel: the KernelArgument customization point, with
-// its specializations for the runtime layer's and the vocabulary's types (Tensor's is in
-// <gpumath/tensor.hpp>, which sits above this layer).
+/// @file
+/// How launch() passes a C++ argument to a kernel: the KernelArgument customization point, with
+/// its specializations for the runtime layer's and the vocabulary's types (Tensor's is in
+/// <gpumath/tensor.hpp>, which sits above this layer).
 #pragma once
 
 #include <cstddef>

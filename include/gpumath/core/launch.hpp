@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernel launches: Dim3, LaunchConfig and launch(stream, config, kernel, args...).
+/// @file
+/// Kernel launches: Dim3, LaunchConfig and launch(stream, config, kernel, args...).
 #pragma once
 
 #include <concepts>
@@ -21,8 +22,11 @@ namespace gpumath::core {
 /// `.grid = n`, `.block = {16, 16}`. Values are checked at launch (each 1 or more, within CUDA's
 /// limits), so a negative count is reported, not wrapped.
 struct Dim3 {
+    /// Extent in x.
     std::int64_t x = 1;
+    /// Extent in y.
     std::int64_t y = 1;
+    /// Extent in z.
     std::int64_t z = 1;
 
     /// (1, 1, 1).
@@ -41,6 +45,7 @@ struct Dim3 {
             return (int(x < 0) + int(y < 0) + int(z < 0)) % 2 == 1 ? INT64_MIN : INT64_MAX;
         return xyz;
     }
+    /// Equal when x, y and z are.
     friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Linking device code with nvJitLink: LinkerOptions, Linker.
+/// @file
+/// Linking device code with nvJitLink: LinkerOptions, Linker.
 #pragma once
 
 #include <string>

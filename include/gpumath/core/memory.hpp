@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// Stream-ordered memory: the MemoryResource interface and its device-pool, pinned and managed
+/// resources, the owning Buffer, and release_workspaces.
 #pragma once
 
 #include <cstddef>
@@ -69,9 +72,13 @@ protected:
     /// For derived resources. Copies and moves are protected so that no resource is sliced through
     /// this type; each derived resource decides whether it can be copied or moved.
     MemoryResource() = default;
+    /// Copies nothing (the interface has no state); protected against slicing.
     MemoryResource(const MemoryResource&) = default;
+    /// Copies nothing (the interface has no state); protected against slicing.
     MemoryResource& operator=(const MemoryResource&) = default;
+    /// Moves nothing (the interface has no state); protected against slicing.
     MemoryResource(MemoryResource&&) = default;
+    /// Moves nothing (the interface has no state); protected against slicing.
     MemoryResource& operator=(MemoryResource&&) = default;
 
     /// Allocates `bytes` (> 0) aligned to `alignment` (a power of two) ordered on `stream`.
@@ -206,12 +213,14 @@ public:
         if (!data.empty()) detail::copy_async(b.data(), data.data(), data.size_bytes(), stream);
         return b;
     }
+    /// Copies a vector's elements into a new device buffer, as the span overload does.
     template <class T>
     [[nodiscard]] static Buffer from_host(const std::vector<T>& data, StreamRef stream = {},
                                           std::shared_ptr<MemoryResource> resource = nullptr) {
         return from_host(std::span<const T>(data), stream, std::move(resource));
     }
 
+    /// Takes over `other`'s memory, stream and resource; `other` becomes empty.
     Buffer(Buffer&& other) noexcept
         : data_(other.data_),
           bytes_(other.bytes_),
@@ -221,6 +230,7 @@ public:
         other.data_ = nullptr;
         other.bytes_ = 0;
     }
+    /// Frees this buffer's memory (`reset()`) and takes over `other`'s; `other` becomes empty.
     Buffer& operator=(Buffer&& other) noexcept {
         if (this != &other) {
             reset();
@@ -247,8 +257,11 @@ public:
         bytes_ = 0;
     }
 
+    /// The memory (null when empty); the buffer keeps ownership.
     [[nodiscard]] void* data() const noexcept { return data_; }
+    /// Size in bytes.
     [[nodiscard]] std::size_t size_bytes() const noexcept { return bytes_; }
+    /// True when the buffer holds no bytes.
     [[nodiscard]] bool empty() const noexcept { return bytes_ == 0; }
     /// The alignment the memory was allocated with (`data()` is a multiple of it).
     [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
@@ -256,6 +269,8 @@ public:
     [[nodiscard]] StreamRef stream() const noexcept { return stream_; }
     /// Changes the stream the memory will be freed on.
     void set_stream(StreamRef stream) noexcept { stream_ = stream; }
+    /// The resource the memory came from and goes back to (null for a default-constructed or
+    /// moved-from buffer).
     [[nodiscard]] const std::shared_ptr<MemoryResource>& memory_resource() const noexcept { return resource_; }
 
     /// Copies all of `src` into this buffer on `stream`; sizes must match (InvalidArgument).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Loaded device code (Module, a CUlibrary) and its kernels (Kernel, a CUkernel): attributes,
-// occupancy and parameter information.
+/// @file
+/// Loaded device code (Module, a CUlibrary) and its kernels (Kernel, a CUkernel): attributes,
+/// occupancy and parameter information.
 #pragma once
 
 #include <atomic>
@@ -45,9 +46,10 @@ struct KernelAttributes {
     int ptx_version = 0;                        ///< PTX virtual architecture, e.g. 90
     int binary_version = 0;                     ///< binary architecture, e.g. 90
     int preferred_shared_memory_carveout = -1;  ///< percent of L1 preferred as shared memory, -1 = default
-    int required_cluster_width = 0;             ///< from __cluster_dims__, 0 = none
-    int required_cluster_height = 0;
-    int required_cluster_depth = 0;
+    int required_cluster_width = 0;             ///< from `__cluster_dims__`, 0 = none
+    int required_cluster_height = 0;            ///< from `__cluster_dims__`, 0 = none
+    int required_cluster_depth = 0;             ///< from `__cluster_dims__`, 0 = none
+    /// Whether clusters may exceed the portable 8 blocks.
     bool non_portable_cluster_size_allowed = false;
 };
 
@@ -159,6 +161,8 @@ public:
 
     /// Moves the loaded image; the source becomes empty.
     Module(Module&&) noexcept = default;
+    /// Releases this module's image (unloaded, unless borrowed, once no Kernel uses it) and takes
+    /// the other's; the source becomes empty.
     Module& operator=(Module&&) noexcept = default;
     Module(const Module&) = delete;
     Module& operator=(const Module&) = delete;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Device code as bytes: CodeType and ObjectCode (compiled by Program, linked by Linker, loaded
-// into a Module). Light: no CUDA header; include <gpumath/core/module.hpp> to call `load()`.
+/// @file
+/// Device code as bytes: CodeType and ObjectCode (compiled by Program, linked by Linker, loaded
+/// into a Module). Light: no CUDA header; include <gpumath/core/module.hpp> to call `load()`.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +46,7 @@ struct DecompressionLimits {
 };
 
 /// The current limits: the defaults above, or the environment's `GPUMATH_MAX_DECOMPRESSED_BYTES`
-/// (a count with an optional K, M, G suffix, e.g. "256M") and `GPUMATH_MAX_DECOMPRESSION_RATIO`
+/// (a count with an optional K, M, G suffix, such as "256M") and `GPUMATH_MAX_DECOMPRESSION_RATIO`
 /// read when first asked (a value that does not parse is logged and ignored), or what
 /// `set_decompression_limits` set last. Thread-safe.
 [[nodiscard]] DecompressionLimits decompression_limits() noexcept;

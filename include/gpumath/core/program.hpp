@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Run-time compilation of CUDA C++ with NVRTC: ProgramOptions and Program. Includes what a
-// compile gives and what uses it: ObjectCode, the compile cache and Module.
+/// @file
+/// Run-time compilation of CUDA C++ with NVRTC: ProgramOptions and Program. Includes what a
+/// compile gives and what uses it: ObjectCode, the compile cache and Module.
 #pragma once
 
 #include <map>
@@ -23,16 +24,16 @@ struct ProgramOptions {
     std::string name = "gpumath_program";
     /// Target architecture: "sm_NN" (real GPU: PTX, cubin and LTO-IR targets), "compute_NN" (virtual:
     /// PTX and LTO-IR only), optionally with an "a" (arch-specific, NN >= 90) or "f" (family,
-    /// NN >= 100) suffix, e.g. "sm_90a". Empty: the current device's architecture; with no device,
+    /// NN >= 100) suffix, as in "sm_90a". Empty: the current device's architecture; with no device,
     /// constructing the Program throws InvalidArgument asking for an explicit arch.
     std::string arch{};
     /// Language dialect: "c++11", "c++14", "c++17" or "c++20".
     std::string std = "c++17";
     /// Macros: name -> value (an empty value defines the name as 1, like -DNAME).
     std::map<std::string, std::string> defines{};
-    /// Directories searched for #include, before the CUDA toolkit's own headers. Must exist.
+    /// Directories searched for `#include`, before the CUDA toolkit's own headers. Must exist.
     std::vector<std::string> include_dirs{};
-    /// In-memory headers: include name (as written in #include) -> contents. Found before files.
+    /// In-memory headers: include name (as written in `#include`) -> contents. Found before files.
     std::map<std::string, std::string> headers{};
     /// --use_fast_math: approximate division/sqrt/transcendentals, flush denormals to zero.
     bool fast_math = false;

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+/// @file
+/// CUDA streams: the non-owning StreamRef every gpumath call takes, the owning Stream, and
+/// StreamOptions.
 #pragma once
 
 #include <concepts>
@@ -6,6 +9,9 @@
 
 #include <cuda_runtime_api.h>
 
+/// gpumath's runtime layer over the CUDA runtime, NVRTC and nvJitLink: devices, streams, events,
+/// stream-ordered memory, run-time compilation and linking, modules and kernels, launches and
+/// CUDA graphs, and the process-wide caches.
 namespace gpumath::core {
 
 class EventRef;
@@ -58,9 +64,11 @@ public:
     /// The stream's priority. Throws CudaError.
     [[nodiscard]] int priority() const;
 
+    /// The same stream: equal handles.
     friend constexpr bool operator==(StreamRef a, StreamRef b) noexcept { return a.stream_ == b.stream_; }
 
 protected:
+    /// The referenced stream (null: the default stream; for a Stream, empty).
     cudaStream_t stream_ = nullptr;
 };
 
@@ -78,20 +86,34 @@ public:
     /// Takes ownership of an existing stream: it will be destroyed with this object.
     [[nodiscard]] static Stream adopt(cudaStream_t stream) noexcept { return Stream(stream); }
 
+    /// Moves the stream; `other` becomes empty.
     Stream(Stream&& other) noexcept : StreamRef(other.stream_) { other.stream_ = nullptr; }
+    /// Destroys this stream's own stream (without blocking) and takes `other`'s; `other` becomes
+    /// empty.
     Stream& operator=(Stream&& other) noexcept;
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
     ~Stream();
 
-    /// As StreamRef's methods, on this stream. InvalidArgument when the Stream is empty (moved
-    /// from or released); CudaError as StreamRef's.
+    /// Blocks until all work enqueued on the stream has finished. InvalidArgument when the Stream
+    /// is empty (moved from or released); CudaError.
     void synchronize() const;
+    /// Makes future work on this stream wait for the work `event` last captured, as
+    /// `StreamRef::wait(EventRef)`. InvalidArgument when the Stream or `event` is empty; CudaError.
     void wait(EventRef event) const;
+    /// Makes future work on this stream wait for all work enqueued so far on `other`, as
+    /// `StreamRef::wait(StreamRef)`. InvalidArgument when the Stream is empty; CudaError.
     void wait(StreamRef other) const;
+    /// Records `event` on this stream. InvalidArgument when the Stream or `event` is empty;
+    /// CudaError.
     void record(EventRef event) const;
+    /// Creates an event (timing disabled), records it on this stream and returns it.
+    /// InvalidArgument when the Stream is empty; CudaError.
     [[nodiscard]] Event record() const;
+    /// True when all enqueued work has finished (non-blocking query). InvalidArgument when the
+    /// Stream is empty; CudaError.
     [[nodiscard]] bool ready() const;
+    /// The stream's priority. InvalidArgument when the Stream is empty; CudaError.
     [[nodiscard]] int priority() const;
     /// False when the Stream is empty (moved from or released).
     [[nodiscard]] explicit operator bool() const noexcept { return stream_ != nullptr; }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Communication between GPUs on NCCL: the Communicator and its collectives.
+/// @file
+/// Communication between GPUs on NCCL: the Communicator and its collectives.
 #pragma once
 
 #include <array>
@@ -19,10 +20,19 @@ struct CommunicatorState;
 struct CommunicatorAccess;
 }  // namespace gpumath::detail
 
+/// The multi-GPU module (target gpumath::dist, built when gpumath found nccl.h: GPUMATH_HAS_DIST):
+/// the NCCL Communicator and its collectives, FFTs across the GPUs of a node (cuFFT Xt) and
+/// tensor-parallel matrix products. NCCL is loaded at run time, never linked.
 namespace gpumath::dist {
 
 /// The reduction of `all_reduce` and `reduce_scatter`.
-enum class ReduceOp : std::uint8_t { sum, prod, min, max, avg };
+enum class ReduceOp : std::uint8_t {
+    sum,   ///< The ranks' values added.
+    prod,  ///< The ranks' values multiplied.
+    min,   ///< The smallest of the ranks' values.
+    max,   ///< The largest of the ranks' values.
+    avg    ///< The ranks' values added and divided by the number of ranks.
+};
 
 /// Number of ReduceOp enumerators.
 inline constexpr int reduce_op_count = 5;
@@ -44,7 +54,7 @@ inline constexpr int reduce_op_count = 5;
     return "unknown";
 }
 
-/// NCCL's version as loaded, e.g. 22803 for 2.28.3. gpumath loads NCCL on first use, never links
+/// NCCL's version as loaded: 22803 for 2.28.3. gpumath loads NCCL on first use, never links
 /// it: from the file named by the environment variable GPUMATH_NCCL_LIBRARY when set, otherwise
 /// "libnccl.so.2" (already loaded, else found through LD_LIBRARY_PATH, /etc/ld.so.cache, the
 /// system's folders, and last the dynamic loader's own search). The file is checked first: one
@@ -64,6 +74,7 @@ struct UniqueId {
     /// which rank 0 must run). Needs no GPU. Throws NcclError.
     [[nodiscard]] static UniqueId create();
 
+    /// Equal when all 128 bytes are.
     friend bool operator==(const UniqueId&, const UniqueId&) = default;
 };
 
@@ -111,7 +122,10 @@ public:
     /// collectives is destroyed (NCCL holds the communicator for the graph). Destroy such graphs
     /// first, and the communicator once its work is done.
     ~Communicator();
+    /// Moves the communicators; the moved-from Communicator throws InvalidArgument.
     Communicator(Communicator&&) noexcept;
+    /// Releases this object's communicators as the destructor does (which may wait), then takes
+    /// the other's; the moved-from Communicator throws InvalidArgument.
     Communicator& operator=(Communicator&&) noexcept;
     Communicator(const Communicator&) = delete;
     Communicator& operator=(const Communicator&) = delete;

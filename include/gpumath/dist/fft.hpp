@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// FFTs across the GPUs of one node through cuFFT Xt: the stateful dist::FFT plan, its device-resident
-// dist::FFTData, and the cached dist::fft/ifft/rfft/irfft on host data.
+/// @file
+/// FFTs across the GPUs of one node through cuFFT Xt: the stateful dist::FFT plan, its device-resident
+/// dist::FFTData, and the cached dist::fft/ifft/rfft/irfft on host data.
 #pragma once
 
 #include <cstddef>
@@ -49,7 +50,10 @@ struct FFTOptions {
 /// across several GPUs (CUFFT_XT_FORMAT_INPLACE_SHUFFLED: slabs of the second axis for 2-D and 3-D,
 /// cuFFT's 1-D factor order for 1-D); `FFTData::copy_to` and `FFT::to_natural` give natural order
 /// back. See docs/distributed.md.
-enum class DataOrder : std::uint8_t { natural, shuffled };
+enum class DataOrder : std::uint8_t {
+    natural,  ///< Row-major, in consecutive slabs along the first axis, one per device in order.
+    shuffled  ///< The permuted order cuFFT Xt leaves after a transform across several GPUs.
+};
 
 /// Name of a DataOrder ("natural", "shuffled").
 [[nodiscard]] constexpr std::string_view to_string(DataOrder order) noexcept {
@@ -59,8 +63,11 @@ enum class DataOrder : std::uint8_t { natural, shuffled };
 /// One device's part of an FFTData: its device, the first byte of its memory there and how many
 /// bytes it holds (the allocation cuFFT made for that device, which may end in padding).
 struct FFTPart {
+    /// The device ordinal.
     int device = -1;
+    /// The part's first byte in that device's memory (owned by the FFTData).
     void* data = nullptr;
+    /// Bytes the part holds, padding included.
     std::size_t bytes = 0;
 };
 
@@ -80,7 +87,10 @@ struct FFTPart {
 class FFTData {
 public:
     ~FFTData();
+    /// Moves the memory; `other` is then moved-from (see above).
     FFTData(FFTData&& other) noexcept;
+    /// Frees this data's memory (as the destructor does) and takes `other`'s; `other` is then
+    /// moved-from.
     FFTData& operator=(FFTData&& other) noexcept;
     FFTData(const FFTData&) = delete;
     FFTData& operator=(const FFTData&) = delete;
@@ -142,7 +152,11 @@ public:
     /// number of devices).
     explicit FFT(const TensorLayout& input, const FFTOptions& options);
     ~FFT();
+    /// Moves the plan; the moved-from FFT is empty: `planned()` is false, the other calls throw
+    /// InvalidArgument.
     FFT(FFT&&) noexcept;
+    /// Releases this plan (its cuFFT state lives on while FFTData made by it does) and takes the
+    /// other's; the moved-from FFT is empty.
     FFT& operator=(FFT&&) noexcept;
     FFT(const FFT&) = delete;
     FFT& operator=(const FFT&) = delete;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tensor-parallel matrix products: each rank's product on cuBLASLt (gpumath::Matmul), the
-// collective that joins them on NCCL (dist::Communicator).
+/// @file
+/// Tensor-parallel matrix products: each rank's product on cuBLASLt (gpumath::Matmul), the
+/// collective that joins them on NCCL (dist::Communicator).
 #pragma once
 
 #include <cstdint>
@@ -141,11 +142,14 @@ public:
            const ParallelOptions& parallel = {});
     /// The same with a C operand laid out like `c` (this rank's (M, N / size) slice for
     /// column-parallel; the whole (M, N) for row-parallel, where rank 0's product adds it once,
-    /// e.g. a residual). Not with `chunks` above 1.
+    /// such as a residual). Not with `chunks` above 1.
     Matmul(const Communicator& comm, const TensorLayout& a, const TensorLayout& b, const TensorLayout& c,
            const MatmulOptions& options = {}, const ParallelOptions& parallel = {});
     ~Matmul();
+    /// Moves the plans; the moved-from Matmul is empty: its calls throw InvalidArgument, its
+    /// accessors report defaults.
     Matmul(Matmul&&) noexcept;
+    /// Releases this object's plans and takes the other's; the moved-from Matmul is empty.
     Matmul& operator=(Matmul&&) noexcept;
     Matmul(const Matmul&) = delete;
     Matmul& operator=(const Matmul&) = delete;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// FFT load/store callbacks: compiling them ahead of planning, and their signatures.
+/// @file
+/// FFT load/store callbacks: compiling them ahead of planning, and their signatures.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,10 @@ namespace gpumath {
 
 /// Whether a callback loads (a prolog: runs on every input element) or stores (an epilog: runs on
 /// every output element).
-enum class FFTCallbackKind : std::uint8_t { load, store };
+enum class FFTCallbackKind : std::uint8_t {
+    load,  ///< A prolog (`FFTOptions::prolog`): returns each input element the transform reads.
+    store  ///< An epilog (`FFTOptions::epilog`): receives each output element the transform writes.
+};
 
 /// "load" or "store".
 [[nodiscard]] constexpr std::string_view to_string(FFTCallbackKind kind) noexcept {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// FFTs on cuFFT: the stateful FFT plan and the fft/ifft/rfft/irfft functions.
+/// @file
+/// FFTs on cuFFT: the stateful FFT plan and the fft/ifft/rfft/irfft functions.
 #pragma once
 
 #include <cstddef>
@@ -44,7 +45,9 @@ public:
     /// transform's).
     FFT(const TensorLayout& input, const TensorLayout& output, const FFTOptions& options = {});
     ~FFT();
+    /// Moves the plans; the moved-from FFT is empty (see above).
     FFT(FFT&&) noexcept;
+    /// Releases this FFT's plans and takes the other's; the moved-from FFT is empty.
     FFT& operator=(FFT&&) noexcept;
     FFT(const FFT&) = delete;
     FFT& operator=(const FFT&) = delete;

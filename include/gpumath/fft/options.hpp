@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Options of gpumath's FFTs: direction, kind, axes, normalization, callbacks.
+/// @file
+/// Options of gpumath's FFTs: direction, kind, axes, normalization, callbacks.
 #pragma once
 
 #include <array>
@@ -18,24 +19,41 @@ namespace gpumath {
 
 /// Direction of a transform: `forward` computes X[k] = sum x[j] e^{-2 pi i jk/n}, `inverse` uses
 /// e^{+2 pi i jk/n}. Real-to-complex transforms run forward, complex-to-real inverse.
-enum class Direction : std::uint8_t { forward, inverse };
+enum class Direction : std::uint8_t {
+    forward,  ///< Exponent sign -1: X[k] = sum x[j] e^{-2 pi i jk/n}.
+    inverse   ///< Exponent sign +1 (scaled as the Normalization says).
+};
 
 /// Which transform a plan computes. `automatic` picks c2c for complex input and r2c for real input
 /// (f32, f64, f16, bf16), and c2r for c32/c64 input when an FFT is constructed with an explicit
 /// f32/f64 output layout; otherwise c2r must be asked for (or use `irfft`).
-enum class FFTKind : std::uint8_t { automatic, c2c, r2c, c2r };
+enum class FFTKind : std::uint8_t {
+    automatic,  ///< c2c for complex input, r2c for real input; c2r as described above.
+    c2c,        ///< Complex to complex, of the input's dtype (c32 or c64), either direction.
+    r2c,        ///< Real to complex, forward only: the halved axis keeps n/2 + 1 outputs.
+    c2r         ///< Complex to real, inverse only: the halved axis has n/2 + 1 inputs.
+};
 
 /// Scaling of results, with NumPy's meaning (n = product of the transform lengths; for c2r the
 /// output lengths): `backward` leaves forward transforms unscaled and divides inverse ones by n
 /// (so `ifft(fft(x)) == x`); `forward` divides forward transforms by n; `ortho` scales both
 /// directions by 1/sqrt(n); `none` never scales.
-enum class Normalization : std::uint8_t { backward, forward, ortho, none };
+enum class Normalization : std::uint8_t {
+    backward,  ///< Forward unscaled, inverse divided by n (NumPy's default).
+    forward,   ///< Forward divided by n, inverse unscaled.
+    ortho,     ///< Both directions scaled by 1/sqrt(n).
+    none       ///< Never scaled.
+};
 
 /// Where user load/store callbacks run. `fused`: inside cuFFT's kernels (cuFFT JIT/LTO callbacks);
 /// `separate`: in an elementwise kernel that gpumath generates from the same source and runs
 /// before/after the transform; `automatic`: gpumath times both when it plans and keeps the faster,
 /// and uses `separate` whenever cuFFT refuses the fused plan.
-enum class CallbackMode : std::uint8_t { automatic, fused, separate };
+enum class CallbackMode : std::uint8_t {
+    automatic,  ///< Both timed when planning and the faster kept; `separate` if cuFFT refuses.
+    fused,      ///< Inside cuFFT's kernels (JIT/LTO callbacks).
+    separate    ///< In elementwise kernels gpumath generates, before and after the transform.
+};
 
 /// Name of a Direction ("forward", "inverse").
 [[nodiscard]] constexpr std::string_view to_string(Direction d) noexcept {
@@ -95,12 +113,18 @@ public:
     /// The given axes, in order.
     explicit FFTAxes(std::span<const int> axes) { assign(axes); }
 
+    /// Number of axes given (0: the default, the last axis).
     [[nodiscard]] constexpr int size() const noexcept { return size_; }
+    /// True when no axes were given.
     [[nodiscard]] constexpr bool empty() const noexcept { return size_ == 0; }
+    /// Axis `i` as given (may be negative). Unchecked: `i` in [0, size()).
     [[nodiscard]] constexpr int operator[](int i) const noexcept { return axes_[std::size_t(i)]; }
+    /// The first axis, for range-for loops.
     [[nodiscard]] constexpr const int* begin() const noexcept { return axes_.data(); }
+    /// One past the last axis.
     [[nodiscard]] constexpr const int* end() const noexcept { return axes_.data() + size_; }
 
+    /// Equal when the same axes are given in the same order (so {-1} differs from the default).
     friend constexpr bool operator==(const FFTAxes& a, const FFTAxes& b) noexcept {
         if (a.size_ != b.size_) return false;
         for (int i = 0; i < a.size_; ++i)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Controls of the plan cache behind fft/ifft/rfft/irfft.
+/// @file
+/// Controls of the plan cache behind fft/ifft/rfft/irfft.
 #pragma once
 
 #include <cstddef>

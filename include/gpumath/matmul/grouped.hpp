@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Grouped products: G matrix products of different M sharing K and N, as a mixture-of-experts
-// layer runs them (each expert's tokens times that expert's weights).
+/// @file
+/// Grouped products: G matrix products of different M sharing K and N, as a mixture-of-experts
+/// layer runs them (each expert's tokens times that expert's weights).
 #pragma once
 
 #include <cstdint>
@@ -179,6 +180,8 @@ public:
     /// Moves the plans; the moved-from GroupedMatmul is empty: its methods throw InvalidArgument
     /// ("moved-from GroupedMatmul") and its noexcept accessors return 0 or defaults.
     GroupedMatmul(GroupedMatmul&&) noexcept;
+    /// Releases this object's plans and takes the other's; the moved-from GroupedMatmul is empty,
+    /// as above.
     GroupedMatmul& operator=(GroupedMatmul&&) noexcept;
     GroupedMatmul(const GroupedMatmul&) = delete;
     GroupedMatmul& operator=(const GroupedMatmul&) = delete;
@@ -208,8 +211,9 @@ public:
 
     /// Number of groups G (0 when moved from).
     [[nodiscard]] std::int64_t group_count() const noexcept;
-    /// N and K shared by every group (0 when moved from).
+    /// N, the columns of every group's B and D (0 when moved from).
     [[nodiscard]] std::int64_t n() const noexcept;
+    /// K, shared by every group: the columns of A and rows of B (0 when moved from).
     [[nodiscard]] std::int64_t k() const noexcept;
     /// True for the mixture-of-experts form (one A, B (G, K, N), one D).
     [[nodiscard]] bool contiguous() const noexcept;

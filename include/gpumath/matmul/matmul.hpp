@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The stateful Matmul plan and the stateless matmul() call, on cuBLASLt.
+/// @file
+/// The stateful Matmul plan and the stateless matmul() call, on cuBLASLt.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +44,7 @@ public:
     /// Moves the plan; the moved-from Matmul is empty: its methods throw InvalidArgument
     /// ("moved-from Matmul") and its noexcept accessors return 0, an empty layout or defaults.
     Matmul(Matmul&&) noexcept;
+    /// Releases this plan and takes the other's; the moved-from Matmul is empty, as above.
     Matmul& operator=(Matmul&&) noexcept;
     Matmul(const Matmul&) = delete;
     Matmul& operator=(const Matmul&) = delete;
@@ -101,9 +103,11 @@ public:
     MatmulResult execute(const TensorView& a, const TensorView& b, const MatmulArgs& args = {},
                          core::StreamRef stream = {});
 
-    /// M, N and K of the problem (0 when moved from).
+    /// M, the rows of A and D (0 when moved from).
     [[nodiscard]] std::int64_t m() const noexcept;
+    /// N, the columns of B and D (0 when moved from).
     [[nodiscard]] std::int64_t n() const noexcept;
+    /// K, the columns of A and rows of B that the product sums over (0 when moved from).
     [[nodiscard]] std::int64_t k() const noexcept;
     /// Number of products in the batch (1 when unbatched, 0 when moved from).
     [[nodiscard]] std::int64_t batch_count() const noexcept;

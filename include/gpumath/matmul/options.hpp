@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Options, arguments and results of gpumath's matrix multiplication (cuBLASLt).
+/// @file
+/// Options, arguments and results of gpumath's matrix multiplication (cuBLASLt).
 #pragma once
 
 #include <complex>
@@ -23,7 +24,16 @@ namespace gpumath {
 /// products run on tensor cores with f16, bf16 or tf32 inputs; `f16` accumulates f16 products in
 /// f16 (alpha and beta are then rounded to f16). An explicit type the inputs do not allow is
 /// InvalidArgument.
-enum class ComputeType : std::uint8_t { automatic, f16, f32, f32_fast_f16, f32_fast_bf16, f32_fast_tf32, f64, i32 };
+enum class ComputeType : std::uint8_t {
+    automatic,      ///< The inputs' default: f32, f64 for f64 and c64, i32 for i8.
+    f16,            ///< f16 accumulation, for f16 inputs (and an f16 D); alpha and beta in f16.
+    f32,            ///< f32 accumulation, for f16, bf16, f32, c32 and FP8 inputs.
+    f32_fast_f16,   ///< f32 or c32 inputs rounded to f16 on tensor cores, accumulated in f32.
+    f32_fast_bf16,  ///< f32 or c32 inputs rounded to bf16 on tensor cores, accumulated in f32.
+    f32_fast_tf32,  ///< f32 or c32 inputs rounded to tf32 on tensor cores, accumulated in f32.
+    f64,            ///< f64 accumulation, for f64 and c64 inputs.
+    i32             ///< i32 accumulation, for i8 inputs.
+};
 
 /// The enumerator's name ("f32_fast_tf32", ...).
 [[nodiscard]] constexpr std::string_view to_string(ComputeType t) noexcept {
@@ -74,23 +84,41 @@ enum class ComputeType : std::uint8_t { automatic, f16, f32, f32_fast_f16, f32_f
 /// GELU is the tanh approximation `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, as cuBLASLt
 /// computes it. docs/matmul.md gives the shapes and dtypes of every input and output.
 enum class Epilog : std::uint8_t {
+    /// D = x, where x is `alpha * A @ B + beta * C`.
     none,
+    /// D = relu(x).
     relu,
+    /// D = relu(x); aux receives the ReLU bit mask that drelu and drelu_bgrad take.
     relu_aux,
+    /// D = x + bias.
     bias,
+    /// D = relu(x + bias).
     relu_bias,
+    /// D = relu(x + bias); aux receives the ReLU bit mask of x + bias.
     relu_aux_bias,
+    /// D = gelu(x), GELU's tanh approximation.
     gelu,
+    /// D = gelu(x); aux receives the GELU input x, which dgelu and dgelu_bgrad take.
     gelu_aux,
+    /// D = gelu(x + bias).
     gelu_bias,
+    /// D = gelu(x + bias); aux receives the GELU input x + bias.
     gelu_aux_bias,
+    /// ReLU's backward pass: D = x * relu'(aux), with aux from a relu_aux or relu_aux_bias call.
     drelu,
+    /// drelu, and bias_grad receives D summed along its non-unit-stride dimension.
     drelu_bgrad,
+    /// GELU's backward pass: D = x * gelu'(aux), with aux from a gelu_aux or gelu_aux_bias call.
     dgelu,
+    /// dgelu, and bias_grad receives D summed along its non-unit-stride dimension.
     dgelu_bgrad,
+    /// D = x, and bias_grad[m] receives the sum over k of A[m, k] (A column-major).
     bgrada,
+    /// D = x, and bias_grad[n] receives the sum over k of B[k, n] (B row-major).
     bgradb,
+    /// D = silu(x) = x * sigmoid(x), in an elementwise pass after the product.
     silu,
+    /// D = silu(x + bias), the bias fused into the product where cuBLASLt can add it.
     silu_bias,
 };
 
@@ -215,20 +243,26 @@ struct PlanPreferences {
 /// scale type (f16, f32, f64, c32, c64 or i32) when the product runs; a complex value for a real
 /// problem, or a non-integral value for an integer problem, is InvalidArgument.
 struct Scalar {
+    /// The real part (the value of a real or integer scalar).
     double real = 0.0;
+    /// The imaginary part (0 for a real or integer scalar).
     double imag = 0.0;
 
+    /// Zero.
     constexpr Scalar() noexcept = default;
     // clang-format 14 would join the requires-clause to the declaration.
     // clang-format off
+    /// A real value of any arithmetic type (`alpha = 2`, `beta = 0.5f`), held as a double.
     template <class T>
         requires std::is_arithmetic_v<T>
     constexpr Scalar(T value) noexcept : real(static_cast<double>(value)) {}  // NOLINT: implicit by design
     // clang-format on
+    /// A complex value (`alpha = std::complex<float>(0, 1)`), held as two doubles.
     template <class T>
     constexpr Scalar(std::complex<T> value) noexcept  // NOLINT: implicit by design
         : real(static_cast<double>(value.real())), imag(static_cast<double>(value.imag())) {}
 
+    /// Equal when real and imaginary parts are.
     friend constexpr bool operator==(const Scalar&, const Scalar&) = default;
 };
 
@@ -240,7 +274,12 @@ struct Scalar {
 /// - `block_128x128`: a 128 x 128 block of the operand.
 /// The finer modes run on compute capability 9.x (Hopper) only; their scale tensors' shapes and
 /// strides are fixed by cuBLASLt and tabled in docs/matmul.md (quantize_fp8 produces them).
-enum class ScaleMode : std::uint8_t { tensor, outer_vector, block_1x128, block_128x128 };
+enum class ScaleMode : std::uint8_t {
+    tensor,        ///< One f32 scale for the whole operand.
+    outer_vector,  ///< One scale per row of a (M) or per column of b (N).
+    block_1x128,   ///< One scale per 128 consecutive elements along K of a row of a or column of b.
+    block_128x128  ///< One scale per 128 x 128 block of the operand.
+};
 
 /// The enumerator's name ("block_1x128", ...).
 [[nodiscard]] constexpr std::string_view to_string(ScaleMode m) noexcept {
@@ -316,11 +355,13 @@ struct MatmulArgs {
 struct AlgorithmInfo {
     /// cuBLASLt's algorithm id.
     int id = -1;
-    /// Tile id and its name ("128x256": rows x columns of D per block), "undefined" when none.
+    /// cuBLASLt's tile id (cublasLtMatmulTile_t).
     unsigned tile_id = 0;
+    /// The tile's name ("128x256": rows x columns of D per block), "undefined" when none.
     std::string tile{};
-    /// Stages id and its name ("64x4": K per stage x stages).
+    /// cuBLASLt's stages id (cublasLtMatmulStages_t).
     unsigned stages_id = 0;
+    /// The stages' name ("64x4": K per stage x stages).
     std::string stages{};
     /// Number of K splits (1 = no split-K).
     int split_k = 1;
@@ -358,6 +399,7 @@ struct MatmulOutputs {
 struct MatmulResult : MatmulOutputs {
     /// D, row-major (..., M, N).
     Tensor d{};
+    /// Moves D out: `Tensor d = mm.execute(a, b);` (the other outputs stay here).
     operator Tensor() && noexcept { return std::move(d); }  // NOLINT: implicit by design
 };
 

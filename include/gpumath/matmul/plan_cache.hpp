@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Controls of the plan cache behind the stateless gpumath::matmul().
+/// @file
+/// Controls of the plan cache behind the stateless gpumath::matmul().
 #pragma once
 
 #include <cstddef>

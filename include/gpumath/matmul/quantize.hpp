@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// FP8 quantization for the scaled products: quantize_fp8 turns a bf16/f16/f32 tensor into e4m3 or
-// e5m2 data plus the scales of a ScaleMode (and optionally its amax) in one run-time compiled
-// kernel; dequantize_fp8 is the inverse.
+/// @file
+/// FP8 quantization for the scaled products: quantize_fp8 turns a bf16/f16/f32 tensor into e4m3 or
+/// e5m2 data plus the scales of a ScaleMode (and optionally its amax) in one run-time compiled
+/// kernel; dequantize_fp8 is the inverse.
 #pragma once
 
 #include <memory>
