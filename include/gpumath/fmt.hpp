@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// fmt formatters for gpumath's tensors: `fmt::print("{}\n", tensor)` prints `gpumath::preview`
-// (blocking, on the default stream). Opt-in: this header needs {fmt} (https://fmt.dev), which
-// gpumath itself does not require of its users.
+/// @file
+/// fmt formatters for gpumath's tensors: `fmt::print("{}\n", tensor)` prints `gpumath::preview`
+/// (blocking, on the default stream). Opt-in: this header needs {fmt} (https://fmt.dev), which
+/// gpumath itself does not require of its users.
 #pragma once
 
 #include <string>
@@ -11,22 +12,27 @@
 #include <gpumath/tensor.hpp>
 #include <gpumath/tensor_io.hpp>
 
+/// {fmt}'s namespace (https://fmt.dev), where gpumath specializes the formatters of its tensors.
+namespace fmt {
+
 /// Formats a TensorView as `gpumath::preview` shows it (format specs as for a string).
 template <>
-struct fmt::formatter<gpumath::TensorView> : fmt::formatter<std::string> {
+struct formatter<gpumath::TensorView> : formatter<std::string> {
     /// Writes the preview.
     template <class Context>
     auto format(const gpumath::TensorView& tensor, Context& ctx) const {
-        return fmt::formatter<std::string>::format(gpumath::preview(tensor), ctx);
+        return formatter<std::string>::format(gpumath::preview(tensor), ctx);
     }
 };
 
 /// Formats a Tensor as its view.
 template <>
-struct fmt::formatter<gpumath::Tensor> : fmt::formatter<std::string> {
+struct formatter<gpumath::Tensor> : formatter<std::string> {
     /// Writes the preview.
     template <class Context>
     auto format(const gpumath::Tensor& tensor, Context& ctx) const {
-        return fmt::formatter<std::string>::format(gpumath::preview(tensor.view()), ctx);
+        return formatter<std::string>::format(gpumath::preview(tensor.view()), ctx);
     }
 };
+
+}  // namespace fmt

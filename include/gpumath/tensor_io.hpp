@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Printing tensors: a NumPy-style preview of a tensor's values with its shape and dtype, for logs,
-// tests and debugging. The preview copies the values it shows to the host and so blocks: it
-// synchronizes the stream it reads on. For fmt, include <gpumath/fmt.hpp>.
+/// @file
+/// Printing tensors: a NumPy-style preview of a tensor's values with its shape and dtype, for logs,
+/// tests and debugging. The preview copies the values it shows to the host and so blocks: it
+/// synchronizes the stream it reads on. For fmt, include <gpumath/fmt.hpp>.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Everyday tensor work on the GPU: filling (fill, zeros, ones, full), converting between element
-// types (cast), strided copies (copy, contiguous, transpose) and random tensors on cuRAND
-// (random::uniform, normal, lognormal). Each runs on the caller's stream with gpumath's own
-// run-time compiled kernels (or cuRAND's), never synchronizes, and may be captured into a CUDA
-// graph; the allocating forms allocate from the stream-ordered pool and are refused while the
-// stream captures. Printing tensors: <gpumath/tensor_io.hpp>.
+/// @file
+/// Everyday tensor work on the GPU: filling (fill, zeros, ones, full), converting between element
+/// types (cast), strided copies (copy, contiguous, transpose) and random tensors on cuRAND
+/// (random::uniform, normal, lognormal). Each runs on the caller's stream with gpumath's own
+/// run-time compiled kernels (or cuRAND's), never synchronizes, and may be captured into a CUDA
+/// graph; the allocating forms allocate from the stream-ordered pool and are refused while the
+/// stream captures. Printing tensors: <gpumath/tensor_io.hpp>.
 #pragma once
 
 #include <complex>
