@@ -1,15 +1,132 @@
 // SPDX-License-Identifier: Apache-2.0
-// Buffer copies and pool allocation vs the raw CUDA runtime calls, same process, same buffers.
+// Buffer copies and pool allocation vs the raw CUDA runtime calls, and the tensor utilities (fill,
+// cast, copy, random) against the bandwidth of a device-to-device copy and against raw cuRAND;
+// same process, same buffers.
+#include <cmath>
 #include <cstdio>
+#include <functional>
+#include <string>
 #include <vector>
 
+#include <curand.h>
+
 #include <gpumath/core.hpp>
+#include <gpumath/tensor_ops.hpp>
 #include "core/stream_workspace.hpp"
 
 #include "harness.hpp"
 
 using namespace gpumath;
 using bench::Row;
+
+namespace {
+
+/// fill, cast, copy and random tensors over `bytes`-byte buffers (two pairs, rotated, so that no
+/// call is served from L2), each against a device-to-device copy of the same buffers measured in
+/// interleaved samples: the ratio is the utility's bandwidth (bytes it reads and writes, per second)
+/// over the copy's. Random tensors also against raw cuRAND filling the same buffer.
+void tensor_utilities(bench::Reporter& report, const core::Stream& stream, const core::Buffer& d0,
+                      const core::Buffer& d1, const core::Buffer& d2, const core::Buffer& d3, std::size_t bytes) {
+    const cudaStream_t s = stream.handle();
+    const auto memcpy_d2d = [&](int i) {
+        bench::cuda_check(
+            cudaMemcpyAsync((i & 1 ? d3 : d1).data(), (i & 1 ? d2 : d0).data(), bytes, cudaMemcpyDeviceToDevice, s),
+            "memcpy");
+    };
+    // A view of `count` elements of `t` on the buffer the call `i` uses.
+    const auto view = [&](const core::Buffer& a, const core::Buffer& b, int i, DataType t, std::int64_t count) {
+        return TensorView((i & 1 ? b : a).data(), TensorLayout(t, {count}));
+    };
+    struct Case {
+        std::string name;
+        double traffic;  // bytes read and written per call
+        std::function<void(int)> run;
+    };
+    const auto n32 = std::int64_t(bytes / 4);
+    std::vector<Case> cases;
+    cases.push_back(
+        {"fill f32", double(bytes), [&](int i) { fill(view(d1, d3, i, DataType::f32, n32), 1.5, stream); }});
+    cases.push_back(
+        {"fill bf16", double(bytes), [&](int i) { fill(view(d1, d3, i, DataType::bf16, 2 * n32), 1.5, stream); }});
+    cases.push_back({"cast f32 -> bf16", 1.5 * double(bytes), [&](int i) {
+                         cast(view(d0, d2, i, DataType::f32, n32), view(d1, d3, i, DataType::bf16, n32), stream);
+                     }});
+    cases.push_back({"cast bf16 -> f32", 1.5 * double(bytes), [&](int i) {
+                         cast(view(d0, d2, i, DataType::bf16, n32), view(d1, d3, i, DataType::f32, n32), stream);
+                     }});
+    cases.push_back({"cast f32 -> e4m3", 1.25 * double(bytes), [&](int i) {
+                         cast(view(d0, d2, i, DataType::f32, n32), view(d1, d3, i, DataType::e4m3, n32), stream);
+                     }});
+    const auto side = std::int64_t(std::sqrt(double(n32)));
+    cases.push_back({"copy f32 transpose " + std::to_string(side) + "^2", 2.0 * double(side * side * 4), [&](int i) {
+                         const TensorView in((i & 1 ? d2 : d0).data(), TensorLayout(DataType::f32, {side, side}));
+                         const TensorView out((i & 1 ? d3 : d1).data(), TensorLayout(DataType::f32, {side, side}));
+                         copy(in.transposed(), out, stream);
+                     }});
+    cases.push_back(
+        {"copy f32 every other column", double(bytes), [&](int i) {
+             const std::int64_t rows = 4096, cols = n32 / rows / 2;
+             const TensorView in((i & 1 ? d2 : d0).data(), TensorLayout(DataType::f32, {rows, cols}, {2 * cols, 2}));
+             const TensorView out((i & 1 ? d3 : d1).data(), TensorLayout(DataType::f32, {rows, cols}));
+             copy(in, out, stream);
+         }});
+    for (const Case& c : cases) {
+        const std::string group = c.name + " " + std::to_string(bytes >> 20) + " MiB";
+        if (!report.selected(group)) continue;
+        const bench::PairedMs m = bench::paired_gpu_ms(s, memcpy_d2d, c.run, 3, 21);
+        const double copy_gbs = 2.0 * double(bytes) / (m.a * 1e-3) / 1e9, ours_gbs = c.traffic / (m.b * 1e-3) / 1e9;
+        report.add({group, "D2D copy", "GB/s", copy_gbs, 0, ""});
+        report.add({group, "gpumath", "GB/s", ours_gbs, ours_gbs / copy_gbs, "of the copy's bandwidth"});
+    }
+    // Random tensors against cuRAND's own host API filling the same buffer.
+    curandGenerator_t raw = nullptr;
+    bench::check_status(curandCreateGenerator(&raw, CURAND_RNG_PSEUDO_PHILOX4_32_10), CURAND_STATUS_SUCCESS, "curand");
+    bench::check_status(curandSetStream(raw, s), CURAND_STATUS_SUCCESS, "curand");
+    struct RandomCase {
+        std::string name;
+        std::function<void(int)> raw, ours;
+    };
+    const std::vector<RandomCase> random_cases{
+        {"random uniform f32",
+         [&](int i) {
+             bench::check_status(
+                 curandGenerateUniform(raw, static_cast<float*>((i & 1 ? d3 : d1).data()), std::size_t(n32)),
+                 CURAND_STATUS_SUCCESS, "curand");
+         },
+         [&](int i) { random::uniform(view(d1, d3, i, DataType::f32, n32), 0.0, 1.0, {.seed = 1}, stream); }},
+        {"random normal f32",
+         [&](int i) {
+             bench::check_status(
+                 curandGenerateNormal(raw, static_cast<float*>((i & 1 ? d3 : d1).data()), std::size_t(n32), 0.0f, 1.0f),
+                 CURAND_STATUS_SUCCESS, "curand");
+         },
+         [&](int i) { random::normal(view(d1, d3, i, DataType::f32, n32), 0.0, 1.0, {.seed = 1}, stream); }},
+        {"random uniform f64",
+         [&](int i) {
+             bench::check_status(
+                 curandGenerateUniformDouble(raw, static_cast<double*>((i & 1 ? d3 : d1).data()), std::size_t(n32 / 2)),
+                 CURAND_STATUS_SUCCESS, "curand");
+         },
+         [&](int i) { random::uniform(view(d1, d3, i, DataType::f64, n32 / 2), 0.0, 1.0, {.seed = 1}, stream); }},
+        {"random normal bf16 (raw: f32 alone)",
+         [&](int i) {
+             bench::check_status(
+                 curandGenerateNormal(raw, static_cast<float*>((i & 1 ? d3 : d1).data()), std::size_t(n32), 0.0f, 1.0f),
+                 CURAND_STATUS_SUCCESS, "curand");
+         },
+         [&](int i) { random::normal(view(d1, d3, i, DataType::bf16, n32), 0.0, 1.0, {.seed = 1}, stream); }},
+    };
+    for (const RandomCase& c : random_cases) {
+        const std::string group = c.name + " " + std::to_string(n32) + " values";
+        if (!report.selected(group)) continue;
+        const bench::PairedMs m = bench::paired_gpu_ms(s, c.raw, c.ours, 3, 21);
+        report.add({group, "raw cuRAND", "ms", m.a, 0, ""});
+        report.add({group, "gpumath random", "ms", m.b, m.a / m.b, ""});
+    }
+    curandDestroyGenerator(raw);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     bench::require_gpu("bench_core");
@@ -106,5 +223,6 @@ int main(int argc, char** argv) {
         report.add({group, "cudaStreamGetCaptureInfo", "us/call", query, 0, ""});
         report.add({group, "gpumath workspace acquire", "us/call", acquire, 0, "includes the query"});
     }
+    tensor_utilities(report, stream, d0, d1, d2, d3, bytes);
     return 0;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file
 /// fmt formatters for gpumath's tensors: `fmt::print("{}\n", tensor)` prints `gpumath::preview`
-/// (blocking, on the default stream). Opt-in: this header needs {fmt} (https://fmt.dev), which
+/// (blocking, on the current stream). Opt-in: this header needs {fmt} (https://fmt.dev), which
 /// gpumath itself does not require of its users.
 #pragma once
 

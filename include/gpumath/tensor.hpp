@@ -55,19 +55,20 @@ public:
     /// the current device's pool), its data aligned to `alignment` bytes (a power of two, see
     /// `core::MemoryResource::allocate`).
     [[nodiscard]] static Tensor empty(DataType dtype, std::initializer_list<std::int64_t> shape,
-                                      core::StreamRef stream = {},
+                                      core::StreamRef stream = core::current_stream(),
                                       std::shared_ptr<core::MemoryResource> resource = nullptr,
                                       std::size_t alignment = core::MemoryResource::default_alignment) {
         return empty(TensorLayout(dtype, shape), stream, std::move(resource), alignment);
     }
     /// Allocates as the overload above does, with the shape as a span.
-    [[nodiscard]] static Tensor empty(DataType dtype, std::span<const std::int64_t> shape, core::StreamRef stream = {},
+    [[nodiscard]] static Tensor empty(DataType dtype, std::span<const std::int64_t> shape,
+                                      core::StreamRef stream = core::current_stream(),
                                       std::shared_ptr<core::MemoryResource> resource = nullptr,
                                       std::size_t alignment = core::MemoryResource::default_alignment) {
         return empty(TensorLayout(dtype, shape), stream, std::move(resource), alignment);
     }
     /// Allocates a tensor of `layout`'s dtype and shape (row-major, whatever `layout`'s strides).
-    [[nodiscard]] static Tensor empty(const TensorLayout& layout, core::StreamRef stream = {},
+    [[nodiscard]] static Tensor empty(const TensorLayout& layout, core::StreamRef stream = core::current_stream(),
                                       std::shared_ptr<core::MemoryResource> resource = nullptr,
                                       std::size_t alignment = core::MemoryResource::default_alignment);
 
@@ -75,7 +76,7 @@ public:
     /// the shape's element count (InvalidArgument). The host data may be reused on return.
     template <class T>
     [[nodiscard]] static Tensor from_host(std::span<const T> data, std::initializer_list<std::int64_t> shape,
-                                          core::StreamRef stream = {},
+                                          core::StreamRef stream = core::current_stream(),
                                           std::shared_ptr<core::MemoryResource> resource = nullptr) {
         TensorLayout layout(data_type_of<T>(), shape);
         check_count(layout, data.size());
@@ -87,7 +88,7 @@ public:
     /// `Tensor::from_host(host, {rows, cols}, stream)`.
     template <class T>
     [[nodiscard]] static Tensor from_host(const std::vector<T>& data, std::initializer_list<std::int64_t> shape,
-                                          core::StreamRef stream = {},
+                                          core::StreamRef stream = core::current_stream(),
                                           std::shared_ptr<core::MemoryResource> resource = nullptr) {
         return from_host(std::span<const T>(data), shape, stream, std::move(resource));
     }
@@ -98,7 +99,7 @@ public:
     /// capturing a CUDA graph (a capture cannot hold the wait). NotSupported, before allocating,
     /// when the tensor holds more bytes than the host's physical memory. CudaError.
     template <class T>
-    [[nodiscard]] std::vector<T> to_host(core::StreamRef stream = {}) const {
+    [[nodiscard]] std::vector<T> to_host(core::StreamRef stream = core::current_stream()) const {
         check_type(data_type_of<T>());
         check_contiguous();
         check_host_memory(sizeof(T));

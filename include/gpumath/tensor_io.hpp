@@ -38,11 +38,11 @@ struct PreviewOptions {
 /// synchronizes it (InvalidArgument while it captures). InvalidArgument for options out of range;
 /// CudaError.
 [[nodiscard]] std::string preview(const TensorView& tensor, const PreviewOptions& options = {},
-                                  core::StreamRef stream = {});
+                                  core::StreamRef stream = core::current_stream());
 
-/// Writes `preview(tensor)` (blocking, on the default stream).
+/// Writes `preview(tensor)` (blocking, on the current stream).
 std::ostream& operator<<(std::ostream& out, const TensorView& tensor);
-/// Writes `preview(tensor.view())` (blocking, on the default stream).
+/// Writes `preview(tensor.view())` (blocking, on the current stream).
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
 
 }  // namespace gpumath

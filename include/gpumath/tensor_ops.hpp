@@ -27,26 +27,28 @@ namespace gpumath {
 /// value, integers rounded toward zero and saturated (NaN gives 0), the imaginary part kept for
 /// complex types and dropped for real ones. InvalidArgument, before any GPU work, for a view whose
 /// elements overlap (a stride of 0 on an extent above 1, say).
-void fill(const TensorView& out, std::complex<double> value, core::StreamRef stream = {});
+void fill(const TensorView& out, std::complex<double> value, core::StreamRef stream = core::current_stream());
 
 /// A new row-major tensor of `shape` holding `value` everywhere (see `fill`).
 [[nodiscard]] Tensor full(DataType dtype, std::span<const std::int64_t> shape, std::complex<double> value,
-                          core::StreamRef stream = {}, std::shared_ptr<core::MemoryResource> resource = nullptr);
+                          core::StreamRef stream = core::current_stream(),
+                          std::shared_ptr<core::MemoryResource> resource = nullptr);
 /// `full` with a brace-list shape: `full(DataType::bf16, {4, 8}, 0.5)`.
 [[nodiscard]] inline Tensor full(DataType dtype, std::initializer_list<std::int64_t> shape, std::complex<double> value,
-                                 core::StreamRef stream = {}, std::shared_ptr<core::MemoryResource> resource = nullptr) {
-    return full(dtype, std::span<const std::int64_t>(shape.begin(), shape.size()), value, stream,
-                std::move(resource));
+                                 core::StreamRef stream = core::current_stream(),
+                                 std::shared_ptr<core::MemoryResource> resource = nullptr) {
+    return full(dtype, std::span<const std::int64_t>(shape.begin(), shape.size()), value, stream, std::move(resource));
 }
 /// A new row-major tensor of zeros.
 [[nodiscard]] inline Tensor zeros(DataType dtype, std::initializer_list<std::int64_t> shape,
-                                  core::StreamRef stream = {},
+                                  core::StreamRef stream = core::current_stream(),
                                   std::shared_ptr<core::MemoryResource> resource = nullptr) {
     return full(dtype, shape, 0.0, stream, std::move(resource));
 }
 /// A new row-major tensor of ones.
 [[nodiscard]] inline Tensor ones(DataType dtype, std::initializer_list<std::int64_t> shape,
-                                 core::StreamRef stream = {}, std::shared_ptr<core::MemoryResource> resource = nullptr) {
+                                 core::StreamRef stream = core::current_stream(),
+                                 std::shared_ptr<core::MemoryResource> resource = nullptr) {
     return full(dtype, shape, 1.0, stream, std::move(resource));
 }
 
@@ -58,9 +60,9 @@ void fill(const TensorView& out, std::complex<double> value, core::StreamRef str
 /// zero imaginary part, and a complex value becomes a real one by its real part (as NumPy's
 /// `astype` does). InvalidArgument, before any GPU work, for shapes that differ, operands whose
 /// memory overlaps, or an output whose elements overlap.
-void cast(const TensorView& in, const TensorView& out, core::StreamRef stream = {});
+void cast(const TensorView& in, const TensorView& out, core::StreamRef stream = core::current_stream());
 /// A new row-major tensor of dtype `to` holding `in` converted (see the other overload).
-[[nodiscard]] Tensor cast(const TensorView& in, DataType to, core::StreamRef stream = {},
+[[nodiscard]] Tensor cast(const TensorView& in, DataType to, core::StreamRef stream = core::current_stream(),
                           std::shared_ptr<core::MemoryResource> resource = nullptr);
 
 /// Copies `in` into `out`, element by element: same dtype (`cast` converts), same shape, any
@@ -68,13 +70,14 @@ void cast(const TensorView& in, const TensorView& out, core::StreamRef stream = 
 /// writes one, or transposes any two axes (`in.transposed(i, j)`). Contiguous copies are one
 /// device-to-device copy; the rest run gpumath's kernels. InvalidArgument as `cast`, and for
 /// dtypes that differ.
-void copy(const TensorView& in, const TensorView& out, core::StreamRef stream = {});
+void copy(const TensorView& in, const TensorView& out, core::StreamRef stream = core::current_stream());
 /// A new row-major tensor holding a copy of `in` (of any strides).
-[[nodiscard]] Tensor contiguous(const TensorView& in, core::StreamRef stream = {},
+[[nodiscard]] Tensor contiguous(const TensorView& in, core::StreamRef stream = core::current_stream(),
                                 std::shared_ptr<core::MemoryResource> resource = nullptr);
 /// A new row-major tensor holding `in` with axes `axis0` and `axis1` swapped (negative axes count
 /// from the end): `contiguous(in.transposed(axis0, axis1))`.
-[[nodiscard]] Tensor transpose(const TensorView& in, int axis0 = -2, int axis1 = -1, core::StreamRef stream = {},
+[[nodiscard]] Tensor transpose(const TensorView& in, int axis0 = -2, int axis1 = -1,
+                               core::StreamRef stream = core::current_stream(),
                                std::shared_ptr<core::MemoryResource> resource = nullptr);
 
 /// Random tensors from cuRAND's Philox4x32-10 generator (its host API). A tensor is the function
@@ -95,24 +98,27 @@ struct RandomOptions {
 /// them, scaled to (`low`, `high`]. f16 and bf16 are drawn in f32 and rounded. InvalidArgument
 /// for another dtype, a view that is not contiguous, `low` > `high` or a bound that is not finite.
 void uniform(const TensorView& out, double low = 0.0, double high = 1.0, const RandomOptions& options = {},
-             core::StreamRef stream = {});
+             core::StreamRef stream = core::current_stream());
 /// Fills `out` with normally distributed values of mean `mean` and standard deviation `stddev`
 /// (`stddev` >= 0, both finite). Same dtypes and rules as `uniform`.
 void normal(const TensorView& out, double mean = 0.0, double stddev = 1.0, const RandomOptions& options = {},
-            core::StreamRef stream = {});
+            core::StreamRef stream = core::current_stream());
 /// Fills `out` with log-normally distributed values: exp of a normal of `mean` and `stddev`.
 void lognormal(const TensorView& out, double mean = 0.0, double stddev = 1.0, const RandomOptions& options = {},
-               core::StreamRef stream = {});
+               core::StreamRef stream = core::current_stream());
 
 /// A new row-major tensor of uniform values (see the filling overload).
 [[nodiscard]] Tensor uniform(DataType dtype, std::initializer_list<std::int64_t> shape, double low = 0.0,
-                             double high = 1.0, const RandomOptions& options = {}, core::StreamRef stream = {});
+                             double high = 1.0, const RandomOptions& options = {},
+                             core::StreamRef stream = core::current_stream());
 /// A new row-major tensor of normal values.
 [[nodiscard]] Tensor normal(DataType dtype, std::initializer_list<std::int64_t> shape, double mean = 0.0,
-                            double stddev = 1.0, const RandomOptions& options = {}, core::StreamRef stream = {});
+                            double stddev = 1.0, const RandomOptions& options = {},
+                            core::StreamRef stream = core::current_stream());
 /// A new row-major tensor of log-normal values.
 [[nodiscard]] Tensor lognormal(DataType dtype, std::initializer_list<std::int64_t> shape, double mean = 0.0,
-                               double stddev = 1.0, const RandomOptions& options = {}, core::StreamRef stream = {});
+                               double stddev = 1.0, const RandomOptions& options = {},
+                               core::StreamRef stream = core::current_stream());
 
 }  // namespace random
 

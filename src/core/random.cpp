@@ -91,8 +91,7 @@ void check_random(const TensorView& out, Distribution d, double a, double b, con
         throw_invalid(fmt::format("{}: {} and {}: the parameters must be finite",
                                   d == Distribution::uniform ? "low, high" : "mean, stddev", a, b),
                       api);
-    if (d == Distribution::uniform && a > b)
-        throw_invalid(fmt::format("low: {} is above high ({})", a, b), api);
+    if (d == Distribution::uniform && a > b) throw_invalid(fmt::format("low: {} is above high ({})", a, b), api);
     if (d != Distribution::uniform && b < 0) throw_invalid(fmt::format("stddev: {} is negative", b), api);
 }
 
@@ -152,8 +151,9 @@ void draw(const TensorView& out, Distribution d, double a, double b, const rando
     }
     // Uniform values come on (0, 1]; other dtypes are rounded from f32.
     const bool scaled = d == Distribution::uniform && (a != 0.0 || b != 1.0);
-    if (scaled || !direct) affine_flat(values, drawn, out.data(), out.dtype(), std::int64_t(n), scaled ? b - a : 1.0,
-                                       scaled ? a : 0.0, stream);
+    if (scaled || !direct)
+        affine_flat(values, drawn, out.data(), out.dtype(), std::int64_t(n), scaled ? b - a : 1.0, scaled ? a : 0.0,
+                    stream);
 }
 
 Tensor allocate_and_draw(DataType dtype, std::initializer_list<std::int64_t> shape, Distribution d, double a, double b,

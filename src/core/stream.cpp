@@ -36,6 +36,18 @@ Event event_for(StreamRef stream) {
 
 }  // namespace
 
+namespace {
+
+thread_local cudaStream_t current = nullptr;
+
+}  // namespace
+
+StreamRef current_stream() noexcept { return current; }
+
+StreamScope::StreamScope(StreamRef stream) noexcept : previous_(current) { current = stream.handle(); }
+
+StreamScope::~StreamScope() { current = previous_.handle(); }
+
 void StreamRef::synchronize() const { detail::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
 void StreamRef::wait(EventRef event) const {

@@ -168,9 +168,8 @@ std::string preview(const TensorView& tensor, const PreviewOptions& options, cor
     if (options.threshold < 0)
         detail::throw_invalid(fmt::format("options.threshold: {} is negative", options.threshold), api);
     if (options.edge_items < 1 || options.edge_items > 1000)
-        detail::throw_invalid(fmt::format("options.edge_items: {}; show 1 to 1000 entries at each end",
-                                          options.edge_items),
-                              api);
+        detail::throw_invalid(
+            fmt::format("options.edge_items: {}; show 1 to 1000 entries at each end", options.edge_items), api);
     if (options.precision < 0 || options.precision > 17)
         detail::throw_invalid(fmt::format("options.precision: {}; use 0 to 17 digits", options.precision), api);
     std::string out = fmt::format("tensor(shape {}, {})\n", to_string(tensor.shape()), to_string(tensor.dtype()));
@@ -214,8 +213,12 @@ std::string preview(const TensorView& tensor, const PreviewOptions& options, cor
     return out;
 }
 
-std::ostream& operator<<(std::ostream& out, const TensorView& tensor) { return out << preview(tensor); }
+std::ostream& operator<<(std::ostream& out, const TensorView& tensor) {
+    return out << preview(tensor, {}, core::current_stream());
+}
 
-std::ostream& operator<<(std::ostream& out, const Tensor& tensor) { return out << preview(tensor.view()); }
+std::ostream& operator<<(std::ostream& out, const Tensor& tensor) {
+    return out << preview(tensor.view(), {}, core::current_stream());
+}
 
 }  // namespace gpumath

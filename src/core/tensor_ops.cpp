@@ -214,10 +214,10 @@ void launch_convert(const TensorView& in, const TensorView& out, core::StreamRef
         t.out_row_stride = s.out[r - 2];
         const LoadedKernel& k = kernel_for(device, Op::transpose, in.dtype(), out.dtype(), 1);
         const std::int64_t col_tiles = (t.cols + 31) / 32, row_tiles = (t.rows + 31) / 32;
-        const core::LaunchConfig config{.grid = {std::min<std::int64_t>(col_tiles, 65535),
-                                                 std::min<std::int64_t>(row_tiles, 65535),
-                                                 std::min<std::int64_t>(t.batches, 65535)},
-                                        .block = {32, 8}};
+        const core::LaunchConfig config{
+            .grid = {std::min<std::int64_t>(col_tiles, 65535), std::min<std::int64_t>(row_tiles, 65535),
+                     std::min<std::int64_t>(t.batches, 65535)},
+            .block = {32, 8}};
         core::launch(stream, config, k.kernel, t);
         return;
     }
@@ -241,9 +241,10 @@ std::string self_overlap(const TensorLayout& layout) {
     for (int k = 0; k < n; ++k) {
         const auto [stride, extent] = dims[std::size_t(k)];
         if (stride < reach)
-            return fmt::format("strides {} make several of its elements share one address (a stride of {} over "
-                               "an extent of {} steps inside what the smaller strides reach)",
-                               to_string(layout.strides()), stride, extent);
+            return fmt::format(
+                "strides {} make several of its elements share one address (a stride of {} over "
+                "an extent of {} steps inside what the smaller strides reach)",
+                to_string(layout.strides()), stride, extent);
         reach = stride * (extent - 1) + reach;
     }
     return {};
@@ -251,15 +252,14 @@ std::string self_overlap(const TensorLayout& layout) {
 
 void check_written(const TensorView& out, const char* name, const char* api) {
     if (const std::string overlap = self_overlap(out); !overlap.empty())
-        throw_invalid(fmt::format("{}: {}; each element must have its own address to be written", name, overlap),
-                      api);
+        throw_invalid(fmt::format("{}: {}; each element must have its own address to be written", name, overlap), api);
 }
 
 void check_pair(const TensorView& in, const TensorView& out, const char* api) {
     check_written(out, "out", api);
     if (!std::equal(in.shape().begin(), in.shape().end(), out.shape().begin(), out.shape().end()))
-        throw_invalid(fmt::format("out: shape {} differs from in's {}; give both one shape",
-                                  to_string(out.shape()), to_string(in.shape())),
+        throw_invalid(fmt::format("out: shape {} differs from in's {}; give both one shape", to_string(out.shape()),
+                                  to_string(in.shape())),
                       api);
     if (in.size() == 0) return;
     const auto* a = static_cast<const char*>(in.data());
@@ -336,7 +336,8 @@ void cast(const TensorView& in, const TensorView& out, core::StreamRef stream) {
 Tensor cast(const TensorView& in, DataType to, core::StreamRef stream, std::shared_ptr<core::MemoryResource> resource) {
     constexpr const char* api = "gpumath::cast";
     detail::check_enum(to, data_type_count, "a DataType", "to", api);
-    detail::reject_capture(stream, api, "gpumath allocates no results during a capture: cast into a tensor made before");
+    detail::reject_capture(stream, api,
+                           "gpumath allocates no results during a capture: cast into a tensor made before");
     Tensor t = Tensor::empty(TensorLayout(to, in.shape()), stream, std::move(resource));
     detail::convert_view(in, t.view(), stream);
     return t;
@@ -354,7 +355,8 @@ void copy(const TensorView& in, const TensorView& out, core::StreamRef stream) {
 
 Tensor contiguous(const TensorView& in, core::StreamRef stream, std::shared_ptr<core::MemoryResource> resource) {
     constexpr const char* api = "gpumath::contiguous";
-    detail::reject_capture(stream, api, "gpumath allocates no results during a capture: copy into a tensor made before");
+    detail::reject_capture(stream, api,
+                           "gpumath allocates no results during a capture: copy into a tensor made before");
     Tensor t = Tensor::empty(TensorLayout(in.dtype(), in.shape()), stream, std::move(resource));
     detail::convert_view(in, t.view(), stream);
     return t;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <type_traits>
 
 #include <gpumath/core.hpp>
@@ -71,4 +72,25 @@ TEST(EventRef, ANullHandleIsRefusedBeforeAnyCudaCall) {
     test::expect_throw_with<InvalidArgument>([&] { core::StreamRef{}.wait(null); },
                                              {"StreamRef::wait", "event: this Event is empty"});
     test::expect_throw_with<InvalidArgument>([&] { core::StreamRef{}.record(null); }, {"StreamRef::record", "empty"});
+}
+
+TEST(StreamScope, MakesAStreamCurrentOnItsThreadAndNests) {
+    // Handles that are never used on a device: the current stream is bookkeeping of the thread.
+    const auto handle = [](std::uintptr_t v) { return reinterpret_cast<cudaStream_t>(v); };
+    EXPECT_EQ(core::current_stream(), core::StreamRef{});
+    {
+        const core::StreamScope outer(handle(0x100));
+        EXPECT_EQ(core::current_stream().handle(), handle(0x100));
+        {
+            const core::StreamScope inner(handle(0x200));
+            EXPECT_EQ(core::current_stream().handle(), handle(0x200));
+            // Another thread has its own current stream.
+            cudaStream_t seen = handle(0x1);
+            std::thread([&] { seen = core::current_stream().handle(); }).join();
+            EXPECT_EQ(seen, nullptr);
+        }
+        EXPECT_EQ(core::current_stream().handle(), handle(0x100));
+    }
+    EXPECT_EQ(core::current_stream(), core::StreamRef{});
+    EXPECT_FALSE(core::StreamOptions{}.non_blocking) << "a Stream orders itself against the default stream";
 }

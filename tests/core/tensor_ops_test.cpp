@@ -14,6 +14,7 @@
 #include <gpumath/tensor_ops.hpp>
 
 #include "common/test_util.hpp"
+#include "core/jit_test_util.hpp"
 #include "core/tensor_ops_internal.hpp"
 
 using namespace gpumath;
@@ -73,10 +74,16 @@ TEST(TensorKernels, EveryInstantiationCompiles) {
 
 TEST(TensorOpsValidation, BadOutputsAreRefusedBeforeAnyCudaCall) {
     // A stride of 0 writes several elements to one address; strides that step inside each other too.
-    test::expect_throw_with<InvalidArgument>([] { fill(view(DataType::f32, {4, 3}, {0, 1}), 1.0); },
-                                             {"gpumath::fill", "out: strides (0, 1)", "share one address"});
-    test::expect_throw_with<InvalidArgument>([] { fill(view(DataType::f32, {4, 3}, {2, 1}), 1.0); },
-                                             {"gpumath::fill", "share one address"});
+    test::expect_throw_with<InvalidArgument>(
+        [] {
+            fill(view(DataType::f32, {4, 3}, {0, 1}), 1.0);
+        },
+        {"gpumath::fill", "out: strides (0, 1)", "share one address"});
+    test::expect_throw_with<InvalidArgument>(
+        [] {
+            fill(view(DataType::f32, {4, 3}, {2, 1}), 1.0);
+        },
+        {"gpumath::fill", "share one address"});
     // Interleaved but disjoint, and a broadcast over an extent of 1, are writable: refused only for
     // want of a GPU here.
     for (const TensorView& ok : {view(DataType::f32, {4, 3}, {3, 1}), view(DataType::f32, {4, 3}, {1, 4}),
@@ -88,27 +95,38 @@ TEST(TensorOpsValidation, BadOutputsAreRefusedBeforeAnyCudaCall) {
 
 TEST(TensorOpsValidation, CastAndCopyCheckShapesOverlapAndTypes) {
     const TensorView a = view(DataType::f32, {4, 8}, {}, 1 << 20);
-    test::expect_throw_with<InvalidArgument>([&] { cast(a, view(DataType::f16, {8, 4}, {}, 1 << 24)); },
-                                             {"gpumath::cast", "out: shape (8, 4) differs from in's (4, 8)"});
-    // Overlapping memory: the second half of a written over by the first half of out.
-    test::expect_throw_with<InvalidArgument>([&] { cast(a, view(DataType::f32, {4, 8}, {}, (1 << 20) + 64)); },
-                                             {"gpumath::cast", "out: its memory", "overlaps in's"});
-    test::expect_throw_with<InvalidArgument>([&] { copy(a, view(DataType::f16, {4, 8}, {}, 1 << 24)); },
-                                             {"gpumath::copy", "out: holds f16 elements and in f32", "cast converts"});
     test::expect_throw_with<InvalidArgument>(
-        [&] { copy(a, view(DataType::f32, {4, 8}, {0, 1}, 1 << 24)); }, {"gpumath::copy", "out: strides (0, 1)"});
+        [&] {
+            cast(a, view(DataType::f16, {8, 4}, {}, 1 << 24));
+        },
+        {"gpumath::cast", "out: shape (8, 4) differs from in's (4, 8)"});
+    // Overlapping memory: the second half of a written over by the first half of out.
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            cast(a, view(DataType::f32, {4, 8}, {}, (1 << 20) + 64));
+        },
+        {"gpumath::cast", "out: its memory", "overlaps in's"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            copy(a, view(DataType::f16, {4, 8}, {}, 1 << 24));
+        },
+        {"gpumath::copy", "out: holds f16 elements and in f32", "cast converts"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            copy(a, view(DataType::f32, {4, 8}, {0, 1}, 1 << 24));
+        },
+        {"gpumath::copy", "out: strides (0, 1)"});
     test::expect_throw_with<InvalidArgument>([&] { (void)cast(a, static_cast<DataType>(42)); },
                                              {"gpumath::cast", "to: 42 is not a DataType"});
-    test::expect_throw_with<InvalidArgument>([&] { (void)transpose(a, 0, 2); },
-                                             {"TensorLayout::transposed", "axis1: 2 is not an axis of a rank-2 layout"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { (void)transpose(a, 0, 2); }, {"TensorLayout::transposed", "axis1: 2 is not an axis of a rank-2 layout"});
 }
 
 TEST(TensorOpsValidation, TransposedSwapsAnyTwoAxes) {
     const TensorLayout l(DataType::f32, {2, 3, 4});
     const TensorLayout t = l.transposed(0, -1);
     EXPECT_EQ(std::vector<std::int64_t>(t.shape().begin(), t.shape().end()), (std::vector<std::int64_t>{4, 3, 2}));
-    EXPECT_EQ(std::vector<std::int64_t>(t.strides().begin(), t.strides().end()),
-              (std::vector<std::int64_t>{1, 4, 12}));
+    EXPECT_EQ(std::vector<std::int64_t>(t.strides().begin(), t.strides().end()), (std::vector<std::int64_t>{1, 4, 12}));
     EXPECT_EQ(l.transposed(-2, -1), l.transposed());
     EXPECT_EQ(l.transposed(1, 1), l);
     EXPECT_THROW((void)l.transposed(-4, 0), InvalidArgument);
@@ -119,12 +137,15 @@ TEST(TensorOpsValidation, RandomRulesComeFirst) {
     test::expect_throw_with<InvalidArgument>(
         [] { random::uniform(view(DataType::e4m3, {16})); },
         {"gpumath::random::uniform", "out: e4m3 elements", "f16, bf16, f32 or f64"});
-    test::expect_throw_with<InvalidArgument>([] { random::normal(view(DataType::f32, {4, 4}, {1, 4})); },
-                                             {"gpumath::random::normal", "not row-major"});
+    test::expect_throw_with<InvalidArgument>(
+        [] {
+            random::normal(view(DataType::f32, {4, 4}, {1, 4}));
+        },
+        {"gpumath::random::normal", "not row-major"});
     test::expect_throw_with<InvalidArgument>([&] { random::uniform(f32, 2.0, 1.0); },
                                              {"gpumath::random::uniform", "low: 2 is above high (1)"});
-    test::expect_throw_with<InvalidArgument>(
-        [&] { random::normal(f32, 0.0, -1.0); }, {"gpumath::random::normal", "stddev: -1 is negative"});
+    test::expect_throw_with<InvalidArgument>([&] { random::normal(f32, 0.0, -1.0); },
+                                             {"gpumath::random::normal", "stddev: -1 is negative"});
     test::expect_throw_with<InvalidArgument>(
         [&] { random::lognormal(f32, std::numeric_limits<double>::infinity(), 1.0); },
         {"gpumath::random::lognormal", "must be finite"});

@@ -66,7 +66,7 @@ public:
     [[nodiscard]] Event create_event(const EventOptions& options = {}) const;
     /// Allocates `bytes` aligned to `alignment` (a power of two) from this device's default pool,
     /// ordered on `stream`.
-    [[nodiscard]] Buffer allocate(std::size_t bytes, StreamRef stream = {},
+    [[nodiscard]] Buffer allocate(std::size_t bytes, StreamRef stream = core::current_stream(),
                                   std::size_t alignment = MemoryResource::default_alignment) const;
     /// This device's default memory resource (a stream-ordered pool).
     [[nodiscard]] std::shared_ptr<MemoryResource> memory_resource() const;

@@ -35,9 +35,9 @@ public:
     /// Not from `nullptr`.
     EventRef(std::nullptr_t) = delete;
 
-    /// Records the event on `stream` (default stream when omitted). InvalidArgument when empty;
+    /// Records the event on `stream` (the current stream when omitted). InvalidArgument when empty;
     /// CudaError.
-    void record(StreamRef stream = {}) const;
+    void record(StreamRef stream = core::current_stream()) const;
     /// Blocks until the work captured by the last record has finished. InvalidArgument when empty.
     void synchronize() const;
     /// True when the work captured by the last record has finished (non-blocking). InvalidArgument

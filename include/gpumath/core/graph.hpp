@@ -43,9 +43,9 @@ public:
     [[nodiscard]] static Graph end_capture(StreamRef stream);
 
     /// Enqueues one replay on `stream`. Throws InvalidArgument on an empty graph, CudaError on failure.
-    void launch(StreamRef stream = {}) const;
+    void launch(StreamRef stream = core::current_stream()) const;
     /// Uploads the graph to the device ahead of its first launch (optional; saves time on it).
-    void upload(StreamRef stream = {}) const;
+    void upload(StreamRef stream = core::current_stream()) const;
     /// Number of nodes captured.
     [[nodiscard]] std::size_t node_count() const;
 

@@ -41,7 +41,8 @@ public:
     /// InvalidArgument for an alignment that is not a power of two; NotSupported when the resource
     /// returned a less aligned block; CudaError when the allocation fails, also when the resource
     /// returns null for a non-zero size (status cudaErrorMemoryAllocation).
-    [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = {}, std::size_t alignment = default_alignment) {
+    [[nodiscard]] void* allocate(std::size_t bytes, StreamRef stream = core::current_stream(),
+                                 std::size_t alignment = default_alignment) {
         check_alignment(alignment);
         if (bytes == 0) return nullptr;
         void* p = do_allocate(bytes, stream, alignment);
@@ -53,7 +54,7 @@ public:
     }
     /// Frees `ptr` (from `allocate` with the same `bytes` and `alignment`) ordered on `stream`.
     /// Never throws.
-    void deallocate(void* ptr, std::size_t bytes, StreamRef stream = {},
+    void deallocate(void* ptr, std::size_t bytes, StreamRef stream = core::current_stream(),
                     std::size_t alignment = default_alignment) noexcept {
         if (ptr != nullptr) do_deallocate(ptr, bytes, stream, alignment);
     }
@@ -200,13 +201,14 @@ public:
     Buffer() noexcept = default;
     /// Allocates `bytes` aligned to `alignment` (a power of two; InvalidArgument otherwise) from
     /// `resource` (default: the current device's pool) ordered on `stream`.
-    explicit Buffer(std::size_t bytes, StreamRef stream = {}, std::shared_ptr<MemoryResource> resource = nullptr,
+    explicit Buffer(std::size_t bytes, StreamRef stream = core::current_stream(),
+                    std::shared_ptr<MemoryResource> resource = nullptr,
                     std::size_t alignment = MemoryResource::default_alignment);
 
     /// Copies `data` from the host into a new device buffer ordered on `stream`. The host data may be
     /// reused as soon as this returns.
     template <class T>
-    [[nodiscard]] static Buffer from_host(std::span<const T> data, StreamRef stream = {},
+    [[nodiscard]] static Buffer from_host(std::span<const T> data, StreamRef stream = core::current_stream(),
                                           std::shared_ptr<MemoryResource> resource = nullptr) {
         static_assert(std::is_trivially_copyable_v<T>, "Buffer::from_host needs trivially copyable elements");
         Buffer b(data.size_bytes(), stream, std::move(resource));
@@ -215,7 +217,7 @@ public:
     }
     /// Copies a vector's elements into a new device buffer, as the span overload does.
     template <class T>
-    [[nodiscard]] static Buffer from_host(const std::vector<T>& data, StreamRef stream = {},
+    [[nodiscard]] static Buffer from_host(const std::vector<T>& data, StreamRef stream = core::current_stream(),
                                           std::shared_ptr<MemoryResource> resource = nullptr) {
         return from_host(std::span<const T>(data), stream, std::move(resource));
     }
@@ -274,23 +276,23 @@ public:
     [[nodiscard]] const std::shared_ptr<MemoryResource>& memory_resource() const noexcept { return resource_; }
 
     /// Copies all of `src` into this buffer on `stream`; sizes must match (InvalidArgument).
-    void copy_from(const Buffer& src, StreamRef stream = {}) {
+    void copy_from(const Buffer& src, StreamRef stream = core::current_stream()) {
         detail::check_copy_sizes(bytes_, src.bytes_, "Buffer::copy_from");
         if (bytes_ != 0) detail::copy_async(data_, src.data_, bytes_, stream);
     }
     /// Copies host data into this buffer on `stream`; sizes must match. `src` may be reused on return.
     template <class T>
-    void copy_from(std::span<const T> src, StreamRef stream = {}) {
+    void copy_from(std::span<const T> src, StreamRef stream = core::current_stream()) {
         static_assert(std::is_trivially_copyable_v<T>, "Buffer::copy_from needs trivially copyable elements");
         detail::check_copy_sizes(bytes_, src.size_bytes(), "Buffer::copy_from");
         if (bytes_ != 0) detail::copy_async(data_, src.data(), bytes_, stream);
     }
     /// Copies this buffer into `dst` on `stream`; sizes must match.
-    void copy_to(Buffer& dst, StreamRef stream = {}) const { dst.copy_from(*this, stream); }
+    void copy_to(Buffer& dst, StreamRef stream = core::current_stream()) const { dst.copy_from(*this, stream); }
     /// Enqueues a copy of this buffer into host memory `dst` on `stream` (does not wait: the host
     /// data is valid after the stream is synchronized; use pinned memory for real asynchrony).
     template <class T>
-    void copy_to(std::span<T> dst, StreamRef stream = {}) const {
+    void copy_to(std::span<T> dst, StreamRef stream = core::current_stream()) const {
         static_assert(std::is_trivially_copyable_v<T>, "Buffer::copy_to needs trivially copyable elements");
         detail::check_copy_sizes(dst.size_bytes(), bytes_, "Buffer::copy_to");
         if (bytes_ != 0) detail::copy_async(dst.data(), data_, bytes_, stream);
@@ -299,7 +301,7 @@ public:
     /// multiple of sizeof(T) (InvalidArgument). InvalidArgument, with nothing enqueued, when
     /// `stream` is capturing a CUDA graph (a capture cannot hold the wait); CudaError.
     template <class T>
-    [[nodiscard]] std::vector<T> to_host(StreamRef stream = {}) const {
+    [[nodiscard]] std::vector<T> to_host(StreamRef stream = core::current_stream()) const {
         static_assert(std::is_trivially_copyable_v<T>, "Buffer::to_host needs trivially copyable elements");
         check_multiple(sizeof(T), "Buffer::to_host");
         std::vector<T> out(bytes_ / sizeof(T));

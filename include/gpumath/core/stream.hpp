@@ -19,8 +19,12 @@ class Event;
 
 /// Options for creating a Stream.
 struct StreamOptions {
-    /// Do not synchronize with the legacy default stream (cudaStreamNonBlocking).
-    bool non_blocking = true;
+    /// Do not synchronize with the legacy default stream (cudaStreamNonBlocking). Off by default:
+    /// a Stream then orders itself against the legacy default stream (as `cudaStreamCreate` does),
+    /// so work on it and a gpumath call left on the default stream never race. Turn it on for
+    /// streams meant to overlap with default-stream work, and order them yourself (events,
+    /// `wait`, or a `StreamScope` for calls whose stream is left out).
+    bool non_blocking = false;
     /// Stream priority; lower numbers are higher priority. 0 is the default priority.
     /// Values outside the device's range are clamped by CUDA.
     int priority = 0;
@@ -128,6 +132,35 @@ public:
 private:
     explicit Stream(cudaStream_t s) noexcept : StreamRef(s) {}
     void check_owned(const char* api) const;
+};
+
+/// The calling thread's current stream: the stream of every gpumath call whose stream argument is
+/// left out. The CUDA default stream (`StreamRef{}`) until a StreamScope on this thread makes
+/// another current. Each thread has its own; cheap (a thread-local read).
+[[nodiscard]] StreamRef current_stream() noexcept;
+
+/// Makes `stream` the calling thread's current stream for as long as it lives, as CuPy's
+/// `with stream:` and PyTorch's `torch.cuda.stream(s)` do: every gpumath call on this thread whose
+/// stream argument is left out runs on `stream`. The previous current stream comes back when the
+/// scope ends; scopes nest. Not movable: a scope belongs to the block that opened it.
+///
+///     core::Stream stream;
+///     core::StreamScope scope(stream);
+///     Tensor a = Tensor::from_host(host_a, {m, k});   // on `stream`
+///     Tensor d = matmul(a, b);                        // on `stream` too
+class StreamScope {
+public:
+    /// Makes `stream` current on this thread.
+    explicit StreamScope(StreamRef stream) noexcept;
+    /// Makes the stream that was current before this scope current again.
+    ~StreamScope();
+    StreamScope(const StreamScope&) = delete;
+    StreamScope& operator=(const StreamScope&) = delete;
+    StreamScope(StreamScope&&) = delete;
+    StreamScope& operator=(StreamScope&&) = delete;
+
+private:
+    StreamRef previous_;
 };
 
 }  // namespace gpumath::core

@@ -147,7 +147,8 @@ public:
     void all_reduce(std::span<const TensorView> send, std::span<const TensorView> recv, ReduceOp op,
                     std::span<const core::StreamRef> streams);
     /// `all_reduce` with one local rank.
-    void all_reduce(const TensorView& send, const TensorView& recv, ReduceOp op, core::StreamRef stream = {});
+    void all_reduce(const TensorView& send, const TensorView& recv, ReduceOp op,
+                    core::StreamRef stream = core::current_stream());
 
     /// Reduction then scatter: rank r's `recv` gets block r (of `size()` equal blocks of `send`)
     /// of op(send of every rank). Each `send[i]` has `size()` times `recv[i]`'s element count;
@@ -155,7 +156,8 @@ public:
     void reduce_scatter(std::span<const TensorView> send, std::span<const TensorView> recv, ReduceOp op,
                         std::span<const core::StreamRef> streams);
     /// `reduce_scatter` with one local rank.
-    void reduce_scatter(const TensorView& send, const TensorView& recv, ReduceOp op, core::StreamRef stream = {});
+    void reduce_scatter(const TensorView& send, const TensorView& recv, ReduceOp op,
+                        core::StreamRef stream = core::current_stream());
 
     /// Gather: every `recv[i]` gets the `send` of rank 0, 1, ... one after the other. Each `recv[i]`
     /// has `size()` times `send[i]`'s element count; `send[i]` may be block `rank(i)` of `recv[i]`
@@ -163,7 +165,7 @@ public:
     void all_gather(std::span<const TensorView> send, std::span<const TensorView> recv,
                     std::span<const core::StreamRef> streams);
     /// `all_gather` with one local rank.
-    void all_gather(const TensorView& send, const TensorView& recv, core::StreamRef stream = {});
+    void all_gather(const TensorView& send, const TensorView& recv, core::StreamRef stream = core::current_stream());
 
     /// Copies rank `root`'s `send` into every rank's `recv` (only the root's `send` is read; the
     /// other ranks may pass their `recv` as `send`). `recv[i]` has `send[i]`'s element count and
@@ -171,7 +173,8 @@ public:
     void broadcast(std::span<const TensorView> send, std::span<const TensorView> recv, int root,
                    std::span<const core::StreamRef> streams);
     /// `broadcast` with one local rank.
-    void broadcast(const TensorView& send, const TensorView& recv, int root, core::StreamRef stream = {});
+    void broadcast(const TensorView& send, const TensorView& recv, int root,
+                   core::StreamRef stream = core::current_stream());
 
 private:
     friend struct gpumath::detail::CommunicatorAccess;

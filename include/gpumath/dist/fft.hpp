@@ -187,7 +187,7 @@ public:
     /// r2c on data in shuffled order, and for a stream of another device or, across several GPUs, a
     /// capturing stream (then before anything is enqueued). Across several GPUs, natural-order input
     /// gives shuffled output and shuffled input natural output (`data.order()`).
-    void execute(FFTData& data, Direction direction, core::StreamRef stream = {});
+    void execute(FFTData& data, Direction direction, core::StreamRef stream = core::current_stream());
     /// Copies `src` into new device memory in natural order (cufftXtMemcpy device to device, which
     /// redistributes between the GPUs). Blocks: waits for the executions of `src` still in flight,
     /// then until the copy is done.

@@ -64,11 +64,13 @@ public:
     /// f16/bf16 pairs included, to the whole complex element; a real r2c input or c2r output may
     /// start at an odd element) and `out` does not overlap `in`, except that `out` may be `in`
     /// itself for c2c (in place: same pointer and layout). r2c runs forward only, c2r inverse only.
-    void execute(const TensorView& in, const TensorView& out, Direction direction, core::StreamRef stream = {});
+    void execute(const TensorView& in, const TensorView& out, Direction direction,
+                 core::StreamRef stream = core::current_stream());
     /// Transforms `in` into a new tensor of the output layout (allocated on `stream` from the
     /// memory resource, after `in` and `direction` are checked as above). Not for in-place plans
     /// (InvalidArgument).
-    [[nodiscard]] Tensor execute(const TensorView& in, Direction direction, core::StreamRef stream = {});
+    [[nodiscard]] Tensor execute(const TensorView& in, Direction direction,
+                                 core::StreamRef stream = core::current_stream());
 
     /// The planned input layout (a default TensorLayout when moved from).
     [[nodiscard]] const TensorLayout& input_layout() const noexcept;
@@ -107,22 +109,30 @@ private:
 /// through the plan cache. `out` may be `in` (in place). Enqueued on `stream`. The operands and
 /// options are validated as `FFT` and `FFT::execute` validate them before any CUDA call, in every
 /// one of these functions (InvalidArgument / NotSupported, also without a device).
-void fft(const TensorView& in, const TensorView& out, const FFTOptions& options = {}, core::StreamRef stream = {});
+void fft(const TensorView& in, const TensorView& out, const FFTOptions& options = {},
+         core::StreamRef stream = core::current_stream());
 /// Forward c2c FFT into a new row-major tensor.
-[[nodiscard]] Tensor fft(const TensorView& in, const FFTOptions& options = {}, core::StreamRef stream = {});
+[[nodiscard]] Tensor fft(const TensorView& in, const FFTOptions& options = {},
+                         core::StreamRef stream = core::current_stream());
 /// Inverse complex-to-complex FFT (scaled by 1/n under the default backward normalization).
-void ifft(const TensorView& in, const TensorView& out, const FFTOptions& options = {}, core::StreamRef stream = {});
+void ifft(const TensorView& in, const TensorView& out, const FFTOptions& options = {},
+          core::StreamRef stream = core::current_stream());
 /// Inverse c2c FFT into a new row-major tensor.
-[[nodiscard]] Tensor ifft(const TensorView& in, const FFTOptions& options = {}, core::StreamRef stream = {});
+[[nodiscard]] Tensor ifft(const TensorView& in, const FFTOptions& options = {},
+                          core::StreamRef stream = core::current_stream());
 /// Real-to-complex FFT: the last transform axis of the output has n/2 + 1 elements.
-void rfft(const TensorView& in, const TensorView& out, const FFTOptions& options = {}, core::StreamRef stream = {});
+void rfft(const TensorView& in, const TensorView& out, const FFTOptions& options = {},
+          core::StreamRef stream = core::current_stream());
 /// Real-to-complex FFT into a new row-major tensor.
-[[nodiscard]] Tensor rfft(const TensorView& in, const FFTOptions& options = {}, core::StreamRef stream = {});
+[[nodiscard]] Tensor rfft(const TensorView& in, const FFTOptions& options = {},
+                          core::StreamRef stream = core::current_stream());
 /// Complex-to-real inverse FFT; the output length along the last transform axis comes from
 /// `out`'s shape or `options.last_axis_size` (default 2 * (m - 1)). Odd lengths work. The input
 /// is preserved unless `options.overwrite_input`.
-void irfft(const TensorView& in, const TensorView& out, const FFTOptions& options = {}, core::StreamRef stream = {});
+void irfft(const TensorView& in, const TensorView& out, const FFTOptions& options = {},
+           core::StreamRef stream = core::current_stream());
 /// Complex-to-real inverse FFT into a new row-major tensor.
-[[nodiscard]] Tensor irfft(const TensorView& in, const FFTOptions& options = {}, core::StreamRef stream = {});
+[[nodiscard]] Tensor irfft(const TensorView& in, const FFTOptions& options = {},
+                           core::StreamRef stream = core::current_stream());
 
 }  // namespace gpumath

@@ -196,18 +196,18 @@ public:
     /// `a[g]` and `b[g]` laid out as constructed, `d[g]` (M_g, N) of the result type, row- or
     /// column-major. No D may overlap another D or any input.
     void execute(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
-                 const GroupedMatmulArgs& args = {}, core::StreamRef stream = {});
+                 const GroupedMatmulArgs& args = {}, core::StreamRef stream = core::current_stream());
     /// Enqueues the products of the mixture-of-experts form: `a` (T, K) and `b` (G, K, N) laid out as
     /// constructed except that T = the sum of `group_sizes` (host memory, G non-negative values);
     /// `d` (T, N) of the result type, row- or column-major, overlapping no input.
     void execute(const TensorView& a, const TensorView& b, const TensorView& d,
                  std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
-                 core::StreamRef stream = {});
+                 core::StreamRef stream = core::current_stream());
     /// The mixture-of-experts form with group sizes in device memory (capturable: no host
     /// synchronization): `a` and `d` hold at least `group_sizes.max_total_rows` rows, laid out as for
     /// host sizes. One launch of gpumath's grouped kernel (compiled on first use per type and epilog).
     void execute(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,
-                 const GroupedMatmulArgs& args = {}, core::StreamRef stream = {});
+                 const GroupedMatmulArgs& args = {}, core::StreamRef stream = core::current_stream());
 
     /// Number of groups G (0 when moved from).
     [[nodiscard]] std::int64_t group_count() const noexcept;
@@ -236,7 +236,8 @@ private:
 /// run with the backend GroupedBackend::automatic measures (choices kept process-wide). Throws as
 /// GroupedMatmul.
 void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b, std::span<const TensorView> d,
-                    const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {}, core::StreamRef stream = {});
+                    const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {},
+                    core::StreamRef stream = core::current_stream());
 
 /// The mixture-of-experts form in one call: `a` (T, K) rows sorted by group, `b` (G, K, N), `d`
 /// (T, N), `group_sizes` on the host (G values summing to T). Plans as the per-group form and runs
@@ -244,11 +245,12 @@ void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b
 /// measured fastest, gpumath's grouped kernel among them (choices kept process-wide).
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d,
                     std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
-                    const MatmulOptions& options = {}, core::StreamRef stream = {});
+                    const MatmulOptions& options = {}, core::StreamRef stream = core::current_stream());
 
 /// The mixture-of-experts form with group sizes in device memory, in one launch of gpumath's
 /// grouped kernel (see DeviceGroupSizes).
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,
-                    const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {}, core::StreamRef stream = {});
+                    const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {},
+                    core::StreamRef stream = core::current_stream());
 
 }  // namespace gpumath

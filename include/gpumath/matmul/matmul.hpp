@@ -74,8 +74,8 @@ public:
     /// afterwards; a C aliasing D is restored between runs. Returns the candidates, fastest first.
     /// `iterations` is 1 to 10000 (InvalidArgument otherwise: each run of each candidate takes two events).
     const std::vector<AlgorithmInfo>& autotune(const TensorView& a, const TensorView& b, const TensorView& d,
-                                               const MatmulArgs& args = {}, core::StreamRef stream = {},
-                                               int iterations = 10);
+                                               const MatmulArgs& args = {},
+                                               core::StreamRef stream = core::current_stream(), int iterations = 10);
 
     /// Writes the selected algorithm of the current plan to `path` (a text file gpumath owns;
     /// other problems' entries are kept), keyed by GPU name, compute capability, cuBLASLt version
@@ -97,11 +97,11 @@ public:
     /// the current plan (a pointer less aligned than planned included) get a plan of their own
     /// (cached in this object), never one that needs more. Returns the outputs gpumath allocated.
     MatmulOutputs execute(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args = {},
-                          core::StreamRef stream = {});
+                          core::StreamRef stream = core::current_stream());
     /// The same, allocating D (result_layout(), row-major) from the memory resource. InvalidArgument
     /// when result_layout() is column-major (a column-major c): pass a d view then.
     MatmulResult execute(const TensorView& a, const TensorView& b, const MatmulArgs& args = {},
-                         core::StreamRef stream = {});
+                         core::StreamRef stream = core::current_stream());
 
     /// M, the rows of A and D (0 when moved from).
     [[nodiscard]] std::int64_t m() const noexcept;
@@ -129,11 +129,11 @@ private:
 /// comes from a thread-safe LRU cache (MatmulPlanCache) keyed by device, layouts, dtypes, pointer
 /// alignment classes, options and epilog. Returns the outputs gpumath allocated. Throws as Matmul.
 MatmulOutputs matmul(const TensorView& a, const TensorView& b, const TensorView& d, const MatmulArgs& args = {},
-                     const MatmulOptions& options = {}, core::StreamRef stream = {});
+                     const MatmulOptions& options = {}, core::StreamRef stream = core::current_stream());
 
 /// The same, allocating D (row-major (..., M, N), of `options.result_type` or the default).
 /// InvalidArgument for a c that only a column-major D fits: pass a d view then.
 MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& args = {},
-                    const MatmulOptions& options = {}, core::StreamRef stream = {});
+                    const MatmulOptions& options = {}, core::StreamRef stream = core::current_stream());
 
 }  // namespace gpumath

@@ -73,14 +73,14 @@ struct QuantizedFP8 {
 /// InvalidArgument for bad input (before any GPU work) and during a stream capture (use the form
 /// with outputs).
 [[nodiscard]] QuantizedFP8 quantize_fp8(const TensorView& x, ScaleMode mode, const QuantizeOptions& options = {},
-                                        core::StreamRef stream = {});
+                                        core::StreamRef stream = core::current_stream());
 
 /// The same into the caller's memory: `data` (FP8, x's shape, dense row-major), `scales` (f32, the
 /// layout fp8_scale_layout gives, 16-byte aligned for every mode but `tensor`) and optionally
 /// `amax` (one f32). No output may overlap x or another output. Allocates nothing, so it may be
 /// captured in a CUDA graph. InvalidArgument naming the operand for bad input, before any GPU work.
 void quantize_fp8(const TensorView& x, ScaleMode mode, const TensorView& data, const TensorView& scales,
-                  float* amax = nullptr, core::StreamRef stream = {});
+                  float* amax = nullptr, core::StreamRef stream = core::current_stream());
 
 /// The inverse: `data * scale` per element (in f32, then rounded to `result_type`: bf16, f16 or
 /// f32), dense row-major with data's shape. `data` may have strided rows as x may; `scales` must
@@ -88,6 +88,7 @@ void quantize_fp8(const TensorView& x, ScaleMode mode, const TensorView& data, c
 /// compiled kernel. Allocates the result from the device's pool; InvalidArgument for bad input
 /// (before any GPU work) and during a stream capture.
 [[nodiscard]] Tensor dequantize_fp8(const TensorView& data, const TensorView& scales, ScaleMode mode,
-                                    DataType result_type = DataType::f32, core::StreamRef stream = {});
+                                    DataType result_type = DataType::f32,
+                                    core::StreamRef stream = core::current_stream());
 
 }  // namespace gpumath

@@ -229,7 +229,8 @@ __global__ void transpose(const TransposeParams p) {
                 for (int k = threadIdx.y; k < tile; k += tile_rows) {
                     const long long rr = rt * tile + k;
                     if (rr < p.rows && c < p.cols)
-                        out[b * p.out_batch_stride + rr * p.out_row_stride + c] = convert<In, Out>(cell[threadIdx.x][k]);
+                        out[b * p.out_batch_stride + rr * p.out_row_stride + c] =
+                            convert<In, Out>(cell[threadIdx.x][k]);
                 }
                 __syncthreads();
             }

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tensor utilities on a GPU, against host references written from the rules the docs state
+// (using the CUDA headers' host conversions for f16, bf16 and FP8): fill and cast for every dtype
+// (pair) and layout (contiguous, transposed, strided), bit-exact copies, random tensors
+// (distribution, reproducibility, pieces by offset), previews, and capture and replay.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <gpumath/gpumath.hpp>
+
+#include "common/test_util.hpp"
+
+using namespace gpumath;
+
+namespace {
+
+constexpr DataType k_types[] = {DataType::f16, DataType::bf16, DataType::f32,  DataType::f64, DataType::c32,
+                                DataType::c64, DataType::e4m3, DataType::e5m2, DataType::i8,  DataType::i32};
+
+class TensorOps : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!test::has_gpu()) GTEST_SKIP() << "no CUDA driver/device on this machine: this test needs a GPU";
+    }
+};
+
+using Bytes = std::vector<unsigned char>;
+
+void ok(cudaError_t status) {
+    if (status != cudaSuccess) throw std::runtime_error(cudaGetErrorString(status));
+}
+
+// The host reference of one element: read exactly, written by the documented rules.
+std::complex<double> read(DataType t, const unsigned char* p) {
+    const auto as = [&](auto v) {
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    };
+    switch (t) {
+        case DataType::f16:
+            return __half2float(as(__half{}));
+        case DataType::bf16:
+            return __bfloat162float(as(__nv_bfloat16{}));
+        case DataType::f32:
+            return as(float{});
+        case DataType::f64:
+            return as(double{});
+        case DataType::c32: {
+            const auto c = as(std::complex<float>{});
+            return {c.real(), c.imag()};
+        }
+        case DataType::c64:
+            return as(std::complex<double>{});
+        case DataType::e4m3:
+            return float(as(__nv_fp8_e4m3{}));
+        case DataType::e5m2:
+            return float(as(__nv_fp8_e5m2{}));
+        case DataType::i8:
+            return double(as(std::int8_t{}));
+        case DataType::i32:
+            return double(as(std::int32_t{}));
+    }
+    return 0.0;
+}
+
+double integer(double x, double lo, double hi) { return std::isnan(x) ? 0.0 : std::clamp(std::trunc(x), lo, hi); }
+
+void write(DataType t, std::complex<double> v, unsigned char* p) {
+    const auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
+    switch (t) {
+        case DataType::f16:
+            return put(__double2half(v.real()));
+        case DataType::bf16:
+            return put(__double2bfloat16(v.real()));
+        case DataType::f32:
+            return put(float(v.real()));
+        case DataType::f64:
+            return put(v.real());
+        case DataType::c32:
+            return put(std::complex<float>(float(v.real()), float(v.imag())));
+        case DataType::c64:
+            return put(v);
+        case DataType::e4m3:
+            return put(__nv_cvt_double_to_fp8(v.real(), __NV_SATFINITE, __NV_E4M3));
+        case DataType::e5m2:
+            return put(__nv_cvt_double_to_fp8(v.real(), __NV_SATFINITE, __NV_E5M2));
+        case DataType::i8:
+            return put(std::int8_t(integer(v.real(), -128, 127)));
+        case DataType::i32:
+            return put(std::int32_t(integer(v.real(), -2147483648.0, 2147483647.0)));
+    }
+}
+
+bool same(DataType t, const unsigned char* a, const unsigned char* b) {
+    const std::complex<double> x = read(t, a), y = read(t, b);
+    const auto eq = [](double u, double v) { return (std::isnan(u) && std::isnan(v)) || u == v; };
+    return eq(x.real(), y.real()) && eq(x.imag(), y.imag());
+}
+
+// Values that exercise every rule: specials, saturation, truncation, rounding, signs.
+std::vector<std::complex<double>> probe_values(std::size_t n, std::uint64_t seed) {
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<std::complex<double>> v{
+        {0.0, 1.0}, {-0.0, -2.0}, {1.0, 0.5},    {-1.0, 3.0},   {2.5, -2.5}, {-3.7, 0.1},  {127.6, 0},
+        {-128.9, 0}, {448, 0},    {449, 0},      {-1e5, 0},     {57344, 0},  {70000, 0},  {1e-3, 0},
+        {1e-9, 0},   {inf, 0},    {-inf, 0},     {nan, 0},      {3e9, 0},    {-3e9, 0},    {65504, 0},
+        {1e40, 0},   {0.1, 0.2},  {1.0 / 3, 0},  {255.5, 0}};
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> dist(0.0, 50.0);
+    while (v.size() < n) v.emplace_back(dist(rng), dist(rng));
+    v.resize(n);
+    return v;
+}
+
+// `values` written as `t` (so the input is exactly representable).
+Bytes encode(DataType t, const std::vector<std::complex<double>>& values) {
+    Bytes b(values.size() * size_of(t));
+    for (std::size_t i = 0; i < values.size(); ++i) write(t, values[i], b.data() + i * size_of(t));
+    return b;
+}
+
+Tensor upload(DataType t, const Bytes& bytes, std::initializer_list<std::int64_t> shape) {
+    Tensor x = Tensor::empty(t, shape, core::StreamRef{});
+    ok(cudaMemcpy(x.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    return x;
+}
+
+Bytes download(const Tensor& x) {
+    Bytes b(std::size_t(x.view().span_bytes()));
+    ok(cudaMemcpy(b.data(), x.data(), b.size(), cudaMemcpyDeviceToHost));
+    return b;
+}
+
+// Fills `x` with 0xa5 bytes: an element a kernel failed to write shows.
+void poison(const Tensor& x) { ok(cudaMemset(x.data(), 0xa5, std::size_t(x.view().span_bytes()))); }
+
+}  // namespace
+
+TEST_F(TensorOps, CastConvertsEveryPairByTheRulesInEveryLayout) {
+    constexpr std::int64_t rows = 33, cols = 47;  // odd: tails past the 16-byte packs, partial tiles
+    const std::vector<std::complex<double>> values = probe_values(std::size_t(rows * cols), 7);
+    for (const DataType from : k_types) {
+        const Bytes in_bytes = encode(from, values);
+        const Tensor in = upload(from, in_bytes, {rows, cols});
+        for (const DataType to : k_types) {
+            SCOPED_TRACE(std::string(to_string(from)) + " -> " + std::string(to_string(to)));
+            const std::size_t os = size_of(to), is = size_of(from);
+            // Contiguous.
+            Tensor out = Tensor::empty(to, {rows, cols});
+            poison(out);
+            cast(in, out, core::StreamRef{});
+            Bytes got = download(out), want(got.size());
+            for (std::size_t i = 0; i < std::size_t(rows * cols); ++i)
+                write(to, read(from, in_bytes.data() + i * is), want.data() + i * os);
+            for (std::size_t i = 0; i < std::size_t(rows * cols); ++i)
+                ASSERT_TRUE(same(to, got.data() + i * os, want.data() + i * os)) << "contiguous element " << i;
+            // Transposed: out (cols, rows) from in seen as its transpose (the tiled kernel).
+            Tensor t = Tensor::empty(to, {cols, rows});
+            poison(t);
+            cast(in.view().transposed(), t, core::StreamRef{});
+            got = download(t);
+            for (std::int64_t r = 0; r < cols; ++r)
+                for (std::int64_t c = 0; c < rows; ++c)
+                    ASSERT_TRUE(same(to, got.data() + std::size_t(r * rows + c) * os,
+                                     want.data() + std::size_t(c * cols + r) * os))
+                        << "transposed element (" << r << ", " << c << ")";
+            // Strided: every other column of in into every third element of a wider out.
+            Tensor wide = Tensor::empty(to, {rows, 3 * ((cols + 1) / 2)});
+            poison(wide);
+            const TensorView src(in.data(), TensorLayout(from, {rows, (cols + 1) / 2}, {cols, 2}));
+            const TensorView dst(wide.data(), TensorLayout(to, {rows, (cols + 1) / 2}, {3 * ((cols + 1) / 2), 3}));
+            cast(src, dst, core::StreamRef{});
+            got = download(wide);
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < (cols + 1) / 2; ++c)
+                    ASSERT_TRUE(same(to, got.data() + std::size_t(r * dst.stride(0) + c * 3) * os,
+                                     want.data() + std::size_t(r * cols + 2 * c) * os))
+                        << "strided element (" << r << ", " << c << ")";
+        }
+    }
+}
+
+TEST_F(TensorOps, FillWritesTheConvertedValueEverywhereAsked) {
+    for (const DataType t : k_types) {
+        SCOPED_TRACE(std::string(to_string(t)));
+        const std::complex<double> value(-1234.56, 7.25);
+        Bytes one(size_of(t));
+        write(t, value, one.data());
+        // A whole tensor, and every other row of another (the rest keeps its poison).
+        Tensor whole = full(t, {7, 129}, value, core::StreamRef{});
+        const Bytes got = download(whole);
+        for (std::size_t i = 0; i < std::size_t(7 * 129); ++i)
+            ASSERT_EQ(std::memcmp(got.data() + i * size_of(t), one.data(), size_of(t)), 0) << "element " << i;
+        Tensor rows = Tensor::empty(t, {6, 5});
+        poison(rows);
+        fill(TensorView(rows.data(), TensorLayout(t, {3, 5}, {10, 1})), value, core::StreamRef{});
+        const Bytes h = download(rows);
+        for (std::size_t r = 0; r < 6; ++r)
+            for (std::size_t c = 0; c < 5; ++c) {
+                const unsigned char* e = h.data() + (r * 5 + c) * size_of(t);
+                if (r % 2 == 0) ASSERT_EQ(std::memcmp(e, one.data(), size_of(t)), 0) << r << ", " << c;
+                else ASSERT_EQ(*e, 0xa5) << "row " << r << " was written";
+            }
+    }
+    EXPECT_EQ(zeros(DataType::f32, {4}, core::StreamRef{}).to_host<float>(core::StreamRef{}),
+              std::vector<float>(4, 0.0f));
+    EXPECT_EQ(ones(DataType::i32, {3}, core::StreamRef{}).to_host<std::int32_t>(core::StreamRef{}),
+              std::vector<std::int32_t>(3, 1));
+}
+
+TEST_F(TensorOps, CopyMovesBitsAndTransposesAnyTwoAxes) {
+    // NaN payloads and negative zeros survive a copy (no conversion between equal types).
+    std::vector<std::uint32_t> bits(2 * 3 * 4 * 5);
+    for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = 0x7fc00000u + std::uint32_t(i * 977);
+    bits[3] = 0x80000000u;
+    const Tensor x = Tensor::empty(DataType::f32, {2, 3, 4, 5}, core::StreamRef{});
+    ok(cudaMemcpy(x.data(), bits.data(), bits.size() * 4, cudaMemcpyHostToDevice));
+    const std::int64_t shape[4] = {2, 3, 4, 5};
+    for (int a0 = 0; a0 < 4; ++a0)
+        for (int a1 = a0 + 1; a1 < 4; ++a1) {
+            SCOPED_TRACE("axes " + std::to_string(a0) + ", " + std::to_string(a1));
+            const Tensor t = transpose(x, a0, a1, core::StreamRef{});
+            std::vector<std::uint32_t> got(bits.size());
+            ok(cudaMemcpy(got.data(), t.data(), got.size() * 4, cudaMemcpyDeviceToHost));
+            std::int64_t out_shape[4] = {shape[0], shape[1], shape[2], shape[3]};
+            std::swap(out_shape[a0], out_shape[a1]);
+            for (std::int64_t i = 0; i < std::int64_t(got.size()); ++i) {
+                std::int64_t idx[4], rest = i;
+                for (int d = 3; d >= 0; --d) {
+                    idx[d] = rest % out_shape[d];
+                    rest /= out_shape[d];
+                }
+                std::swap(idx[a0], idx[a1]);
+                const std::int64_t src = ((idx[0] * shape[1] + idx[1]) * shape[2] + idx[2]) * shape[3] + idx[3];
+                ASSERT_EQ(got[std::size_t(i)], bits[std::size_t(src)]) << "element " << i;
+            }
+        }
+    // A contiguous copy is one device copy; equal bits again.
+    const Tensor c = contiguous(x, core::StreamRef{});
+    std::vector<std::uint32_t> back(bits.size());
+    ok(cudaMemcpy(back.data(), c.data(), back.size() * 4, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(back, bits);
+}
+
+TEST_F(TensorOps, RandomTensorsFollowTheirDistributionAndTheirSeed) {
+    constexpr std::int64_t n = 1 << 20;
+    const Tensor u = random::uniform(DataType::f64, {n}, -2.0, 3.0, {.seed = 11}, core::StreamRef{});
+    const std::vector<double> uv = u.to_host<double>(core::StreamRef{});
+    double mean = 0;
+    for (const double x : uv) {
+        ASSERT_GT(x, -2.0);
+        ASSERT_LE(x, 3.0);
+        mean += x;
+    }
+    EXPECT_NEAR(mean / n, 0.5, 0.01);
+    const Tensor g = random::normal(DataType::f32, {n + 1}, 1.5, 2.0, {.seed = 5}, core::StreamRef{});  // odd count
+    const std::vector<float> gv = g.to_host<float>(core::StreamRef{});
+    double m = 0, sq = 0;
+    for (const float x : gv) {
+        ASSERT_TRUE(std::isfinite(x));
+        m += x;
+        sq += double(x) * x;
+    }
+    m /= double(gv.size());
+    EXPECT_NEAR(m, 1.5, 0.01);
+    EXPECT_NEAR(std::sqrt(sq / double(gv.size()) - m * m), 2.0, 0.01);
+    const std::vector<float> lv =
+        random::lognormal(DataType::f32, {n}, 0.0, 0.5, {.seed = 5}, core::StreamRef{}).to_host<float>(core::StreamRef{});
+    double lm = 0;
+    for (const float x : lv) {
+        ASSERT_GT(x, 0.0f);
+        lm += std::log(double(x));
+    }
+    EXPECT_NEAR(lm / n, 0.0, 0.01);
+    // The same seed gives the same values; another seed others.
+    EXPECT_EQ(random::uniform(DataType::f64, {n}, -2.0, 3.0, {.seed = 11}, core::StreamRef{})
+                  .to_host<double>(core::StreamRef{}),
+              uv);
+    EXPECT_NE(random::uniform(DataType::f64, {n}, -2.0, 3.0, {.seed = 12}, core::StreamRef{})
+                  .to_host<double>(core::StreamRef{}),
+              uv);
+    // f16 and bf16 are the f32 values rounded.
+    const std::vector<float> f32 =
+        random::normal(DataType::f32, {4097}, 0.0, 1.0, {.seed = 3}, core::StreamRef{}).to_host<float>(core::StreamRef{});
+    const Tensor bf = random::normal(DataType::bf16, {4097}, 0.0, 1.0, {.seed = 3}, core::StreamRef{});
+    const Bytes bfb = download(bf);
+    for (std::size_t i = 0; i < f32.size(); ++i) {
+        Bytes want(2);
+        write(DataType::bf16, f32[i], want.data());
+        ASSERT_EQ(std::memcmp(bfb.data() + 2 * i, want.data(), 2), 0) << i;
+    }
+}
+
+TEST_F(TensorOps, RandomSequencesCanBeMadeInPiecesByOffset) {
+    // A piece after an offset of k continues where a piece of k values ended.
+    for (const DataType t : {DataType::f32, DataType::f64}) {
+        SCOPED_TRACE(std::string(to_string(t)));
+        constexpr std::int64_t n = 10000, k = 4096;
+        const Tensor whole = random::uniform(t, {n}, 0.0, 1.0, {.seed = 9}, core::StreamRef{});
+        Tensor pieces = Tensor::empty(t, {n});
+        const std::size_t es = size_of(t);
+        random::uniform(TensorView(pieces.data(), TensorLayout(t, {k})), 0.0, 1.0, {.seed = 9}, core::StreamRef{});
+        random::uniform(TensorView(static_cast<char*>(pieces.data()) + k * es, TensorLayout(t, {n - k})), 0.0, 1.0,
+                        {.seed = 9, .offset = k}, core::StreamRef{});
+        EXPECT_EQ(download(pieces), download(whole));
+        const Tensor nw = random::normal(t, {n}, 0.0, 1.0, {.seed = 9}, core::StreamRef{});
+        random::normal(TensorView(pieces.data(), TensorLayout(t, {k})), 0.0, 1.0, {.seed = 9}, core::StreamRef{});
+        random::normal(TensorView(static_cast<char*>(pieces.data()) + k * es, TensorLayout(t, {n - k})), 0.0, 1.0,
+                       {.seed = 9, .offset = k}, core::StreamRef{});
+        EXPECT_EQ(download(pieces), download(nw)) << "normal values, pieces of even length";
+    }
+}
+
+TEST_F(TensorOps, PreviewShowsShapeDtypeAndABoundedSummary) {
+    const std::vector<float> v{1.0f, 2.5f, -3.0f, 4.0f, 5.0f, 6.0f};
+    const Tensor x = Tensor::from_host(v, {2, 3}, core::StreamRef{});
+    EXPECT_EQ(preview(x, {}, core::StreamRef{}), "tensor(shape (2, 3), f32)\n[[ 1.0000,  2.5000, -3.0000],\n"
+                                                 " [ 4.0000,  5.0000,  6.0000]]");
+    const Tensor i = Tensor::from_host(std::vector<std::int32_t>{7, -8, 9}, {3}, core::StreamRef{});
+    EXPECT_EQ(preview(i, {}, core::StreamRef{}), "tensor(shape (3,), i32)\n[ 7, -8,  9]");
+    // A large tensor: its first and last three entries on each axis, whatever its size.
+    const Tensor big = full(DataType::bf16, {1000, 1000}, 0.5, core::StreamRef{});
+    const std::string text = preview(big, {}, core::StreamRef{});
+    EXPECT_NE(text.find("tensor(shape (1000, 1000), bf16)"), std::string::npos);
+    EXPECT_NE(text.find("0.5000, 0.5000, 0.5000, ..., 0.5000, 0.5000, 0.5000]"), std::string::npos) << text;
+    EXPECT_LT(text.size(), 1000u);
+    std::ostringstream os;
+    os << x.view().transposed();
+    EXPECT_EQ(os.str(), "tensor(shape (3, 2), f32)\n[[ 1.0000,  4.0000],\n [ 2.5000,  5.0000],\n [-3.0000,  6.0000]]");
+}
+
+TEST_F(TensorOps, CapturedCallsReplayWhatEagerCallsCompute) {
+    core::Stream stream;
+    constexpr std::int64_t n = 3001;
+    const Tensor src = random::normal(DataType::f32, {n}, 0.0, 10.0, {.seed = 1}, stream);
+    Tensor eager_cast = Tensor::empty(DataType::bf16, {n}, stream), graph_cast = Tensor::empty(DataType::bf16, {n}, stream);
+    Tensor eager_rand = Tensor::empty(DataType::f32, {n}, stream), graph_rand = Tensor::empty(DataType::f32, {n}, stream);
+    Tensor eager_fill = Tensor::empty(DataType::i8, {n}, stream), graph_fill = Tensor::empty(DataType::i8, {n}, stream);
+    const Tensor m = random::uniform(DataType::f32, {40, 50}, 0.0, 1.0, {.seed = 2}, stream);
+    Tensor eager_t = Tensor::empty(DataType::f32, {50, 40}, stream), graph_t = Tensor::empty(DataType::f32, {50, 40}, stream);
+    const auto work = [&](Tensor& c, Tensor& r, Tensor& f, Tensor& t, core::StreamRef s) {
+        cast(src, c, s);
+        random::uniform(r, -1.0, 1.0, {.seed = 4, .offset = 8}, s);
+        fill(f, -5.5, s);
+        copy(m.view().transposed(), t, s);
+    };
+    work(eager_cast, eager_rand, eager_fill, eager_t, stream);
+    // Allocating forms are refused inside a capture, before anything is enqueued.
+    const core::Graph graph = core::Graph::capture(stream, [&](core::StreamRef s) {
+        work(graph_cast, graph_rand, graph_fill, graph_t, s);
+        test::expect_throw_with<InvalidArgument>([&] { (void)zeros(DataType::f32, {4}, s); },
+                                                 {"gpumath::full", "during a capture"});
+    });
+    graph.launch(stream);
+    stream.synchronize();
+    EXPECT_EQ(download(graph_cast), download(eager_cast));
+    EXPECT_EQ(download(graph_rand), download(eager_rand));
+    EXPECT_EQ(download(graph_fill), download(eager_fill));
+    EXPECT_EQ(download(graph_t), download(eager_t));
+}
