@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Copies what scripts/gpu-check.sh needs from a gpu build (test, example and benchmark programs and
 # the test list) into a lean folder to carry to the GPU machine, leaving object files behind.
-#   scripts/gpu-bundle.sh [BUILD_DIR] [BUNDLE_DIR]     (defaults: build-gpu gpu-bundle)
+#   scripts/gpu-bundle.sh [BUILD_DIR] [BUNDLE_DIR]     (defaults: build/gpu gpu-bundle)
 set -eu
-build="${1:-build-gpu}"
+build="${1:-build/gpu}"
 bundle="${2:-gpu-bundle}"
 rm -rf "$bundle"
 mkdir -p "$bundle"

@@ -2,7 +2,7 @@
 # The whole GPU loop in one command, for a build made elsewhere with the `gpu` preset and carried
 # to the GPU machine:
 #
-#   scripts/gpu-check.sh [BUILD_DIR]          (default: build-gpu)
+#   scripts/gpu-check.sh [BUILD_DIR]          (default: build/gpu)
 #
 # Runs every test binary, the GPU tests again under compute-sanitizer memcheck, the examples and
 # the benchmarks, and writes logs to $OUT (default ./gpu-logs): tests.log, sanitizer.log,
@@ -17,7 +17,7 @@
 #   GPUCHECK_SANITIZER_BINARIES=...  extended regex: only test binaries whose name matches run under
 #                            memcheck (default: every GPU test binary)
 set -u
-build="${1:-build-gpu}"
+build="${1:-build/gpu}"
 out="${OUT:-$PWD/gpu-logs}"
 steps="${GPUCHECK_STEPS:-tests sanitizer examples bench}"
 limit="${GPUCHECK_TIMEOUT:-300}"
