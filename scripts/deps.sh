@@ -1,33 +1,74 @@
 #!/usr/bin/env bash
-# Makes sure what gpumath builds with is installed: a C++20 compiler, CMake >= 3.24, fmt, xxHash,
-# GoogleTest, DLPack (optional for users, installed here so the interop is built and tested),
-# clang-format and clang-tidy (scripts/lint.sh, scripts/tidy.sh), clang with libFuzzer
-# (scripts/fuzz.sh) and Doxygen (the API reference; the packaging.api_reference test) from
-# Debian's packages, and the CUDA Toolkit (13.x; cudart, cuBLASLt, cuFFT, NVRTC, nvJitLink).
-# Installs missing Debian packages with apt-get when run as root; otherwise prints the exact
-# command to run. The CUDA Toolkit is looked for in $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
+# Makes sure what gpumath builds with is installed, from Debian's packages, and finds the CUDA
+# Toolkit (13.x, with cudart, cuBLASLt, cuFFT, cuRAND, NVRTC, nvJitLink; looked for in $CUDA_PATH,
+# $CUDA_HOME, /usr/local/cuda). Installs what is missing with apt-get when run as root; otherwise
+# prints the exact command to run.
 #
-# Also puts a DLPack 1.x header in build/_deps/dlpack-1/include (Debian 12 ships 0.6, which lacks
-# the versioned structs that the core.dlpack_versioned test covers). It comes from PyPI's
-# apache-tvm-ffi wheel, which carries dlpack's header, and is checked against a known hash; when
-# it cannot be had the step warns and that test reports itself skipped.
+#   scripts/deps.sh examples   the library and its examples (scripts/examples.sh): g++, cmake, make,
+#                              fmt, xxHash and DLPack's header (libdlpack-dev). Downloads nothing.
+#   scripts/deps.sh [test]     everything the test suite uses (scripts/test.sh, so CI): the above,
+#                              GoogleTest, binutils (readelf), python3, clang-format and clang-tidy
+#                              (scripts/lint.sh, scripts/tidy.sh), clang with libFuzzer
+#                              (scripts/fuzz.sh) and Doxygen (the API reference). Also puts a DLPack
+#                              1.x header in build/_deps/dlpack-1/include (Debian 12 ships 0.6,
+#                              which lacks the versioned structs that the core.dlpack_versioned test
+#                              covers), taken from PyPI's apache-tvm-ffi wheel and checked against a
+#                              known hash; when it cannot be had the step warns and that test reports
+#                              itself skipped.
 set -eu
 cd "$(dirname "$0")/.."
+
+# A DLPack 1.x header for the versioned-struct tests (see above).
+fetch_dlpack1() {
+  dlpack1_wheel="apache-tvm-ffi==0.1.15.post2"
+  dlpack1_member="tvm_ffi/include/dlpack/dlpack.h"
+  dlpack1_sha256="62052bef24bd69bb7b52e95428f9e99bd7951783850c36c5f2a41e71fd63c2fc"
+  dlpack1_dir="build/_deps/dlpack-1/include/dlpack"
+  if [ ! -f "$dlpack1_dir/dlpack.h" ]; then
+    tmp=$(mktemp -d)
+    if python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "$dlpack1_wheel" >/dev/null 2>&1 &&
+       python3 - "$tmp" "$dlpack1_member" "$dlpack1_sha256" "$dlpack1_dir" <<'PY'
+import glob, hashlib, os, sys, zipfile
+folder, member, digest, out = sys.argv[1:]
+with zipfile.ZipFile(glob.glob(os.path.join(folder, "*.whl"))[0]) as wheel:
+    data = wheel.read(member)
+if hashlib.sha256(data).hexdigest() != digest:
+    sys.exit(f"{member}: unexpected sha256 {hashlib.sha256(data).hexdigest()}")
+os.makedirs(out, exist_ok=True)
+with open(os.path.join(out, "dlpack.h"), "wb") as f:
+    f.write(data)
+PY
+    then
+      echo "gpumath: DLPack 1.x header for the versioned-struct tests in $dlpack1_dir"
+    else
+      echo "gpumath: warning: could not fetch a DLPack 1.x header ($dlpack1_wheel from PyPI); core.dlpack_versioned will be skipped" >&2
+    fi
+    rm -rf "$tmp"
+  fi
+}
+
+mode="${1:-test}"
+case "$mode" in
+  examples|test) ;;
+  *) echo "usage: scripts/deps.sh [examples|test]" >&2; exit 2 ;;
+esac
 missing=()
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v make >/dev/null 2>&1 || missing+=(make)
-command -v readelf >/dev/null 2>&1 || missing+=(binutils)
-command -v clang-format >/dev/null 2>&1 || missing+=(clang-format)
-command -v clang-tidy >/dev/null 2>&1 || missing+=(clang-tidy)
-command -v clang++ >/dev/null 2>&1 || missing+=(clang)
-ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || missing+=(libclang-rt-dev)
-command -v python3 >/dev/null 2>&1 || missing+=(python3)
-command -v doxygen >/dev/null 2>&1 || missing+=(doxygen)
 [ -f /usr/include/fmt/format.h ] || missing+=(libfmt-dev)
 [ -f /usr/include/xxhash.h ] || missing+=(libxxhash-dev)
-[ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 [ -f /usr/include/dlpack/dlpack.h ] || missing+=(libdlpack-dev)
+if [ "$mode" = test ]; then
+  command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+  command -v python3 >/dev/null 2>&1 || missing+=(python3)
+  command -v clang-format >/dev/null 2>&1 || missing+=(clang-format)
+  command -v clang-tidy >/dev/null 2>&1 || missing+=(clang-tidy)
+  command -v clang++ >/dev/null 2>&1 || missing+=(clang)
+  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || missing+=(libclang-rt-dev)
+  command -v doxygen >/dev/null 2>&1 || missing+=(doxygen)
+  [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "gpumath: installing ${missing[*]}"
@@ -48,31 +89,7 @@ if [ -z "$cuda" ]; then
   echo "gpumath: install it (NVIDIA's cuda-toolkit package) or set CUDA_PATH to its root" >&2
   exit 1
 fi
-dlpack1_wheel="apache-tvm-ffi==0.1.15.post2"
-dlpack1_member="tvm_ffi/include/dlpack/dlpack.h"
-dlpack1_sha256="62052bef24bd69bb7b52e95428f9e99bd7951783850c36c5f2a41e71fd63c2fc"
-dlpack1_dir="build/_deps/dlpack-1/include/dlpack"
-if [ ! -f "$dlpack1_dir/dlpack.h" ]; then
-  tmp=$(mktemp -d)
-  if python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "$dlpack1_wheel" >/dev/null 2>&1 &&
-     python3 - "$tmp" "$dlpack1_member" "$dlpack1_sha256" "$dlpack1_dir" <<'PY'
-import glob, hashlib, os, sys, zipfile
-folder, member, digest, out = sys.argv[1:]
-with zipfile.ZipFile(glob.glob(os.path.join(folder, "*.whl"))[0]) as wheel:
-    data = wheel.read(member)
-if hashlib.sha256(data).hexdigest() != digest:
-    sys.exit(f"{member}: unexpected sha256 {hashlib.sha256(data).hexdigest()}")
-os.makedirs(out, exist_ok=True)
-with open(os.path.join(out, "dlpack.h"), "wb") as f:
-    f.write(data)
-PY
-  then
-    echo "gpumath: DLPack 1.x header for the versioned-struct tests in $dlpack1_dir"
-  else
-    echo "gpumath: warning: could not fetch a DLPack 1.x header ($dlpack1_wheel from PyPI); core.dlpack_versioned will be skipped" >&2
-  fi
-  rm -rf "$tmp"
-fi
+if [ "$mode" = test ]; then fetch_dlpack1; fi
 cmake_version=$(cmake --version | head -n1 | sed 's/[^0-9.]*\([0-9.]*\).*/\1/')
 if [ "$(printf '%s\n3.24\n' "$cmake_version" | sort -V | head -n1)" != "3.24" ]; then
   echo "gpumath: CMake $cmake_version found, 3.24 or newer needed" >&2
