@@ -2,6 +2,7 @@
 // Builds exception messages; runs only on failure.
 #include "core/driver_api.hpp"
 #include "detail/status.hpp"
+#include <gpumath/detail/integral_range.hpp>
 #include <gpumath/error.hpp>
 
 #include <cstdlib>
@@ -347,6 +348,10 @@ void throw_invalid(const std::string& message, const char* api) {
 void throw_not_supported(const std::string& message, const char* api) {
     if (api != nullptr && *api != '\0') throw NotSupported(fmt::format("{}: {}", api, message), api);
     throw NotSupported(message);
+}
+
+void throw_not_int64(const char* field, std::size_t index, unsigned long long value, const char* api) {
+    throw_invalid(fmt::format("{}[{}]: {} does not fit in a signed 64-bit integer", field, index, value), api);
 }
 
 void throw_moved_from(const char* type, const char* api) {

@@ -7,12 +7,15 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <ranges>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include <gpumath/core/kernel_argument.hpp>
 #include <gpumath/core/memory.hpp>
 #include <gpumath/core/stream.hpp>
+#include <gpumath/detail/integral_range.hpp>
 #include <gpumath/layout.hpp>
 #include <gpumath/types.hpp>
 
@@ -72,25 +75,24 @@ public:
                                       std::shared_ptr<core::MemoryResource> resource = nullptr,
                                       std::size_t alignment = core::MemoryResource::default_alignment);
 
-    /// Copies host data into a new tensor of `shape` ordered on `stream`; `data.size()` must equal
-    /// the shape's element count (InvalidArgument). The host data may be reused on return.
-    template <class T>
-    [[nodiscard]] static Tensor from_host(std::span<const T> data, std::initializer_list<std::int64_t> shape,
+    /// Copies host data into a new row-major tensor of `shape` ordered on `stream`. `data` is any
+    /// contiguous range of one of gpumath's element types (`std::vector`, `std::array`, `std::span`, a
+    /// C array), `shape` any range of integers (`std::vector<int>`, `std::array<std::size_t, 2>`) or a
+    /// brace list (`{1024, 512}`). The element count of `shape` must equal the size of `data`
+    /// (InvalidArgument, before anything is allocated). The host data may be reused on return.
+    template <std::ranges::contiguous_range Data, class Shape = std::initializer_list<std::int64_t>>
+    requires std::ranges::sized_range<Data> && detail::IntegralRange<Shape>
+    [[nodiscard]] static Tensor from_host(const Data& data, const Shape& shape,
                                           core::StreamRef stream = core::current_stream(),
                                           std::shared_ptr<core::MemoryResource> resource = nullptr) {
-        TensorLayout layout(data_type_of<T>(), shape);
-        check_count(layout, data.size());
+        using T = std::remove_cv_t<std::ranges::range_value_t<Data>>;
+        const std::vector<std::int64_t> extents = detail::to_int64(shape, "shape", "Tensor::from_host");
+        const TensorLayout layout(data_type_of<T>(), std::span<const std::int64_t>(extents));
+        const std::span<const T> values(std::ranges::data(data), std::ranges::size(data));
+        check_count(layout, values.size());
         Tensor t = empty(layout, stream, std::move(resource));
-        t.buffer_.copy_from(data, stream);
+        t.buffer_.copy_from(values, stream);
         return t;
-    }
-    /// Copies a vector's elements as the span overload does:
-    /// `Tensor::from_host(host, {rows, cols}, stream)`.
-    template <class T>
-    [[nodiscard]] static Tensor from_host(const std::vector<T>& data, std::initializer_list<std::int64_t> shape,
-                                          core::StreamRef stream = core::current_stream(),
-                                          std::shared_ptr<core::MemoryResource> resource = nullptr) {
-        return from_host(std::span<const T>(data), shape, stream, std::move(resource));
     }
 
     /// Copies the tensor to a host vector (row-major). Blocking: synchronizes `stream`.

@@ -3,9 +3,11 @@
 // matmul()'s plan cache, so a group and a matmul() call of the same operands share one plan.
 #include "matmul/grouped.hpp"
 
+#include "core/stream_workspace.hpp"
 #include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
 #include "matmul/grouped_scales.hpp"
+#include "matmul/problem.hpp"
 
 namespace gpumath {
 namespace {
@@ -78,6 +80,22 @@ void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& 
         detail::groups_of(a, b, d, group_sizes, args, groups);
     }
     run_stateless(groups, shape, args, options, stream, kernel ? &*kernel : nullptr, key, api);
+}
+
+Tensor grouped_matmul(const TensorView& a, const TensorView& b, std::span<const std::int64_t> group_sizes,
+                      const GroupedMatmulArgs& args, const MatmulOptions& options, core::StreamRef stream) {
+    constexpr const char* api = "grouped_matmul";
+    detail::check_grouped_options(options, {}, api);
+    const detail::GroupedShape shape = detail::check_moe_layouts(a, b, options, api);
+    detail::check_group_sizes(group_sizes, shape.groups, a.shape(0), api);
+    // D as matmul's allocating form makes it for one group: a (T, K) times b[g] (K, N).
+    const TensorLayout group_b(b.dtype(), {b.shape(1), b.shape(2)}, {b.stride(1), b.stride(2)});
+    const TensorLayout layout = detail::allocated_result_layout(a, group_b, std::nullopt, options, api);
+    detail::reject_capture(stream, api,
+                           "gpumath allocates no results during a capture: pass d (the form with a d view)");
+    Tensor d = Tensor::empty(layout, stream, options.memory_resource);
+    grouped_matmul(a, b, d.view(), group_sizes, args, options, stream);
+    return d;
 }
 
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d, const DeviceGroupSizes& group_sizes,

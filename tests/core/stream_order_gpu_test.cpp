@@ -68,9 +68,9 @@ TEST_F(StreamOrder, ADefaultedCallAfterADelayedCopyOnAStreamSeesTheCopy) {
     core::StreamRef{}.synchronize();
     core::Stream stream;  // default options
     spin(stream, 200);
-    ASSERT_EQ(cudaMemcpyAsync(a.data(), p.a.data(), p.a.size() * sizeof(float), cudaMemcpyHostToDevice,
-                              stream.handle()),
-              cudaSuccess);
+    ASSERT_EQ(
+        cudaMemcpyAsync(a.data(), p.a.data(), p.a.size() * sizeof(float), cudaMemcpyHostToDevice, stream.handle()),
+        cudaSuccess);
     // Left on the default stream: before Streams were blocking by default, this product read the
     // poison while the stream still spun.
     Tensor d = matmul(a, b);

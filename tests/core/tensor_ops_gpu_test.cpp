@@ -115,10 +115,9 @@ bool same(DataType t, const unsigned char* a, const unsigned char* b) {
 std::vector<std::complex<double>> probe_values(std::size_t n, std::uint64_t seed) {
     const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
     std::vector<std::complex<double>> v{
-        {0.0, 1.0}, {-0.0, -2.0}, {1.0, 0.5},    {-1.0, 3.0},   {2.5, -2.5}, {-3.7, 0.1},  {127.6, 0},
-        {-128.9, 0}, {448, 0},    {449, 0},      {-1e5, 0},     {57344, 0},  {70000, 0},  {1e-3, 0},
-        {1e-9, 0},   {inf, 0},    {-inf, 0},     {nan, 0},      {3e9, 0},    {-3e9, 0},    {65504, 0},
-        {1e40, 0},   {0.1, 0.2},  {1.0 / 3, 0},  {255.5, 0}};
+        {0.0, 1.0}, {-0.0, -2.0}, {1.0, 0.5}, {-1.0, 3.0}, {2.5, -2.5}, {-3.7, 0.1},  {127.6, 0}, {-128.9, 0}, {448, 0},
+        {449, 0},   {-1e5, 0},    {57344, 0}, {70000, 0},  {1e-3, 0},   {1e-9, 0},    {inf, 0},   {-inf, 0},   {nan, 0},
+        {3e9, 0},   {-3e9, 0},    {65504, 0}, {1e40, 0},   {0.1, 0.2},  {1.0 / 3, 0}, {255.5, 0}};
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> dist(0.0, 50.0);
     while (v.size() < n) v.emplace_back(dist(rng), dist(rng));
@@ -278,8 +277,8 @@ TEST_F(TensorOps, RandomTensorsFollowTheirDistributionAndTheirSeed) {
     m /= double(gv.size());
     EXPECT_NEAR(m, 1.5, 0.01);
     EXPECT_NEAR(std::sqrt(sq / double(gv.size()) - m * m), 2.0, 0.01);
-    const std::vector<float> lv =
-        random::lognormal(DataType::f32, {n}, 0.0, 0.5, {.seed = 5}, core::StreamRef{}).to_host<float>(core::StreamRef{});
+    const std::vector<float> lv = random::lognormal(DataType::f32, {n}, 0.0, 0.5, {.seed = 5}, core::StreamRef{})
+                                      .to_host<float>(core::StreamRef{});
     double lm = 0;
     for (const float x : lv) {
         ASSERT_GT(x, 0.0f);
@@ -294,8 +293,8 @@ TEST_F(TensorOps, RandomTensorsFollowTheirDistributionAndTheirSeed) {
                   .to_host<double>(core::StreamRef{}),
               uv);
     // f16 and bf16 are the f32 values rounded.
-    const std::vector<float> f32 =
-        random::normal(DataType::f32, {4097}, 0.0, 1.0, {.seed = 3}, core::StreamRef{}).to_host<float>(core::StreamRef{});
+    const std::vector<float> f32 = random::normal(DataType::f32, {4097}, 0.0, 1.0, {.seed = 3}, core::StreamRef{})
+                                       .to_host<float>(core::StreamRef{});
     const Tensor bf = random::normal(DataType::bf16, {4097}, 0.0, 1.0, {.seed = 3}, core::StreamRef{});
     const Bytes bfb = download(bf);
     for (std::size_t i = 0; i < f32.size(); ++i) {
@@ -328,8 +327,9 @@ TEST_F(TensorOps, RandomSequencesCanBeMadeInPiecesByOffset) {
 TEST_F(TensorOps, PreviewShowsShapeDtypeAndABoundedSummary) {
     const std::vector<float> v{1.0f, 2.5f, -3.0f, 4.0f, 5.0f, 6.0f};
     const Tensor x = Tensor::from_host(v, {2, 3}, core::StreamRef{});
-    EXPECT_EQ(preview(x, {}, core::StreamRef{}), "tensor(shape (2, 3), f32)\n[[ 1.0000,  2.5000, -3.0000],\n"
-                                                 " [ 4.0000,  5.0000,  6.0000]]");
+    EXPECT_EQ(preview(x, {}, core::StreamRef{}),
+              "tensor(shape (2, 3), f32)\n[[ 1.0000,  2.5000, -3.0000],\n"
+              " [ 4.0000,  5.0000,  6.0000]]");
     const Tensor i = Tensor::from_host(std::vector<std::int32_t>{7, -8, 9}, {3}, core::StreamRef{});
     EXPECT_EQ(preview(i, {}, core::StreamRef{}), "tensor(shape (3,), i32)\n[ 7, -8,  9]");
     // A large tensor: its first and last three entries on each axis, whatever its size.
@@ -347,11 +347,14 @@ TEST_F(TensorOps, CapturedCallsReplayWhatEagerCallsCompute) {
     core::Stream stream;
     constexpr std::int64_t n = 3001;
     const Tensor src = random::normal(DataType::f32, {n}, 0.0, 10.0, {.seed = 1}, stream);
-    Tensor eager_cast = Tensor::empty(DataType::bf16, {n}, stream), graph_cast = Tensor::empty(DataType::bf16, {n}, stream);
-    Tensor eager_rand = Tensor::empty(DataType::f32, {n}, stream), graph_rand = Tensor::empty(DataType::f32, {n}, stream);
+    Tensor eager_cast = Tensor::empty(DataType::bf16, {n}, stream),
+           graph_cast = Tensor::empty(DataType::bf16, {n}, stream);
+    Tensor eager_rand = Tensor::empty(DataType::f32, {n}, stream),
+           graph_rand = Tensor::empty(DataType::f32, {n}, stream);
     Tensor eager_fill = Tensor::empty(DataType::i8, {n}, stream), graph_fill = Tensor::empty(DataType::i8, {n}, stream);
     const Tensor m = random::uniform(DataType::f32, {40, 50}, 0.0, 1.0, {.seed = 2}, stream);
-    Tensor eager_t = Tensor::empty(DataType::f32, {50, 40}, stream), graph_t = Tensor::empty(DataType::f32, {50, 40}, stream);
+    Tensor eager_t = Tensor::empty(DataType::f32, {50, 40}, stream),
+           graph_t = Tensor::empty(DataType::f32, {50, 40}, stream);
     const auto work = [&](Tensor& c, Tensor& r, Tensor& f, Tensor& t, core::StreamRef s) {
         cast(src, c, s);
         random::uniform(r, -1.0, 1.0, {.seed = 4, .offset = 8}, s);

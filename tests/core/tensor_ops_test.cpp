@@ -3,6 +3,7 @@
 // NVRTC, and every bad call is refused before any CUDA call (so also without a GPU).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -162,4 +163,17 @@ TEST(TensorOpsValidation, PreviewOptionsAreChecked) {
     test::expect_throw_with<InvalidArgument>([&] { (void)preview(f32, {.threshold = -1}); },
                                              {"gpumath::preview", "options.threshold: -1"});
     EXPECT_EQ(preview(TensorView(static_cast<float*>(nullptr), {0, 3})), "tensor(shape (0, 3), f32)\n[]");
+}
+
+TEST(TensorOpsValidation, FromHostTakesAnyRangesOfDataAndShape) {
+    // The count is checked before anything is allocated, whatever the ranges (so also without a GPU).
+    const std::array<float, 6> six{};
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)Tensor::from_host(six, std::vector<int>{2, 4});
+        },
+        {"Tensor::from_host", "data: 6 host elements given for shape (2, 4), which holds 8"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] { (void)Tensor::from_host(six, std::vector<std::uint64_t>{~std::uint64_t(0)}); },
+        {"Tensor::from_host", "shape[0]: 18446744073709551615 does not fit"});
 }

@@ -1448,3 +1448,35 @@ TEST(GroupedGpu, Fp8ScalesAlreadyAlignedAreReadInPlace) {
         EXPECT_EQ(download_bytes(o.view), download_bytes(in_slots.view)) << "in place == copied to slots, bitwise";
     }
 }
+
+TEST(GroupedGpu, TheAllocatingMoeFormMatchesTheFormWithAView) {
+    GPUMATH_REQUIRE_GPU();
+    core::Stream stream;
+    constexpr std::int64_t K = 64, N = 96;
+    const std::vector<int> sizes{5, 0, 17, 3};
+    const std::int64_t T = 25;
+    std::vector<float> a_host(std::size_t(T * K)), b_host(std::size_t(4 * K * N));
+    for (std::size_t i = 0; i < a_host.size(); ++i) a_host[i] = float(int(i * 7 % 13) - 6) / 8;
+    for (std::size_t i = 0; i < b_host.size(); ++i) b_host[i] = float(int(i * 5 % 11) - 5) / 4;
+    const Tensor a = Tensor::from_host(a_host, std::array<std::int64_t, 2>{T, K}, stream);
+    const Tensor b = Tensor::from_host(b_host, std::vector<int>{4, int(K), int(N)}, stream);
+    const Tensor d = grouped_matmul(a, b, sizes, {}, {}, stream);
+    ASSERT_EQ(d.view().shape(0), T);
+    ASSERT_EQ(d.view().shape(1), N);
+    EXPECT_EQ(d.dtype(), DataType::f32);
+    Tensor e = Tensor::empty(DataType::f32, {T, N}, stream);
+    grouped_matmul(a, b, e, std::vector<std::int64_t>{5, 0, 17, 3}, {}, {}, stream);
+    EXPECT_EQ(d.to_host<float>(stream), e.to_host<float>(stream));
+    // Exact integers in f32: each row against the host product of its group.
+    const std::vector<float> got = d.to_host<float>(stream);
+    std::int64_t row = 0;
+    for (std::size_t g = 0; g < sizes.size(); ++g)
+        for (int r = 0; r < sizes[g]; ++r, ++row)
+            for (std::int64_t c = 0; c < N; ++c) {
+                double want = 0;
+                for (std::int64_t k = 0; k < K; ++k)
+                    want += double(a_host[std::size_t(row * K + k)]) *
+                            b_host[std::size_t((std::int64_t(g) * K + k) * N + c)];
+                ASSERT_NEAR(got[std::size_t(row * N + c)], want, 1e-3) << row << ", " << c;
+            }
+}

@@ -4,6 +4,8 @@
 // for the constructors, needs no device).
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <algorithm>
 #include <complex>
 #include <cstdint>
@@ -81,6 +83,30 @@ TEST(GroupedValidation, ConstructorsNeedNoDevice) {
     EXPECT_EQ(moe.group_count(), 3);
     EXPECT_EQ(moe.result_type(), f32);
     EXPECT_EQ(moe.options().epilog, Epilog::gelu_bias);
+}
+
+TEST(GroupedValidation, SizesComeInAnyRangeOfIntegers) {
+    const Moe m;
+    const GroupedMatmul ints(m.a, m.b, std::vector<int>{2, 0, 3});
+    EXPECT_EQ(ints.group_count(), 3);
+    const GroupedMatmul sizes(m.a, m.b, std::array<std::size_t, 3>{2, 0, 3});
+    EXPECT_EQ(sizes.group_count(), 3);
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)GroupedMatmul(m.a, m.b, std::vector<std::uint64_t>{2, ~std::uint64_t(0), 3});
+        },
+        {"GroupedMatmul", "group_sizes[1]: 18446744073709551615 does not fit in a signed 64-bit integer"});
+    // The allocating form checks the sizes before anything is allocated (so also without a GPU).
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)grouped_matmul(m.a, m.b, std::vector<int>{2, 0, 4});
+        },
+        {"grouped_matmul", "group_sizes"});
+    test::expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)grouped_matmul(m.a, m.b, std::vector<int>{2, 3});
+        },
+        {"grouped_matmul", "group_sizes"});
 }
 
 TEST(GroupedValidation, ZeroGroups) {

@@ -4,6 +4,7 @@
 /// layer runs them (each expert's tokens times that expert's weights).
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include <gpumath/core/stream.hpp>
+#include <gpumath/detail/integral_range.hpp>
 #include <gpumath/layout.hpp>
 #include <gpumath/matmul/options.hpp>
 #include <gpumath/tensor.hpp>
@@ -177,6 +179,15 @@ public:
     /// `group_sizes` (G values summing to T) that plan() plans for; execute() may pass other sizes.
     GroupedMatmul(const TensorLayout& a, const TensorLayout& b, std::span<const std::int64_t> group_sizes,
                   const MatmulOptions& options = {}, const GroupedOptions& grouped = {});
+    /// The same with the sizes in any range of integers (`std::vector<int>`, `std::array`, ...),
+    /// copied as int64 (InvalidArgument for an unsigned value past INT64_MAX).
+    template <detail::IntegralRange Sizes>
+    requires(!std::convertible_to<const Sizes&, std::span<const std::int64_t>>)
+        GroupedMatmul(const TensorLayout& a, const TensorLayout& b, const Sizes& group_sizes,
+                      const MatmulOptions& options = {}, const GroupedOptions& grouped = {})
+        : GroupedMatmul(a, b,
+                        std::span<const std::int64_t>(detail::to_int64(group_sizes, "group_sizes", "GroupedMatmul")),
+                        options, grouped) {}
     /// Moves the plans; the moved-from GroupedMatmul is empty: its methods throw InvalidArgument
     /// ("moved-from GroupedMatmul") and its noexcept accessors return 0 or defaults.
     GroupedMatmul(GroupedMatmul&&) noexcept;
@@ -203,6 +214,15 @@ public:
     void execute(const TensorView& a, const TensorView& b, const TensorView& d,
                  std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
                  core::StreamRef stream = core::current_stream());
+    /// The same with the sizes in any range of integers, copied as int64 first (pass int64 to avoid
+    /// the copy on a hot path).
+    template <detail::IntegralRange Sizes>
+    requires(!std::convertible_to<const Sizes&, std::span<const std::int64_t>>) void execute(
+        const TensorView& a, const TensorView& b, const TensorView& d, const Sizes& group_sizes,
+        const GroupedMatmulArgs& args = {}, core::StreamRef stream = core::current_stream()) {
+        execute(a, b, d, std::span<const std::int64_t>(detail::to_int64(group_sizes, "group_sizes", "GroupedMatmul")),
+                args, stream);
+    }
     /// The mixture-of-experts form with group sizes in device memory (capturable: no host
     /// synchronization): `a` and `d` hold at least `group_sizes.max_total_rows` rows, laid out as for
     /// host sizes. One launch of gpumath's grouped kernel (compiled on first use per type and epilog).
@@ -246,6 +266,34 @@ void grouped_matmul(std::span<const TensorView> a, std::span<const TensorView> b
 void grouped_matmul(const TensorView& a, const TensorView& b, const TensorView& d,
                     std::span<const std::int64_t> group_sizes, const GroupedMatmulArgs& args = {},
                     const MatmulOptions& options = {}, core::StreamRef stream = core::current_stream());
+/// The same with the sizes in any range of integers, copied as int64 first.
+template <detail::IntegralRange Sizes>
+requires(!std::convertible_to<const Sizes&, std::span<const std::int64_t>>) void grouped_matmul(
+    const TensorView& a, const TensorView& b, const TensorView& d, const Sizes& group_sizes,
+    const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {},
+    core::StreamRef stream = core::current_stream()) {
+    grouped_matmul(a, b, d,
+                   std::span<const std::int64_t>(detail::to_int64(group_sizes, "group_sizes", "grouped_matmul")), args,
+                   options, stream);
+}
+
+/// The mixture-of-experts form returning a new D (T, N), row-major, of the type matmul's
+/// allocating form gives a (T, K) times one (K, N) group of `b` (`options.result_type` when set).
+/// Validated as the form with a `d` view before anything is allocated; allocates, so it is refused
+/// (InvalidArgument) while `stream` captures: pass `d` there.
+[[nodiscard]] Tensor grouped_matmul(const TensorView& a, const TensorView& b, std::span<const std::int64_t> group_sizes,
+                                    const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {},
+                                    core::StreamRef stream = core::current_stream());
+/// The allocating form with the sizes in any range of integers, copied as int64 first.
+template <detail::IntegralRange Sizes>
+requires(!std::convertible_to<const Sizes&, std::span<const std::int64_t>>) [[nodiscard]] Tensor
+    grouped_matmul(const TensorView& a, const TensorView& b, const Sizes& group_sizes,
+                   const GroupedMatmulArgs& args = {}, const MatmulOptions& options = {},
+                   core::StreamRef stream = core::current_stream()) {
+    return grouped_matmul(a, b,
+                          std::span<const std::int64_t>(detail::to_int64(group_sizes, "group_sizes", "grouped_matmul")),
+                          args, options, stream);
+}
 
 /// The mixture-of-experts form with group sizes in device memory, in one launch of gpumath's
 /// grouped kernel (see DeviceGroupSizes).
