@@ -3,39 +3,55 @@
 // options) is compiled through the compile cache and loaded once per process and device; threads
 // that ask for it at once wait for the one loading it (single flight), and the module then lives
 // for the life of the process, like every per-device state (no static destructor may run after
-// the CUDA runtime has shut down).
+// the CUDA runtime has shut down). Kernel handles are then served from a lookup keyed by the
+// program's digest, computed once when the program is made, so a hot path pays a hash lookup.
 #pragma once
 
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <gpumath/core/module.hpp>
 #include <gpumath/core/program.hpp>
 
+#include "core/hash.hpp"
+
 namespace gpumath::detail {
 
-/// A program of gpumath's own kernels, as `device_module` compiles it. `options.arch` is left
-/// empty: the device's architecture is filled in.
-struct DeviceProgram {
-    /// The CUDA C++ text (an embedded device source).
-    std::string_view source;
-    /// Name, in-memory headers (the program's parameter header, shared with the host), defines and
-    /// the rest of NVRTC's options.
-    core::ProgramOptions options{};
-    /// Expressions whose lowered names the kernels are looked up by ("cast<float, __half>").
-    std::span<const std::string> name_expressions{};
+/// A program of gpumath's own kernels, as `device_kernel` compiles it: the CUDA C++ text (an
+/// embedded device source, see cmake/gpumath-embed.cmake), NVRTC's options (name, in-memory headers
+/// such as the kernel's parameter header, defines; `arch` is left empty: each device's is filled
+/// in) and the name expressions its kernels are looked up by ("cast<float, __half>"). Identified by
+/// a digest of all of that, computed once here: make each program once (a static, or kept in a
+/// table) and pass it to every call.
+class DeviceProgram {
+public:
+    DeviceProgram(std::string_view source, core::ProgramOptions options,
+                  std::vector<std::string> name_expressions = {});
+
+    [[nodiscard]] std::string_view source() const noexcept { return source_; }
+    [[nodiscard]] const core::ProgramOptions& options() const noexcept { return options_; }
+    [[nodiscard]] std::span<const std::string> name_expressions() const noexcept { return name_expressions_; }
+    /// What identifies the program: its text, headers, options and name expressions.
+    [[nodiscard]] const Digest& digest() const noexcept { return digest_; }
+
+private:
+    std::string_view source_;
+    core::ProgramOptions options_;
+    std::vector<std::string> name_expressions_;
+    Digest digest_{};
 };
 
 /// The module of `program` loaded for `device`: compiled and loaded on the first call for this
-/// (device, program), returned from memory afterwards. The program is identified by all of its
-/// text and options, so two callers with the same program share one module. Loading may happen
-/// while a stream captures (the compile and the load are not recorded into it). Throws what
-/// compiling or loading throws (CompileError for a kernel gpumath got wrong, CudaError); a failed
-/// load is tried again by the next caller.
+/// (program, device), returned from memory afterwards. Two callers with the same program share one
+/// module. Loading may happen while a stream captures (the compile and the load are not recorded
+/// into it). Throws what compiling or loading throws (CompileError for a kernel gpumath got wrong,
+/// CudaError); a failed load is tried again by the next caller.
 [[nodiscard]] const core::Module& device_module(int device, const DeviceProgram& program);
 
-/// `device_module(device, program).kernel(name, device)`, the kernel by name or name expression.
+/// The kernel `name` (a kernel's name or one of the program's name expressions) of `program` on
+/// `device`: loaded as `device_module` loads, then served from a lookup.
 [[nodiscard]] core::Kernel device_kernel(int device, const DeviceProgram& program, std::string_view name);
 
 }  // namespace gpumath::detail

@@ -74,8 +74,8 @@ const char* name_of(Distribution d) {
     return d == Distribution::uniform ? "uniform" : d == Distribution::normal ? "normal" : "lognormal";
 }
 
-void check_random(const TensorView& out, Distribution d, double a, double b, const char* api) {
-    check_written(out, "out", api);
+/// The rules of a random tensor that its layout and the parameters decide.
+void check_random(const TensorLayout& out, Distribution d, double a, double b, const char* api) {
     const DataType t = out.dtype();
     if (t != DataType::f16 && t != DataType::bf16 && t != DataType::f32 && t != DataType::f64)
         throw_invalid(fmt::format("out: {} elements; random::{} writes f16, bf16, f32 or f64 (cast the result for "
@@ -122,6 +122,7 @@ void generate(curandGenerator_t g, Distribution d, bool f64, void* data, std::si
 
 void draw(const TensorView& out, Distribution d, double a, double b, const random::RandomOptions& o,
           core::StreamRef stream, const char* api) {
+    check_written(out, "out", api);
     check_random(out, d, a, b, api);
     const auto n = std::size_t(out.size());
     if (n == 0) return;
@@ -159,7 +160,7 @@ void draw(const TensorView& out, Distribution d, double a, double b, const rando
 Tensor allocate_and_draw(DataType dtype, std::initializer_list<std::int64_t> shape, Distribution d, double a, double b,
                          const random::RandomOptions& o, core::StreamRef stream, const char* api) {
     const TensorLayout layout(dtype, shape);
-    check_random(TensorView(reinterpret_cast<void*>(std::uintptr_t(256)), layout), d, a, b, api);
+    check_random(layout, d, a, b, api);
     reject_capture(stream, api, "gpumath allocates no results during a capture: fill a tensor made before");
     Tensor t = Tensor::empty(layout, stream);
     draw(t.view(), d, a, b, o, stream, api);

@@ -84,13 +84,15 @@ std::string tensor_kernel_name(TensorKernel op, DataType in, DataType out, int v
     return {};
 }
 
-DeviceProgram tensor_kernels_program() {
-    DeviceProgram program{.source = embedded::core_kernels_tensor_ops_cu};
-    program.options.name = "gpumath_tensor_ops";
-    program.options.std = "c++17";
-    program.options.headers["tensor_ops_params.hpp"] = std::string(embedded::core_kernels_tensor_ops_params_hpp);
-    return program;
+core::ProgramOptions tensor_kernels_options() {
+    core::ProgramOptions options;
+    options.name = "gpumath_tensor_ops";
+    options.std = "c++17";
+    options.headers["tensor_ops_params.hpp"] = std::string(embedded::core_kernels_tensor_ops_params_hpp);
+    return options;
 }
+
+std::string_view tensor_kernels_source() { return embedded::core_kernels_tensor_ops_cu; }
 
 namespace {
 
@@ -110,10 +112,9 @@ const LoadedKernel& kernel_for(int device, Op op, DataType in, DataType out, int
         std::lock_guard lock(mutex);
         if (auto it = kernels->find(key); it != kernels->end()) return it->second;
     }
+    // One program per instantiation: a call compiles only the kernel it runs.
     const std::string name = tensor_kernel_name(op, in, out, vector);
-    const std::array<std::string, 1> names{name};
-    DeviceProgram program = tensor_kernels_program();
-    program.name_expressions = names;
+    const DeviceProgram program(tensor_kernels_source(), tensor_kernels_options(), {name});
     LoadedKernel loaded{device_kernel(device, program, name), core::Device(device).multiprocessor_count()};
     std::lock_guard lock(mutex);
     return kernels->emplace(key, std::move(loaded)).first->second;

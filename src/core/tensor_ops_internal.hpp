@@ -21,8 +21,10 @@ enum class TensorKernel { fill_flat, fill_strided, convert_flat, affine_flat, co
 /// `in` is ignored by the fills, `vector` by the strided kernels and the transpose.
 [[nodiscard]] std::string tensor_kernel_name(TensorKernel kernel, DataType in, DataType out, int vector);
 
-/// The program of those kernels (source, parameter header, options), without name expressions.
-[[nodiscard]] DeviceProgram tensor_kernels_program();
+/// The text of those kernels (kernels/tensor_ops.cu) and the options they compile with (their
+/// parameter header among the in-memory headers).
+[[nodiscard]] std::string_view tensor_kernels_source();
+[[nodiscard]] core::ProgramOptions tensor_kernels_options();
 
 /// Empty when every element of `layout` has an address of its own, else why not (a stride of 0
 /// over an extent above 1, strides that step inside each other). Conservative: layouts that

@@ -64,9 +64,9 @@ TEST(TensorKernels, EveryInstantiationCompiles) {
             for (const int v : {1, widest_vector(in, out)})
                 families[0].push_back(detail::tensor_kernel_name(TensorKernel::affine_flat, in, out, v));
     for (const std::vector<std::string>& names : families) {
-        detail::DeviceProgram program = detail::tensor_kernels_program();
-        program.options.arch = "sm_90";
-        core::Program compiler(std::string(program.source), program.options);
+        core::ProgramOptions options = detail::tensor_kernels_options();
+        options.arch = "sm_90";
+        core::Program compiler(std::string(detail::tensor_kernels_source()), options);
         for (const std::string& n : names) compiler.add_name_expression(n);
         const core::ObjectCode code = compiler.compile(core::CodeType::cubin);
         for (const std::string& n : names) EXPECT_FALSE(code.lowered_name(n).empty()) << n;
