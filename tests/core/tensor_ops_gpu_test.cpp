@@ -221,6 +221,18 @@ TEST_F(TensorOps, FillWritesTheConvertedValueEverywhereAsked) {
               std::vector<std::int32_t>(3, 1));
 }
 
+TEST_F(TensorOps, ElementsAlignedOnlyToTheirOwnSizeAreReadAndWritten) {
+    // std::complex<double> is 8-byte aligned: a c64 view 8 bytes into a buffer is a valid tensor.
+    constexpr std::int64_t n = 37;
+    Tensor bytes = Tensor::empty(DataType::f64, {2 * n + 1});
+    const TensorView c64(static_cast<char*>(bytes.data()) + 8, TensorLayout(DataType::c64, {n}));
+    fill(c64, {1.5, -2.5}, core::StreamRef{});
+    Tensor c32 = Tensor::empty(DataType::c32, {n});
+    cast(c64, c32, core::StreamRef{});
+    const std::vector<std::complex<float>> got = c32.to_host<std::complex<float>>(core::StreamRef{});
+    for (const auto& v : got) ASSERT_EQ(v, std::complex<float>(1.5f, -2.5f));
+}
+
 TEST_F(TensorOps, CopyMovesBitsAndTransposesAnyTwoAxes) {
     // NaN payloads and negative zeros survive a copy (no conversion between equal types).
     std::vector<std::uint32_t> bits(2 * 3 * 4 * 5);

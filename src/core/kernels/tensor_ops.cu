@@ -112,9 +112,10 @@ __device__ inline Out convert(In x) {
 }
 
 /// `n` elements of one type moved as one aligned vector (a 16-byte load or store for n * sizeof(T)
-/// of 16).
+/// of 16). A pack of one element asks for no more than the element's own alignment: a c64 array
+/// may sit at any 8-byte boundary.
 template <class T, int N>
-struct alignas(N * sizeof(T) >= 16 ? 16 : N * sizeof(T)) Pack {
+struct alignas(N == 1 ? alignof(T) : (N * sizeof(T) >= 16 ? 16 : N * sizeof(T))) Pack {
     T v[N];
 };
 
