@@ -88,7 +88,11 @@ TEST(Errors, CufftAndCudaMessages) {
         detail::check(cudaErrorInsufficientDriver, "cudaGetDeviceCount");
         FAIL() << "no throw";
     } catch (const CudaError& e) {
-        EXPECT_EQ(std::string(e.what()).rfind("no CUDA driver/device: cudaGetDeviceCount", 0), 0u) << e.what();
+        // The message leads with the category, explains the cause and keeps the failing call and status.
+        const std::string what = e.what();
+        EXPECT_EQ(what.rfind("no CUDA driver/device: ", 0), 0u) << what;
+        EXPECT_NE(what.find("(cudaGetDeviceCount: cudaErrorInsufficientDriver (35)"), std::string::npos) << what;
+        EXPECT_EQ(e.status(), cudaErrorInsufficientDriver);
     }
 }
 
