@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Buffer copies and pool allocation vs the raw CUDA runtime calls, and the tensor utilities (fill,
-// cast, copy, random) against the bandwidth of a device-to-device copy and against raw cuRAND;
-// same process, same buffers.
+// cast, copy, random) against the driver's memset, a device-to-device copy and raw cuRAND; same
+// process, same buffers.
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include <cuda.h>
 #include <curand.h>
 
 #include <gpumath/core.hpp>
@@ -22,9 +23,10 @@ using bench::Row;
 namespace {
 
 /// fill, cast, copy and random tensors over `bytes`-byte buffers (two pairs, rotated, so that no
-/// call is served from L2), each against a device-to-device copy of the same buffers measured in
-/// interleaved samples: the ratio is the utility's bandwidth (bytes it reads and writes, per second)
-/// over the copy's. Random tensors also against raw cuRAND filling the same buffer.
+/// call is served from L2), each against a raw call measured in interleaved samples: casts and
+/// copies against a device-to-device copy of the same buffers (the ratio is the utility's bandwidth,
+/// bytes it reads and writes per second, over the copy's), fills against the driver's memset of the
+/// same bytes, random tensors against cuRAND's host API filling the same buffer.
 void tensor_utilities(bench::Reporter& report, const core::Stream& stream, const core::Buffer& d0,
                       const core::Buffer& d1, const core::Buffer& d2, const core::Buffer& d3, std::size_t bytes) {
     const cudaStream_t s = stream.handle();
@@ -44,10 +46,6 @@ void tensor_utilities(bench::Reporter& report, const core::Stream& stream, const
     };
     const auto n32 = std::int64_t(bytes / 4);
     std::vector<Case> cases;
-    cases.push_back(
-        {"fill f32", double(bytes), [&](int i) { fill(view(d1, d3, i, DataType::f32, n32), 1.5, stream); }});
-    cases.push_back(
-        {"fill bf16", double(bytes), [&](int i) { fill(view(d1, d3, i, DataType::bf16, 2 * n32), 1.5, stream); }});
     cases.push_back({"cast f32 -> bf16", 1.5 * double(bytes), [&](int i) {
                          cast(view(d0, d2, i, DataType::f32, n32), view(d1, d3, i, DataType::bf16, n32), stream);
                      }});
@@ -77,6 +75,34 @@ void tensor_utilities(bench::Reporter& report, const core::Stream& stream, const
         const double copy_gbs = 2.0 * double(bytes) / (m.a * 1e-3) / 1e9, ours_gbs = c.traffic / (m.b * 1e-3) / 1e9;
         report.add({group, "D2D copy", "GB/s", copy_gbs, 0, ""});
         report.add({group, "gpumath", "GB/s", ours_gbs, ours_gbs / copy_gbs, "of the copy's bandwidth"});
+    }
+    // Fills against the driver's 32-bit memset writing the same bytes: the write bandwidth.
+    using MemsetD32 = CUresult (*)(CUdeviceptr, unsigned int, std::size_t, CUstream);
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    bench::cuda_check(cudaGetDriverEntryPointByVersion("cuMemsetD32Async", &entry, 12000, cudaEnableDefault, &found),
+                      "cudaGetDriverEntryPointByVersion");
+    const auto memset_d32 = reinterpret_cast<MemsetD32>(entry);
+    const auto raw_memset = [&](int i) {
+        bench::check_status(memset_d32(reinterpret_cast<CUdeviceptr>((i & 1 ? d3 : d1).data()), 0x3fc00000u, bytes / 4,
+                                       reinterpret_cast<CUstream>(s)),
+                            CUDA_SUCCESS, "cuMemsetD32Async");
+    };
+    struct FillCase {
+        std::string name;
+        DataType type;
+    };
+    for (const FillCase& c :
+         {FillCase{"fill f32", DataType::f32}, FillCase{"fill bf16", DataType::bf16}, FillCase{"fill i8", DataType::i8},
+          FillCase{"fill f64 (a kernel)", DataType::f64}, FillCase{"fill c64 (a kernel)", DataType::c64}}) {
+        const std::string group = c.name + " " + std::to_string(bytes >> 20) + " MiB";
+        if (!report.selected(group)) continue;
+        const auto count = std::int64_t(bytes / size_of(c.type));
+        const bench::PairedMs m = bench::paired_gpu_ms(
+            s, raw_memset, [&](int i) { fill(view(d1, d3, i, c.type, count), 1.5, stream); }, 3, 21);
+        const double raw_gbs = double(bytes) / (m.a * 1e-3) / 1e9, ours_gbs = double(bytes) / (m.b * 1e-3) / 1e9;
+        report.add({group, "raw cuMemsetD32Async", "GB/s", raw_gbs, 0, ""});
+        report.add({group, "gpumath", "GB/s", ours_gbs, ours_gbs / raw_gbs, "of the memset's bandwidth"});
     }
     // Random tensors against cuRAND's own host API filling the same buffer.
     curandGenerator_t raw = nullptr;

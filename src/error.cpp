@@ -11,7 +11,6 @@
 #include <dlfcn.h>
 
 #include <cublasLt.h>
-#include <curand.h>
 #include <fmt/format.h>
 
 namespace gpumath::detail {
@@ -195,40 +194,6 @@ const char* nccl_status_name(int status) {
     }
 }
 
-// cuRAND's names, from its header's enumerators.
-const char* curand_status_name(int s) noexcept {
-    switch (s) {
-        case CURAND_STATUS_SUCCESS:
-            return "CURAND_STATUS_SUCCESS";
-        case CURAND_STATUS_VERSION_MISMATCH:
-            return "CURAND_STATUS_VERSION_MISMATCH";
-        case CURAND_STATUS_NOT_INITIALIZED:
-            return "CURAND_STATUS_NOT_INITIALIZED";
-        case CURAND_STATUS_ALLOCATION_FAILED:
-            return "CURAND_STATUS_ALLOCATION_FAILED";
-        case CURAND_STATUS_TYPE_ERROR:
-            return "CURAND_STATUS_TYPE_ERROR";
-        case CURAND_STATUS_OUT_OF_RANGE:
-            return "CURAND_STATUS_OUT_OF_RANGE";
-        case CURAND_STATUS_LENGTH_NOT_MULTIPLE:
-            return "CURAND_STATUS_LENGTH_NOT_MULTIPLE";
-        case CURAND_STATUS_DOUBLE_PRECISION_REQUIRED:
-            return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED";
-        case CURAND_STATUS_LAUNCH_FAILURE:
-            return "CURAND_STATUS_LAUNCH_FAILURE";
-        case CURAND_STATUS_PREEXISTING_FAILURE:
-            return "CURAND_STATUS_PREEXISTING_FAILURE";
-        case CURAND_STATUS_INITIALIZATION_FAILED:
-            return "CURAND_STATUS_INITIALIZATION_FAILED";
-        case CURAND_STATUS_ARCH_MISMATCH:
-            return "CURAND_STATUS_ARCH_MISMATCH";
-        case CURAND_STATUS_INTERNAL_ERROR:
-            return "CURAND_STATUS_INTERNAL_ERROR";
-        default:
-            return "CURAND_STATUS_UNKNOWN";
-    }
-}
-
 // A tool's error (NVRTC, nvJitLink): the message ends with the log, which the exception also keeps.
 template <class E>
 [[noreturn]] void throw_with_log(int status, const char* name, const char* api, std::string_view context,
@@ -322,10 +287,6 @@ void throw_cublas(int status, const char* api, std::string_view context) {
 
 void throw_cufft(int status, const char* api, std::string_view context) {
     throw CufftError(compose(api, cufft_status_name(status), status, context), status, api);
-}
-
-void throw_curand(int status, const char* api, std::string_view context) {
-    throw CurandError(compose(api, curand_status_name(status), status, context), status, api);
 }
 
 void throw_nccl(int status, const char* api, std::string_view context) {

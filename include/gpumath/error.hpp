@@ -69,12 +69,6 @@ public:
     using Error::Error;
 };
 
-/// cuRAND reported an error; `status()` is the curandStatus_t.
-class CurandError : public Error {
-public:
-    using Error::Error;
-};
-
 /// NCCL reported an error, or NCCL could not be loaded (gpumath loads it at run time, like the
 /// driver); `status()` is the ncclResult_t (0 when NCCL is missing or lacks a function).
 class NcclError : public Error {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file
 /// Everyday tensor work on the GPU: filling (fill, zeros, ones, full), converting between element
-/// types (cast), strided copies (copy, contiguous, transpose) and random tensors on cuRAND
+/// types (cast), strided copies (copy, contiguous, transpose) and random tensors from Philox4x32-10
 /// (random::uniform, normal, lognormal). Each runs on the caller's stream with gpumath's own
-/// run-time compiled kernels (or cuRAND's), never synchronizes, and may be captured into a CUDA
-/// graph; the allocating forms allocate from the stream-ordered pool and are refused while the
+/// run-time compiled kernels (or the driver's memset), never synchronizes, and may be captured into
+/// a CUDA graph; the allocating forms allocate from the stream-ordered pool and are refused while the
 /// stream captures. Printing tensors: <gpumath/tensor_io.hpp>.
 #pragma once
 
@@ -80,10 +80,12 @@ void copy(const TensorView& in, const TensorView& out, core::StreamRef stream = 
                                core::StreamRef stream = core::current_stream(),
                                std::shared_ptr<core::MemoryResource> resource = nullptr);
 
-/// Random tensors from cuRAND's Philox4x32-10 generator (its host API). A tensor is the function
-/// of its seed, its offset and its size: the same call gives the same values on any run, and a
-/// long sequence can be made in pieces, a piece of n values after an offset of k continuing where
-/// a piece of k values ended (offsets count values drawn: one per element, two per complex one).
+/// Random tensors from the Philox4x32-10 counter-based generator (the algorithm of cuRAND's
+/// PHILOX4_32_10), computed by gpumath's kernel from each value's seed and index alone. A tensor is
+/// the function of its seed, its offset and its size: the same call gives the same values on any
+/// run and GPU, and a long sequence can be made in pieces, a piece of n values after an offset of k
+/// continuing where a piece of k values ended, at any k (offsets count values, one per element).
+/// docs/tensors.md gives the exact mapping from Philox words to values.
 namespace random {
 
 /// Where a random tensor's values come from.
@@ -94,9 +96,10 @@ struct RandomOptions {
     std::uint64_t offset = 0;
 };
 
-/// Fills `out` (f16, bf16, f32 or f64; contiguous) with values uniform on (0, 1] as cuRAND draws
-/// them, scaled to (`low`, `high`]. f16 and bf16 are drawn in f32 and rounded. InvalidArgument
-/// for another dtype, a view that is not contiguous, `low` > `high` or a bound that is not finite.
+/// Fills `out` (f16, bf16, f32 or f64; contiguous) with values uniform on (0, 1] (24 random bits in
+/// f32, 53 in f64), scaled to (`low`, `high`]. f16 and bf16 are drawn in f32 and rounded.
+/// InvalidArgument for another dtype, a view that is not contiguous, `low` > `high`, a bound that is
+/// not finite, or an offset whose values would run past the sequence's 2^64.
 void uniform(const TensorView& out, double low = 0.0, double high = 1.0, const RandomOptions& options = {},
              core::StreamRef stream = core::current_stream());
 /// Fills `out` with normally distributed values of mean `mean` and standard deviation `stddev`

@@ -39,6 +39,9 @@ namespace gpumath::detail {
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
     X(cuOccupancyMaxActiveClusters, 11070)               \
     X(cuStreamIsCapturing, 10000)                        \
+    X(cuMemsetD8Async, 3020)                             \
+    X(cuMemsetD16Async, 3020)                            \
+    X(cuMemsetD32Async, 3020)                            \
     X(cuLaunchKernel, 4000)                              \
     X(cuLaunchKernelEx, 11060)                           \
     X(cuTensorMapEncodeTiled, 12000)

@@ -6,19 +6,27 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
 #include <gpumath/core/launch.hpp>
 
+#include "core/driver_api.hpp"
+#include "core/jit.hpp"
 #include "core/kernel_loader.hpp"
 #include "core/kernels/tensor_ops.cu.inc"
 #include "core/kernels/tensor_ops_params.hpp"
@@ -74,12 +82,12 @@ std::string tensor_kernel_name(TensorKernel op, DataType in, DataType out, int v
             return fmt::format("gpumath::kernels::fill_strided<{}>", kernel_type(out));
         case Op::convert_flat:
             return fmt::format("gpumath::kernels::convert_flat<{}, {}, {}>", kernel_type(in), kernel_type(out), vector);
-        case Op::affine_flat:
-            return fmt::format("gpumath::kernels::affine_flat<{}, {}, {}>", kernel_type(in), kernel_type(out), vector);
         case Op::convert_strided:
             return fmt::format("gpumath::kernels::convert_strided<{}, {}>", kernel_type(in), kernel_type(out));
         case Op::transpose:
             return fmt::format("gpumath::kernels::transpose<{}, {}>", kernel_type(in), kernel_type(out));
+        case Op::random_flat:
+            return fmt::format("gpumath::kernels::random_flat<{}, {}>", kernel_type(out), vector);
     }
     return {};
 }
@@ -272,6 +280,63 @@ void check_pair(const TensorView& in, const TensorView& out, const char* api) {
                       api);
 }
 
+namespace {
+
+/// The bits of `value` as one element of `type`, for the types of 1, 2 or 4 bytes, by the rules the
+/// kernels convert with (the toolkit's host conversions round as its device ones do). NaN is left to
+/// the kernels, whose NaN bits the host conversions need not share.
+std::optional<std::uint32_t> element_bits(DataType type, std::complex<double> value) {
+    const double x = value.real();
+    const auto bits16 = [](auto h) { return std::uint32_t(std::bit_cast<std::uint16_t>(h)); };
+    const auto integer = [&](double lo, double hi) { return std::isnan(x) ? 0.0 : std::clamp(std::trunc(x), lo, hi); };
+    if (std::isnan(x)) return std::nullopt;
+    switch (type) {
+        case DataType::f16:
+            return bits16(__double2half(x));
+        case DataType::bf16:
+            return bits16(__double2bfloat16(x));
+        case DataType::f32:
+            return std::bit_cast<std::uint32_t>(static_cast<float>(x));
+        case DataType::e4m3:
+            return std::uint32_t(__nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+        case DataType::e5m2:
+            return std::uint32_t(__nv_cvt_double_to_fp8(x, __NV_SATFINITE, __NV_E5M2));
+        case DataType::i8:
+            return std::uint32_t(std::uint8_t(std::int8_t(integer(-128.0, 127.0))));
+        case DataType::i32:
+            return std::bit_cast<std::uint32_t>(std::int32_t(integer(-2147483648.0, 2147483647.0)));
+        case DataType::f64:
+        case DataType::c32:
+        case DataType::c64:
+            break;
+    }
+    return std::nullopt;
+}
+
+/// A fill of a contiguous tensor of 1-, 2- or 4-byte elements as the driver's memset (which writes
+/// at the memory's full bandwidth); false where that does not apply (other sizes, NaN).
+bool fill_by_memset(const TensorView& out, std::complex<double> value, core::StreamRef stream) {
+    const std::optional<std::uint32_t> bits = element_bits(out.dtype(), value);
+    if (!bits) return false;
+    const std::size_t size = size_of(out.dtype());
+    if (reinterpret_cast<std::uintptr_t>(out.data()) % size != 0) return false;
+    ensure_context();
+    const DriverApi& d = driver();
+    const auto where = reinterpret_cast<CUdeviceptr>(out.data());
+    const auto count = std::size_t(out.size());
+    const auto s = reinterpret_cast<CUstream>(stream.handle());
+    if (size == 4) check(d.cuMemsetD32Async(where, *bits, count, s), "cuMemsetD32Async", "filling a tensor");
+    else if (size == 2)
+        check(d.cuMemsetD16Async(where, static_cast<unsigned short>(*bits), count, s), "cuMemsetD16Async",
+              "filling a tensor");
+    else
+        check(d.cuMemsetD8Async(where, static_cast<unsigned char>(*bits), count, s), "cuMemsetD8Async",
+              "filling a tensor");
+    return true;
+}
+
+}  // namespace
+
 void fill_view(const TensorView& out, std::complex<double> value, core::StreamRef stream) {
     if (out.size() == 0) return;
     const IndexSpace s = index_space(out, nullptr);
@@ -281,6 +346,7 @@ void fill_view(const TensorView& out, std::complex<double> value, core::StreamRe
     p.value_im = value.imag();
     if (unit_strides(s)) {
         const std::size_t size = size_of(out.dtype());
+        if (fill_by_memset(out, value, stream)) return;
         const int v = vector_width(nullptr, size, out.data(), size);
         const LoadedKernel& k = kernel_for(device, Op::fill_flat, out.dtype(), out.dtype(), v);
         core::launch(stream, flat_config(out.size() / v + 1, k.multiprocessors), k.kernel, p);
@@ -294,18 +360,15 @@ void convert_view(const TensorView& in, const TensorView& out, core::StreamRef s
     if (out.size() > 0) launch_convert(in, out, stream);
 }
 
-void affine_flat(const void* in, DataType in_type, void* out, DataType out_type, std::int64_t count, double scale,
-                 double shift, core::StreamRef stream) {
+void random_flat(void* out, DataType type, std::int64_t count, int distribution, std::uint64_t seed,
+                 std::uint64_t offset, double a, double b, core::StreamRef stream) {
     if (count == 0) return;
-    const int v = vector_width(in, size_of(in_type), out, size_of(out_type));
-    const LoadedKernel& k = kernel_for(current_device(), Op::affine_flat, in_type, out_type, v);
-    ElementwiseParams p{};
-    p.in = in;
-    p.out = out;
-    p.count = count;
-    p.value_re = scale;
-    p.value_im = shift;
-    core::launch(stream, flat_config(count / v + 1, k.multiprocessors), k.kernel, p);
+    const LoadedKernel& k = kernel_for(current_device(), Op::random_flat, type, type, distribution);
+    // One thread per Philox block: four values of 32 bits or two of 64.
+    const std::uint64_t per = type == DataType::f64 ? 2 : 4;
+    const std::uint64_t blocks = (offset + std::uint64_t(count) + per - 1) / per - offset / per;
+    const kernels::RandomParams p{out, count, seed, offset, a, b};
+    core::launch(stream, flat_config(std::int64_t(blocks), k.multiprocessors), k.kernel, p);
 }
 
 }  // namespace gpumath::detail

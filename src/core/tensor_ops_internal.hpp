@@ -15,10 +15,11 @@
 namespace gpumath::detail {
 
 /// The kernels of kernels/tensor_ops.cu.
-enum class TensorKernel { fill_flat, fill_strided, convert_flat, affine_flat, convert_strided, transpose };
+enum class TensorKernel { fill_flat, fill_strided, convert_flat, convert_strided, transpose, random_flat };
 
 /// The name expression of a kernel instantiation ("gpumath::kernels::convert_flat<float, __half, 8>");
-/// `in` is ignored by the fills, `vector` by the strided kernels and the transpose.
+/// `in` is ignored by the fills and random_flat, `vector` by the strided kernels and the transpose;
+/// random_flat takes its distribution (kernels::RandomDistribution) in `vector`.
 [[nodiscard]] std::string tensor_kernel_name(TensorKernel kernel, DataType in, DataType out, int vector);
 
 /// The text of those kernels (kernels/tensor_ops.cu) and the options they compile with (their
@@ -45,9 +46,11 @@ void fill_view(const TensorView& out, std::complex<double> value, core::StreamRe
 /// type, else gpumath's kernels.
 void convert_view(const TensorView& in, const TensorView& out, core::StreamRef stream);
 
-/// out[i] = scale * in[i] + shift for `count` contiguous real elements (`in` may be `out`), converted
-/// to `out_type` as `cast` converts, on `stream`.
-void affine_flat(const void* in, DataType in_type, void* out, DataType out_type, std::int64_t count, double scale,
-                 double shift, core::StreamRef stream);
+/// Values `offset` to `offset + count - 1` of the Philox4x32-10 sequence of `seed` in `distribution`
+/// (a kernels::RandomDistribution; parameters `a`, `b` as kernels::RandomParams says) into `count`
+/// contiguous elements of `type` (f16, bf16, f32 or f64) at `out`, on `stream`. Unchecked: the
+/// caller has checked the tensor and that offset + count + 4 does not pass 2^64.
+void random_flat(void* out, DataType type, std::int64_t count, int distribution, std::uint64_t seed,
+                 std::uint64_t offset, double a, double b, core::StreamRef stream);
 
 }  // namespace gpumath::detail

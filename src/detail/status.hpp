@@ -77,15 +77,6 @@ inline void check_cufft(int status, const char* api, Context&& context = "") {
         throw_cufft(status, api, context_text(static_cast<Context&&>(context)));
 }
 
-[[noreturn]] void throw_curand(int status, const char* api, std::string_view context);
-
-/// Throws CurandError unless `status` (a curandStatus_t) is CURAND_STATUS_SUCCESS (0).
-template <class Context = const char*>
-inline void check_curand(int status, const char* api, Context&& context = "") {
-    if (status != 0) [[unlikely]]
-        throw_curand(status, api, context_text(static_cast<Context&&>(context)));
-}
-
 /// Throws CompileError (with `log`) unless `status` (an nvrtcResult) is NVRTC_SUCCESS (0). `log`,
 /// like `context`, may be a callable that is only invoked on failure.
 template <class Context = const char*, class Log = const char*>

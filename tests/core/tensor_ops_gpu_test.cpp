@@ -22,6 +22,7 @@
 
 #include <gpumath/gpumath.hpp>
 
+#include "common/philox.hpp"
 #include "common/test_util.hpp"
 
 using namespace gpumath;
@@ -193,6 +194,26 @@ TEST_F(TensorOps, CastConvertsEveryPairByTheRulesInEveryLayout) {
     }
 }
 
+TEST_F(TensorOps, FillConvertsEveryValueByTheCastRules) {
+    // Whole tensors take the driver's memset for elements of 1, 2 or 4 bytes (the bits computed on
+    // the host) and a kernel otherwise, NaN included: each must write what a cast writes.
+    const std::vector<std::complex<double>> values = probe_values(64, 3);
+    for (const DataType t : k_types) {
+        SCOPED_TRACE(std::string(to_string(t)));
+        for (const std::complex<double>& value : values) {
+            Tensor x = Tensor::empty(t, {3, 43});
+            poison(x);
+            fill(x, value, core::StreamRef{});
+            Bytes want(size_of(t));
+            write(t, value, want.data());
+            const Bytes got = download(x);
+            for (std::size_t i = 0; i < std::size_t(3 * 43); ++i)
+                ASSERT_TRUE(same(t, got.data() + i * size_of(t), want.data()))
+                    << "element " << i << " of a fill with " << value.real() << " " << value.imag();
+        }
+    }
+}
+
 TEST_F(TensorOps, FillWritesTheConvertedValueEverywhereAsked) {
     for (const DataType t : k_types) {
         SCOPED_TRACE(std::string(to_string(t)));
@@ -316,23 +337,70 @@ TEST_F(TensorOps, RandomTensorsFollowTheirDistributionAndTheirSeed) {
     }
 }
 
-TEST_F(TensorOps, RandomSequencesCanBeMadeInPiecesByOffset) {
-    // A piece after an offset of k continues where a piece of k values ended.
-    for (const DataType t : {DataType::f32, DataType::f64}) {
+TEST_F(TensorOps, RandomValuesAreTheDocumentedPhiloxSequence) {
+    // Seed 0, block 0 is Random123's first known answer: the first four f32 uniforms are its words.
+    const std::vector<float> first =
+        random::uniform(DataType::f32, {4}, 0.0, 1.0, {}, core::StreamRef{}).to_host<float>(core::StreamRef{});
+    const std::uint32_t kat[] = {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8};
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(first[std::size_t(i)], test::unit_f32(kat[i])) << i;
+    // Every type and distribution against the host reference, at an odd offset and count (blocks cut
+    // at both ends, stores not aligned to the blocks).
+    constexpr std::uint64_t seed = 0x0123456789abcdefULL, offset = 13;
+    constexpr std::int64_t n = 1001;
+    for (const DataType t : {DataType::f16, DataType::bf16, DataType::f32, DataType::f64}) {
         SCOPED_TRACE(std::string(to_string(t)));
-        constexpr std::int64_t n = 10000, k = 4096;
-        const Tensor whole = random::uniform(t, {n}, 0.0, 1.0, {.seed = 9}, core::StreamRef{});
-        Tensor pieces = Tensor::empty(t, {n});
+        const bool wide = t == DataType::f64;
         const std::size_t es = size_of(t);
-        random::uniform(TensorView(pieces.data(), TensorLayout(t, {k})), 0.0, 1.0, {.seed = 9}, core::StreamRef{});
-        random::uniform(TensorView(static_cast<char*>(pieces.data()) + k * es, TensorLayout(t, {n - k})), 0.0, 1.0,
-                        {.seed = 9, .offset = k}, core::StreamRef{});
-        EXPECT_EQ(download(pieces), download(whole));
-        const Tensor nw = random::normal(t, {n}, 0.0, 1.0, {.seed = 9}, core::StreamRef{});
-        random::normal(TensorView(pieces.data(), TensorLayout(t, {k})), 0.0, 1.0, {.seed = 9}, core::StreamRef{});
-        random::normal(TensorView(static_cast<char*>(pieces.data()) + k * es, TensorLayout(t, {n - k})), 0.0, 1.0,
-                       {.seed = 9, .offset = k}, core::StreamRef{});
-        EXPECT_EQ(download(pieces), download(nw)) << "normal values, pieces of even length";
+        // Uniform: integer arithmetic, a fused multiply-add and one rounding, so bit for bit.
+        const Bytes u =
+            download(random::uniform(t, {n}, -3.0, 5.0, {.seed = seed, .offset = offset}, core::StreamRef{}));
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::uint64_t k = offset + std::uint64_t(i);
+            Bytes want(es);
+            write(t, wide ? test::uniform_f64(seed, k, -3.0, 5.0) : double(test::uniform_f32(seed, k, -3.0, 5.0)),
+                  want.data());
+            ASSERT_EQ(std::memcmp(u.data() + std::size_t(i) * es, want.data(), es), 0) << "uniform value " << i;
+        }
+        // Normal and log-normal: the device's log, sqrt and sincospi round differently from the host's
+        // double ones, so within a few units in the last place of the drawn type and then the output.
+        const double tolerance = t == DataType::f64   ? 1e-12
+                                 : t == DataType::f32 ? 4e-6
+                                 : t == DataType::f16 ? 2e-3
+                                                      : 1.6e-2;
+        const Bytes g = download(random::normal(t, {n}, 0.5, 2.0, {.seed = seed, .offset = offset}, core::StreamRef{}));
+        const Bytes l =
+            download(random::lognormal(t, {n}, 0.1, 0.5, {.seed = seed, .offset = offset}, core::StreamRef{}));
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::uint64_t k = offset + std::uint64_t(i);
+            const double z = wide ? test::normal_f64(seed, k, 0.0, 1.0) : test::normal_f32(seed, k, 0.0, 1.0);
+            const double got_g = read(t, g.data() + std::size_t(i) * es).real();
+            const double got_l = read(t, l.data() + std::size_t(i) * es).real();
+            ASSERT_NEAR(got_g, 0.5 + 2.0 * z, tolerance * (1.0 + std::abs(0.5 + 2.0 * z))) << "normal value " << i;
+            ASSERT_NEAR(got_l, std::exp(0.1 + 0.5 * z), tolerance * 2.0 * std::exp(0.1 + 0.5 * z))
+                << "log-normal value " << i;
+        }
+    }
+}
+
+TEST_F(TensorOps, RandomSequencesCanBeMadeInPiecesByOffset) {
+    // A piece after an offset of k continues where a piece of k values ended, at any k, in every
+    // type and distribution.
+    using Draw = void (*)(const TensorView&, double, double, const random::RandomOptions&, core::StreamRef);
+    const Draw draws[] = {&random::uniform, &random::normal, &random::lognormal};
+    for (const DataType t : {DataType::f16, DataType::bf16, DataType::f32, DataType::f64}) {
+        for (const Draw draw : draws) {
+            for (const std::int64_t k : {std::int64_t(1), std::int64_t(4095), std::int64_t(4096)}) {
+                SCOPED_TRACE(std::string(to_string(t)) + ", split at " + std::to_string(k));
+                constexpr std::int64_t n = 10000;
+                const std::size_t es = size_of(t);
+                Tensor whole = Tensor::empty(t, {n}), pieces = Tensor::empty(t, {n});
+                draw(whole, 0.0, 1.0, {.seed = 9}, core::StreamRef{});
+                draw(TensorView(pieces.data(), TensorLayout(t, {k})), 0.0, 1.0, {.seed = 9}, core::StreamRef{});
+                draw(TensorView(static_cast<char*>(pieces.data()) + std::size_t(k) * es, TensorLayout(t, {n - k})), 0.0,
+                     1.0, {.seed = 9, .offset = std::uint64_t(k)}, core::StreamRef{});
+                ASSERT_EQ(download(pieces), download(whole));
+            }
+        }
     }
 }
 

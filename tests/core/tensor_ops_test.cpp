@@ -14,6 +14,7 @@
 #include <gpumath/tensor_io.hpp>
 #include <gpumath/tensor_ops.hpp>
 
+#include "common/philox.hpp"
 #include "common/test_util.hpp"
 #include "core/jit_test_util.hpp"
 #include "core/tensor_ops_internal.hpp"
@@ -59,10 +60,9 @@ TEST(TensorKernels, EveryInstantiationCompiles) {
             families[3].push_back(detail::tensor_kernel_name(TensorKernel::transpose, in, out, 1));
         }
     }
-    for (const DataType in : {DataType::f32, DataType::f64})
-        for (const DataType out : {DataType::f16, DataType::bf16, DataType::f32, DataType::f64})
-            for (const int v : {1, widest_vector(in, out)})
-                families[0].push_back(detail::tensor_kernel_name(TensorKernel::affine_flat, in, out, v));
+    for (const DataType out : {DataType::f16, DataType::bf16, DataType::f32, DataType::f64})
+        for (const int distribution : {0, 1, 2})
+            families[0].push_back(detail::tensor_kernel_name(TensorKernel::random_flat, out, out, distribution));
     for (const std::vector<std::string>& names : families) {
         core::ProgramOptions options = detail::tensor_kernels_options();
         options.arch = "sm_90";
@@ -133,6 +133,22 @@ TEST(TensorOpsValidation, TransposedSwapsAnyTwoAxes) {
     EXPECT_THROW((void)l.transposed(-4, 0), InvalidArgument);
 }
 
+TEST(RandomReference, PhiloxMatchesRandom123KnownAnswers) {
+    // Random123's published known-answer vectors (its tests/kat_vectors) for Philox4x32-10: the host
+    // reference that the GPU tests compare gpumath's random tensors with.
+    using W4 = std::array<std::uint32_t, 4>;
+    EXPECT_EQ(test::philox4x32_10({0, 0, 0, 0}, {0, 0}), (W4{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+    EXPECT_EQ(test::philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}),
+              (W4{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+    EXPECT_EQ(test::philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}),
+              (W4{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+    // The documented uniforms: the extremes of a word map to 2^-24 and 1.
+    EXPECT_EQ(test::unit_f32(0), 0x1p-24f);
+    EXPECT_EQ(test::unit_f32(0xffffffffu), 1.0f);
+    EXPECT_EQ(test::unit_f64(0, 0), 0x1p-53);
+    EXPECT_EQ(test::unit_f64(0xffffffffu, 0xffffffffu), 1.0);
+}
+
 TEST(TensorOpsValidation, RandomRulesComeFirst) {
     const TensorView f32 = view(DataType::f32, {16});
     test::expect_throw_with<InvalidArgument>(
@@ -152,6 +168,16 @@ TEST(TensorOpsValidation, RandomRulesComeFirst) {
         {"gpumath::random::lognormal", "must be finite"});
     test::expect_throw_with<InvalidArgument>([] { (void)random::uniform(DataType::i32, {4}); },
                                              {"gpumath::random::uniform", "out: i32 elements"});
+    // A sequence holds 2^64 values: a call that would run past its end is refused.
+    test::expect_throw_with<InvalidArgument>(
+        [&] { random::uniform(f32, 0.0, 1.0, {.seed = 1, .offset = std::numeric_limits<std::uint64_t>::max() - 8}); },
+        {"gpumath::random::uniform", "options.offset: 18446744073709551607 with 16 values",
+         "runs past the end of the seed's sequence"});
+    test::expect_throw_with<InvalidArgument>(
+        [] {
+            (void)random::normal(DataType::f32, {4}, 0.0, 1.0, {.offset = std::numeric_limits<std::uint64_t>::max()});
+        },
+        {"gpumath::random::normal", "options.offset"});
 }
 
 TEST(TensorOpsValidation, PreviewOptionsAreChecked) {

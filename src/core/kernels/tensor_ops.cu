@@ -4,7 +4,7 @@
 // aligned), a strided kernel (any layout, up to eight dimensions) and a tiled transpose (the input's
 // unit stride along the output's rows). Instantiated by name expression for the types a call
 // needs: fill_flat<T, V>, fill_strided<T>, convert_flat<In, Out, V>, affine_flat<In, Out, V>,
-// convert_strided<In, Out> and transpose<In, Out>.
+// convert_strided<In, Out>, transpose<In, Out> and random_flat<T, D>.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -235,6 +235,154 @@ __global__ void transpose(const TransposeParams p) {
                 }
                 __syncthreads();
             }
+}
+
+// Random values: Philox4x32-10 (Salmon, Moraes, Dror and Shaw, SC 2011), a counter-based generator:
+// block j of the sequence of a seed is the four 32-bit words philox(counter = j, key = seed), so any
+// value is computed from its index alone, without state carried between calls. The value of index
+// k (what docs/tensors.md promises):
+//   - f16, bf16, f32: 32-bit draws, word k % 4 of block k / 4. Uniform: u = ((w >> 8) + 1) 2^-24 in
+//     (0, 1]. Normal: words 0, 1 of a block give values 0, 1 and words 2, 3 values 2, 3, each pair
+//     by Box-Muller (u1 from the first word, u2 from the second: r cos(2 pi u2), r sin(2 pi u2) with
+//     r = sqrt(-2 ln u1)), in f32.
+//   - f64: 64-bit draws, block k / 2. Uniform: words 2i, 2i + 1 (i = k % 2, the second word the high
+//     half) give u = ((x >> 11) + 1) 2^-53. Normal: words 0, 1 give u1 and 2, 3 give u2, one pair
+//     of values by Box-Muller in f64.
+
+/// Random123's Philox4x32 multipliers and key increments.
+constexpr unsigned int philox_m0 = 0xD2511F53u, philox_m1 = 0xCD9E8D57u;
+constexpr unsigned int philox_w0 = 0x9E3779B9u, philox_w1 = 0xBB67AE85u;
+
+struct Words {
+    unsigned int w[4];
+};
+
+/// The four words of block `counter` of the sequence of `seed`: ten rounds, the key bumped between
+/// rounds.
+__device__ inline Words philox(unsigned long long counter, unsigned long long seed) {
+    unsigned int c0 = (unsigned int)counter, c1 = (unsigned int)(counter >> 32), c2 = 0, c3 = 0;
+    unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+#pragma unroll
+    for (int round = 0; round < 10; ++round) {
+        if (round > 0) {
+            k0 += philox_w0;
+            k1 += philox_w1;
+        }
+        const unsigned int hi0 = __umulhi(philox_m0, c0), lo0 = philox_m0 * c0;
+        const unsigned int hi1 = __umulhi(philox_m1, c2), lo1 = philox_m1 * c2;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+    }
+    return {{c0, c1, c2, c3}};
+}
+
+__device__ inline float unit_f32(unsigned int w) { return float((w >> 8) + 1u) * 0x1p-24f; }
+__device__ inline double unit_f64(unsigned int lo, unsigned int hi) {
+    const unsigned long long x = ((unsigned long long)hi << 32) | lo;
+    return double((x >> 11) + 1ull) * 0x1p-53;
+}
+
+template <class T>
+struct is_f64 {
+    static constexpr bool value = false;
+};
+template <>
+struct is_f64<double> {
+    static constexpr bool value = true;
+};
+
+/// The values of one block: four in f32 (for f16, bf16 and f32 outputs) or two in f64.
+template <class T, int D>
+struct Block {
+    static constexpr int size = 4;
+    float v[4];
+};
+template <int D>
+struct Block<double, D> {
+    static constexpr int size = 2;
+    double v[2];
+};
+
+template <class T, int D>
+__device__ inline Block<T, D> block_values(const Words& r, const RandomParams& p) {
+    Block<T, D> out;
+    if constexpr (is_f64<T>::value) {
+        if constexpr (D == random_uniform) {
+            for (int i = 0; i < 2; ++i) out.v[i] = __fma_rn(p.b - p.a, unit_f64(r.w[2 * i], r.w[2 * i + 1]), p.a);
+        } else {
+            const double radius = sqrt(-2.0 * log(unit_f64(r.w[0], r.w[1])));
+            double s, c;
+            sincospi(2.0 * unit_f64(r.w[2], r.w[3]), &s, &c);
+            out.v[0] = __fma_rn(p.b, radius * c, p.a);
+            out.v[1] = __fma_rn(p.b, radius * s, p.a);
+            if constexpr (D == random_lognormal)
+                for (int i = 0; i < 2; ++i) out.v[i] = exp(out.v[i]);
+        }
+    } else {
+        if constexpr (D == random_uniform) {
+            const float scale = float(p.b - p.a), low = float(p.a), high = float(p.b);
+            // Rounding may carry low + scale past high: the top of the range stays high.
+            for (int i = 0; i < 4; ++i) out.v[i] = fminf(__fmaf_rn(scale, unit_f32(r.w[i]), low), high);
+        } else {
+            const float mean = float(p.a), stddev = float(p.b);
+            for (int i = 0; i < 4; i += 2) {
+                const float radius = sqrtf(-2.0f * logf(unit_f32(r.w[i])));
+                float s, c;
+                sincospif(2.0f * unit_f32(r.w[i + 1]), &s, &c);
+                out.v[i] = __fmaf_rn(stddev, radius * c, mean);
+                out.v[i + 1] = __fmaf_rn(stddev, radius * s, mean);
+            }
+            if constexpr (D == random_lognormal)
+                for (int i = 0; i < 4; ++i) out.v[i] = expf(out.v[i]);
+        }
+    }
+    return out;
+}
+
+template <class T>
+__device__ inline T real_to(float x);
+template <>
+__device__ inline float real_to<float>(float x) {
+    return x;
+}
+template <>
+__device__ inline __half real_to<__half>(float x) {
+    return __float2half_rn(x);
+}
+template <>
+__device__ inline __nv_bfloat16 real_to<__nv_bfloat16>(float x) {
+    return __float2bfloat16_rn(x);
+}
+__device__ inline double real_to_f64(double x) { return x; }
+
+/// Writes values `offset` to `offset + count - 1` of the sequence to `count` contiguous elements of
+/// T (f16, bf16, f32 or f64) in distribution D: one Philox block per thread and step, stored as one
+/// vector where the whole block falls inside the output and its address allows.
+template <class T, int D>
+__global__ void random_flat(const RandomParams p) {
+    constexpr int per = Block<T, D>::size;
+    T* out = static_cast<T*>(p.out);
+    const unsigned long long first = p.offset / per, end = p.offset + (unsigned long long)p.count;
+    const unsigned long long blocks = (end + per - 1) / per - first;
+    for (unsigned long long i = first_thread(); i < blocks; i += thread_count()) {
+        const unsigned long long j = first + i;
+        const Block<T, D> b = block_values<T, D>(philox(j, p.seed), p);
+        Pack<T, per> pack;
+        for (int l = 0; l < per; ++l) {
+            if constexpr (is_f64<T>::value) pack.v[l] = real_to_f64(b.v[l]);
+            else pack.v[l] = real_to<T>(b.v[l]);
+        }
+        const unsigned long long k0 = j * per;  // the index of the block's first value
+        if (k0 >= p.offset && k0 + per <= end &&
+            (unsigned long long)(out + (k0 - p.offset)) % sizeof(Pack<T, per>) == 0) {
+            *reinterpret_cast<Pack<T, per>*>(out + (k0 - p.offset)) = pack;
+        } else {
+            for (int l = 0; l < per; ++l)
+                if (k0 + l >= p.offset && k0 + l < end) out[(long long)(k0 + l - p.offset)] = pack.v[l];
+        }
+    }
 }
 
 }  // namespace gpumath::kernels

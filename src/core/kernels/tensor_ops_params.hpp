@@ -39,4 +39,19 @@ struct TransposeParams {
     long long out_row_stride;  // from out[b][r][c] to out[b][r + 1][c]
 };
 
+/// The random distributions (random_flat's D).
+enum RandomDistribution { random_uniform = 0, random_normal = 1, random_lognormal = 2 };
+
+/// One random pass: `count` contiguous elements, values `offset` to `offset + count - 1` of the
+/// Philox4x32-10 sequence keyed by `seed`. Uniform values map to a + (b - a) u, normal ones to
+/// a + b z and log-normal ones to exp(a + b z).
+struct RandomParams {
+    void* out;
+    long long count;
+    unsigned long long seed;
+    unsigned long long offset;
+    double a;
+    double b;
+};
+
 }  // namespace gpumath::kernels
