@@ -222,7 +222,9 @@ void launch_convert(const TensorView& in, const TensorView& out, core::StreamRef
         t.out_batch_stride = s.rank == 3 ? s.out[0] : 0;
         t.out_row_stride = s.out[r - 2];
         const LoadedKernel& k = kernel_for(device, Op::transpose, in.dtype(), out.dtype(), 1);
-        const std::int64_t col_tiles = (t.cols + 31) / 32, row_tiles = (t.rows + 31) / 32;
+        // The kernel's tile side (TileSide in tensor_ops.cu): 64, or 32 for 16-byte input elements.
+        const std::int64_t side = size_of(in.dtype()) >= 16 ? 32 : 64;
+        const std::int64_t col_tiles = (t.cols + side - 1) / side, row_tiles = (t.rows + side - 1) / side;
         const core::LaunchConfig config{
             .grid = {std::min<std::int64_t>(col_tiles, 65535), std::min<std::int64_t>(row_tiles, 65535),
                      std::min<std::int64_t>(t.batches, 65535)},
@@ -337,6 +339,12 @@ bool fill_by_memset(const TensorView& out, std::complex<double> value, core::Str
 
 }  // namespace
 
+bool fills_flat(const TensorLayout& out) {
+    // A fill has no input: its index space is flat when the output's alone is one run of unit stride.
+    const IndexSpace s = index_space(out, nullptr);
+    return s.rank == 0 || (s.rank == 1 && s.out[0] == 1);
+}
+
 void fill_view(const TensorView& out, std::complex<double> value, core::StreamRef stream) {
     if (out.size() == 0) return;
     const IndexSpace s = index_space(out, nullptr);
@@ -344,7 +352,7 @@ void fill_view(const TensorView& out, std::complex<double> value, core::StreamRe
     ElementwiseParams p = params_of(s, nullptr, out.data(), out.size());
     p.value_re = value.real();
     p.value_im = value.imag();
-    if (unit_strides(s)) {
+    if (fills_flat(out)) {
         const std::size_t size = size_of(out.dtype());
         if (fill_by_memset(out, value, stream)) return;
         const int v = vector_width(nullptr, size, out.data(), size);

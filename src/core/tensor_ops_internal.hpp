@@ -39,6 +39,10 @@ void check_written(const TensorView& out, const char* name, const char* api);
 /// of the two that does not overlap.
 void check_pair(const TensorView& in, const TensorView& out, const char* api);
 
+/// True when a fill of `out` is one contiguous run (the driver's memset or fill_flat), false when it
+/// needs the strided kernel.
+[[nodiscard]] bool fills_flat(const TensorLayout& out);
+
 /// Writes `value` to every element of `out` (checked) on `stream`.
 void fill_view(const TensorView& out, std::complex<double> value, core::StreamRef stream);
 

@@ -26,7 +26,8 @@ inline std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> c
 
 /// Block `j` of the sequence of `seed`: the counter is j (low word first), the key the seed.
 inline std::array<std::uint32_t, 4> random_block(std::uint64_t j, std::uint64_t seed) {
-    return philox4x32_10({std::uint32_t(j), std::uint32_t(j >> 32), 0, 0}, {std::uint32_t(seed), std::uint32_t(seed >> 32)});
+    return philox4x32_10({std::uint32_t(j), std::uint32_t(j >> 32), 0, 0},
+                         {std::uint32_t(seed), std::uint32_t(seed >> 32)});
 }
 
 /// The 32-bit uniform of a word, on (0, 1].

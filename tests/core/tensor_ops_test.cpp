@@ -94,6 +94,17 @@ TEST(TensorOpsValidation, BadOutputsAreRefusedBeforeAnyCudaCall) {
     EXPECT_NO_THROW(fill(TensorView(static_cast<float*>(nullptr), {0}), 1.0));  // nothing to write
 }
 
+TEST(TensorOpsPaths, ContiguousFillsAreOneFlatRun) {
+    // Contiguous outputs (any rank, extents of 1 anywhere) take the memset or the flat kernel; only
+    // views with gaps walk the strided kernel.
+    EXPECT_TRUE(detail::fills_flat(TensorLayout(DataType::f32, {1 << 20})));
+    EXPECT_TRUE(detail::fills_flat(TensorLayout(DataType::bf16, {7, 129})));
+    EXPECT_TRUE(detail::fills_flat(TensorLayout(DataType::i8, {2, 1, 3, 4})));
+    EXPECT_TRUE(detail::fills_flat(TensorLayout(DataType::c64, {1})));
+    EXPECT_FALSE(detail::fills_flat(TensorLayout(DataType::f32, {3, 5}, {10, 1})));
+    EXPECT_FALSE(detail::fills_flat(TensorLayout(DataType::f32, {4, 4}, {1, 4})));
+}
+
 TEST(TensorOpsValidation, CastAndCopyCheckShapesOverlapAndTypes) {
     const TensorView a = view(DataType::f32, {4, 8}, {}, 1 << 20);
     test::expect_throw_with<InvalidArgument>(

@@ -128,6 +128,20 @@ struct Offsets {
 };
 __device__ inline Offsets offsets_of(const ElementwiseParams& p, long long i) {
     Offsets o{0, 0};
+    if (p.count <= 0xffffffffLL) {
+        // 32-bit division, several times cheaper than 64-bit (which the hardware lacks): index
+        // spaces below 2^32 elements, the usual case.
+        unsigned int j = (unsigned int)i;
+        for (int d = p.rank - 1; d >= 0; --d) {
+            const unsigned int extent = (unsigned int)p.shape[d];
+            const unsigned int q = j / extent;
+            const long long c = (long long)(j - q * extent);
+            j = q;
+            o.in += c * p.in_strides[d];
+            o.out += c * p.out_strides[d];
+        }
+        return o;
+    }
     for (int d = p.rank - 1; d >= 0; --d) {
         const long long extent = p.shape[d];
         const long long c = i % extent;
@@ -202,36 +216,52 @@ __global__ void convert_strided(const ElementwiseParams p) {
     }
 }
 
-constexpr int tile = 32, tile_rows = 8;
+constexpr int tile_threads_x = 32, tile_threads_y = 8;
 
-/// Transposes (and converts) 32 x 32 tiles through shared memory: a block reads 32 lines of the
-/// input along its unit stride and writes 32 lines of the output along its own. Grid: x over
+/// The side of a transpose tile: 64 elements (lines of 128 to 512 bytes on both sides, which keeps
+/// HBM pages open) where the tile fits the 48 KiB of static shared memory, 32 for 16-byte types.
+template <class In>
+struct TileSide {
+    static constexpr int value = sizeof(In) >= 16 ? 32 : 64;
+};
+
+/// Transposes (and converts) square tiles through shared memory: a block of 32 x 8 threads reads
+/// the tile's lines along the input's unit stride and writes lines along the output's. Grid: x over
 /// column tiles, y over row tiles, z over batches (each dimension looping where the grid is
 /// smaller).
 template <class In, class Out>
 __global__ void transpose(const TransposeParams p) {
-    __shared__ In cell[tile][tile + 1];
+    constexpr int side = TileSide<In>::value;
+    __shared__ In cell[side][side + 1];
     const auto* in = static_cast<const In*>(p.in);
     auto* out = static_cast<Out*>(p.out);
-    const long long row_tiles = (p.rows + tile - 1) / tile, col_tiles = (p.cols + tile - 1) / tile;
+    const long long row_tiles = (p.rows + side - 1) / side, col_tiles = (p.cols + side - 1) / side;
     for (long long b = blockIdx.z; b < p.batches; b += gridDim.z)
         for (long long rt = blockIdx.y; rt < row_tiles; rt += gridDim.y)
             for (long long ct = blockIdx.x; ct < col_tiles; ct += gridDim.x) {
                 // Read: lines along r (the input's unit stride), one per c.
-                const long long r = rt * tile + threadIdx.x;
-                for (int k = threadIdx.y; k < tile; k += tile_rows) {
-                    const long long c = ct * tile + k;
-                    if (r < p.rows && c < p.cols)
-                        cell[k][threadIdx.x] = in[b * p.in_batch_stride + c * p.in_col_stride + r];
+                const In* in_tile = in + b * p.in_batch_stride;
+#pragma unroll
+                for (int x = threadIdx.x; x < side; x += tile_threads_x) {
+                    const long long r = rt * side + x;
+#pragma unroll
+                    for (int k = threadIdx.y; k < side; k += tile_threads_y) {
+                        const long long c = ct * side + k;
+                        if (r < p.rows && c < p.cols) cell[k][x] = in_tile[c * p.in_col_stride + r];
+                    }
                 }
                 __syncthreads();
                 // Write: lines along c (the output's unit stride), one per r.
-                const long long c = ct * tile + threadIdx.x;
-                for (int k = threadIdx.y; k < tile; k += tile_rows) {
-                    const long long rr = rt * tile + k;
-                    if (rr < p.rows && c < p.cols)
-                        out[b * p.out_batch_stride + rr * p.out_row_stride + c] =
-                            convert<In, Out>(cell[threadIdx.x][k]);
+                Out* out_tile = out + b * p.out_batch_stride;
+#pragma unroll
+                for (int x = threadIdx.x; x < side; x += tile_threads_x) {
+                    const long long c = ct * side + x;
+#pragma unroll
+                    for (int k = threadIdx.y; k < side; k += tile_threads_y) {
+                        const long long rr = rt * side + k;
+                        if (rr < p.rows && c < p.cols)
+                            out_tile[rr * p.out_row_stride + c] = convert<In, Out>(cell[x][k]);
+                    }
                 }
                 __syncthreads();
             }
@@ -244,7 +274,8 @@ __global__ void transpose(const TransposeParams p) {
 //   - f16, bf16, f32: 32-bit draws, word k % 4 of block k / 4. Uniform: u = ((w >> 8) + 1) 2^-24 in
 //     (0, 1]. Normal: words 0, 1 of a block give values 0, 1 and words 2, 3 values 2, 3, each pair
 //     by Box-Muller (u1 from the first word, u2 from the second: r cos(2 pi u2), r sin(2 pi u2) with
-//     r = sqrt(-2 ln u1)), in f32.
+//     r = sqrt(-2 ln u1)), in f32 (the sine and cosine the hardware's, on the angle taken to
+//     [-pi, pi)).
 //   - f64: 64-bit draws, block k / 2. Uniform: words 2i, 2i + 1 (i = k % 2, the second word the high
 //     half) give u = ((x >> 11) + 1) 2^-53. Normal: words 0, 1 give u1 and 2, 3 give u2, one pair
 //     of values by Box-Muller in f64.
@@ -329,10 +360,12 @@ __device__ inline Block<T, D> block_values(const Words& r, const RandomParams& p
             const float mean = float(p.a), stddev = float(p.b);
             for (int i = 0; i < 4; i += 2) {
                 const float radius = sqrtf(-2.0f * logf(unit_f32(r.w[i])));
+                // The angle 2 pi u2 taken to [-pi, pi) (u2 - 1/2 is exact), where the hardware's
+                // sine and cosine are accurate to 2^-21.4: cos(2 pi u2) = -cos(2 pi (u2 - 1/2)).
                 float s, c;
-                sincospif(2.0f * unit_f32(r.w[i + 1]), &s, &c);
-                out.v[i] = __fmaf_rn(stddev, radius * c, mean);
-                out.v[i + 1] = __fmaf_rn(stddev, radius * s, mean);
+                __sincosf(6.28318530717958648f * (unit_f32(r.w[i + 1]) - 0.5f), &s, &c);
+                out.v[i] = __fmaf_rn(stddev, -radius * c, mean);
+                out.v[i + 1] = __fmaf_rn(stddev, -radius * s, mean);
             }
             if constexpr (D == random_lognormal)
                 for (int i = 0; i < 4; ++i) out.v[i] = expf(out.v[i]);
