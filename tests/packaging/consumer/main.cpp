@@ -20,6 +20,10 @@
 #include <gpumath/core/device.hpp>
 #include <gpumath/version.hpp>
 
+// fmt is private to gpumath's build: no public header but the opt-in <gpumath/fmt.hpp> reaches it.
+#if defined(FMT_VERSION)
+#error "a gpumath header included fmt, which consumers need not have"
+#endif
 #if defined(EXPECT_DLPACK) && !defined(GPUMATH_HAS_DLPACK)
 #error "gpumath was built with DLPack interop, but its target does not define GPUMATH_HAS_DLPACK"
 #endif
