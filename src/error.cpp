@@ -10,166 +10,76 @@
 
 #include <dlfcn.h>
 
-#include <cublasLt.h>
+#include <cufft.h>
+#include <nvJitLink.h>
+#include <nvrtc.h>
 #include <fmt/format.h>
 
 namespace gpumath::detail {
-namespace {
 
-std::string compose(std::string_view api, std::string_view name, int code, std::string_view context) {
+std::string status_message(std::string_view api, std::string_view name, int code, std::string_view context) {
     if (context.empty()) return fmt::format("{}: {} ({})", api, name, code);
     return fmt::format("{}: {} ({}): {}", api, name, code, context);
 }
 
-// cuBLAS's names, from its header's enumerators: the core library reports cuBLASLt statuses
-// without linking cuBLASLt (only gpumath::matmul does).
-const char* cublas_status_name(int s) noexcept {
-    switch (s) {
-        case CUBLAS_STATUS_SUCCESS:
-            return "CUBLAS_STATUS_SUCCESS";
-        case CUBLAS_STATUS_NOT_INITIALIZED:
-            return "CUBLAS_STATUS_NOT_INITIALIZED";
-        case CUBLAS_STATUS_ALLOC_FAILED:
-            return "CUBLAS_STATUS_ALLOC_FAILED";
-        case CUBLAS_STATUS_INVALID_VALUE:
-            return "CUBLAS_STATUS_INVALID_VALUE";
-        case CUBLAS_STATUS_ARCH_MISMATCH:
-            return "CUBLAS_STATUS_ARCH_MISMATCH";
-        case CUBLAS_STATUS_MAPPING_ERROR:
-            return "CUBLAS_STATUS_MAPPING_ERROR";
-        case CUBLAS_STATUS_EXECUTION_FAILED:
-            return "CUBLAS_STATUS_EXECUTION_FAILED";
-        case CUBLAS_STATUS_INTERNAL_ERROR:
-            return "CUBLAS_STATUS_INTERNAL_ERROR";
-        case CUBLAS_STATUS_NOT_SUPPORTED:
-            return "CUBLAS_STATUS_NOT_SUPPORTED";
-        case CUBLAS_STATUS_LICENSE_ERROR:
-            return "CUBLAS_STATUS_LICENSE_ERROR";
-        default:
-            return "CUBLAS_STATUS_UNKNOWN";
-    }
-}
+namespace {
+
+// cuFFT and nvJitLink offer no name function: the names are their headers' enumerators, spelled by
+// the preprocessor (a renamed or removed one fails the build).
+#define GPUMATH_STATUS_NAME(e) \
+    case e:                    \
+        return #e;
 
 const char* cufft_status_name(int s) noexcept {
-    switch (s) {
-        case 0:
-            return "CUFFT_SUCCESS";
-        case 1:
-            return "CUFFT_INVALID_PLAN";
-        case 2:
-            return "CUFFT_ALLOC_FAILED";
-        case 3:
-            return "CUFFT_INVALID_TYPE";
-        case 4:
-            return "CUFFT_INVALID_VALUE";
-        case 5:
-            return "CUFFT_INTERNAL_ERROR";
-        case 6:
-            return "CUFFT_EXEC_FAILED";
-        case 7:
-            return "CUFFT_SETUP_FAILED";
-        case 8:
-            return "CUFFT_INVALID_SIZE";
-        case 9:
-            return "CUFFT_UNALIGNED_DATA";
-        case 11:
-            return "CUFFT_INVALID_DEVICE";
-        case 13:
-            return "CUFFT_NO_WORKSPACE";
-        case 14:
-            return "CUFFT_NOT_IMPLEMENTED";
-        case 16:
-            return "CUFFT_NOT_SUPPORTED";
-        case 17:
-            return "CUFFT_MISSING_DEPENDENCY";
-        case 18:
-            return "CUFFT_NVRTC_FAILURE";
-        case 19:
-            return "CUFFT_NVJITLINK_FAILURE";
-        case 20:
-            return "CUFFT_NVSHMEM_FAILURE";
-        default:
-            return "CUFFT_UNKNOWN_ERROR";
+    switch (static_cast<cufftResult>(s)) {
+        GPUMATH_STATUS_NAME(CUFFT_SUCCESS)
+        GPUMATH_STATUS_NAME(CUFFT_INVALID_PLAN)
+        GPUMATH_STATUS_NAME(CUFFT_ALLOC_FAILED)
+        GPUMATH_STATUS_NAME(CUFFT_INVALID_TYPE)
+        GPUMATH_STATUS_NAME(CUFFT_INVALID_VALUE)
+        GPUMATH_STATUS_NAME(CUFFT_INTERNAL_ERROR)
+        GPUMATH_STATUS_NAME(CUFFT_EXEC_FAILED)
+        GPUMATH_STATUS_NAME(CUFFT_SETUP_FAILED)
+        GPUMATH_STATUS_NAME(CUFFT_INVALID_SIZE)
+        GPUMATH_STATUS_NAME(CUFFT_UNALIGNED_DATA)
+        GPUMATH_STATUS_NAME(CUFFT_INVALID_DEVICE)
+        GPUMATH_STATUS_NAME(CUFFT_NO_WORKSPACE)
+        GPUMATH_STATUS_NAME(CUFFT_NOT_IMPLEMENTED)
+        GPUMATH_STATUS_NAME(CUFFT_NOT_SUPPORTED)
+        GPUMATH_STATUS_NAME(CUFFT_MISSING_DEPENDENCY)
+        GPUMATH_STATUS_NAME(CUFFT_NVRTC_FAILURE)
+        GPUMATH_STATUS_NAME(CUFFT_NVJITLINK_FAILURE)
+        GPUMATH_STATUS_NAME(CUFFT_NVSHMEM_FAILURE)
     }
+    return "CUFFT_UNKNOWN_ERROR";
 }
 
 const char* nvjitlink_status_name(int s) noexcept {
-    switch (s) {
-        case 0:
-            return "NVJITLINK_SUCCESS";
-        case 1:
-            return "NVJITLINK_ERROR_UNRECOGNIZED_OPTION";
-        case 2:
-            return "NVJITLINK_ERROR_MISSING_ARCH";
-        case 3:
-            return "NVJITLINK_ERROR_INVALID_INPUT";
-        case 4:
-            return "NVJITLINK_ERROR_PTX_COMPILE";
-        case 5:
-            return "NVJITLINK_ERROR_NVVM_COMPILE";
-        case 6:
-            return "NVJITLINK_ERROR_INTERNAL";
-        case 7:
-            return "NVJITLINK_ERROR_THREADPOOL";
-        case 8:
-            return "NVJITLINK_ERROR_UNRECOGNIZED_INPUT";
-        case 9:
-            return "NVJITLINK_ERROR_FINALIZE";
-        case 10:
-            return "NVJITLINK_ERROR_NULL_INPUT";
-        case 11:
-            return "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS";
-        case 12:
-            return "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE";
-        case 13:
-            return "NVJITLINK_ERROR_ARCH_MISMATCH";
-        case 14:
-            return "NVJITLINK_ERROR_OUTDATED_LIBRARY";
-        case 15:
-            return "NVJITLINK_ERROR_MISSING_FATBIN";
-        case 16:
-            return "NVJITLINK_ERROR_UNRECOGNIZED_ARCH";
-        case 17:
-            return "NVJITLINK_ERROR_UNSUPPORTED_ARCH";
-        case 18:
-            return "NVJITLINK_ERROR_LTO_NOT_ENABLED";
-        default:
-            return "NVJITLINK_ERROR_UNKNOWN";
+    switch (static_cast<nvJitLinkResult>(s)) {
+        GPUMATH_STATUS_NAME(NVJITLINK_SUCCESS)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_UNRECOGNIZED_OPTION)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_MISSING_ARCH)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_INVALID_INPUT)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_PTX_COMPILE)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_NVVM_COMPILE)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_INTERNAL)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_THREADPOOL)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_UNRECOGNIZED_INPUT)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_FINALIZE)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_NULL_INPUT)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_INCORRECT_INPUT_TYPE)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_ARCH_MISMATCH)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_OUTDATED_LIBRARY)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_MISSING_FATBIN)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_UNRECOGNIZED_ARCH)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_UNSUPPORTED_ARCH)
+        GPUMATH_STATUS_NAME(NVJITLINK_ERROR_LTO_NOT_ENABLED)
     }
+    return "NVJITLINK_ERROR_UNKNOWN";
 }
 
-const char* nvrtc_status_name(int s) noexcept {
-    switch (s) {
-        case 0:
-            return "NVRTC_SUCCESS";
-        case 1:
-            return "NVRTC_ERROR_OUT_OF_MEMORY";
-        case 2:
-            return "NVRTC_ERROR_PROGRAM_CREATION_FAILURE";
-        case 3:
-            return "NVRTC_ERROR_INVALID_INPUT";
-        case 4:
-            return "NVRTC_ERROR_INVALID_PROGRAM";
-        case 5:
-            return "NVRTC_ERROR_INVALID_OPTION";
-        case 6:
-            return "NVRTC_ERROR_COMPILATION";
-        case 7:
-            return "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE";
-        case 8:
-            return "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION";
-        case 9:
-            return "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION";
-        case 10:
-            return "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID";
-        case 11:
-            return "NVRTC_ERROR_INTERNAL_ERROR";
-        case 12:
-            return "NVRTC_ERROR_TIME_FILE_WRITE_FAILED";
-        default:
-            return "NVRTC_ERROR_UNKNOWN";
-    }
-}
+#undef GPUMATH_STATUS_NAME
 
 const char* nccl_status_name(int status) {
     switch (status) {
@@ -198,7 +108,7 @@ const char* nccl_status_name(int status) {
 template <class E>
 [[noreturn]] void throw_with_log(int status, const char* name, const char* api, std::string_view context,
                                  std::string log) {
-    std::string message = compose(api, name, status, context);
+    std::string message = status_message(api, name, status, context);
     if (!log.empty()) message += fmt::format("\n{}", log);
     throw E(message, status, api, std::move(log));
 }
@@ -261,7 +171,7 @@ const std::string& no_device_cause_of(cudaError_t status) {
 void throw_cuda(cudaError_t status, const char* api, std::string_view context) {
     // The status is now the exception's; leave no copy behind for cudaGetLastError to report again.
     (void)cudaGetLastError();
-    std::string message = compose(api, cudaGetErrorName(status), int(status), context);
+    std::string message = status_message(api, cudaGetErrorName(status), int(status), context);
     if (is_no_device(status))
         message = fmt::format("no CUDA driver/device: {}. ({}: {})", no_device_cause_of(status), message,
                               cudaGetErrorString(status));
@@ -274,27 +184,25 @@ void throw_cu(CUresult status, const char* api, std::string_view context) {
         const char* n = nullptr;
         if (d->cuGetErrorName(status, &n) == CUDA_SUCCESS && n != nullptr) name = n;
     }
-    std::string message = compose(api, name, int(status), context);
+    std::string message = status_message(api, name, int(status), context);
     if (status == CUDA_ERROR_NO_DEVICE || status == CUDA_ERROR_NOT_INITIALIZED || status == CUDA_ERROR_STUB_LIBRARY) {
         message = "no CUDA driver/device: " + message;
     }
     throw CudaError(message, int(status), api);
 }
 
-void throw_cublas(int status, const char* api, std::string_view context) {
-    throw CublasError(compose(api, cublas_status_name(status), status, context), status, api);
-}
-
 void throw_cufft(int status, const char* api, std::string_view context) {
-    throw CufftError(compose(api, cufft_status_name(status), status, context), status, api);
+    throw CufftError(status_message(api, cufft_status_name(status), status, context), status, api);
 }
 
 void throw_nccl(int status, const char* api, std::string_view context) {
-    throw NcclError(compose(api, nccl_status_name(status), status, context), status, api);
+    throw NcclError(status_message(api, nccl_status_name(status), status, context), status, api);
 }
 
 void throw_nvrtc(int status, const char* api, std::string_view context, std::string log) {
-    throw_with_log<CompileError>(status, nvrtc_status_name(status), api, context, std::move(log));
+    // NVRTC names its statuses itself ("NVRTC_ERROR_COMPILATION"; "NVRTC_ERROR unknown" past its last).
+    throw_with_log<CompileError>(status, nvrtcGetErrorString(static_cast<nvrtcResult>(status)), api, context,
+                                 std::move(log));
 }
 
 void throw_nvjitlink(int status, const char* api, std::string_view context, std::string log) {

@@ -15,8 +15,13 @@ namespace gpumath::detail {
 // throw_cuda also clears the runtime's last-error state (cudaGetLastError), so an error gpumath has
 // reported as an exception is not reported a second time by the caller's next error check; sticky
 // errors (a faulted context) stay, as the runtime keeps returning them.
+/// "api: NAME (code)" or "api: NAME (code): context": every library error's message.
+[[nodiscard]] std::string status_message(std::string_view api, std::string_view name, int code,
+                                         std::string_view context);
+
 [[noreturn]] void throw_cuda(cudaError_t status, const char* api, std::string_view context);
 [[noreturn]] void throw_cu(CUresult status, const char* api, std::string_view context);
+/// Defined by gpumath::matmul, which links cuBLASLt and takes the status's name from it.
 [[noreturn]] void throw_cublas(int status, const char* api, std::string_view context);
 [[noreturn]] void throw_cufft(int status, const char* api, std::string_view context);
 [[noreturn]] void throw_nccl(int status, const char* api, std::string_view context);

@@ -9,6 +9,7 @@
 
 #include <cublasLt.h>
 #include <cufft.h>
+#include <nvrtc.h>
 
 #include "detail/log.hpp"
 #include "detail/status.hpp"
@@ -66,6 +67,37 @@ TEST(Errors, CublasMessageNamesApiStatusAndContext) {
         EXPECT_STREQ(e.what(), "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED (15): running a bf16 matmul");
         EXPECT_EQ(e.status(), 15);
         EXPECT_EQ(e.api(), "cublasLtMatmul");
+    }
+}
+
+TEST(Errors, LibrariesNameTheirOwnStatuses) {
+    // NVRTC's and cuBLASLt's names come from the libraries, so statuses newer than any table are
+    // named too: CUDA 13's NVRTC defines codes up to 17.
+    const auto nvrtc_name = [](int status) {
+        try {
+            detail::check_nvrtc(status, "nvrtcCompileProgram", "", "");
+        } catch (const CompileError& e) {
+            EXPECT_EQ(e.status(), status);
+            return std::string(e.what());
+        }
+        return std::string("no throw");
+    };
+    EXPECT_EQ(nvrtc_name(NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED),
+              "nvrtcCompileProgram: NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED (13)");
+    EXPECT_EQ(nvrtc_name(NVRTC_ERROR_CANCELLED), "nvrtcCompileProgram: NVRTC_ERROR_CANCELLED (16)");
+    EXPECT_EQ(nvrtc_name(NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED),
+              "nvrtcCompileProgram: NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED (17)");
+    // A status past the library's last keeps its number.
+    EXPECT_NE(nvrtc_name(999).find("(999)"), std::string::npos);
+    for (const cublasStatus_t s :
+         {CUBLAS_STATUS_INVALID_VALUE, CUBLAS_STATUS_EXECUTION_FAILED, CUBLAS_STATUS_NOT_SUPPORTED}) {
+        try {
+            detail::check_cublas(int(s), "cublasLtMatmul");
+        } catch (const CublasError& e) {
+            EXPECT_EQ(std::string(e.what()),
+                      "cublasLtMatmul: " + std::string(cublasLtGetStatusName(s)) + " (" + std::to_string(int(s)) + ")");
+            EXPECT_EQ(std::string(cublasLtGetStatusName(s)).rfind("CUBLAS_STATUS_", 0), 0u);
+        }
     }
 }
 
