@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+// The decoders of compressed fatbin images: liblz4 and libzstd, loaded at run time through the
+// checked loader, each once per process.
 #include "core/decompress.hpp"
-
-#include <cstdint>
-#include <cstring>
 
 #include <dlfcn.h>
 
@@ -13,66 +12,47 @@ namespace gpumath::detail {
 
 namespace {
 
-/// Walks an LZ4 block's sequences: with `out` null it only checks them and counts the bytes they
-/// make, else it writes them to `out` (which holds `size` bytes). Returns the bytes made, or
-/// nothing when a sequence reads past the input, a match reaches before the output's start or
-/// the output would pass `size`.
-std::optional<std::size_t> lz4_walk(std::string_view block, std::size_t size, char* out) {
-    // A block is a run of sequences: a token (literal length in the high nibble, match length - 4
-    // in the low one; 15 means more length bytes follow, each added, until one is not 255), the
-    // literals, then a 2-byte little-endian offset back into the output and the match. The last
-    // sequence has literals only.
-    std::size_t in = 0, at = 0;
-    const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(block[i]); };
-    // A length continued past its nibble; false when the input ends inside it.
-    const auto extend = [&](std::size_t& length) {
-        std::uint8_t more = 255;
-        while (more == 255) {
-            if (in >= block.size()) return false;
-            more = byte(in++);
-            length += more;  // at most 255 per input byte: no overflow
-        }
-        return true;
-    };
-    while (true) {
-        if (in >= block.size()) return std::nullopt;
-        const std::uint8_t token = byte(in++);
-        std::size_t literals = token >> 4U;
-        if (literals == 15 && !extend(literals)) return std::nullopt;
-        if (literals > block.size() - in || literals > size - at) return std::nullopt;
-        if (out != nullptr) std::memcpy(out + at, block.data() + in, literals);
-        in += literals;
-        at += literals;
-        if (in == block.size()) return at;  // the last sequence
-        if (block.size() - in < 2) return std::nullopt;
-        const std::size_t offset = std::size_t(byte(in)) | (std::size_t(byte(in + 1)) << 8U);
-        in += 2;
-        if (offset == 0 || offset > at) return std::nullopt;
-        std::size_t match = token & 15U;
-        if (match == 15 && !extend(match)) return std::nullopt;
-        match += 4;
-        if (match > size - at) return std::nullopt;
-        // Byte by byte: a match may overlap the bytes it produces (offset < length repeats them).
-        if (out != nullptr)
-            for (std::size_t i = 0; i < match; ++i) out[at + i] = out[at + i - offset];
-        at += match;
+/// A decoder's library, loaded through the checked loader; null when it could not be, which is
+/// logged (once: each caller keeps its result in a static) with what the library serves and how to
+/// install it. Never closed: the process keeps it, as it keeps NCCL.
+void* open_decoder(const char* file, const char* codec, const char* package) {
+    const SharedLibrary library = open_shared_library(file);
+    if (!library)
+        log(LogLevel::warn,
+            "{} could not be loaded ({}), so fatbins with {}-compressed images are refused (NotSupported); install "
+            "{}'s library (Debian and Ubuntu: {})",
+            file, library.error, codec, codec, package);
+    return library.handle;
+}
+
+/// `name` in `handle` as a `F`; null (and a line at warn) when the library lacks it.
+template <class F>
+F symbol(void* handle, const char* name, const char* file) {
+    void* s = dlsym(handle, name);
+    if (s == nullptr) log(LogLevel::warn, "{} has no {}, so it is not used", file, name);
+    return reinterpret_cast<F>(s);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast): dlsym's result
+}
+
+/// liblz4's safe block decoder, loaded once; null when the library is absent.
+struct Lz4 {
+    // int LZ4_decompress_safe(const char* src, char* dst, int compressedSize, int dstCapacity):
+    // the bytes written, or a negative value for a malformed block (lz4.h).
+    using DecompressSafe = int (*)(const char*, char*, int, int);
+    DecompressSafe decompress_safe = nullptr;
+
+    Lz4() {
+        constexpr const char* file = "liblz4.so.1";
+        if (void* handle = open_decoder(file, "LZ4", "liblz4-1"))
+            decompress_safe = symbol<DecompressSafe>(handle, "LZ4_decompress_safe", file);
     }
+};
+
+const Lz4& lz4() {
+    static const Lz4 loaded;
+    return loaded;
 }
 
-}  // namespace
-
-std::optional<std::string> lz4_block_decompress(std::string_view block, std::size_t size) {
-    // Checked and counted before the output is allocated: a block that does not make `size` bytes
-    // costs no memory.
-    if (lz4_walk(block, size, nullptr) != size) return std::nullopt;
-    std::string out(size, '\0');
-    (void)lz4_walk(block, size, out.data());
-    return out;
-}
-
-namespace {
-
-/// libzstd's two entry points the decoder needs, loaded once; null when the library is absent.
+/// libzstd's three entry points the decoder needs, loaded once; null when the library is absent.
 struct Zstd {
     using Decompress = std::size_t (*)(void*, std::size_t, const void*, std::size_t);
     using IsError = unsigned (*)(std::size_t);
@@ -82,21 +62,12 @@ struct Zstd {
     ContentSize content_size = nullptr;
 
     Zstd() {
-        // Never closed: the process keeps it, as it keeps NCCL. No libzstd is normal (the images are
-        // then not read); a file found but refused (a FIFO, a truncated copy) is worth a line.
-        const SharedLibrary library = open_shared_library("libzstd.so.1");
-        if (!library) {
-            if (!library.path.empty())
-                log(LogLevel::warn, "libzstd.so.1 was not loaded, so compressed fatbin images are not read: {}",
-                    library.error);
-            return;
-        }
-        void* handle = library.handle;
-        // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast)
-        decompress = reinterpret_cast<Decompress>(dlsym(handle, "ZSTD_decompress"));
-        is_error = reinterpret_cast<IsError>(dlsym(handle, "ZSTD_isError"));
-        content_size = reinterpret_cast<ContentSize>(dlsym(handle, "ZSTD_getFrameContentSize"));
-        // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+        constexpr const char* file = "libzstd.so.1";
+        void* handle = open_decoder(file, "Zstandard", "libzstd1");
+        if (handle == nullptr) return;
+        decompress = symbol<Decompress>(handle, "ZSTD_decompress", file);
+        is_error = symbol<IsError>(handle, "ZSTD_isError", file);
+        content_size = symbol<ContentSize>(handle, "ZSTD_getFrameContentSize", file);
         if (is_error == nullptr || content_size == nullptr) decompress = nullptr;
     }
 };
@@ -106,9 +77,31 @@ const Zstd& zstd() {
     return loaded;
 }
 
+// LZ4's API counts bytes in int, and its encoder takes at most LZ4_MAX_INPUT_SIZE (lz4.h) bytes,
+// so no block is larger and none decodes to more.
+constexpr std::size_t lz4_max_bytes = 0x7E000000;
+// The most one byte of an LZ4 block makes: a match length grows by 255 per byte, and every other
+// byte of a sequence (token, offset, literal) makes at most a few.
+constexpr std::size_t lz4_max_ratio = 255;
+
 }  // namespace
 
+bool lz4_available() { return lz4().decompress_safe != nullptr; }
+
 bool zstd_available() { return zstd().decompress != nullptr; }
+
+std::optional<std::string> lz4_block_decompress(std::string_view block, std::size_t size) {
+    const Lz4& l = lz4();
+    if (l.decompress_safe == nullptr) return std::nullopt;
+    // Checked before the output is allocated: a small block declaring a large image costs no memory.
+    if (block.empty() || block.size() > lz4_max_bytes || size > lz4_max_bytes || size > lz4_max_ratio * block.size())
+        return std::nullopt;
+    std::string out(size, '\0');
+    const int made =
+        l.decompress_safe(block.data(), out.data(), static_cast<int>(block.size()), static_cast<int>(size));
+    if (made < 0 || static_cast<std::size_t>(made) != size) return std::nullopt;
+    return out;
+}
 
 std::optional<std::string> zstd_decompress(std::string_view frame, std::size_t size) {
     const Zstd& z = zstd();

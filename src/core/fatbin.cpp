@@ -191,6 +191,22 @@ std::string check_declared_sizes(const std::vector<Entry>& entries, const Decomp
     return {};
 }
 
+/// Empty when `e`'s image needs no decoder or its decoder's library is loaded; else why it cannot be
+/// read and what to do (NotSupported: the fatbin may be sound, this machine cannot check it).
+std::string missing_decoder(const Entry& e) {
+    if (e.codec == Codec::lz4 && !lz4_available())
+        return fmt::format(
+            "{} cannot be checked: liblz4.so.1 could not be loaded to decompress it; install LZ4's library (Debian "
+            "and Ubuntu: liblz4-1), or write the fatbin without compression (fatbinary --compress=false){}",
+            describe(e), zstd_available() ? " or with fatbinary's default compression (Zstandard)" : "");
+    if (e.codec == Codec::zstd && !zstd_available())
+        return fmt::format(
+            "{} cannot be checked: libzstd.so.1 could not be loaded to decompress it; install Zstandard's library "
+            "(Debian and Ubuntu: libzstd1), or write the fatbin without compression (fatbinary --compress=false){}",
+            describe(e), lz4_available() ? " or with --compress-mode=speed (LZ4)" : "");
+    return {};
+}
+
 /// The image of `e`, decompressed where it is compressed (the budget is charged); nothing with
 /// `defect` set when the bytes do not make the declared size.
 std::optional<std::string> decode(const Entry& e, DecompressionBudget& budget, std::string& defect) {
@@ -225,13 +241,8 @@ CodeRead read_fatbin(std::string_view fatbin, DecompressionBudget& budget, bool 
         if (read.defect = read_entry(e); !read.defect.empty()) return read;
     if (read.defect = check_declared_sizes(entries, budget); !read.defect.empty()) return read;
     for (const Entry& e : entries)
-        if (e.codec == Codec::zstd && !zstd_available()) {
+        if (read.defect = missing_decoder(e); !read.defect.empty()) {
             read.unsupported = true;
-            read.defect = fmt::format(
-                "{} cannot be checked: libzstd.so.1 could not be loaded to decompress it; install Zstandard's "
-                "library (Debian and Ubuntu: libzstd1), or write the fatbin without compression "
-                "(fatbinary --compress=false) or with --compress-mode=speed (LZ4, which gpumath decodes itself)",
-                describe(e));
             return read;
         }
     read.ltoir = std::any_of(entries.begin(), entries.end(), [](const Entry& e) { return e.kind == kind_ltoir; });
