@@ -66,6 +66,11 @@ struct CompileJob {
 /// name expressions, NVRTC version.
 [[nodiscard]] Digest compile_key(const CompileJob& job);
 
+/// Walks the files `job` reaches through #include outside the toolkit, in the order NVRTC finds
+/// them, giving `hasher` (unless null) each one's path and contents. InvalidArgument when one
+/// resolves to something other than a regular file (a FIFO or a device NVRTC would wait on).
+void walk_includes(const CompileJob& job, KeyHasher* hasher);
+
 /// What a cache entry must hold to stand for a compile. A disk entry whose checksum and key check
 /// out can still have been written by hand (the checksum is not a signature): its code type,
 /// architecture, program name and name expressions must be the ones asked for.
