@@ -137,7 +137,6 @@ void walk_includes(const CompileJob& job, KeyHasher* hasher) {
     walk.follow(*job.source, fs::path(job.options->name).parent_path());
 }
 
-
 Digest compile_key(const CompileJob& job) {
     const core::ProgramOptions& o = *job.options;
     KeyHasher h;

@@ -72,6 +72,10 @@ struct FftProblem {
 [[nodiscard]] FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options,
                                           FFTKind forced, const char* api);
 
+/// "a c32 element", "an f32 element", "an f16 complex element (a real/imaginary pair)": how
+/// messages name one element of a transform's side.
+[[nodiscard]] std::string fft_element_text(DataType precision, bool complex);
+
 /// Checks the operands of one execution of `problem` before any GPU work: their layouts are the
 /// planned ones, `direction` is a Direction the kind runs, each data pointer is aligned to its
 /// element (a complex one, f16/bf16 pairs included, to the whole complex element) and `out` does
