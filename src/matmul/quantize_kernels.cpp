@@ -1,74 +1,41 @@
 // SPDX-License-Identifier: Apache-2.0
-// The quantization kernels of each device (compiled once per process and (device, element type,
-// FP8 type)) and their launches.
+// The launches of the quantization kernels, whose programs (quantize_source.cpp) the core kernel
+// loader compiles and loads once per process and (device, element type, FP8 type).
 #include "matmul/quantize_kernels.hpp"
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <tuple>
 
 #include <cuda_runtime_api.h>
 
 #include <gpumath/core/device.hpp>
 #include <gpumath/core/launch.hpp>
 #include <gpumath/core/program.hpp>
+#include "core/kernel_loader.hpp"
 #include "detail/status.hpp"
 #include "matmul/quantize_source.hpp"
 #include "matmul/shapes.hpp"
-#include "detail/capture_mode.hpp"
 
 namespace gpumath::detail {
 namespace {
 
-/// One program's kernels on one device; [0] loads element by element, [1] 16 bytes at a time.
-struct QuantizeKernels {
-    core::Kernel amax[2];
-    core::Kernel tensor[2];
-    core::Kernel rows[2];
-    core::Kernel blocks[2];
-    core::Kernel tiles[2];
-    core::Kernel finalize;
-    core::Kernel dequantize;
-    std::int64_t multiprocessors = 1;
-};
+/// The kernels of one call's program on the current device, from the core kernel loader (compiled
+/// and loaded on first use, then a lookup). `vector` picks the 16-byte variant of a kernel.
+class QuantizeKernels {
+public:
+    QuantizeKernels(DataType element, DataType fp8)
+        : device_(current_device()), program_(quantize_program(element, fp8)) {}
 
-const QuantizeKernels& quantize_kernels(int device, DataType element, DataType fp8) {
-    using Key = std::tuple<int, DataType, DataType>;
-    static std::mutex mutex;
-    // Never destroyed, like every per-device state: no static destructor may run after the CUDA
-    // runtime has shut down.
-    static auto* cache = new std::map<Key, std::unique_ptr<const QuantizeKernels>>();
-    const Key key{device, element, fp8};
-    {
-        std::lock_guard lock(mutex);
-        if (auto it = cache->find(key); it != cache->end()) return *it->second;
+    [[nodiscard]] core::Kernel get(const char* scalar, const char* vector, bool vectors) const {
+        return device_kernel(device_, program_, vectors ? vector : scalar);
     }
-    // Compiled outside the lock; two threads that miss at once both compile (the compile cache
-    // serves the second) and the first one stored wins.
-    const core::Device dev(device);
-    const RelaxedCaptureMode relaxed("loading the FP8 quantize kernels");  // the first call may be in a capture
-    const core::Module module(compile_quantize_kernels(element, fp8, dev.arch()));
-    auto k = std::make_unique<QuantizeKernels>();
-    namespace n = quantize_kernel;
-    k->amax[0] = module.kernel(n::amax_s, device);
-    k->amax[1] = module.kernel(n::amax_v, device);
-    k->tensor[0] = module.kernel(n::tensor_s, device);
-    k->tensor[1] = module.kernel(n::tensor_v, device);
-    k->rows[0] = module.kernel(n::rows_s, device);
-    k->rows[1] = module.kernel(n::rows_v, device);
-    k->blocks[0] = module.kernel(n::blocks_s, device);
-    k->blocks[1] = module.kernel(n::blocks_v, device);
-    k->tiles[0] = module.kernel(n::tiles_s, device);
-    k->tiles[1] = module.kernel(n::tiles_v, device);
-    k->finalize = module.kernel(n::finalize, device);
-    k->dequantize = module.kernel(n::dequantize, device);
-    k->multiprocessors = dev.multiprocessor_count();
-    std::lock_guard lock(mutex);
-    return *cache->emplace(key, std::move(k)).first->second;
-}
+    [[nodiscard]] core::Kernel get(const char* name) const { return device_kernel(device_, program_, name); }
+    [[nodiscard]] std::int64_t multiprocessors() const { return core::Device(device_).multiprocessor_count(); }
+
+private:
+    int device_;
+    const DeviceProgram& program_;
+};
 
 QuantizeParams params_of(const QuantizeCall& c) {
     const QuantizeGeometry& g = c.geometry;
@@ -107,9 +74,10 @@ void zero_float(float* p, core::StreamRef stream, const char* what) {
 }  // namespace
 
 void run_quantize(const QuantizeCall& c, core::StreamRef stream) {
-    const QuantizeKernels& k = quantize_kernels(detail::current_device(), c.element, c.fp8);
+    const QuantizeKernels k(c.element, c.fp8);
+    namespace n = quantize_kernel;
     const QuantizeGeometry& g = c.geometry;
-    const int v = vector_loads(c) ? 1 : 0;
+    const bool v = vector_loads(c);
     QuantizeParams p = params_of(c);
     constexpr std::int64_t items_per_block = quantize_items_per_block;
     const std::int64_t items = g.batches * g.rows * g.blocks;
@@ -118,10 +86,10 @@ void run_quantize(const QuantizeCall& c, core::StreamRef stream) {
         p.items = items;
         if (items > 0) {
             const core::LaunchConfig config{.grid = ceil_div(items, items_per_block), .block = quantize_block_threads};
-            core::launch(stream, config, k.amax[v], p);
-            core::launch(stream, config, k.tensor[v], p);
+            core::launch(stream, config, k.get(n::amax_s, n::amax_v, v), p);
+            core::launch(stream, config, k.get(n::tensor_s, n::tensor_v, v), p);
         }
-        core::launch(stream, {.grid = 1, .block = 1}, k.finalize, p);
+        core::launch(stream, {.grid = 1, .block = 1}, k.get(n::finalize), p);
         return;
     }
     if (c.amax != nullptr) zero_float(c.amax, stream, "zeroing the amax of quantize_fp8");
@@ -135,18 +103,20 @@ void run_quantize(const QuantizeCall& c, core::StreamRef stream) {
             const std::int64_t groups =
                 std::clamp<std::int64_t>(ceil_div(ceil_div(g.blocks, quantize_unroll), warp_groups) * warp_groups,
                                          warp_groups, quantize_block_threads / quantize_group);
-            core::launch(stream, {.grid = rows, .block = groups * quantize_group}, k.rows[v], p);
+            core::launch(stream, {.grid = rows, .block = groups * quantize_group}, k.get(n::rows_s, n::rows_v, v), p);
             return;
         }
         case ScaleMode::block_1x128:
             p.items = items;
             if (items > 0)
                 core::launch(stream, {.grid = ceil_div(items, items_per_block), .block = quantize_block_threads},
-                             k.blocks[v], p);
+                             k.get(n::blocks_s, n::blocks_v, v), p);
             return;
         case ScaleMode::block_128x128: {
             const std::int64_t tiles = g.batches * g.row_blocks * g.blocks;
-            if (tiles > 0) core::launch(stream, {.grid = tiles, .block = quantize_block_threads}, k.tiles[v], p);
+            if (tiles > 0)
+                core::launch(stream, {.grid = tiles, .block = quantize_block_threads}, k.get(n::tiles_s, n::tiles_v, v),
+                             p);
             return;
         }
         case ScaleMode::tensor:
@@ -155,13 +125,14 @@ void run_quantize(const QuantizeCall& c, core::StreamRef stream) {
 }
 
 void run_dequantize(const QuantizeCall& c, core::StreamRef stream) {
-    const QuantizeKernels& k = quantize_kernels(detail::current_device(), c.element, c.fp8);
+    const QuantizeKernels k(c.element, c.fp8);
     const QuantizeGeometry& g = c.geometry;
     QuantizeParams p = params_of(c);
     p.items = g.batches * g.rows * g.cols;
     if (p.items == 0) return;
-    const std::int64_t grid = std::min(ceil_div(p.items, quantize_block_threads), k.multiprocessors * 32);
-    core::launch(stream, {.grid = grid, .block = quantize_block_threads}, k.dequantize, p, static_cast<int>(c.mode));
+    const std::int64_t grid = std::min(ceil_div(p.items, quantize_block_threads), k.multiprocessors() * 32);
+    core::launch(stream, {.grid = grid, .block = quantize_block_threads}, k.get(quantize_kernel::dequantize), p,
+                 static_cast<int>(c.mode));
 }
 
 }  // namespace gpumath::detail

@@ -1,36 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to src/matmul: the CUDA C++ of FP8 quantization (quantize_fp8, dequantize_fp8), compiled
-// at run time, one program per (element type, FP8 type), and the parameters its kernels take.
+// Private to src/matmul: the programs of FP8 quantization (quantize_fp8, dequantize_fp8), one per
+// (element type, FP8 type) over kernels/quantize.cu, the launch shape they are compiled for and the
+// names of their kernels.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <gpumath/core/object_code.hpp>
+#include <gpumath/core/program.hpp>
 #include <gpumath/types.hpp>
+
+#include "core/kernel_loader.hpp"
+#include "matmul/kernels/quantize_params.hpp"
 
 namespace gpumath::detail {
 
-/// The one argument of every quantization kernel (`gm_quantize` in the generated source, which
-/// checks the size): a tensor (..., R, C) seen as B batches of R rows of C elements, its row and
-/// batch strides in elements, and the work items of the launch. For dequantize_fp8 `x` is the FP8
-/// data and `data` the result.
-struct QuantizeParams {
-    const void* x = nullptr;
-    void* data = nullptr;
-    float* scales = nullptr;
-    float* amax = nullptr;
-    std::int64_t rows = 0;          // R
-    std::int64_t cols = 0;          // C
-    std::int64_t blocks = 0;        // L = ceil(C / 128)
-    std::int64_t blocks4 = 0;       // L rounded up to a multiple of 4
-    std::int64_t row_blocks = 0;    // ceil(R / 128)
-    std::int64_t batches = 0;       // B
-    std::int64_t row_stride = 0;    // of x, in elements
-    std::int64_t batch_stride = 0;  // of x, in elements
-    std::int64_t items = 0;         // work items of the launch (see each kernel)
-};
-static_assert(sizeof(QuantizeParams) == 104, "QuantizeParams must match gm_quantize of the generated kernels");
+/// The one argument of every quantization kernel (kernels/quantize_params.hpp, shared with NVRTC).
+using QuantizeParams = kernels::QuantizeParams;
+static_assert(sizeof(QuantizeParams) == 104 && sizeof(long long) == sizeof(std::int64_t),
+              "the quantization kernels' parameters are four pointers and nine 64-bit integers");
 
 /// Threads that cover one 128-element block of a row, 32 elements each. Measured on an H200 (bf16
 /// (8192, 7168), bench_quantize's kernels against a copy of as many bytes in the same run, every
@@ -66,13 +56,19 @@ inline constexpr const char* tiles_s = "gm_quantize_tiles_s";
 inline constexpr const char* dequantize = "gm_dequantize";  ///< dequantize_fp8
 }  // namespace quantize_kernel
 
-/// The CUDA C++ of the quantization kernels for `element` (bf16, f16 or f32) and `fp8` (e4m3 or
-/// e5m2): quantize `element` to `fp8` in each scale mode, and dequantize `fp8` to `element`.
-/// InvalidArgument for other types.
-[[nodiscard]] std::string quantize_source(DataType element, DataType fp8);
+/// The CUDA C++ of the quantization kernels (kernels/quantize.cu as embedded at build time).
+[[nodiscard]] std::string_view quantize_source();
 
-/// `quantize_source(element, fp8)` compiled to a cubin for `arch` ("sm_90"); needs NVRTC, not a
-/// device. CompileError when it does not compile.
+/// The options that make quantize_source() the program for `element` (bf16, f16 or f32) and `fp8`
+/// (e4m3 or e5m2): its macros and the parameter header; `arch` left empty. InvalidArgument for
+/// other types.
+[[nodiscard]] core::ProgramOptions quantize_options(DataType element, DataType fp8);
+
+/// That program for the core kernel loader (device_kernel), made once per process.
+[[nodiscard]] const DeviceProgram& quantize_program(DataType element, DataType fp8);
+
+/// The program compiled to a cubin for `arch` ("sm_90"); needs NVRTC, not a device. CompileError
+/// when it does not compile.
 [[nodiscard]] core::ObjectCode compile_quantize_kernels(DataType element, DataType fp8, const std::string& arch);
 
 }  // namespace gpumath::detail

@@ -528,12 +528,22 @@ TEST(QuantizeKernels, CompileWithNvrtc) {
     }
 }
 
-TEST(QuantizeKernels, SourceVariants) {
-    const std::string s = detail::quantize_source(f32, e5m2);
-    EXPECT_NE(s.find("#include <cuda_fp8.h>"), std::string::npos);
-    EXPECT_NE(s.find("#define GM_FP8_KIND __NV_E5M2"), std::string::npos);
-    EXPECT_NE(s.find("#define GM_FP8_MAX 57344.0f"), std::string::npos);
-    EXPECT_NE(detail::quantize_source(bf16, e4m3).find("#define GM_FP8_MAX 448.0f"), std::string::npos);
-    expect_throw_with<InvalidArgument>([] { (void)detail::quantize_source(DataType::f64, e4m3); }, {"f64"});
-    expect_throw_with<InvalidArgument>([] { (void)detail::quantize_source(bf16, f16); }, {"not an FP8 type"});
+TEST(QuantizeKernels, ProgramVariants) {
+    // One text (the embedded kernels/quantize.cu), one set of macros per pair.
+    EXPECT_NE(detail::quantize_source().find("#include <cuda_fp8.h>"), std::string_view::npos);
+    EXPECT_NE(detail::quantize_source().find("src/matmul/kernels/quantize.cu"), std::string_view::npos);
+    const core::ProgramOptions f32_e5m2 = detail::quantize_options(f32, e5m2);
+    EXPECT_EQ(f32_e5m2.defines.at("GM_FP8_KIND"), "__NV_E5M2");
+    EXPECT_EQ(f32_e5m2.defines.at("GM_FP8_MAX"), "57344.0f");
+    EXPECT_EQ(f32_e5m2.defines.at("GM_IN_TYPE"), "float");
+    EXPECT_EQ(f32_e5m2.headers.count("quantize_params.hpp"), 1u);
+    EXPECT_EQ(detail::quantize_options(bf16, e4m3).defines.at("GM_FP8_MAX"), "448.0f");
+    // Each pair has a program of its own, made once.
+    EXPECT_EQ(&detail::quantize_program(bf16, e4m3), &detail::quantize_program(bf16, e4m3));
+    EXPECT_NE(&detail::quantize_program(bf16, e4m3), &detail::quantize_program(bf16, e5m2));
+    EXPECT_NE(&detail::quantize_program(f16, e4m3), &detail::quantize_program(bf16, e4m3));
+    EXPECT_EQ(detail::quantize_program(f32, e5m2).options().defines, f32_e5m2.defines);
+    expect_throw_with<InvalidArgument>([] { (void)detail::quantize_options(DataType::f64, e4m3); }, {"f64"});
+    expect_throw_with<InvalidArgument>([] { (void)detail::quantize_options(bf16, f16); }, {"not an FP8 type"});
+    expect_throw_with<InvalidArgument>([] { (void)detail::quantize_program(bf16, f16); }, {"not an FP8 type"});
 }
