@@ -6,7 +6,13 @@
 #include <gpumath/dist/fft.hpp>
 #include <gpumath/types.hpp>
 
+#include "core/kernel_loader.hpp"
+
 namespace gpumath::dist::detail {
+
+/// The program of both scale kernels (kernels/fft_scale.cu, "gm_dist_scale_f32" and
+/// "gm_dist_scale_f64"), made once.
+[[nodiscard]] const gpumath::detail::DeviceProgram& scale_program();
 
 /// Compiles (NVRTC, through the compile cache) and loads the scale kernel of `precision` (f32 or
 /// f64) on `device`, once per process; planning calls it, so that executions load nothing (also

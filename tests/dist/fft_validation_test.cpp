@@ -4,6 +4,7 @@
 // ordinal is out of range without a driver), moved-from objects and the plan cache's controls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -17,7 +18,11 @@
 #include <gpumath/dist/fft.hpp>
 #include <gpumath/error.hpp>
 
+#include <gpumath/core/object_code.hpp>
+#include <gpumath/core/program.hpp>
+
 #include "dist/fft_problem.hpp"
+#include "dist/fft_scale.hpp"
 
 namespace gpumath {
 namespace {
@@ -493,3 +498,17 @@ TEST(DistFftValidation, MovedFromPlanThrowsInvalidArgumentAndReportsEmpty) {
 
 }  // namespace
 }  // namespace gpumath
+
+TEST(DistFftScale, TheScaleKernelsCompileFromTheirFile) {
+    // NVRTC compiles the embedded kernels/fft_scale.cu here as it does for each device.
+    const gpumath::detail::DeviceProgram& program = gpumath::dist::detail::scale_program();
+    EXPECT_NE(program.source().find("src/dist/kernels/fft_scale.cu"), std::string_view::npos);
+    EXPECT_EQ(&program, &gpumath::dist::detail::scale_program());
+    gpumath::core::ProgramOptions options = program.options();
+    options.arch = "sm_90";
+    const gpumath::core::ObjectCode code =
+        gpumath::core::Program(std::string(program.source()), options).compile(gpumath::core::CodeType::cubin);
+    const std::vector<std::string> names = code.kernel_names();
+    for (const char* k : {"gm_dist_scale_f32", "gm_dist_scale_f64"})
+        EXPECT_NE(std::find(names.begin(), names.end(), k), names.end()) << k;
+}

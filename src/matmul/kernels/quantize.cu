@@ -211,8 +211,9 @@ static __device__ __forceinline__ void gm_store(const gm_raw& v, const gm_quanti
             const int c = gm_col(lane, j * GM_EPV);
             if (c0 + c >= p.cols) continue;
 #if GM_EPV == 8
-            *reinterpret_cast<uint2*>(out + c) = make_uint2(gm_fp8x4(f[8 * j], f[8 * j + 1], f[8 * j + 2], f[8 * j + 3]),
-                                                            gm_fp8x4(f[8 * j + 4], f[8 * j + 5], f[8 * j + 6], f[8 * j + 7]));
+            *reinterpret_cast<uint2*>(out + c) =
+                make_uint2(gm_fp8x4(f[8 * j], f[8 * j + 1], f[8 * j + 2], f[8 * j + 3]),
+                           gm_fp8x4(f[8 * j + 4], f[8 * j + 5], f[8 * j + 6], f[8 * j + 7]));
 #else
             *reinterpret_cast<unsigned*>(out + c) = gm_fp8x4(f[4 * j], f[4 * j + 1], f[4 * j + 2], f[4 * j + 3]);
 #endif
