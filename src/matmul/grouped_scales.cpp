@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-group FP8 scales: their 16-byte slots in the caller stream's workspace, and the two small
-// kernels that fill them and read the amax values back.
+// Per-group FP8 scales: their 16-byte slots in the caller stream's workspace, and the launches of
+// the two small kernels (kernels/grouped_scales.cu) that fill them and read the amax values back.
 #include "matmul/grouped_scales.hpp"
 
 #include <algorithm>
@@ -11,67 +11,38 @@
 #include <gpumath/core/program.hpp>
 
 #include "core/stream_workspace.hpp"
-#include "detail/capture_mode.hpp"
-#include "detail/device_registry.hpp"
+#include "core/kernel_loader.hpp"
 #include "matmul/grouped.hpp"
+#include "matmul/kernels/grouped_scales.cu.inc"
+#include "matmul/kernels/grouped_scales_params.hpp.inc"
+#include "matmul/kernels/grouped_scales_params.hpp"
 
 namespace gpumath::detail {
 namespace {
 
-/// The kernels' parameter, by value. Strides in elements; a null scale reads as 1.
-struct ScaleSlotParams {
-    float* slots = nullptr;
-    const float* a = nullptr;
-    const float* b = nullptr;
-    const float* d = nullptr;
-    float* amax = nullptr;
-    std::int64_t a_stride = 0, b_stride = 0, d_stride = 0, amax_stride = 0;
-    std::int64_t groups = 0;
-};
-static_assert(sizeof(ScaleSlotParams) == 5 * sizeof(void*) + 5 * sizeof(std::int64_t),
-              "ScaleSlotParams must match gm_scale_slots");
+using kernels::ScaleSlotParams;
 
-// Slot floats of group g: [16 g] a, [16 g + 4] b, [16 g + 8] d, [16 g + 12] amax.
-constexpr const char* scale_kernel_source = R"(
-struct gm_scale_slots {
-    float* slots; const float* a; const float* b; const float* d; float* amax;
-    long long sa, sb, sd, samax, groups;
-};
-extern "C" __global__ void gm_spread_scales(const gm_scale_slots p) {
-    for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < p.groups;
-         g += (long long)gridDim.x * blockDim.x) {
-        float* s = p.slots + 16 * g;
-        s[0] = p.a ? p.a[g * p.sa] : 1.0f;
-        s[4] = p.b ? p.b[g * p.sb] : 1.0f;
-        s[8] = p.d ? p.d[g * p.sd] : 1.0f;
-        s[12] = 0.0f;  // a group of no rows runs no product: its amax is 0
-    }
+/// The program of both kernels (kernels/grouped_scales.cu), made once.
+const DeviceProgram& scale_program() {
+    static const DeviceProgram program = [] {
+        core::ProgramOptions options;
+        options.name = "gpumath_grouped_scales";
+        options.headers["grouped_scales_params.hpp"] = std::string(embedded::matmul_kernels_grouped_scales_params_hpp);
+        return DeviceProgram(embedded::matmul_kernels_grouped_scales_cu, std::move(options));
+    }();
+    return program;
 }
-// Without slots (a call of no products): every group's amax is 0.
-extern "C" __global__ void gm_gather_amax(const gm_scale_slots p) {
-    for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < p.groups;
-         g += (long long)gridDim.x * blockDim.x)
-        p.amax[g * p.samax] = p.slots ? p.slots[16 * g + 12] : 0.0f;
-}
-)";
 
-/// Per device: the two kernels, made on first use and never destroyed.
+/// The two kernels on `device`, from the core kernel loader (compiled and loaded on first use, also
+/// while a stream captures).
 struct ScaleKernels {
     core::Kernel spread;
     core::Kernel gather;
 };
 
-ScaleKernels& scale_kernels(int device) {
-    static auto& kernels = *new DeviceRegistry<ScaleKernels>();  // never destroyed
-    return kernels.get(device, "grouped matmul (FP8 scales)", [](int d) {
-        DeviceGuard guard(d);
-        auto k = std::make_unique<ScaleKernels>();
-        const RelaxedCaptureMode relaxed("loading the kernels of grouped FP8 scales");  // may be in a capture
-        const core::Module module(compile_scale_kernels(core::Device(d).arch()));
-        k->spread = module.kernel("gm_spread_scales", d);
-        k->gather = module.kernel("gm_gather_amax", d);
-        return k.release();
-    });
+ScaleKernels scale_kernels(int device) {
+    return {device_kernel(device, scale_program(), "gm_spread_scales"),
+            device_kernel(device, scale_program(), "gm_gather_amax")};
 }
 
 constexpr std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
@@ -85,10 +56,9 @@ core::LaunchConfig scale_launch(std::int64_t groups) {
 }  // namespace
 
 core::ObjectCode compile_scale_kernels(const std::string& arch) {
-    core::ProgramOptions options;
-    options.name = "gpumath_grouped_scales";
+    core::ProgramOptions options = scale_program().options();
     options.arch = arch;
-    return core::Program(scale_kernel_source, std::move(options)).compile(core::CodeType::cubin);
+    return core::Program(std::string(scale_program().source()), std::move(options)).compile(core::CodeType::cubin);
 }
 
 void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::shared_ptr<MatmulPlan>> plans,
@@ -130,7 +100,7 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
                         backend, choices, key, who);
         return;
     }
-    ScaleKernels& kernels = scale_kernels(device);
+    const ScaleKernels kernels = scale_kernels(device);
     // The products' scratch first (each plan uses the start of the area), then the slots. The
     // workspace limit bounds every plan of these options, also those of streams_partitioned,
     // which are looked up later.

@@ -1106,6 +1106,9 @@ TEST(GroupedKernel, ScaleKernelsCompileWithNvrtc) {
     // The kernels that copy per-group FP8 scales to 16-byte slots and amax values back.
     const core::ObjectCode code = detail::compile_scale_kernels(GPUMATH_TEST_ARCH);
     EXPECT_FALSE(code.bytes().empty());
+    const std::vector<std::string> names = code.kernel_names();
+    for (const char* k : {"gm_spread_scales", "gm_gather_amax"})
+        EXPECT_NE(std::find(names.begin(), names.end(), k), names.end()) << k;
 }
 
 TEST(GroupedValidation, PartitionedPlansHaveKeysOfTheirOwn) {
