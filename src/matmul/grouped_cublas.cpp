@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cublas backend of grouped products: one cublasGemmGroupedBatchedEx call (per 128 groups), its
-// arrays of device pointers written by a small run-time compiled kernel.
+// arrays of device pointers written by a small run-time compiled kernel
+// (kernels/grouped_pointers.cu).
 #include "matmul/grouped_cublas.hpp"
 
-#include <array>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -19,46 +19,34 @@
 #include "core/stream_workspace.hpp"
 #include "detail/capture_mode.hpp"
 #include "detail/device_registry.hpp"
+#include "core/kernel_loader.hpp"
 #include "detail/status.hpp"
 #include "matmul/grouped.hpp"
+#include "matmul/kernels/grouped_pointers.cu.inc"
+#include "matmul/kernels/grouped_pointers_params.hpp"
+#include "matmul/kernels/grouped_pointers_params.hpp.inc"
 
 namespace gpumath::detail {
 namespace {
 
-/// The pointers of up to cublas_groups_per_call groups, by value: the kernel copies them into the
-/// three device arrays cuBLAS reads.
-struct PointerChunk {
-    void** a_out = nullptr;
-    void** b_out = nullptr;
-    void** d_out = nullptr;
-    std::int64_t count = 0;
-    std::array<const void*, cublas_groups_per_call> a{};
-    std::array<const void*, cublas_groups_per_call> b{};
-    std::array<void*, cublas_groups_per_call> d{};
-};
-static_assert(sizeof(PointerChunk) == 32 + 3 * sizeof(void*) * cublas_groups_per_call,
-              "PointerChunk must match gm_pointers");
+using kernels::PointerChunk;
+static_assert(kernels::pointer_chunk_groups == int(cublas_groups_per_call),
+              "the pointer kernel writes the pointers of one call's groups");
 
-constexpr const char* pointer_kernel_source = R"(
-#define GM_GROUPS )"
-                                              "128"
-                                              R"(
-struct gm_pointers {
-    void** a_out; void** b_out; void** d_out; long long count;
-    const void* a[GM_GROUPS]; const void* b[GM_GROUPS]; void* d[GM_GROUPS];
-};
-extern "C" __global__ void gm_write_pointers(const gm_pointers p) {
-    const int i = threadIdx.x;
-    if (i < p.count) {
-        p.a_out[i] = const_cast<void*>(p.a[i]);
-        p.b_out[i] = const_cast<void*>(p.b[i]);
-        p.d_out[i] = p.d[i];
-    }
+/// The program of the pointer kernel (kernels/grouped_pointers.cu), made once.
+const DeviceProgram& pointer_program() {
+    static const DeviceProgram program = [] {
+        core::ProgramOptions options;
+        options.name = "gpumath_grouped_pointers";
+        options.headers["grouped_pointers_params.hpp"] =
+            std::string(embedded::matmul_kernels_grouped_pointers_params_hpp);
+        return DeviceProgram(embedded::matmul_kernels_grouped_pointers_cu, std::move(options));
+    }();
+    return program;
 }
-)";
 
 /// Per device: a cuBLAS handle (calls serialized: the stream and workspace are handle state) and
-/// the pointer kernel, made on first use and never destroyed.
+/// the pointer kernel (from the core kernel loader), made on first use and never destroyed.
 struct CublasContext {
     std::mutex mutex;
     cublasHandle_t handle = nullptr;
@@ -75,8 +63,7 @@ CublasContext& cublas_context(int device) {
         const cublasStatus_t created = cublasCreate(&ctx->handle);
         check_cublas(int(created), "cublasCreate",
                      [&] { return fmt::format("creating the cuBLAS handle of device {}", d); });
-        const core::Module module(compile_pointer_kernel(core::Device(d).arch()));
-        ctx->write_pointers = module.kernel("gm_write_pointers", d);
+        ctx->write_pointers = device_kernel(d, pointer_program(), "gm_write_pointers");
         return ctx.release();
     });
 }
@@ -88,10 +75,9 @@ bool half_type(cudaDataType_t t) { return t == CUDA_R_16F || t == CUDA_R_16BF; }
 void prepare_cublas(int device) { (void)cublas_context(device); }
 
 core::ObjectCode compile_pointer_kernel(const std::string& arch) {
-    core::ProgramOptions options;
-    options.name = "gpumath_grouped_pointers";
+    core::ProgramOptions options = pointer_program().options();
     options.arch = arch;
-    return core::Program(pointer_kernel_source, std::move(options)).compile(core::CodeType::cubin);
+    return core::Program(std::string(pointer_program().source()), std::move(options)).compile(core::CodeType::cubin);
 }
 
 namespace {

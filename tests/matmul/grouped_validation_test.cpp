@@ -782,6 +782,8 @@ TEST(GroupedKernel, CublasPointerKernelCompilesWithNvrtc) {
     // The kernel that writes cublasGemmGroupedBatchedEx's pointer arrays; NVRTC needs no device.
     const core::ObjectCode code = detail::compile_pointer_kernel("sm_90");
     EXPECT_FALSE(code.bytes().empty());
+    const std::vector<std::string> names = code.kernel_names();
+    EXPECT_NE(std::find(names.begin(), names.end(), "gm_write_pointers"), names.end());
 }
 
 TEST(GroupedValidation, KernelBackendRules) {
