@@ -225,6 +225,17 @@ struct TileSide {
     static constexpr int value = sizeof(In) >= 16 ? 32 : 64;
 };
 
+/// Calls f(x, k) for the cells of a `side` x `side` tile this thread of a 32 x 8 block owns: x from
+/// threadIdx.x in steps of 32 (consecutive threads, consecutive addresses), k from threadIdx.y in
+/// steps of 8.
+template <int side, class F>
+__device__ inline void each_cell(F f) {
+#pragma unroll
+    for (int x = threadIdx.x; x < side; x += tile_threads_x)
+#pragma unroll
+        for (int k = threadIdx.y; k < side; k += tile_threads_y) f(x, k);
+}
+
 /// Transposes (and converts) square tiles through shared memory: a block of 32 x 8 threads reads
 /// the tile's lines along the input's unit stride and writes lines along the output's. Grid: x over
 /// column tiles, y over row tiles, z over batches (each dimension looping where the grid is
@@ -241,28 +252,17 @@ __global__ void transpose(const TransposeParams p) {
             for (long long ct = blockIdx.x; ct < col_tiles; ct += gridDim.x) {
                 // Read: lines along r (the input's unit stride), one per c.
                 const In* in_tile = in + b * p.in_batch_stride;
-#pragma unroll
-                for (int x = threadIdx.x; x < side; x += tile_threads_x) {
-                    const long long r = rt * side + x;
-#pragma unroll
-                    for (int k = threadIdx.y; k < side; k += tile_threads_y) {
-                        const long long c = ct * side + k;
-                        if (r < p.rows && c < p.cols) cell[k][x] = in_tile[c * p.in_col_stride + r];
-                    }
-                }
+                each_cell<side>([&](int x, int k) {
+                    const long long r = rt * side + x, c = ct * side + k;
+                    if (r < p.rows && c < p.cols) cell[k][x] = in_tile[c * p.in_col_stride + r];
+                });
                 __syncthreads();
                 // Write: lines along c (the output's unit stride), one per r.
                 Out* out_tile = out + b * p.out_batch_stride;
-#pragma unroll
-                for (int x = threadIdx.x; x < side; x += tile_threads_x) {
-                    const long long c = ct * side + x;
-#pragma unroll
-                    for (int k = threadIdx.y; k < side; k += tile_threads_y) {
-                        const long long rr = rt * side + k;
-                        if (rr < p.rows && c < p.cols)
-                            out_tile[rr * p.out_row_stride + c] = convert<In, Out>(cell[x][k]);
-                    }
-                }
+                each_cell<side>([&](int x, int k) {
+                    const long long c = ct * side + x, rr = rt * side + k;
+                    if (rr < p.rows && c < p.cols) out_tile[rr * p.out_row_stride + c] = convert<In, Out>(cell[x][k]);
+                });
                 __syncthreads();
             }
 }
