@@ -103,6 +103,9 @@ core::Kernel device_kernel(int device, const DeviceProgram& program, std::string
         std::shared_lock lock(mutex);
         if (auto it = kernels->find(key); it != kernels->end()) return it->second;
     }
+    // The lookup may load the kernel into the device's context (lazy loading): like the compile and
+    // the load, nothing of it is recorded into a stream the caller is capturing.
+    const RelaxedCaptureMode relaxed("looking up one of gpumath's kernels");
     core::Kernel kernel = device_module(device, program).kernel(name, device);
     std::unique_lock lock(mutex);
     return kernels->emplace(std::move(key), std::move(kernel)).first->second;

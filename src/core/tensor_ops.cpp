@@ -222,8 +222,8 @@ void launch_convert(const TensorView& in, const TensorView& out, core::StreamRef
         t.out_batch_stride = s.rank == 3 ? s.out[0] : 0;
         t.out_row_stride = s.out[r - 2];
         const LoadedKernel& k = kernel_for(device, Op::transpose, in.dtype(), out.dtype(), 1);
-        // The kernel's tile side (TileSide in tensor_ops.cu): 64, or 32 for 16-byte input elements.
-        const std::int64_t side = size_of(in.dtype()) >= 16 ? 32 : 64;
+        const std::int64_t side =
+            size_of(in.dtype()) >= 16 ? kernels::transpose_tile_side_16 : kernels::transpose_tile_side;
         const std::int64_t col_tiles = (t.cols + side - 1) / side, row_tiles = (t.rows + side - 1) / side;
         const core::LaunchConfig config{
             .grid = {std::min<std::int64_t>(col_tiles, 65535), std::min<std::int64_t>(row_tiles, 65535),

@@ -53,7 +53,7 @@ void convert_view(const TensorView& in, const TensorView& out, core::StreamRef s
 /// Values `offset` to `offset + count - 1` of the Philox4x32-10 sequence of `seed` in `distribution`
 /// (a kernels::RandomDistribution; parameters `a`, `b` as kernels::RandomParams says) into `count`
 /// contiguous elements of `type` (f16, bf16, f32 or f64) at `out`, on `stream`. Unchecked: the
-/// caller has checked the tensor and that offset + count + 4 does not pass 2^64.
+/// caller has checked the tensor and that offset + count + 4 stays below 2^64 (random.cpp).
 void random_flat(void* out, DataType type, std::int64_t count, int distribution, std::uint64_t seed,
                  std::uint64_t offset, double a, double b, core::StreamRef stream);
 

@@ -38,17 +38,18 @@ inline double unit_f64(std::uint32_t lo, std::uint32_t hi) {
     return double(((std::uint64_t(hi) << 32 | lo) >> 11) + 1) * 0x1p-53;
 }
 
-/// Value k of a uniform sequence on (low, high] drawn in 32 bits (f16, bf16, f32 before rounding).
+/// Value k of a uniform sequence on (low, high] drawn in 32 bits (f16, bf16, f32 before rounding):
+/// low + (high - low) u in f64, kept at most high, rounded to f32.
 inline float uniform_f32(std::uint64_t seed, std::uint64_t k, double low, double high) {
     const float u = unit_f32(random_block(k / 4, seed)[k % 4]);
-    return std::fmin(std::fma(float(high - low), u, float(low)), float(high));
+    return float(std::fmin(std::fma(high - low, double(u), low), high));
 }
 
-/// Value k of a uniform sequence on (low, high] drawn in 64 bits (f64).
+/// Value k of a uniform sequence on (low, high] drawn in 64 bits (f64), kept at most high.
 inline double uniform_f64(std::uint64_t seed, std::uint64_t k, double low, double high) {
     const auto w = random_block(k / 2, seed);
     const std::size_t i = 2 * (k % 2);
-    return std::fma(high - low, unit_f64(w[i], w[i + 1]), low);
+    return std::fmin(std::fma(high - low, unit_f64(w[i], w[i + 1]), low), high);
 }
 
 /// Value k of a normal sequence (Box-Muller), 32-bit draws, before any rounding.

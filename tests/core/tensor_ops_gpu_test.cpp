@@ -5,6 +5,7 @@
 // (distribution, reproducibility, pieces by offset), previews, and capture and replay.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -381,6 +382,17 @@ TEST_F(TensorOps, RandomValuesAreTheDocumentedPhiloxSequence) {
                 << "log-normal value " << i;
         }
     }
+}
+
+TEST_F(TensorOps, UniformRangesWiderThanF32StillSpreadTheValues) {
+    // high - low passes f32's range: the values are computed in f64 and rounded, as documented.
+    constexpr std::int64_t n = 4096;
+    const std::vector<float> v = random::uniform(DataType::f32, {n}, -3e38, 3e38, {.seed = 5}, core::StreamRef{})
+                                     .to_host<float>(core::StreamRef{});
+    for (std::int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(v[std::size_t(i)], test::uniform_f32(5, std::uint64_t(i), -3e38, 3e38)) << i;
+    EXPECT_LT(*std::min_element(v.begin(), v.end()), -2e38f);
+    EXPECT_GT(*std::max_element(v.begin(), v.end()), 2e38f);
 }
 
 TEST_F(TensorOps, RandomSequencesCanBeMadeInPiecesByOffset) {

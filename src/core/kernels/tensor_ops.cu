@@ -3,7 +3,7 @@
 // element types, applied by flat kernels (contiguous operands, 16-byte loads and stores where
 // aligned), a strided kernel (any layout, up to eight dimensions) and a tiled transpose (the input's
 // unit stride along the output's rows). Instantiated by name expression for the types a call
-// needs: fill_flat<T, V>, fill_strided<T>, convert_flat<In, Out, V>, affine_flat<In, Out, V>,
+// needs: fill_flat<T, V>, fill_strided<T>, convert_flat<In, Out, V>,
 // convert_strided<In, Out>, transpose<In, Out> and random_flat<T, D>.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -188,25 +188,6 @@ __global__ void convert_flat(const ElementwiseParams p) {
         static_cast<Out*>(p.out)[i] = convert<In, Out>(static_cast<const In*>(p.in)[i]);
 }
 
-/// Converts `count` contiguous real elements as `convert_flat` does, mapping each value x to
-/// value_re * x + value_im on the way (how random values reach their range). In may be Out in
-/// place: each thread reads a pack before writing it.
-template <class In, class Out, int V>
-__global__ void affine_flat(const ElementwiseParams p) {
-    const auto* in = static_cast<const Pack<In, V>*>(p.in);
-    auto* out = static_cast<Pack<Out, V>*>(p.out);
-    const auto map = [&](In x) { return from_value<Out>(Value{p.value_re * to_value(x).re + p.value_im, 0.0}); };
-    const long long packs = p.count / V;
-    for (long long i = first_thread(); i < packs; i += thread_count()) {
-        const Pack<In, V> a = in[i];
-        Pack<Out, V> b;
-        for (int k = 0; k < V; ++k) b.v[k] = map(a.v[k]);
-        out[i] = b;
-    }
-    for (long long i = packs * V + first_thread(); i < p.count; i += thread_count())
-        static_cast<Out*>(p.out)[i] = map(static_cast<const In*>(p.in)[i]);
-}
-
 /// Converts every element of a strided index space.
 template <class In, class Out>
 __global__ void convert_strided(const ElementwiseParams p) {
@@ -218,11 +199,13 @@ __global__ void convert_strided(const ElementwiseParams p) {
 
 constexpr int tile_threads_x = 32, tile_threads_y = 8;
 
-/// The side of a transpose tile: 64 elements (lines of 128 to 512 bytes on both sides, which keeps
-/// HBM pages open) where the tile fits the 48 KiB of static shared memory, 32 for 16-byte types.
+/// The side of a transpose tile (transpose_tile_side* in tensor_ops_params.hpp, which the host's
+/// launch reads too) and the padding of a tile's rows: one 4-byte word (one element, or 4 / size
+/// elements below 4 bytes), so that the 32 threads reading a column hit 32 banks.
 template <class In>
 struct TileSide {
-    static constexpr int value = sizeof(In) >= 16 ? 32 : 64;
+    static constexpr int value = sizeof(In) >= 16 ? transpose_tile_side_16 : transpose_tile_side;
+    static constexpr int pad = sizeof(In) < 4 ? int(4 / sizeof(In)) : 1;
 };
 
 /// Calls f(x, k) for the cells of a `side` x `side` tile this thread of a 32 x 8 block owns: x from
@@ -243,7 +226,7 @@ __device__ inline void each_cell(F f) {
 template <class In, class Out>
 __global__ void transpose(const TransposeParams p) {
     constexpr int side = TileSide<In>::value;
-    __shared__ In cell[side][side + 1];
+    __shared__ In cell[side][side + TileSide<In>::pad];
     const auto* in = static_cast<const In*>(p.in);
     auto* out = static_cast<Out*>(p.out);
     const long long row_tiles = (p.rows + side - 1) / side, col_tiles = (p.cols + side - 1) / side;
@@ -275,7 +258,7 @@ __global__ void transpose(const TransposeParams p) {
 //     (0, 1]. Normal: words 0, 1 of a block give values 0, 1 and words 2, 3 values 2, 3, each pair
 //     by Box-Muller (u1 from the first word, u2 from the second: r cos(2 pi u2), r sin(2 pi u2) with
 //     r = sqrt(-2 ln u1)), in f32 (the sine and cosine the hardware's, on the angle taken to
-//     [-pi, pi)).
+//     (-pi, pi]).
 //   - f64: 64-bit draws, block k / 2. Uniform: words 2i, 2i + 1 (i = k % 2, the second word the high
 //     half) give u = ((x >> 11) + 1) 2^-53. Normal: words 0, 1 give u1 and 2, 3 give u2, one pair
 //     of values by Box-Muller in f64.
@@ -341,7 +324,9 @@ __device__ inline Block<T, D> block_values(const Words& r, const RandomParams& p
     Block<T, D> out;
     if constexpr (is_f64<T>::value) {
         if constexpr (D == random_uniform) {
-            for (int i = 0; i < 2; ++i) out.v[i] = __fma_rn(p.b - p.a, unit_f64(r.w[2 * i], r.w[2 * i + 1]), p.a);
+            // Rounding may carry low + (high - low) u past high: the top of the range stays high.
+            for (int i = 0; i < 2; ++i)
+                out.v[i] = fmin(__fma_rn(p.b - p.a, unit_f64(r.w[2 * i], r.w[2 * i + 1]), p.a), p.b);
         } else {
             const double radius = sqrt(-2.0 * log(unit_f64(r.w[0], r.w[1])));
             double s, c;
@@ -353,14 +338,13 @@ __device__ inline Block<T, D> block_values(const Words& r, const RandomParams& p
         }
     } else {
         if constexpr (D == random_uniform) {
-            const float scale = float(p.b - p.a), low = float(p.a), high = float(p.b);
-            // Rounding may carry low + scale past high: the top of the range stays high.
-            for (int i = 0; i < 4; ++i) out.v[i] = fminf(__fmaf_rn(scale, unit_f32(r.w[i]), low), high);
+            // In f64 (high - low may pass the f32 range), kept at most high, then rounded to f32.
+            for (int i = 0; i < 4; ++i) out.v[i] = float(fmin(__fma_rn(p.b - p.a, double(unit_f32(r.w[i])), p.a), p.b));
         } else {
             const float mean = float(p.a), stddev = float(p.b);
             for (int i = 0; i < 4; i += 2) {
                 const float radius = sqrtf(-2.0f * logf(unit_f32(r.w[i])));
-                // The angle 2 pi u2 taken to [-pi, pi) (u2 - 1/2 is exact), where the hardware's
+                // The angle 2 pi u2 taken to (-pi, pi] (u2 - 1/2 is exact), where the hardware's
                 // sine and cosine are accurate to 2^-21.4: cos(2 pi u2) = -cos(2 pi (u2 - 1/2)).
                 float s, c;
                 __sincosf(6.28318530717958648f * (unit_f32(r.w[i + 1]) - 0.5f), &s, &c);

@@ -25,6 +25,12 @@ struct ElementwiseParams {
     double value_im;
 };
 
+/// The side of the square tiles the transpose moves: 64 (rows of 64 elements on both sides keep more
+/// of each DRAM page per tile), 32 for input elements of 16 bytes (or more) so that a tile fits the
+/// 48 KiB of static shared memory.
+constexpr int transpose_tile_side = 64;
+constexpr int transpose_tile_side_16 = 32;
+
 /// A batch of matrix transposes: out[b][r][c] = in[b][c][r] for `rows` x `cols` matrices, with the
 /// input's unit stride along r and the output's along c, so that each side moves whole lines.
 struct TransposeParams {
