@@ -98,14 +98,11 @@ core::Kernel device_kernel(int device, const DeviceProgram& program, std::string
     using Key = std::tuple<Digest, int, std::string>;
     static std::shared_mutex mutex;
     static auto* kernels = new std::map<Key, core::Kernel, std::less<>>();  // never destroyed
-    {
-        // Found without building a key: no allocation on the hot path.
-        std::shared_lock lock(mutex);
-        if (auto it = kernels->find(std::tuple<const Digest&, int, std::string_view>(program.digest(), device, name));
-            it != kernels->end())
-            return it->second;
-    }
     Key key{program.digest(), device, std::string(name)};
+    {
+        std::shared_lock lock(mutex);
+        if (auto it = kernels->find(key); it != kernels->end()) return it->second;
+    }
     // The lookup may load the kernel into the device's context (lazy loading): like the compile and
     // the load, nothing of it is recorded into a stream the caller is capturing.
     const RelaxedCaptureMode relaxed("looking up one of gpumath's kernels");
