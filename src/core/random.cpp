@@ -20,14 +20,14 @@ namespace gpumath::detail {
 
 namespace {
 
-enum class Distribution { uniform, normal, lognormal };
+using kernels::RandomDistribution;
 
-const char* name_of(Distribution d) {
-    return d == Distribution::uniform ? "uniform" : d == Distribution::normal ? "normal" : "lognormal";
+const char* name_of(RandomDistribution d) {
+    return d == kernels::random_uniform ? "uniform" : d == kernels::random_normal ? "normal" : "lognormal";
 }
 
 /// The rules of a random tensor that its layout and the parameters decide.
-void check_random(const TensorLayout& out, Distribution d, double a, double b, const char* api) {
+void check_random(const TensorLayout& out, RandomDistribution d, double a, double b, const char* api) {
     const DataType t = out.dtype();
     if (t != DataType::f16 && t != DataType::bf16 && t != DataType::f32 && t != DataType::f64)
         throw_invalid(fmt::format("out: {} elements; random::{} writes f16, bf16, f32 or f64 (cast the result for "
@@ -41,10 +41,10 @@ void check_random(const TensorLayout& out, Distribution d, double a, double b, c
                       api);
     if (!std::isfinite(a) || !std::isfinite(b))
         throw_invalid(fmt::format("{}: {} and {}: the parameters must be finite",
-                                  d == Distribution::uniform ? "low, high" : "mean, stddev", a, b),
+                                  d == kernels::random_uniform ? "low, high" : "mean, stddev", a, b),
                       api);
-    if (d == Distribution::uniform && a > b) throw_invalid(fmt::format("low: {} is above high ({})", a, b), api);
-    if (d != Distribution::uniform && b < 0) throw_invalid(fmt::format("stddev: {} is negative", b), api);
+    if (d == kernels::random_uniform && a > b) throw_invalid(fmt::format("low: {} is above high ({})", a, b), api);
+    if (d != kernels::random_uniform && b < 0) throw_invalid(fmt::format("stddev: {} is negative", b), api);
 }
 
 /// A sequence holds 2^64 values: the last ones a call draws must exist (with the block that holds
@@ -58,34 +58,23 @@ void check_offset(std::uint64_t offset, std::int64_t count, const char* api) {
                       api);
 }
 
-int kernel_distribution(Distribution d) {
-    switch (d) {
-        case Distribution::uniform:
-            return kernels::random_uniform;
-        case Distribution::normal:
-            return kernels::random_normal;
-        case Distribution::lognormal:
-            return kernels::random_lognormal;
-    }
-    return kernels::random_uniform;
-}
-
-void draw(const TensorView& out, Distribution d, double a, double b, const random::RandomOptions& o,
+void draw(const TensorView& out, RandomDistribution d, double a, double b, const random::RandomOptions& o,
           core::StreamRef stream, const char* api) {
     check_written(out, "out", api);
     check_random(out, d, a, b, api);
     check_offset(o.offset, out.size(), api);
-    random_flat(out.data(), out.dtype(), out.size(), kernel_distribution(d), o.seed, o.offset, a, b, stream);
+    random_flat(out.data(), out.dtype(), out.size(), d, o.seed, o.offset, a, b, stream);
 }
 
-Tensor allocate_and_draw(DataType dtype, std::initializer_list<std::int64_t> shape, Distribution d, double a, double b,
-                         const random::RandomOptions& o, core::StreamRef stream, const char* api) {
+Tensor allocate_and_draw(DataType dtype, std::initializer_list<std::int64_t> shape, RandomDistribution d, double a,
+                         double b, const random::RandomOptions& o, core::StreamRef stream, const char* api) {
     const TensorLayout layout(dtype, shape);
     check_random(layout, d, a, b, api);
     check_offset(o.offset, layout.size(), api);
     reject_capture(stream, api, "gpumath allocates no results during a capture: fill a tensor made before");
     Tensor t = Tensor::empty(layout, stream);
-    draw(t.view(), d, a, b, o, stream, api);
+    // A new row-major tensor passes what draw() would check again.
+    random_flat(t.data(), dtype, t.view().size(), d, o.seed, o.offset, a, b, stream);
     return t;
 }
 
@@ -96,33 +85,33 @@ Tensor allocate_and_draw(DataType dtype, std::initializer_list<std::int64_t> sha
 namespace gpumath::random {
 
 void uniform(const TensorView& out, double low, double high, const RandomOptions& options, core::StreamRef stream) {
-    detail::draw(out, detail::Distribution::uniform, low, high, options, stream, "gpumath::random::uniform");
+    detail::draw(out, kernels::random_uniform, low, high, options, stream, "gpumath::random::uniform");
 }
 
 void normal(const TensorView& out, double mean, double stddev, const RandomOptions& options, core::StreamRef stream) {
-    detail::draw(out, detail::Distribution::normal, mean, stddev, options, stream, "gpumath::random::normal");
+    detail::draw(out, kernels::random_normal, mean, stddev, options, stream, "gpumath::random::normal");
 }
 
 void lognormal(const TensorView& out, double mean, double stddev, const RandomOptions& options,
                core::StreamRef stream) {
-    detail::draw(out, detail::Distribution::lognormal, mean, stddev, options, stream, "gpumath::random::lognormal");
+    detail::draw(out, kernels::random_lognormal, mean, stddev, options, stream, "gpumath::random::lognormal");
 }
 
 Tensor uniform(DataType dtype, std::initializer_list<std::int64_t> shape, double low, double high,
                const RandomOptions& options, core::StreamRef stream) {
-    return detail::allocate_and_draw(dtype, shape, detail::Distribution::uniform, low, high, options, stream,
+    return detail::allocate_and_draw(dtype, shape, kernels::random_uniform, low, high, options, stream,
                                      "gpumath::random::uniform");
 }
 
 Tensor normal(DataType dtype, std::initializer_list<std::int64_t> shape, double mean, double stddev,
               const RandomOptions& options, core::StreamRef stream) {
-    return detail::allocate_and_draw(dtype, shape, detail::Distribution::normal, mean, stddev, options, stream,
+    return detail::allocate_and_draw(dtype, shape, kernels::random_normal, mean, stddev, options, stream,
                                      "gpumath::random::normal");
 }
 
 Tensor lognormal(DataType dtype, std::initializer_list<std::int64_t> shape, double mean, double stddev,
                  const RandomOptions& options, core::StreamRef stream) {
-    return detail::allocate_and_draw(dtype, shape, detail::Distribution::lognormal, mean, stddev, options, stream,
+    return detail::allocate_and_draw(dtype, shape, kernels::random_lognormal, mean, stddev, options, stream,
                                      "gpumath::random::lognormal");
 }
 

@@ -368,10 +368,10 @@ void convert_view(const TensorView& in, const TensorView& out, core::StreamRef s
     if (out.size() > 0) launch_convert(in, out, stream);
 }
 
-void random_flat(void* out, DataType type, std::int64_t count, int distribution, std::uint64_t seed,
-                 std::uint64_t offset, double a, double b, core::StreamRef stream) {
+void random_flat(void* out, DataType type, std::int64_t count, kernels::RandomDistribution distribution,
+                 std::uint64_t seed, std::uint64_t offset, double a, double b, core::StreamRef stream) {
     if (count == 0) return;
-    const LoadedKernel& k = kernel_for(current_device(), Op::random_flat, type, type, distribution);
+    const LoadedKernel& k = kernel_for(current_device(), Op::random_flat, type, type, int(distribution));
     // One thread per Philox block: four values of 32 bits or two of 64.
     const std::uint64_t per = type == DataType::f64 ? 2 : 4;
     const std::uint64_t blocks = (offset + std::uint64_t(count) + per - 1) / per - offset / per;

@@ -11,6 +11,7 @@
 #include <gpumath/layout.hpp>
 
 #include "core/kernel_loader.hpp"
+#include "core/kernels/tensor_ops_params.hpp"
 
 namespace gpumath::detail {
 
@@ -51,10 +52,10 @@ void fill_view(const TensorView& out, std::complex<double> value, core::StreamRe
 void convert_view(const TensorView& in, const TensorView& out, core::StreamRef stream);
 
 /// Values `offset` to `offset + count - 1` of the Philox4x32-10 sequence of `seed` in `distribution`
-/// (a kernels::RandomDistribution; parameters `a`, `b` as kernels::RandomParams says) into `count`
+/// (parameters `a`, `b` as kernels::RandomParams says) into `count`
 /// contiguous elements of `type` (f16, bf16, f32 or f64) at `out`, on `stream`. Unchecked: the
 /// caller has checked the tensor and that offset + count + 4 stays below 2^64 (random.cpp).
-void random_flat(void* out, DataType type, std::int64_t count, int distribution, std::uint64_t seed,
-                 std::uint64_t offset, double a, double b, core::StreamRef stream);
+void random_flat(void* out, DataType type, std::int64_t count, kernels::RandomDistribution distribution,
+                 std::uint64_t seed, std::uint64_t offset, double a, double b, core::StreamRef stream);
 
 }  // namespace gpumath::detail

@@ -73,7 +73,8 @@ void enqueue_grouped_call(std::span<GroupOperands> groups, std::span<const std::
             params.amax = static_cast<float*>(s.amax_d->data());
             params.amax_stride = s.amax_d->stride(0);
             params.groups = group_count;
-            core::launch(stream, scale_launch(group_count), scale_kernels(device).gather, params);
+            core::launch(stream, scale_launch(group_count), device_kernel(device, scale_program(), "gm_gather_amax"),
+                         params);
         }
         return;
     }

@@ -38,13 +38,18 @@ ElementMacros element_macros(DataType element) {
     }
 }
 
+/// InvalidArgument unless `fp8` is an FP8 type.
+void check_fp8(DataType fp8) {
+    if (!is_fp8(fp8))
+        throw_invalid(fmt::format("fp8: {} is not an FP8 type; e4m3 and e5m2 are", gpumath::to_string(fp8)),
+                      "quantize_source");
+}
+
 }  // namespace
 
 core::ProgramOptions quantize_options(DataType element, DataType fp8) {
     const ElementMacros e = element_macros(element);
-    if (!is_fp8(fp8))
-        throw_invalid(fmt::format("fp8: {} is not an FP8 type; e4m3 and e5m2 are", gpumath::to_string(fp8)),
-                      "quantize_source");
+    check_fp8(fp8);
     const bool e4m3 = fp8 == DataType::e4m3;
     core::ProgramOptions options;
     options.name = fmt::format("gpumath_quantize_{}_{}", gpumath::to_string(element), gpumath::to_string(fp8));
@@ -64,8 +69,10 @@ core::ProgramOptions quantize_options(DataType element, DataType fp8) {
 std::string_view quantize_source() { return embedded::matmul_kernels_quantize_cu; }
 
 const DeviceProgram& quantize_program(DataType element, DataType fp8) {
-    // The six programs, made once (their digests computed once); an unknown pair throws first.
-    (void)quantize_options(element, fp8);
+    // The six programs, made once (their digests computed once); an unknown pair throws first,
+    // checked without building its options (this runs on every quantize_fp8 call).
+    (void)element_macros(element);
+    check_fp8(fp8);
     static const std::array<DeviceProgram, 6> programs = [] {
         const auto make = [](DataType e, DataType f) {
             return DeviceProgram(quantize_source(), quantize_options(e, f));
