@@ -290,8 +290,8 @@ namespace {
 std::optional<std::uint32_t> element_bits(DataType type, std::complex<double> value) {
     const double x = value.real();
     const auto bits16 = [](auto h) { return std::uint32_t(std::bit_cast<std::uint16_t>(h)); };
-    const auto integer = [&](double lo, double hi) { return std::isnan(x) ? 0.0 : std::clamp(std::trunc(x), lo, hi); };
     if (std::isnan(x)) return std::nullopt;
+    const auto integer = [&](double lo, double hi) { return std::clamp(std::trunc(x), lo, hi); };
     switch (type) {
         case DataType::f16:
             return bits16(__double2half(x));
@@ -339,22 +339,26 @@ bool fill_by_memset(const TensorView& out, std::complex<double> value, core::Str
 
 }  // namespace
 
-bool fills_flat(const TensorLayout& out) {
-    // A fill has no input: its index space is flat when the output's alone is one run of unit stride.
-    const IndexSpace s = index_space(out, nullptr);
-    return s.rank == 0 || (s.rank == 1 && s.out[0] == 1);
-}
+namespace {
+
+// A fill has no input: its index space is flat when the output's alone is one run of unit stride.
+bool flat_fill(const IndexSpace& s) { return s.rank == 0 || (s.rank == 1 && s.out[0] == 1); }
+
+}  // namespace
+
+bool fills_flat(const TensorLayout& out) { return flat_fill(index_space(out, nullptr)); }
 
 void fill_view(const TensorView& out, std::complex<double> value, core::StreamRef stream) {
     if (out.size() == 0) return;
     const IndexSpace s = index_space(out, nullptr);
     const int device = current_device();
+    const bool flat = flat_fill(s);
+    if (flat && fill_by_memset(out, value, stream)) return;
     ElementwiseParams p = params_of(s, nullptr, out.data(), out.size());
     p.value_re = value.real();
     p.value_im = value.imag();
-    if (fills_flat(out)) {
+    if (flat) {
         const std::size_t size = size_of(out.dtype());
-        if (fill_by_memset(out, value, stream)) return;
         const int v = vector_width(nullptr, size, out.data(), size);
         const LoadedKernel& k = kernel_for(device, Op::fill_flat, out.dtype(), out.dtype(), v);
         core::launch(stream, flat_config(out.size() / v + 1, k.multiprocessors), k.kernel, p);
