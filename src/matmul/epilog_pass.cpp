@@ -6,8 +6,7 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
-#include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -22,7 +21,11 @@
 #include "matmul/checks.hpp"
 #include "matmul/shapes.hpp"
 #include "matmul/types.hpp"
-#include "detail/capture_mode.hpp"
+#include "core/kernel_loader.hpp"
+#include "matmul/kernels/element_conversions.cuh.inc"
+#include "matmul/kernels/epilog_pass.cu.inc"
+#include "matmul/kernels/epilog_pass_params.hpp"
+#include "matmul/kernels/epilog_pass_params.hpp.inc"
 
 namespace gpumath::detail {
 namespace {
@@ -64,76 +67,11 @@ bool bias_needs_pass(const BiasInput& bias, const TensorLayout& d, Epilog epilog
     return false;
 }
 
-constexpr const char* pass_body = R"(
-struct gm_pass_params {
-    gm_d* d;
-    gm_i64 inner, outer, ld, batch, batch_stride;
-    const gm_bias* bias;
-    gm_i64 bias_stride, bias_batch_stride;
-    void* user_info;
-};
-
-// Element (i, o) of product b of D_lt: i along the unit-stride dimension.
-__device__ __forceinline__ float gm_apply(float x, gm_i64 b, gm_i64 i, gm_i64 o, const gm_pass_params& p) {
-#if GM_BIAS
-    x += gm_load(p.bias[b * p.bias_batch_stride + (GM_BIAS_INNER ? i : o) * p.bias_stride]);
-#endif
-#if GM_ACT == 1
-    x = fmaxf(x, 0.0f);
-#elif GM_ACT == 2
-    x = 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-#elif GM_ACT == 3
-    x = x / (1.0f + __expf(-x));
-#endif
-#if GM_FUNCTION
-    x = GM_SYMBOL(x, b, GM_SWAP ? o : i, GM_SWAP ? i : o, p.user_info);
-#endif
-    return x;
-}
-
-template <int V>
-__device__ __forceinline__ void gm_pass(const gm_pass_params& p) {
-#if __CUDA_ARCH__ >= 900
-    // Launched as a programmatic dependent of the product: wait until D is written.
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-    const gm_i64 v = gm_i64(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (v * V >= p.inner) return;
-    const gm_i64 columns = p.batch * p.outer;
-    for (gm_i64 y = blockIdx.y; y < columns; y += gridDim.y) {
-        const gm_i64 b = y / p.outer, o = y - b * p.outer;
-        gm_d* at = p.d + b * p.batch_stride + o * p.ld + v * V;
-        if (V == 1) {
-            gm_store(*at, gm_apply(gm_load(*at), b, v, o, p));
-        } else {
-            uint4 raw = *reinterpret_cast<const uint4*>(at);
-            gm_d* e = reinterpret_cast<gm_d*>(&raw);
-#pragma unroll
-            for (int j = 0; j < V; ++j) gm_store(e[j], gm_apply(gm_load(e[j]), b, v * V + j, o, p));
-            *reinterpret_cast<uint4*>(at) = raw;
-        }
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(256) gm_epilog_pass_v(gm_pass_params p) {
-    gm_pass<int(16 / sizeof(gm_d))>(p);
-}
-extern "C" __global__ void __launch_bounds__(256) gm_epilog_pass_s(gm_pass_params p) { gm_pass<1>(p); }
-)";
-
-/// Kernel parameters; the layout of gm_pass_params.
-struct PassParams {
-    void* d;
-    std::int64_t inner, outer, ld, batch, batch_stride;
-    const void* bias;
-    std::int64_t bias_stride, bias_batch_stride;
-    void* user_info;
-};
+static_assert(std::is_trivially_copyable_v<kernels::EpilogPassParams>, "launched by value");
 
 }  // namespace
 
 struct EpilogPassKernels {
-    core::Module module;
     core::Kernel vector, scalar;
     std::size_t vector_elements = 1;  // elements per 16 bytes
 };
@@ -199,68 +137,68 @@ void epilog_pass_stage(const BiasInput& bias, MatmulProblem& P) {
     }
 }
 
-std::string epilog_pass_source(const EpilogPass& pass, DataType d, const MatmulEpilogFunction* function) {
-    std::string s = fmt::format(
-        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\ntypedef long long gm_i64;\ntypedef {} gm_d;\n"
-        "typedef {} gm_bias;\n#define GM_ACT {}\n#define GM_BIAS {}\n#define GM_BIAS_INNER {}\n"
-        "#define GM_FUNCTION {}\n",
-        cuda_element_type(d), cuda_element_type(pass.bias_type), int(pass.act), pass.bias ? 1 : 0,
-        pass.bias_inner ? 1 : 0, function != nullptr ? 1 : 0);
+core::ProgramOptions epilog_pass_options(const EpilogPass& pass, DataType d, const MatmulEpilogFunction* function) {
+    core::ProgramOptions options;
+    options.name = "gpumath_epilog_pass";
+    options.std = "c++17";
     // GM_SWAP maps D_lt's (inner, outer) to the user's (row, col), which a function sees.
-    s += fmt::format("#define GM_SWAP {}\n", pass.swap ? 1 : 0);
+    options.defines = {{"GM_D_TYPE", cuda_element_type(d)},
+                       {"GM_BIAS_TYPE", cuda_element_type(pass.bias_type)},
+                       {"GM_ACT", std::to_string(int(pass.act))},
+                       {"GM_BIAS", pass.bias ? "1" : "0"},
+                       {"GM_BIAS_INNER", pass.bias_inner ? "1" : "0"},
+                       {"GM_FUNCTION", function != nullptr ? "1" : "0"},
+                       {"GM_SWAP", pass.swap ? "1" : "0"}};
+    options.headers["element_conversions.cuh"] = std::string(embedded::matmul_kernels_element_conversions_cuh);
+    options.headers["epilog_pass_params.hpp"] = std::string(embedded::matmul_kernels_epilog_pass_params_hpp);
     if (function != nullptr) {
-        s += fmt::format("#define GM_SYMBOL {}\n#line 1 \"epilog_function\"\n", function->symbol);
-        s += function->source;
-        s += "\n";
+        options.defines["GM_SYMBOL"] = function->symbol;
+        options.headers["epilog_function.cuh"] = function->source + "\n";
     }
-    s += cuda_element_conversions;  // gm_load, gm_store
-    s += "#line 1 \"gpumath_epilog_pass\"";
-    s += pass_body;
-    return s;
+    return options;
 }
+
+namespace {
+
+/// Rethrows a CompileError of the user's function saying which function failed and what it must
+/// look like, with NVRTC's status and log.
+[[noreturn]] void rethrow_function_error(const CompileError& e, const MatmulEpilogFunction& function) {
+    throw CompileError(fmt::format("options.epilog_function \"{}\" does not compile; it must define {}\n{}",
+                                   function.symbol, matmul_epilog_signature(function.symbol), e.what()),
+                       e.status(), e.api(), e.log());
+}
+
+}  // namespace
 
 core::ObjectCode compile_epilog_pass(const EpilogPass& pass, DataType d, const MatmulEpilogFunction* function,
                                      const std::string& arch) {
-    core::ProgramOptions po;
-    po.name = "gpumath_epilog_pass";
-    po.arch = arch;
-    po.std = "c++17";
+    core::ProgramOptions options = epilog_pass_options(pass, d, function);
+    options.arch = arch;
     try {
-        return core::Program(epilog_pass_source(pass, d, function), std::move(po)).compile(core::CodeType::cubin);
+        return core::Program(std::string(embedded::matmul_kernels_epilog_pass_cu), std::move(options))
+            .compile(core::CodeType::cubin);
     } catch (const CompileError& e) {
         if (function == nullptr) throw;
-        // Say which function failed and what it must look like; keep NVRTC's status and log.
-        throw CompileError(fmt::format("options.epilog_function \"{}\" does not compile; it must define {}\n{}",
-                                       function->symbol, matmul_epilog_signature(function->symbol), e.what()),
-                           e.status(), e.api(), e.log());
+        rethrow_function_error(e, *function);
     }
 }
 
 std::shared_ptr<const EpilogPassKernels> load_epilog_pass(const MatmulProblem& P, const MatmulOptions& options,
                                                           int device) {
     const MatmulEpilogFunction* function = options.epilog_function ? &*options.epilog_function : nullptr;
-    using Key = std::pair<int, std::string>;
-    static std::mutex mutex;
-    // Never destroyed, like every per-device state: no static destructor may run after the CUDA
-    // runtime has shut down.
-    static auto* cache = new std::map<Key, std::shared_ptr<const EpilogPassKernels>>();
-    const Key key{device, epilog_pass_source(P.pass, P.types.d, function)};
-    {
-        std::lock_guard lock(mutex);
-        if (auto it = cache->find(key); it != cache->end()) return it->second;
-    }
-    // Compiled outside the lock; two threads that miss at once both compile (the compile cache
-    // serves the second) and the first one stored wins.
-    // A plan may be made while the caller's stream captures: loading a module is no stream work.
-    const RelaxedCaptureMode relaxed("loading a matmul epilog pass");
-    const core::ObjectCode code = compile_epilog_pass(P.pass, P.types.d, function, core::Device(device).arch());
+    // The core loader compiles and loads each distinct program once per device; a plan asks once.
+    const DeviceProgram program(embedded::matmul_kernels_epilog_pass_cu,
+                                epilog_pass_options(P.pass, P.types.d, function));
     auto k = std::make_shared<EpilogPassKernels>();
-    k->module = core::Module(code);
-    k->vector = k->module.kernel(kernel_vector, device);
-    k->scalar = k->module.kernel(kernel_scalar, device);
+    try {
+        k->vector = device_kernel(device, program, kernel_vector);
+        k->scalar = device_kernel(device, program, kernel_scalar);
+    } catch (const CompileError& e) {
+        if (function == nullptr) throw;
+        rethrow_function_error(e, *function);
+    }
     k->vector_elements = 16 / size_of(P.types.d);
-    std::lock_guard lock(mutex);
-    return cache->emplace(key, std::move(k)).first->second;
+    return k;
 }
 
 void run_epilog_pass(const EpilogPassKernels& kernels, const EpilogPass& pass, void* d, const void* bias,
@@ -276,10 +214,16 @@ void run_epilog_pass(const EpilogPassKernels& kernels, const EpilogPass& pass, v
     const std::int64_t threads = std::min<std::int64_t>(pass_threads, (items + 31) / 32 * 32);
     const std::int64_t grid_x = (items + threads - 1) / threads;
     const std::int64_t grid_y = std::min<std::int64_t>(columns, 65535);
-    const PassParams p{d,        pass.inner,       pass.outer,
-                       pass.ld,  pass.batch,       pass.batch_stride,
-                       bias,     pass.bias_stride, pass.bias_batch_stride,
-                       user_info};
+    const kernels::EpilogPassParams p{.d = d,
+                                      .inner = pass.inner,
+                                      .outer = pass.outer,
+                                      .ld = pass.ld,
+                                      .batch = pass.batch,
+                                      .batch_stride = pass.batch_stride,
+                                      .bias = bias,
+                                      .bias_stride = pass.bias_stride,
+                                      .bias_batch_stride = pass.bias_batch_stride,
+                                      .user_info = user_info};
     core::launch(stream, {.grid = core::Dim3(grid_x, grid_y), .block = threads, .programmatic_dependency = true},
                  vector ? kernels.vector : kernels.scalar, p);
 }

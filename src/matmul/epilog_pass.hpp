@@ -7,6 +7,7 @@
 #include <string>
 
 #include <gpumath/core/object_code.hpp>
+#include <gpumath/core/program.hpp>
 #include <gpumath/core/stream.hpp>
 #include <gpumath/matmul/options.hpp>
 #include "matmul/epilog_inputs.hpp"
@@ -23,17 +24,18 @@ void epilog_pass_route(const BiasInput& bias, const MatmulOptions& options, Matm
 /// pass's geometry over D as cuBLASLt writes it.
 void epilog_pass_stage(const BiasInput& bias, MatmulProblem& P);
 
-/// The CUDA C++ of the pass of `pass` over a D of `d` elements, with the user's function if any.
-[[nodiscard]] std::string epilog_pass_source(const EpilogPass& pass, DataType d, const MatmulEpilogFunction* function);
+/// NVRTC's options for the pass of `pass` over a D of `d` elements (kernels/epilog_pass.cu): its
+/// macros, parameter header and the user's function, if any, as the header epilog_function.cuh.
+[[nodiscard]] core::ProgramOptions epilog_pass_options(const EpilogPass& pass, DataType d,
+                                                       const MatmulEpilogFunction* function);
 
-/// `epilog_pass_source(...)` compiled to a cubin for `arch` ("sm_90"); needs NVRTC, not a device.
-/// CompileError naming options.epilog_function and its signature when the user's function does not
-/// compile.
+/// kernels/epilog_pass.cu with `epilog_pass_options(...)` compiled to a cubin for `arch` ("sm_90"); needs NVRTC, not a
+/// device. CompileError naming options.epilog_function and its signature when the user's function does not compile.
 [[nodiscard]] core::ObjectCode compile_epilog_pass(const EpilogPass& pass, DataType d,
                                                    const MatmulEpilogFunction* function, const std::string& arch);
 
-/// The pass's kernels on one device (compiled through the compile cache, loaded once per process
-/// and source).
+/// The pass's kernels on one device (compiled and loaded once per process and program by the core
+/// kernel loader).
 struct EpilogPassKernels;
 
 /// The kernels of `P.pass` on `device`. CompileError naming options.epilog_function when the
