@@ -69,6 +69,34 @@ public:
     using Error::Error;
 };
 
+/// cuSOLVER reported an error; `status()` is the cusolverStatus_t. A singular or indefinite matrix
+/// is not one: it is reported per matrix through the `info` a linalg call writes (NumericalError).
+class CusolverError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A factorization, solve or decomposition met a matrix it cannot handle: not positive definite,
+/// singular, or an iteration that did not converge. Thrown only by the blocking checks of the
+/// per-matrix `info` (gpumath::linalg::check_info and the results' `check()`), never by the calls
+/// that enqueue the work. `batch_index()` is the first failing matrix (row-major over the batch
+/// dimensions) and `info()` its value (cuSOLVER's convention: for Cholesky the order of the leading
+/// minor that is not positive definite, for LU the 1-based index of the first zero pivot).
+class NumericalError : public Error {
+public:
+    /// `message` says what failed and where; `api` names the operation ("linalg::cholesky").
+    NumericalError(const std::string& message, std::string api, long long batch_index, int info)
+        : Error(message, 0, std::move(api)), batch_index_(batch_index), info_(info) {}
+    /// Index of the first failing matrix, row-major over the batch dimensions (0 for one matrix).
+    [[nodiscard]] long long batch_index() const noexcept { return batch_index_; }
+    /// That matrix's info value (positive).
+    [[nodiscard]] int info() const noexcept { return info_; }
+
+private:
+    long long batch_index_;
+    int info_;
+};
+
 /// NCCL reported an error, or NCCL could not be loaded (gpumath loads it at run time, like the
 /// driver); `status()` is the ncclResult_t (0 when NCCL is missing or lacks a function).
 class NcclError : public Error {

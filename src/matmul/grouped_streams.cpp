@@ -20,6 +20,7 @@
 #include <gpumath/core/event.hpp>
 #include <gpumath/error.hpp>
 
+#include "core/side_streams.hpp"
 #include "core/stream_workspace.hpp"
 #include "detail/capture_mode.hpp"
 #include "detail/device_registry.hpp"
@@ -34,93 +35,6 @@ namespace gpumath::detail {
 namespace {
 
 constexpr const char* k_api = "grouped matmul (streams backend)";
-
-/// Side streams of one device with the events that fork them from and join them to a caller.
-struct SideStreamSet {
-    std::array<cudaStream_t, side_stream_count> streams{};
-    cudaEvent_t fork = nullptr;
-    std::array<cudaEvent_t, side_stream_count> joined{};
-    bool leased = false;
-};
-
-/// Every device's sets, made on demand and never destroyed (work may be in flight at exit).
-class SideStreamPool {
-public:
-    static SideStreamPool& of(int device) {
-        static auto& pools = *new DeviceRegistry<SideStreamPool>();  // never destroyed (see above)
-        return pools.get(device, k_api, [](int) { return new SideStreamPool; });
-    }
-
-    /// A set none of whose streams is part of a capture, marked leased.
-    SideStreamSet* lease() {
-        {
-            std::lock_guard lock(mutex_);
-            for (const auto& set : sets_) {
-                if (set->leased || in_capture(*set)) continue;
-                set->leased = true;
-                return set.get();
-            }
-        }
-        auto set = make_set();
-        std::lock_guard lock(mutex_);
-        sets_.push_back(std::move(set));
-        return sets_.back().get();
-    }
-
-    void give_back(SideStreamSet* set) {
-        std::lock_guard lock(mutex_);
-        set->leased = false;
-    }
-
-private:
-    static bool in_capture(const SideStreamSet& set) {
-        for (cudaStream_t s : set.streams) {
-            cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-            if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
-                (void)cudaGetLastError();
-                return true;  // an invalidated capture: keep away from it
-            }
-            if (status != cudaStreamCaptureStatusNone) return true;
-        }
-        return false;
-    }
-
-    /// Streams and events made in relaxed capture mode: a caller's capture may be under way.
-    static std::unique_ptr<SideStreamSet> make_set() {
-        auto set = std::make_unique<SideStreamSet>();
-        set->leased = true;
-        cudaError_t s = cudaSuccess;
-        {
-            const RelaxedCaptureMode relaxed(k_api);
-            s = cudaEventCreateWithFlags(&set->fork, cudaEventDisableTiming);
-            for (std::size_t i = 0; i < set->streams.size() && s == cudaSuccess; ++i) {
-                s = cudaStreamCreateWithFlags(&set->streams[i], cudaStreamNonBlocking);
-                if (s == cudaSuccess) s = cudaEventCreateWithFlags(&set->joined[i], cudaEventDisableTiming);
-            }
-        }
-        check(s, "cudaStreamCreateWithFlags", "creating the side streams of grouped products");
-        return set;
-    }
-
-    std::mutex mutex_;
-    std::vector<std::unique_ptr<SideStreamSet>> sets_;
-};
-
-/// A leased set, given back when the call has enqueued its work.
-class Lease {
-public:
-    explicit Lease(int device) : pool_(SideStreamPool::of(device)), set_(pool_.lease()) {}
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    Lease(Lease&&) = delete;
-    Lease& operator=(Lease&&) = delete;
-    ~Lease() { pool_.give_back(set_); }
-    SideStreamSet& operator*() const { return *set_; }
-
-private:
-    SideStreamPool& pool_;
-    SideStreamSet* set_;
-};
 
 /// `area`: the call's held area when `stream` is the caller's, else null.
 void run_group(const GroupOperands& g, MatmulPlan& plan, const GroupCall& call, core::StreamRef stream, int device,
@@ -176,12 +90,9 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
         lane[i] = int(it - load.begin());
         *it += flops_of(groups[i]);
     }
-    const Lease lease(device);
+    const SideStreamLease lease(device, k_api);
     SideStreamSet& set = *lease;
-    check(cudaEventRecord(set.fork, stream.handle()), "cudaEventRecord", "forking a grouped product's side streams");
-    for (int s = 0; s < sides; ++s)
-        check(cudaStreamWaitEvent(set.streams[std::size_t(s)], set.fork, 0), "cudaStreamWaitEvent",
-              "forking a grouped product's side streams");
+    lease.fork(stream, sides);
     try {
         for (int l = 0; l <= sides; ++l) {
             const core::StreamRef on = l == 0 ? stream : core::StreamRef(set.streams[std::size_t(l - 1)]);
@@ -191,17 +102,10 @@ void enqueue_streams(std::span<const GroupOperands> groups, std::span<const std:
     } catch (...) {
         // Join what was enqueued before rethrowing: work the caller enqueues next (or memory it
         // frees in stream order, such as the workspace holding FP8 scale slots) must wait for it.
-        for (int s = 0; s < sides; ++s)
-            if (cudaEventRecord(set.joined[std::size_t(s)], set.streams[std::size_t(s)]) == cudaSuccess)
-                (void)cudaStreamWaitEvent(stream.handle(), set.joined[std::size_t(s)], 0);
+        lease.join_noexcept(stream, sides);
         throw;
     }
-    for (int s = 0; s < sides; ++s) {
-        check(cudaEventRecord(set.joined[std::size_t(s)], set.streams[std::size_t(s)]), "cudaEventRecord",
-              "joining a grouped product's side streams");
-        check(cudaStreamWaitEvent(stream.handle(), set.joined[std::size_t(s)], 0), "cudaStreamWaitEvent",
-              "joining a grouped product's side streams");
-    }
+    lease.join(stream, sides);
 }
 
 int grouped_device(std::span<const GroupOperands> groups, const MatmulOptions& options, const Scalar& alpha,

@@ -17,15 +17,13 @@
 #include <gpumath/core/stream.hpp>
 #include <gpumath/matmul/grouped.hpp>
 
+#include "core/side_streams.hpp"
 #include "matmul/internal.hpp"
 
 namespace gpumath::detail {
 
 struct GroupOperands;
 struct HostKernelCall;
-
-/// Side streams a call forks to besides the caller's stream (at most; fewer for fewer groups).
-inline constexpr int side_stream_count = 4;
 
 /// What every product of one grouped call shares besides its operands.
 struct GroupCall {

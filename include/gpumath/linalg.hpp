@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file
+/// gpumath::linalg, dense linear algebra on cuSOLVER: Cholesky and symmetric/Hermitian
+/// eigendecomposition as plans (Cholesky, Eigh) and stateless calls (cholesky, eigh), per-matrix
+/// `info` left on the device with a blocking check, batches run by measurement. Link
+/// gpumath::linalg.
+#pragma once
+
+#include <gpumath/error.hpp>
+#include <gpumath/linalg/cholesky.hpp>
+#include <gpumath/linalg/eigh.hpp>
+#include <gpumath/linalg/functions.hpp>
+#include <gpumath/linalg/info.hpp>
+#include <gpumath/linalg/options.hpp>

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file
+/// Symmetric and Hermitian eigendecomposition on cuSOLVER: the stateful Eigh plan.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include <gpumath/core/stream.hpp>
+#include <gpumath/layout.hpp>
+#include <gpumath/linalg/options.hpp>
+
+namespace gpumath::detail {
+struct EighImpl;
+}  // namespace gpumath::detail
+
+namespace gpumath::linalg {
+
+/// A planned eigendecomposition A·V = V·Λ of symmetric (Hermitian) matrices of one layout:
+/// eigenvalues in ascending order, and, with `options.vectors`, orthonormal eigenvectors as the
+/// columns of V. Move-only; a moved-from plan may only be destroyed or assigned to (its methods
+/// throw InvalidArgument, its accessors report an empty plan).
+///
+/// The layout is `(..., n, n)` of f32, f64, c32 or c64, any leading batch dimensions, any strides;
+/// only `options.triangle` of A is read. The constructor validates only (no GPU work). `plan()`
+/// sizes the workspace on the current device and, for Backend::automatic and more than one matrix,
+/// measures the backends once per (n, batch, dtype, device) (it then blocks on a private stream).
+///
+/// `execute` enqueues on the caller's stream, never synchronizes, may be captured into a CUDA graph
+/// once planned, and leaves A untouched unless `vectors` is A itself.
+class Eigh {
+public:
+    /// Plans the decomposition of matrices laid out as `a`. InvalidArgument for a rank below 2,
+    /// non-square matrices, an enum value outside its enumerators; NotSupported for other dtypes.
+    explicit Eigh(const TensorLayout& a, const EighOptions& options = {});
+    ~Eigh();
+    /// Moves the plan; the moved-from plan is empty.
+    Eigh(Eigh&&) noexcept;
+    /// Releases this plan and takes the other's; the moved-from plan is empty.
+    Eigh& operator=(Eigh&&) noexcept;
+    Eigh(const Eigh&) = delete;
+    Eigh& operator=(const Eigh&) = delete;
+
+    /// Sizes the workspace and chooses the backend on the current device now (idempotent,
+    /// thread-safe; implicit on the first execute). CusolverError or CudaError on failure.
+    void plan();
+    /// True once `plan()` has run (false when moved from).
+    [[nodiscard]] bool planned() const noexcept;
+
+    /// Decomposes `a` on `stream`. `values` is `(..., n)` of A's real dtype (f32 for f32 and c32,
+    /// f64 for f64 and c64), any strides. `vectors` has A's shape and dtype, any strides, and may be
+    /// `a` itself; pass an empty view (`TensorView{}`) when the plan has no vectors. `info` is a
+    /// contiguous i32 tensor of the batch shape (`info_layout()`): 0, or positive when the
+    /// algorithm did not converge. No output may overlap another or `a` (except `vectors` being
+    /// `a`): InvalidArgument before any GPU work. A is copied to `vectors` (or to workspace without
+    /// vectors, or when `vectors` does not have unit stride along its columns and one stride between
+    /// matrices) because cuSOLVER overwrites it.
+    void execute(const TensorView& a, const TensorView& values, const TensorView& vectors, const TensorView& info,
+                 core::StreamRef stream = core::current_stream());
+
+    /// The planned layout of A (a default TensorLayout when moved from).
+    [[nodiscard]] const TensorLayout& layout() const noexcept;
+    /// The layout `values` must have (shape and dtype; strides free): `(..., n)` of A's real dtype.
+    [[nodiscard]] const TensorLayout& values_layout() const noexcept;
+    /// The layout `info` must have: i32 of A's batch shape (rank 0 for one matrix).
+    [[nodiscard]] const TensorLayout& info_layout() const noexcept;
+    /// The options the plan was made with (default EighOptions when moved from).
+    [[nodiscard]] const EighOptions& options() const noexcept;
+    /// The backend that runs the batch: `options().backend` until planned, then the one chosen.
+    [[nodiscard]] Backend backend() const noexcept;
+    /// Bytes of workspace one execution takes at most (0 before `plan()` or when moved from).
+    [[nodiscard]] std::size_t workspace_size() const noexcept;
+
+private:
+    [[nodiscard]] gpumath::detail::EighImpl& impl(const char* api) const;
+    std::unique_ptr<gpumath::detail::EighImpl> impl_;
+};
+
+}  // namespace gpumath::linalg

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file
+/// The stateless calls of gpumath::linalg, on a plan cache, and the plan cache's controls.
+#pragma once
+
+#include <cstddef>
+
+#include <gpumath/core/cache.hpp>
+#include <gpumath/core/stream.hpp>
+#include <gpumath/layout.hpp>
+#include <gpumath/linalg/options.hpp>
+#include <gpumath/tensor.hpp>
+
+namespace gpumath::linalg {
+
+/// A Cholesky factor with each matrix's status.
+struct CholeskyResult {
+    /// The factor, row-major, of A's shape and dtype; the triangle not asked for is zero.
+    Tensor factor;
+    /// i32 of A's batch shape: 0, or the order of the leading minor that is not positive definite.
+    Tensor info;
+    /// `check_info(info, "linalg::cholesky", stream)`: blocks, throws NumericalError on a failure.
+    void check(core::StreamRef stream = core::current_stream()) const;
+};
+
+/// Eigenvalues (and eigenvectors) with each matrix's status.
+struct EighResult {
+    /// `(..., n)` of A's real dtype, ascending.
+    Tensor values;
+    /// A's shape and dtype, eigenvectors as columns; empty without `options.vectors`.
+    Tensor vectors;
+    /// i32 of A's batch shape: 0, or positive when the algorithm did not converge.
+    Tensor info;
+    /// `check_info(info, "linalg::eigh", stream)`: blocks, throws NumericalError on a failure.
+    void check(core::StreamRef stream = core::current_stream()) const;
+};
+
+/// The Cholesky factor of each matrix of `a` (see Cholesky), in new tensors allocated on `stream`
+/// from `options.memory_resource`, through the plan cache. Does not check `info`: call the
+/// result's `check()` (it synchronizes). InvalidArgument / NotSupported as Cholesky, before any
+/// CUDA call.
+[[nodiscard]] CholeskyResult cholesky(const TensorView& a, const CholeskyOptions& options = {},
+                                      core::StreamRef stream = core::current_stream());
+
+/// The eigenvalues and, with `options.vectors`, eigenvectors of each matrix of `a` (see Eigh), in
+/// new tensors allocated on `stream`, through the plan cache. Does not check `info`: call the
+/// result's `check()`. InvalidArgument / NotSupported as Eigh, before any CUDA call.
+[[nodiscard]] EighResult eigh(const TensorView& a, const EighOptions& options = {},
+                              core::StreamRef stream = core::current_stream());
+
+/// The process-wide, thread-safe LRU cache of plans behind the stateless linalg calls, reached
+/// through `linalg_plan_cache()`. A plan is keyed by operation, device, layout and options.
+class LinalgPlanCache final : public core::CacheControl {
+public:
+    /// Capacity when the process starts, in plans.
+    static constexpr std::size_t default_capacity = 256;
+
+    /// Most plans kept.
+    [[nodiscard]] std::size_t capacity() const override;
+    /// Changes the capacity, evicting least recently used plans as needed; 0 keeps none.
+    void set_capacity(std::size_t plans) override;
+    /// Drops every plan (plans in use by a running call stay alive until it returns). Counters stay.
+    void clear() override;
+    /// Hit, miss, eviction and wait counters, size and capacity.
+    [[nodiscard]] core::CacheStats stats() const override;
+    /// Zeroes the counters.
+    void reset_stats() override;
+
+    LinalgPlanCache(const LinalgPlanCache&) = delete;
+    LinalgPlanCache& operator=(const LinalgPlanCache&) = delete;
+    LinalgPlanCache(LinalgPlanCache&&) = delete;
+    LinalgPlanCache& operator=(LinalgPlanCache&&) = delete;
+
+private:
+    friend LinalgPlanCache& linalg_plan_cache();
+    LinalgPlanCache() = default;
+    ~LinalgPlanCache() = default;
+};
+
+/// The process-wide linalg plan cache.
+[[nodiscard]] LinalgPlanCache& linalg_plan_cache();
+
+}  // namespace gpumath::linalg

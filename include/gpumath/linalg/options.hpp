@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file
+/// Options of gpumath's dense linear algebra (gpumath::linalg): which triangle is read, which
+/// backend runs a batch, and where workspace comes from.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include <gpumath/core/memory.hpp>
+
+namespace gpumath::linalg {
+
+/// The triangle of a symmetric or Hermitian matrix that is read (the other is never touched), and
+/// the one a Cholesky factor is written to: `lower` means A = L·Lᴴ, `upper` A = Uᴴ·U.
+enum class Triangle : std::uint8_t {
+    lower,  ///< The lower triangle, diagonal included.
+    upper   ///< The upper triangle, diagonal included.
+};
+
+/// Number of Triangle enumerators.
+inline constexpr int triangle_count = 2;
+
+/// How a batch of matrices is run.
+enum class Backend : std::uint8_t {
+    /// Chosen by measurement the first time a (operation, n, batch, dtype) is planned on a device
+    /// and kept for the process (logged at info level); one matrix always runs `looped`.
+    automatic,
+    /// cuSOLVER's single-matrix routine once per matrix, the matrices spread over the caller's
+    /// stream and up to four side streams forked from it and joined back.
+    looped,
+    /// cuSOLVER's batched routine: potrfBatched (Cholesky); XsyevBatched, or syevjBatched for
+    /// n ≤ 32 (eigh).
+    batched
+};
+
+/// Number of Backend enumerators.
+inline constexpr int backend_count = 3;
+
+/// "lower" or "upper" ("?" for a value that is not an enumerator).
+[[nodiscard]] constexpr std::string_view to_string(Triangle t) noexcept {
+    switch (t) {
+        case Triangle::lower:
+            return "lower";
+        case Triangle::upper:
+            return "upper";
+    }
+    return "?";
+}
+
+/// "automatic", "looped" or "batched" ("?" for a value that is not an enumerator).
+[[nodiscard]] constexpr std::string_view to_string(Backend b) noexcept {
+    switch (b) {
+        case Backend::automatic:
+            return "automatic";
+        case Backend::looped:
+            return "looped";
+        case Backend::batched:
+            return "batched";
+    }
+    return "?";
+}
+
+/// Options of a Cholesky factorization (Cholesky, cholesky).
+struct CholeskyOptions {
+    /// The triangle of A read, and the one the factor is written to (the other is set to zero).
+    Triangle triangle = Triangle::lower;
+    /// How a batch runs.
+    Backend backend = Backend::automatic;
+    /// Where workspace comes from (default: the device's memory pool), one area per stream.
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
+};
+
+/// Options of a symmetric or Hermitian eigendecomposition (Eigh, eigh).
+struct EighOptions {
+    /// The triangle of A read.
+    Triangle triangle = Triangle::lower;
+    /// Compute the eigenvectors as well as the eigenvalues.
+    bool vectors = true;
+    /// How a batch runs.
+    Backend backend = Backend::automatic;
+    /// Where workspace comes from (default: the device's memory pool), one area per stream.
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
+};
+
+}  // namespace gpumath::linalg

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// cuSOLVER handles, statuses and types (linalg/cusolver.hpp).
+#include "linalg/cusolver.hpp"
+
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <gpumath/error.hpp>
+#include "detail/capture_mode.hpp"
+#include "detail/device_registry.hpp"
+#include "detail/status.hpp"
+
+namespace gpumath::detail {
+namespace {
+
+/// One device's idle handles with their parameter objects.
+class HandlePool {
+public:
+    static HandlePool& of(int device) {
+        static auto& pools = *new DeviceRegistry<HandlePool>();  // never destroyed (see the header)
+        return pools.get(device, "gpumath::linalg", [](int) { return new HandlePool; });
+    }
+
+    std::pair<cusolverDnHandle_t, cusolverDnParams_t> take(int device) {
+        {
+            std::lock_guard lock(mutex_);
+            if (!idle_.empty()) {
+                const auto h = idle_.back();
+                idle_.pop_back();
+                return h;
+            }
+        }
+        const RelaxedCaptureMode relaxed("creating a cuSOLVER handle");
+        cusolverDnHandle_t handle = nullptr;
+        check_cusolver(cusolverDnCreate(&handle), "cusolverDnCreate",
+                       fmt::format("creating a cuSOLVER handle on device {}", device));
+        cusolverDnParams_t params = nullptr;
+        if (const cusolverStatus_t s = cusolverDnCreateParams(&params); s != CUSOLVER_STATUS_SUCCESS) {
+            (void)cusolverDnDestroy(handle);
+            check_cusolver(s, "cusolverDnCreateParams", "creating cuSOLVER's parameters");
+        }
+        return {handle, params};
+    }
+
+    void give_back(cusolverDnHandle_t handle, cusolverDnParams_t params) noexcept {
+        try {
+            std::lock_guard lock(mutex_);
+            idle_.emplace_back(handle, params);
+        } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory; the handle is dropped
+        }
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::pair<cusolverDnHandle_t, cusolverDnParams_t>> idle_;
+};
+
+}  // namespace
+
+void throw_cusolver(int status, const char* api, std::string_view context) {
+    throw CusolverError(status_message(api, cusolver_status_name(status), status, context), status, api);
+}
+
+std::string_view cusolver_status_name(int status) noexcept {
+    switch (status) {
+        case CUSOLVER_STATUS_SUCCESS:
+            return "CUSOLVER_STATUS_SUCCESS";
+        case CUSOLVER_STATUS_NOT_INITIALIZED:
+            return "CUSOLVER_STATUS_NOT_INITIALIZED";
+        case CUSOLVER_STATUS_ALLOC_FAILED:
+            return "CUSOLVER_STATUS_ALLOC_FAILED";
+        case CUSOLVER_STATUS_INVALID_VALUE:
+            return "CUSOLVER_STATUS_INVALID_VALUE";
+        case CUSOLVER_STATUS_ARCH_MISMATCH:
+            return "CUSOLVER_STATUS_ARCH_MISMATCH";
+        case CUSOLVER_STATUS_MAPPING_ERROR:
+            return "CUSOLVER_STATUS_MAPPING_ERROR";
+        case CUSOLVER_STATUS_EXECUTION_FAILED:
+            return "CUSOLVER_STATUS_EXECUTION_FAILED";
+        case CUSOLVER_STATUS_INTERNAL_ERROR:
+            return "CUSOLVER_STATUS_INTERNAL_ERROR";
+        case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED:
+            return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
+        case CUSOLVER_STATUS_NOT_SUPPORTED:
+            return "CUSOLVER_STATUS_NOT_SUPPORTED";
+        case CUSOLVER_STATUS_ZERO_PIVOT:
+            return "CUSOLVER_STATUS_ZERO_PIVOT";
+        case CUSOLVER_STATUS_INVALID_LICENSE:
+            return "CUSOLVER_STATUS_INVALID_LICENSE";
+        case CUSOLVER_STATUS_INVALID_WORKSPACE:
+            return "CUSOLVER_STATUS_INVALID_WORKSPACE";
+        default:
+            return "CUSOLVER_STATUS_UNKNOWN";
+    }
+}
+
+cudaDataType cuda_data_type(DataType t) noexcept {
+    switch (t) {
+        case DataType::f64:
+            return CUDA_R_64F;
+        case DataType::c32:
+            return CUDA_C_32F;
+        case DataType::c64:
+            return CUDA_C_64F;
+        default:
+            return CUDA_R_32F;
+    }
+}
+
+DataType real_of(DataType t) noexcept {
+    return t == DataType::f64 || t == DataType::c64 ? DataType::f64 : DataType::f32;
+}
+
+cublasFillMode_t fill_mode(linalg::Triangle t, bool row_major) noexcept {
+    const bool lower = (t == linalg::Triangle::lower) != row_major;
+    return lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
+}
+
+SolverHandle::SolverHandle(int device, cudaStream_t stream) : device_(device) {
+    std::tie(handle_, params_) = HandlePool::of(device).take(device);
+    try {
+        set_stream(stream);
+    } catch (...) {
+        HandlePool::of(device_).give_back(handle_, params_);
+        throw;
+    }
+}
+
+SolverHandle::~SolverHandle() { HandlePool::of(device_).give_back(handle_, params_); }
+
+void SolverHandle::set_stream(cudaStream_t stream) const {
+    check_cusolver(cusolverDnSetStream(handle_, stream), "cusolverDnSetStream", "setting a cuSOLVER handle's stream");
+}
+
+}  // namespace gpumath::detail

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// The blocking check of a linalg call's per-matrix info.
+#include <gpumath/linalg/info.hpp>
+
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <gpumath/error.hpp>
+#include <gpumath/linalg/functions.hpp>
+#include "detail/status.hpp"
+#include "linalg/matrices.hpp"
+
+namespace gpumath::linalg {
+namespace {
+
+/// What a positive info means for `operation`, by cuSOLVER's conventions.
+std::string meaning(std::string_view operation, int v) {
+    if (operation.find("holesky") != std::string_view::npos)
+        return fmt::format("not positive definite: its leading minor of order {} is not", v);
+    if (operation.find("igh") != std::string_view::npos)
+        return fmt::format("one whose eigenvalue iteration did not converge ({} off-diagonal elements remained)", v);
+    return fmt::format("info {}", v);
+}
+
+}  // namespace
+
+void check_info(const TensorView& info, std::string_view operation, core::StreamRef stream) {
+    const char* api = "linalg::check_info";
+    detail::check_info_operand(info, info, "info", api);
+    if (info.size() == 0) return;
+    std::vector<int> host(std::size_t(info.size()));
+    detail::check(cudaMemcpyAsync(host.data(), info.data(), host.size() * sizeof(int), cudaMemcpyDeviceToHost,
+                                  stream.handle()),
+                  "cudaMemcpyAsync", "reading a linalg call's info");
+    detail::check(cudaStreamSynchronize(stream.handle()), "cudaStreamSynchronize", "reading a linalg call's info");
+    for (std::size_t b = 0; b < host.size(); ++b) {
+        const int v = host[b];
+        if (v == 0) continue;
+        const std::string where = info.rank() == 0 ? std::string("the matrix") : fmt::format("matrix {} of the batch", b);
+        if (v < 0)
+            throw CusolverError(fmt::format("{}: cuSOLVER rejected its argument {} for {} (info {})", operation, -v,
+                                            where, v),
+                                0, std::string(operation));
+        throw NumericalError(fmt::format("{}: {} is {} (info {})", operation, where, meaning(operation, v), v),
+                             std::string(operation), static_cast<long long>(b), v);
+    }
+}
+
+void CholeskyResult::check(core::StreamRef stream) const {
+    check_info(info, "linalg::cholesky", stream);
+}
+
+void EighResult::check(core::StreamRef stream) const { check_info(info, "linalg::eigh", stream); }
+
+}  // namespace gpumath::linalg

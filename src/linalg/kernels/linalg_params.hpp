@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// The parameters of linalg's own kernels (kernels/linalg_util.cu), read by the host compiler
+// (src/linalg/kernels.cpp) and by NVRTC alike: one definition, plain types only.
+#pragma once
+
+namespace gpumath::kernels {
+
+/// A batch of `count` n×n matrices: element (i, j) of matrix b at
+/// `data + b * batch_stride + i * row_stride + j * col_stride` (in elements).
+struct MatrixBatchParams {
+    void* data = nullptr;
+    long long n = 0;
+    long long row_stride = 0;
+    long long col_stride = 0;
+    long long count = 0;
+    long long batch_stride = 0;
+};
+
+/// zero_triangle: sets the triangle strictly above the diagonal (`upper` 1) or strictly below it
+/// (`upper` 0) to zero.
+struct TriangleParams {
+    MatrixBatchParams m;
+    int upper = 0;
+};
+
+/// batch_pointers: `out[b] = base + b * stride_bytes` for b < count.
+struct BatchPointerParams {
+    char* base = nullptr;
+    long long stride_bytes = 0;
+    long long count = 0;
+    void** out = nullptr;
+};
+
+/// add_diagonal: adds `value` to the real part of every diagonal element.
+struct DiagonalParams {
+    MatrixBatchParams m;
+    double value = 0.0;
+};
+
+}  // namespace gpumath::kernels

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+// Batches of square matrices, their storage and the operand checks (linalg/matrices.hpp).
+#include "linalg/matrices.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <gpumath/tensor_ops.hpp>
+#include "core/tensor_ops_internal.hpp"
+#include "detail/enum_check.hpp"
+#include "detail/status.hpp"
+
+namespace gpumath::detail {
+
+SquareBatch square_batch(const TensorLayout& a, const char* api) {
+    check_enum(a.dtype(), data_type_count, "a DataType", "a.dtype()", api);
+    if (a.rank() < 2)
+        throw_invalid(fmt::format("a: rank {} (shape {}); give matrices as (..., n, n)", a.rank(), to_string(a.shape())),
+                      api);
+    if (a.shape(-1) != a.shape(-2))
+        throw_invalid(fmt::format("a: matrices of {} x {} (shape {}); this operation takes square matrices",
+                                  a.shape(-2), a.shape(-1), to_string(a.shape())),
+                      api);
+    const DataType t = a.dtype();
+    if (t != DataType::f32 && t != DataType::f64 && t != DataType::c32 && t != DataType::c64)
+        throw_not_supported(
+            fmt::format("a: dtype {} is not supported; f32, f64, c32 and c64 are (cast first, gpumath::cast)",
+                        to_string(t)),
+            api);
+    SquareBatch s;
+    s.a = a;
+    s.dtype = t;
+    s.n = a.shape(-1);
+    s.batch_rank = a.rank() - 2;
+    s.count = 1;
+    for (int d = 0; d < s.batch_rank; ++d) s.count *= a.shape(d);
+    s.info = TensorLayout(DataType::i32, a.shape().first(std::size_t(s.batch_rank)));
+    return s;
+}
+
+std::optional<std::int64_t> uniform_batch_stride(const TensorLayout& layout, int batch_rank) {
+    std::optional<std::int64_t> stride;  // of the innermost batch dimension with an extent above 1
+    std::int64_t expected = 0;
+    for (int d = batch_rank - 1; d >= 0; --d) {
+        if (layout.shape(d) == 1) continue;
+        if (!stride) {
+            stride = layout.stride(d);
+        } else if (layout.stride(d) != expected) {
+            return std::nullopt;
+        }
+        expected = layout.stride(d) * layout.shape(d);
+    }
+    return stride.value_or(0);
+}
+
+Storage storage_of(const TensorLayout& layout) {
+    Storage s;
+    const std::int64_t rows = layout.shape(-2), cols = layout.shape(-1);
+    const std::int64_t rs = layout.stride(-2), cs = layout.stride(-1);
+    const bool col = (rows <= 1 || rs == 1) && cs >= std::max<std::int64_t>(1, rows);
+    const bool row = (cols <= 1 || cs == 1) && rs >= std::max<std::int64_t>(1, cols);
+    const std::optional<std::int64_t> batch = uniform_batch_stride(layout, layout.rank() - 2);
+    if ((!col && !row) || !batch) return s;
+    s.row_major = !col;
+    s.ld = col ? std::max<std::int64_t>(cs, std::max<std::int64_t>(1, rows))
+               : std::max<std::int64_t>(rs, std::max<std::int64_t>(1, cols));
+    s.batch_stride = *batch;
+    std::int64_t count = 1;
+    for (int d = 0; d < layout.rank() - 2; ++d) count *= layout.shape(d);
+    // Matrices one stride apart must not reach into each other.
+    const std::int64_t reach = s.ld * (col ? std::max<std::int64_t>(cols, 1) : std::max<std::int64_t>(rows, 1));
+    s.direct = count <= 1 || s.batch_stride >= reach;
+    return s;
+}
+
+kernels::MatrixBatchParams matrix_params(const TensorView& view, std::int64_t count) {
+    const int r = view.rank();
+    return {.data = view.data(),
+            .n = view.shape(-1),
+            .row_stride = view.stride(-2),
+            .col_stride = view.stride(-1),
+            .count = count,
+            .batch_stride = uniform_batch_stride(view, r - 2).value_or(0)};
+}
+
+TensorLayout packed_column_major(DataType dtype, std::span<const std::int64_t> shape) {
+    std::array<std::int64_t, max_rank> strides{};
+    const int rank = int(shape.size());
+    if (rank >= 2) {
+        strides[std::size_t(rank - 2)] = 1;
+        strides[std::size_t(rank - 1)] = std::max<std::int64_t>(1, shape[std::size_t(rank - 2)]);
+        std::int64_t step = std::max<std::int64_t>(1, shape[std::size_t(rank - 2)] * shape[std::size_t(rank - 1)]);
+        for (int d = rank - 3; d >= 0; --d) {
+            strides[std::size_t(d)] = step;
+            step *= std::max<std::int64_t>(1, shape[std::size_t(d)]);
+        }
+    } else if (rank == 1) {
+        strides[0] = 1;
+    }
+    return {dtype, shape, std::span<const std::int64_t>(strides.data(), shape.size())};
+}
+
+void check_operand(const TensorView& view, std::span<const std::int64_t> shape, DataType dtype, const char* name,
+                   bool written, const char* api) {
+    if (!std::equal(view.shape().begin(), view.shape().end(), shape.begin(), shape.end()))
+        throw_invalid(fmt::format("{}: shape {}; this call needs {}", name, to_string(view.shape()), to_string(shape)),
+                      api);
+    if (view.dtype() != dtype)
+        throw_invalid(fmt::format("{}: dtype {}; this call needs {}", name, to_string(view.dtype()), to_string(dtype)),
+                      api);
+    if (view.size() == 0) return;
+    if (view.data() == nullptr) throw_invalid(fmt::format("{}: null data for {} elements", name, view.size()), api);
+    if (reinterpret_cast<std::uintptr_t>(view.data()) % size_of(dtype) != 0)
+        throw_invalid(fmt::format("{}: data at {} is not aligned to its {}-byte elements", name, view.data(),
+                                  size_of(dtype)),
+                      api);
+    if (written) check_written(view, name, api);
+}
+
+void check_info_operand(const TensorView& info, const TensorLayout& expected, const char* name, const char* api) {
+    check_operand(info, expected.shape(), DataType::i32, name, true, api);
+    if (!info.is_contiguous())
+        throw_invalid(fmt::format("{}: strides {} are not contiguous (row-major); info is written as one array",
+                                  name, to_string(info.strides())),
+                      api);
+}
+
+bool same_operand(const TensorView& a, const TensorView& b) noexcept {
+    return a.data() == b.data() && a.dtype() == b.dtype() &&
+           std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end()) &&
+           std::equal(a.strides().begin(), a.strides().end(), b.strides().begin(), b.strides().end());
+}
+
+void check_apart(const TensorView& a, const char* a_name, const TensorView& b, const char* b_name, const char* api) {
+    if (a.size() == 0 || b.size() == 0) return;
+    const auto* x = static_cast<const char*>(a.data());
+    const auto* y = static_cast<const char*>(b.data());
+    if (x < y + b.span_bytes() && y < x + a.span_bytes())
+        throw_invalid(fmt::format("{}: its memory ({} bytes at {}) overlaps {}'s ({} bytes at {}); give each its own "
+                                  "memory",
+                                  a_name, a.span_bytes(), a.data(), b_name, b.span_bytes(), b.data()),
+                      api);
+}
+
+void fill_random(const TensorView& view, core::StreamRef stream) {
+    const bool complex = view.dtype() == DataType::c32 || view.dtype() == DataType::c64;
+    const DataType real = view.dtype() == DataType::f64 || view.dtype() == DataType::c64 ? DataType::f64 : DataType::f32;
+    random::uniform(TensorView(view.data(), real, {view.size() * (complex ? 2 : 1)}), -1.0, 1.0, {}, stream);
+}
+
+void check_triangle(linalg::Triangle t, const char* field, const char* api) {
+    check_enum(t, linalg::triangle_count, "a linalg::Triangle", field, api);
+}
+
+void check_backend(linalg::Backend b, const char* field, const char* api) {
+    check_enum(b, linalg::backend_count, "a linalg::Backend", field, api);
+}
+
+}  // namespace gpumath::detail

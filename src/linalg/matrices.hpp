@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to src/linalg: batches of square matrices as the plans see them, how an operand's matrices
+// are stored (whether cuSOLVER can work on them where they are), and the checks of operands.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include <gpumath/core/stream.hpp>
+#include <gpumath/layout.hpp>
+#include <gpumath/linalg/options.hpp>
+
+#include "linalg/kernels/linalg_params.hpp"
+
+namespace gpumath::detail {
+
+/// A batch of n×n matrices: A's layout checked at a plan's construction.
+struct SquareBatch {
+    TensorLayout a;
+    DataType dtype = DataType::f32;
+    std::int64_t n = 0;
+    int batch_rank = 0;
+    std::int64_t count = 0;  // matrices
+    TensorLayout info;       // i32 of the batch shape, row-major
+};
+
+/// `a` as a batch of square matrices of f32, f64, c32 or c64: InvalidArgument for a rank below 2
+/// or non-square matrices, NotSupported for other dtypes, both naming `api`.
+[[nodiscard]] SquareBatch square_batch(const TensorLayout& a, const char* api);
+
+/// How an operand's matrices (its last two dimensions, rows × cols) are stored.
+struct Storage {
+    /// Unit stride along rows or columns, leading dimension at least the other extent, and one
+    /// stride between matrices that keeps them apart: cuSOLVER can work on the matrices in place.
+    bool direct = false;
+    /// Unit stride along each row (row-major matrices); column-major when false.
+    bool row_major = false;
+    std::int64_t ld = 0;            // stride between columns (column-major) or rows (row-major)
+    std::int64_t batch_stride = 0;  // between matrices
+};
+
+/// The storage of `layout`'s matrices (the last two dimensions; the rest are the batch).
+[[nodiscard]] Storage storage_of(const TensorLayout& layout);
+
+/// The one stride between the matrices of `layout`'s first `batch_rank` dimensions, if they have
+/// one (extents of 1 are skipped; 0 for one matrix).
+[[nodiscard]] std::optional<std::int64_t> uniform_batch_stride(const TensorLayout& layout, int batch_rank);
+
+/// `view`'s matrices as the kernels address them.
+[[nodiscard]] kernels::MatrixBatchParams matrix_params(const TensorView& view, std::int64_t count);
+
+/// Column-major packed layout of `shape` (matrices n × k one after another), for workspace copies.
+[[nodiscard]] TensorLayout packed_column_major(DataType dtype, std::span<const std::int64_t> shape);
+
+/// InvalidArgument naming `name` and `api` unless `view` has `shape` and `dtype`, holds data when it
+/// has elements, is aligned to its element, and (for a written operand) gives every element an
+/// address of its own.
+void check_operand(const TensorView& view, std::span<const std::int64_t> shape, DataType dtype, const char* name,
+                   bool written, const char* api);
+
+/// InvalidArgument naming `name` unless `info` is a contiguous i32 tensor of `expected`'s shape.
+void check_info_operand(const TensorView& info, const TensorLayout& expected, const char* name, const char* api);
+
+/// True when `a` and `b` are the same operand (same data, shape and strides).
+[[nodiscard]] bool same_operand(const TensorView& a, const TensorView& b) noexcept;
+
+/// InvalidArgument naming both unless the memory `a` and `b` span is disjoint (empty ones never
+/// overlap).
+void check_apart(const TensorView& a, const char* a_name, const TensorView& b, const char* b_name, const char* api);
+
+/// InvalidArgument for a Triangle or Backend outside its enumerators, naming `field`.
+void check_triangle(linalg::Triangle t, const char* field, const char* api);
+void check_backend(linalg::Backend b, const char* field, const char* api);
+
+/// Fills the contiguous `view` (f32, f64, c32 or c64) with values uniform on [-1, 1] (real and
+/// imaginary parts alike), for the matrices `automatic` measures on.
+void fill_random(const TensorView& view, core::StreamRef stream);
+
+/// Bytes rounded up to the 256 bytes every workspace piece is aligned to.
+[[nodiscard]] constexpr std::size_t aligned_bytes(std::size_t bytes) noexcept { return (bytes + 255) / 256 * 256; }
+
+}  // namespace gpumath::detail

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+// The stateless linalg calls: plans from a thread-safe LRU cache keyed by operation, device, layout
+// and options, outputs allocated on the caller's stream.
+#include <gpumath/linalg/functions.hpp>
+
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <gpumath/core/device.hpp>
+#include <gpumath/linalg/cholesky.hpp>
+#include <gpumath/linalg/eigh.hpp>
+#include "detail/lru_cache.hpp"
+#include "detail/status.hpp"
+#include "linalg/matrices.hpp"
+
+namespace gpumath {
+namespace detail {
+namespace {
+
+/// One cached plan of one of the operations.
+struct LinalgPlan {
+    std::optional<linalg::Cholesky> cholesky;
+    std::optional<linalg::Eigh> eigh;
+};
+
+using PlanCache = LruCache<std::string, LinalgPlan>;
+
+PlanCache& plan_cache() {
+    static auto* cache = new PlanCache(linalg::LinalgPlanCache::default_capacity);  // never destroyed
+    return *cache;
+}
+
+/// What identifies a plan besides the operation: device, dtype, shape and the memory resource
+/// (strides are an execution's, not a plan's).
+std::string key_of(const char* operation, int device, const TensorLayout& a, int triangle, int backend, int vectors,
+                   const void* resource) {
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", operation, device, int(a.dtype()), to_string(a.shape()), triangle,
+                       backend, vectors, resource);
+}
+
+}  // namespace
+}  // namespace detail
+
+namespace linalg {
+
+CholeskyResult cholesky(const TensorView& a, const CholeskyOptions& options, core::StreamRef stream) {
+    // Validated in full before any CUDA call (also without a device).
+    Cholesky fresh(a, options);
+    const int device = detail::current_device();
+    const std::string key = detail::key_of("cholesky", device, a, int(options.triangle), int(options.backend), 0,
+                                           options.memory_resource.get());
+    const auto plan = detail::plan_cache().get_or_create(key, [&] {
+        auto p = std::make_shared<detail::LinalgPlan>();
+        p->cholesky.emplace(std::move(fresh));
+        p->cholesky->plan();
+        return p;
+    });
+    CholeskyResult r;
+    r.factor = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
+    r.info = Tensor::empty(plan->cholesky->info_layout(), stream, options.memory_resource);
+    plan->cholesky->factorize(a, r.factor, r.info, stream);
+    return r;
+}
+
+EighResult eigh(const TensorView& a, const EighOptions& options, core::StreamRef stream) {
+    Eigh fresh(a, options);
+    const int device = detail::current_device();
+    const std::string key = detail::key_of("eigh", device, a, int(options.triangle), int(options.backend),
+                                           options.vectors ? 1 : 0, options.memory_resource.get());
+    const auto plan = detail::plan_cache().get_or_create(key, [&] {
+        auto p = std::make_shared<detail::LinalgPlan>();
+        p->eigh.emplace(std::move(fresh));
+        p->eigh->plan();
+        return p;
+    });
+    EighResult r;
+    r.values = Tensor::empty(plan->eigh->values_layout(), stream, options.memory_resource);
+    if (options.vectors) r.vectors = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
+    r.info = Tensor::empty(plan->eigh->info_layout(), stream, options.memory_resource);
+    plan->eigh->execute(a, r.values, options.vectors ? r.vectors.view() : TensorView(), r.info, stream);
+    return r;
+}
+
+std::size_t LinalgPlanCache::capacity() const { return detail::plan_cache().capacity(); }
+void LinalgPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
+void LinalgPlanCache::clear() { detail::plan_cache().clear(); }
+core::CacheStats LinalgPlanCache::stats() const { return detail::plan_cache().stats(); }
+void LinalgPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
+
+LinalgPlanCache& linalg_plan_cache() {
+    static LinalgPlanCache cache;
+    return cache;
+}
+
+}  // namespace linalg
+}  // namespace gpumath

@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: Apache-2.0
+// gpumath::linalg on the GPU against host references that do not use gpumath: ‖A − L·Lᴴ‖/‖A‖,
+// solve residuals, ‖A·V − V·Λ‖/‖A‖ and orthogonality of V, in every layout path (in place, row-
+// and column-major, padded, strided through workspace), every backend, with poisoned outputs;
+// matrices that are not positive definite reported through info; capture and replay; 8 threads on
+// 4 streams.
+#include <gpumath/linalg.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gpumath/core/graph.hpp>
+#include <gpumath/tensor.hpp>
+#include <gpumath/tensor_ops.hpp>
+
+#include "common/test_util.hpp"
+
+namespace gpumath::linalg {
+namespace {
+
+using cd = std::complex<double>;
+using Matrix = std::vector<cd>;  // n × n, row-major, in double
+
+template <class T>
+struct Real {
+    using type = T;
+};
+template <class T>
+struct Real<std::complex<T>> {
+    using type = T;
+};
+template <class T>
+constexpr bool is_complex = !std::is_same_v<T, typename Real<T>::type>;
+
+template <class T>
+double tolerance(std::int64_t n) {
+    return 200.0 * double(std::max<std::int64_t>(n, 4)) * double(std::numeric_limits<typename Real<T>::type>::epsilon());
+}
+
+template <class T>
+T from(cd v) {
+    if constexpr (is_complex<T>) return T(typename Real<T>::type(v.real()), typename Real<T>::type(v.imag()));
+    else return T(v.real());
+}
+
+double frobenius(const Matrix& m) {
+    double s = 0;
+    for (const cd& v : m) s += std::norm(v);
+    return std::sqrt(s);
+}
+
+Matrix product(const Matrix& a, const Matrix& b, std::int64_t n, std::int64_t m, std::int64_t k) {  // (n×k)(k×m)
+    Matrix c(std::size_t(n * m));
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t p = 0; p < k; ++p)
+            for (std::int64_t j = 0; j < m; ++j) c[std::size_t(i * m + j)] += a[std::size_t(i * k + p)] * b[std::size_t(p * m + j)];
+    return c;
+}
+
+Matrix adjoint(const Matrix& a, std::int64_t n) {
+    Matrix t(a.size());
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j) t[std::size_t(j * n + i)] = std::conj(a[std::size_t(i * n + j)]);
+    return t;
+}
+
+/// A random Hermitian (real: symmetric) matrix; positive definite when `spd`.
+template <class T>
+Matrix hermitian(std::int64_t n, std::mt19937_64& rng, bool spd) {
+    std::uniform_real_distribution<double> u(-1, 1);
+    Matrix m(std::size_t(n * n));
+    for (auto& v : m) v = is_complex<T> ? cd(u(rng), u(rng)) : cd(u(rng), 0);
+    Matrix a = spd ? product(m, adjoint(m, n), n, n, n) : m;
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j <= i; ++j) {
+            const cd v = spd ? a[std::size_t(i * n + j)] : 0.5 * (m[std::size_t(i * n + j)] + std::conj(m[std::size_t(j * n + i)]));
+            a[std::size_t(i * n + j)] = v;
+            a[std::size_t(j * n + i)] = std::conj(v);
+        }
+    for (std::int64_t i = 0; i < n; ++i) {
+        a[std::size_t(i * n + i)] = cd(a[std::size_t(i * n + i)].real() + (spd ? double(n) : 0.0), 0);
+    }
+    return a;
+}
+
+/// Device memory holding `count` matrices seen through `shape`/`strides` (elements, 3-D: batch,
+/// row, column), with a host mirror to write and read matrices by their logical indices.
+template <class T>
+struct Batch {
+    std::int64_t count, rows, cols, sb, sr, sc;
+    Tensor storage;
+    std::vector<T> host;
+
+    Batch(std::int64_t count_, std::int64_t rows_, std::int64_t cols_, std::int64_t sb_, std::int64_t sr_,
+          std::int64_t sc_)
+        : count(count_), rows(rows_), cols(cols_), sb(sb_), sr(sr_), sc(sc_) {
+        const std::int64_t span = std::max<std::int64_t>(1, (count - 1) * sb + (rows - 1) * sr + (cols - 1) * sc + 1);
+        host.assign(std::size_t(span), from<T>(cd(std::nan(""), 0)));
+        storage = Tensor::from_host(host, {span});
+    }
+    /// Row-major packed; `col_major` gives unit stride down the columns instead; `pad` widens the
+    /// leading dimension; `step` > 1 leaves gaps between elements (not cuSOLVER-addressable).
+    static Batch make(std::int64_t count, std::int64_t rows, std::int64_t cols, bool col_major, std::int64_t pad = 0,
+                      std::int64_t step = 1) {
+        if (col_major) {
+            const std::int64_t ld = (rows + pad) * step;
+            return Batch(count, rows, cols, ld * cols, step, ld);
+        }
+        const std::int64_t ld = (cols + pad) * step;
+        return Batch(count, rows, cols, ld * rows, ld, step);
+    }
+    [[nodiscard]] TensorView view() const {
+        return {storage.data(), data_type_of<T>(), {count, rows, cols}, {sb, sr, sc}};
+    }
+    [[nodiscard]] TensorView vector_view() const {  // (count, rows) when cols == 1
+        return {storage.data(), data_type_of<T>(), {count, rows}, {sb, sr}};
+    }
+    T& at(std::int64_t b, std::int64_t i, std::int64_t j) { return host[std::size_t(b * sb + i * sr + j * sc)]; }
+    void set(std::int64_t b, const Matrix& m) {
+        for (std::int64_t i = 0; i < rows; ++i)
+            for (std::int64_t j = 0; j < cols; ++j) at(b, i, j) = from<T>(m[std::size_t(i * cols + j)]);
+    }
+    void upload() {
+        storage = Tensor::from_host(host, {std::int64_t(host.size())});
+    }
+    void download() { host = storage.to_host<T>(); }
+    [[nodiscard]] Matrix get(std::int64_t b) {
+        Matrix m(std::size_t(rows * cols));
+        for (std::int64_t i = 0; i < rows; ++i)
+            for (std::int64_t j = 0; j < cols; ++j) m[std::size_t(i * cols + j)] = cd(at(b, i, j));
+        return m;
+    }
+};
+
+std::vector<int> infos(const Tensor& info) { return info.to_host<int>(); }
+
+template <class T>
+void check_factor(const Matrix& a, const Matrix& f, std::int64_t n, Triangle t, const std::string& what) {
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+            if (t == Triangle::lower ? j > i : j < i) {
+                ASSERT_EQ(f[std::size_t(i * n + j)], cd(0)) << what << ": (" << i << ", " << j << ") not zeroed";
+            }
+        }
+    const Matrix r = t == Triangle::lower ? product(f, adjoint(f, n), n, n, n) : product(adjoint(f, n), f, n, n, n);
+    Matrix d(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) d[i] = r[i] - a[i];
+    EXPECT_LE(frobenius(d) / frobenius(a), tolerance<T>(n)) << what;
+}
+
+template <class T>
+void cholesky_every_layout() {
+    auto rng = test::rng_for_test();
+    const std::int64_t count = 3;
+    for (const std::int64_t n : {1, 7, 33})
+        for (const Backend backend : {Backend::looped, Backend::batched, Backend::automatic})
+            for (const Triangle tri : {Triangle::lower, Triangle::upper})
+                for (int layout = 0; layout < 4; ++layout) {
+                    const std::string what = "n " + std::to_string(n) + " backend " + std::string(to_string(backend)) +
+                                             " " + std::string(to_string(tri)) + " layout " + std::to_string(layout);
+                    // 0: row-major into a row-major factor; 1: column-major in place; 2: into a
+                    // padded row-major factor; 3: into a factor with gaps (through workspace).
+                    Batch<T> a = Batch<T>::make(count, n, n, layout == 1);
+                    std::vector<Matrix> ref;
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        ref.push_back(hermitian<T>(n, rng, true));
+                        a.set(b, ref.back());
+                    }
+                    a.upload();
+                    Batch<T> out = layout == 2 ? Batch<T>::make(count, n, n, false, 3)
+                                   : layout == 3 ? Batch<T>::make(count, n, n, true, 0, 2)
+                                                 : Batch<T>::make(count, n, n, false);
+                    Batch<T>& factor = layout == 1 ? a : out;
+                    Cholesky plan(a.view().layout(), {.triangle = tri, .backend = backend});
+                    Tensor info = Tensor::empty(DataType::i32, {count});
+                    fill(info, -7);  // poisoned
+                    plan.factorize(a.view(), factor.view(), info);
+                    factor.download();
+                    EXPECT_EQ(infos(info), std::vector<int>(std::size_t(count), 0)) << what;
+                    EXPECT_NE(plan.backend(), Backend::automatic) << what;
+                    for (std::int64_t b = 0; b < count; ++b) check_factor<T>(ref[std::size_t(b)], factor.get(b), n, tri, what);
+                }
+}
+
+TEST(LinalgGpu, CholeskyFactorsInEveryLayoutAndBackendF32) {
+    GPUMATH_REQUIRE_GPU();
+    cholesky_every_layout<float>();
+}
+TEST(LinalgGpu, CholeskyFactorsInEveryLayoutAndBackendF64) {
+    GPUMATH_REQUIRE_GPU();
+    cholesky_every_layout<double>();
+}
+TEST(LinalgGpu, CholeskyFactorsInEveryLayoutAndBackendC32) {
+    GPUMATH_REQUIRE_GPU();
+    cholesky_every_layout<std::complex<float>>();
+}
+TEST(LinalgGpu, CholeskyFactorsInEveryLayoutAndBackendC64) {
+    GPUMATH_REQUIRE_GPU();
+    cholesky_every_layout<std::complex<double>>();
+}
+
+template <class T>
+void cholesky_solves() {
+    auto rng = test::rng_for_test();
+    const std::int64_t count = 4, n = 24;
+    for (const bool factor_col : {false, true})
+        for (const Triangle tri : {Triangle::lower, Triangle::upper})
+            for (const std::int64_t k : {0, 1, 3})  // 0: b is (count, n)
+                for (int layout = 0; layout < 3; ++layout) {
+                    const std::string what = std::string(factor_col ? "column" : "row") + "-major factor " +
+                                             std::string(to_string(tri)) + " k " + std::to_string(k) + " layout " +
+                                             std::to_string(layout);
+                    Batch<T> a = Batch<T>::make(count, n, n, factor_col);
+                    std::vector<Matrix> ref;
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        ref.push_back(hermitian<T>(n, rng, true));
+                        a.set(b, ref.back());
+                    }
+                    a.upload();
+                    Cholesky plan(a.view().layout(), {.triangle = tri});
+                    Tensor info = Tensor::empty(DataType::i32, {count});
+                    plan.factorize(a.view(), a.view(), info);
+                    const std::int64_t cols = std::max<std::int64_t>(k, 1);
+                    // 0: out of place, row-major; 1: in place, column-major; 2: into gaps.
+                    Batch<T> bm = Batch<T>::make(count, n, cols, layout == 1);
+                    std::vector<Matrix> rhs;
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        Matrix m(std::size_t(n * cols));
+                        std::uniform_real_distribution<double> u(-1, 1);
+                        for (auto& v : m) v = is_complex<T> ? cd(u(rng), u(rng)) : cd(u(rng), 0);
+                        rhs.push_back(m);
+                        bm.set(b, m);
+                    }
+                    bm.upload();
+                    Batch<T> xm = layout == 2 ? Batch<T>::make(count, n, cols, true, 0, 2) : Batch<T>::make(count, n, cols, false);
+                    Batch<T>& x = layout == 1 ? bm : xm;
+                    const TensorView bv = k == 0 ? bm.vector_view() : bm.view();
+                    const TensorView xv = k == 0 ? x.vector_view() : x.view();
+                    plan.solve(a.view(), bv, xv);
+                    x.download();
+                    EXPECT_EQ(infos(info), std::vector<int>(std::size_t(count), 0)) << what;
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        const Matrix xs = x.get(b);
+                        const Matrix ax = product(ref[std::size_t(b)], xs, n, cols, n);
+                        Matrix d(ax.size());
+                        for (std::size_t i = 0; i < d.size(); ++i) d[i] = ax[i] - rhs[std::size_t(b)][i];
+                        EXPECT_LE(frobenius(d) / (frobenius(ref[std::size_t(b)]) * frobenius(xs)), tolerance<T>(n))
+                            << what << " matrix " << b;
+                    }
+                }
+}
+
+TEST(LinalgGpu, CholeskySolvesF32) {
+    GPUMATH_REQUIRE_GPU();
+    cholesky_solves<float>();
+}
+TEST(LinalgGpu, CholeskySolvesC64) {
+    GPUMATH_REQUIRE_GPU();
+    cholesky_solves<std::complex<double>>();
+}
+
+TEST(LinalgGpu, AMatrixThatIsNotPositiveDefiniteIsReportedNotThrown) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    const std::int64_t count = 4, n = 6;
+    for (const Backend backend : {Backend::looped, Backend::batched}) {
+        Batch<double> a = Batch<double>::make(count, n, n, false);
+        for (std::int64_t b = 0; b < count; ++b) a.set(b, hermitian<double>(n, rng, true));
+        for (std::int64_t i = 0; i < n; ++i) a.at(2, i, i) = i < 3 ? 1.0 : -1.0;  // leading minor of order 4 fails
+        a.upload();
+        const CholeskyResult r = cholesky(a.view(), {.backend = backend});
+        const std::vector<int> info = infos(r.info);
+        EXPECT_EQ(info[0], 0);
+        EXPECT_EQ(info[1], 0);
+        EXPECT_EQ(info[2], 4) << to_string(backend);
+        EXPECT_EQ(info[3], 0);
+        try {
+            r.check();
+            ADD_FAILURE() << "expected NumericalError";
+        } catch (const NumericalError& e) {
+            EXPECT_EQ(e.batch_index(), 2);
+            EXPECT_EQ(e.info(), 4);
+            EXPECT_NE(std::string(e.what()).find("matrix 2 of the batch is not positive definite"), std::string::npos)
+                << e.what();
+        }
+    }
+}
+
+template <class T>
+void eigh_every_layout() {
+    auto rng = test::rng_for_test();
+    const std::int64_t count = 3;
+    for (const std::int64_t n : {1, 5, 40})
+        for (const Backend backend : {Backend::looped, Backend::batched, Backend::automatic})
+            for (const bool vectors : {true, false})
+                for (int layout = 0; layout < 3; ++layout) {
+                    const std::string what = "n " + std::to_string(n) + " backend " + std::string(to_string(backend)) +
+                                             (vectors ? " vectors" : " values") + " layout " + std::to_string(layout);
+                    // 0: row-major A, row-major vectors (through workspace); 1: column-major A,
+                    // vectors in place; 2: row-major A, padded column-major vectors.
+                    Batch<T> a = Batch<T>::make(count, n, n, layout == 1);
+                    std::vector<Matrix> ref;
+                    const Triangle tri = layout == 2 ? Triangle::upper : Triangle::lower;
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        ref.push_back(hermitian<T>(n, rng, false));
+                        Matrix stored = ref.back();
+                        // Poison the triangle that must not be read.
+                        for (std::int64_t i = 0; i < n; ++i)
+                            for (std::int64_t j = 0; j < n; ++j)
+                                if (tri == Triangle::lower ? j > i : j < i) stored[std::size_t(i * n + j)] = cd(1e30, 0);
+                        a.set(b, stored);
+                    }
+                    a.upload();
+                    Batch<T> vm = layout == 2 ? Batch<T>::make(count, n, n, true, 2) : Batch<T>::make(count, n, n, false);
+                    Batch<T>& v = layout == 1 ? a : vm;
+                    using R = typename Real<T>::type;
+                    Batch<R> w = Batch<R>::make(count, n, 1, false);
+                    Eigh plan(a.view().layout(), {.triangle = tri, .vectors = vectors, .backend = backend});
+                    Tensor info = Tensor::empty(DataType::i32, {count});
+                    fill(info, -7);
+                    plan.execute(a.view(), w.vector_view(), vectors ? v.view() : TensorView(), info);
+                    w.download();
+                    EXPECT_EQ(infos(info), std::vector<int>(std::size_t(count), 0)) << what;
+                    if (vectors) v.download();
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        const Matrix& A = ref[std::size_t(b)];
+                        std::vector<double> lambda(static_cast<std::size_t>(n));
+                        for (std::int64_t i = 0; i < n; ++i) lambda[std::size_t(i)] = double(w.at(b, i, 0));
+                        EXPECT_TRUE(std::is_sorted(lambda.begin(), lambda.end())) << what;
+                        double trace = 0, sum = 0;
+                        for (std::int64_t i = 0; i < n; ++i) {
+                            trace += A[std::size_t(i * n + i)].real();
+                            sum += lambda[std::size_t(i)];
+                        }
+                        EXPECT_NEAR(sum, trace, tolerance<T>(n) * frobenius(A) * double(n)) << what;
+                        if (!vectors) continue;
+                        const Matrix V = v.get(b);
+                        const Matrix av = product(A, V, n, n, n);
+                        Matrix d(av.size());
+                        for (std::int64_t i = 0; i < n; ++i)
+                            for (std::int64_t j = 0; j < n; ++j)
+                                d[std::size_t(i * n + j)] = av[std::size_t(i * n + j)] - V[std::size_t(i * n + j)] * lambda[std::size_t(j)];
+                        EXPECT_LE(frobenius(d) / std::max(frobenius(A), 1e-30), tolerance<T>(n)) << what;
+                        Matrix g = product(adjoint(V, n), V, n, n, n);
+                        for (std::int64_t i = 0; i < n; ++i) g[std::size_t(i * n + i)] -= 1.0;
+                        EXPECT_LE(frobenius(g), tolerance<T>(n)) << what;
+                    }
+                }
+}
+
+TEST(LinalgGpu, EighInEveryLayoutAndBackendF32) {
+    GPUMATH_REQUIRE_GPU();
+    eigh_every_layout<float>();
+}
+TEST(LinalgGpu, EighInEveryLayoutAndBackendF64) {
+    GPUMATH_REQUIRE_GPU();
+    eigh_every_layout<double>();
+}
+TEST(LinalgGpu, EighInEveryLayoutAndBackendC32) {
+    GPUMATH_REQUIRE_GPU();
+    eigh_every_layout<std::complex<float>>();
+}
+TEST(LinalgGpu, EighInEveryLayoutAndBackendC64) {
+    GPUMATH_REQUIRE_GPU();
+    eigh_every_layout<std::complex<double>>();
+}
+
+TEST(LinalgGpu, PlansReplayFromACapturedGraph) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    const std::int64_t count = 5, n = 16;
+    for (const Backend backend : {Backend::looped, Backend::batched}) {
+        Batch<float> a = Batch<float>::make(count, n, n, false);
+        a.upload();
+        Batch<float> f = Batch<float>::make(count, n, n, true, 0, 2);  // through workspace
+        Batch<float> w = Batch<float>::make(count, n, 1, false);
+        Batch<float> v = Batch<float>::make(count, n, n, false);
+        Tensor info = Tensor::empty(DataType::i32, {count});
+        Tensor info2 = Tensor::empty(DataType::i32, {count});
+        const core::Stream stream;
+        Cholesky chol(a.view().layout(), {.backend = backend});
+        Eigh eig(a.view().layout(), {.backend = backend});
+        chol.plan();
+        eig.plan();
+        core::Graph graph = core::Graph::capture(stream, [&](core::StreamRef) {
+            chol.factorize(a.view(), f.view(), info, stream);
+            eig.execute(a.view(), w.vector_view(), v.view(), info2, stream);
+        });
+        for (int round = 0; round < 2; ++round) {
+            std::vector<Matrix> ref;
+            for (std::int64_t b = 0; b < count; ++b) {
+                ref.push_back(hermitian<float>(n, rng, true));
+                a.set(b, ref.back());
+            }
+            // New values into the captured buffer.
+            copy(Tensor::from_host(a.host, {std::int64_t(a.host.size())}), a.storage, stream);
+            graph.launch(stream);
+            stream.synchronize();
+            f.download();
+            w.download();
+            EXPECT_EQ(info.to_host<int>(), std::vector<int>(std::size_t(count), 0));
+            EXPECT_EQ(info2.to_host<int>(), std::vector<int>(std::size_t(count), 0));
+            for (std::int64_t b = 0; b < count; ++b) {
+                check_factor<float>(ref[std::size_t(b)], f.get(b), n, Triangle::lower, "replay");
+                double trace = 0, sum = 0;
+                for (std::int64_t i = 0; i < n; ++i) {
+                    trace += ref[std::size_t(b)][std::size_t(i * n + i)].real();
+                    sum += double(w.at(b, i, 0));
+                }
+                EXPECT_NEAR(sum, trace, 1e-3 * trace);
+            }
+        }
+    }
+}
+
+TEST(LinalgGpu, EightThreadsOnFourStreams) {
+    GPUMATH_REQUIRE_GPU();
+    const std::int64_t count = 6, n = 20;
+    std::vector<core::Stream> streams(4);
+    std::vector<core::StreamRef> refs(streams.begin(), streams.end());
+    const auto errors = test::run_on_threads(8, refs, [&](int t, core::StreamRef s) {
+        std::mt19937_64 rng(std::uint64_t(t) * 7919U + 1U);
+        for (int rep = 0; rep < 3; ++rep) {
+            std::vector<double> host(std::size_t(count * n * n));
+            std::vector<Matrix> ref;
+            for (std::int64_t b = 0; b < count; ++b) {
+                ref.push_back(hermitian<double>(n, rng, true));
+                for (std::int64_t i = 0; i < n * n; ++i) host[std::size_t(b * n * n + i)] = ref.back()[std::size_t(i)].real();
+            }
+            const Tensor a = Tensor::from_host(host, {count, n, n}, s);
+            const CholeskyResult c = cholesky(a, {}, s);
+            const EighResult e = eigh(a, {.vectors = false}, s);
+            c.check(s);
+            e.check(s);
+            const std::vector<double> l = c.factor.to_host<double>(s);
+            const std::vector<double> w = e.values.to_host<double>(s);
+            for (std::int64_t b = 0; b < count; ++b) {
+                Matrix f(std::size_t(n * n));
+                for (std::int64_t i = 0; i < n * n; ++i) f[std::size_t(i)] = l[std::size_t(b * n * n + i)];
+                const Matrix r = product(f, adjoint(f, n), n, n, n);
+                Matrix d(r.size());
+                for (std::size_t i = 0; i < d.size(); ++i) d[i] = r[i] - ref[std::size_t(b)][i];
+                if (frobenius(d) / frobenius(ref[std::size_t(b)]) > tolerance<double>(n))
+                    throw std::runtime_error("thread " + std::to_string(t) + ": wrong factor");
+                double trace = 0, sum = 0;
+                for (std::int64_t i = 0; i < n; ++i) {
+                    trace += ref[std::size_t(b)][std::size_t(i * n + i)].real();
+                    sum += w[std::size_t(b * n + i)];
+                }
+                if (std::abs(sum - trace) > 1e-9 * trace)
+                    throw std::runtime_error("thread " + std::to_string(t) + ": wrong eigenvalues");
+            }
+        }
+    });
+    for (const std::string& e : errors) EXPECT_EQ(e, "");
+}
+
+}  // namespace
+}  // namespace gpumath::linalg
