@@ -77,8 +77,8 @@ linalg::Backend measured_backend(const ChoiceKey& key, std::span<const linalg::B
             chosen = candidates[c];
         }
     }
-    log(LogLevel::info, "linalg {} {} n={} batch={} on device {}: {} -> {}", key.operation, to_string(key.dtype),
-        key.n, key.count, key.device, report, to_string(chosen));
+    log(LogLevel::info, "linalg {} {} n={} batch={} on device {}: {} -> {}", key.operation, to_string(key.dtype), key.n,
+        key.count, key.device, report, to_string(chosen));
     Choices& c = choices();
     std::lock_guard lock(c.mutex);
     return c.kept.emplace(key_of(key), chosen).first->second;

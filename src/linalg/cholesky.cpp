@@ -111,9 +111,9 @@ void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const Te
     const std::size_t temp_bytes = temp ? aligned_bytes(std::size_t(count * n * n) * elem) : 0;
     const std::size_t ptr_bytes = batched ? aligned_bytes(std::size_t(count) * sizeof(void*)) : 0;
     std::size_t per_lane = aligned_bytes(device_bytes);
-    const Storage ts = temp ? Storage{.direct = true, .row_major = false, .ld = std::max<std::int64_t>(n, 1),
-                                      .batch_stride = n * n}
-                            : fs;
+    const Storage ts =
+        temp ? Storage{.direct = true, .row_major = false, .ld = std::max<std::int64_t>(n, 1), .batch_stride = n * n}
+             : fs;
     const cublasFillMode_t fill = fill_mode(options.triangle, ts.row_major);
     std::size_t host_needed = host_bytes;
     if (!batched && ts.ld != std::max<std::int64_t>(n, 1))
@@ -121,8 +121,7 @@ void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const Te
     const StreamWorkspace::Lease lease =
         workspace->acquire(temp_bytes + ptr_bytes + per_lane * std::size_t(lanes_wanted), stream);
     auto* area = static_cast<std::byte*>(lease.data);
-    const TensorView target =
-        temp ? TensorView(area, packed_column_major(batch.dtype, batch.a.shape())) : factor;
+    const TensorView target = temp ? TensorView(area, packed_column_major(batch.dtype, batch.a.shape())) : factor;
     if (!same_operand(a, target)) copy(a, target, stream);
     auto* data = static_cast<std::byte*>(target.data());
     int* infos = static_cast<int*>(info.data());
@@ -145,13 +144,13 @@ void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const Te
             const int l = lanes.lane_of(b);
             const SolverHandle& h = lanes.handle(l);
             std::byte* ws = area + temp_bytes + ptr_bytes + per_lane * std::size_t(l);
-            check_cusolver(cusolverDnXpotrf(h.get(), h.params(), fill, n, t, data + b * ts.batch_stride * std::int64_t(elem),
-                                            ts.ld, t, ws, per_lane, host[std::size_t(l)].data(), host_needed, infos + b),
-                           "cusolverDnXpotrf", "a Cholesky factorization");
+            check_cusolver(
+                cusolverDnXpotrf(h.get(), h.params(), fill, n, t, data + b * ts.batch_stride * std::int64_t(elem),
+                                 ts.ld, t, ws, per_lane, host[std::size_t(l)].data(), host_needed, infos + b),
+                "cusolverDnXpotrf", "a Cholesky factorization");
         }
         lanes.join();
     }
-    zero_triangle(matrix_params(target, count), batch.dtype, options.triangle == linalg::Triangle::lower, stream);
     if (temp) copy(target, factor, stream);
 }
 
@@ -169,10 +168,11 @@ Cholesky::Cholesky(const TensorLayout& a, const CholeskyOptions& options) : impl
     impl_->options = options;
     impl_->backend = options.backend;
     if (options.backend == Backend::batched && (impl_->batch.n > INT_MAX || impl_->batch.count > INT_MAX))
-        detail::throw_not_supported(fmt::format("options.backend: batched runs potrfBatched, whose n and batch are int; "
-                                                "this plan has n {} and {} matrices (use looped or automatic)",
-                                                impl_->batch.n, impl_->batch.count),
-                                    api);
+        detail::throw_not_supported(
+            fmt::format("options.backend: batched runs potrfBatched, whose n and batch are int; "
+                        "this plan has n {} and {} matrices (use looped or automatic)",
+                        impl_->batch.n, impl_->batch.count),
+            api);
 }
 
 Cholesky::~Cholesky() = default;
@@ -251,8 +251,7 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
         xs = detail::storage_of(x);
     } else {
         const auto stride = detail::uniform_batch_stride(x, B.batch_rank);
-        xs.direct = (B.n <= 1 || x.stride(-1) == 1) && stride.has_value() &&
-                    (B.count <= 1 || *stride >= B.n);
+        xs.direct = (B.n <= 1 || x.stride(-1) == 1) && stride.has_value() && (B.count <= 1 || *stride >= B.n);
         xs.ld = std::max<std::int64_t>(B.n, 1);
         xs.batch_stride = stride.value_or(0);
     }
@@ -319,7 +318,8 @@ std::size_t Cholesky::workspace_size() const noexcept {
     const detail::SquareBatch& B = impl_->batch;
     const std::size_t lanes = std::size_t(std::min<std::int64_t>(B.count, detail::Lanes::max_lanes));
     return detail::aligned_bytes(std::size_t(B.count * B.n * B.n) * size_of(B.dtype)) +
-           detail::aligned_bytes(std::size_t(B.count) * sizeof(void*)) + lanes * detail::aligned_bytes(impl_->device_bytes);
+           detail::aligned_bytes(std::size_t(B.count) * sizeof(void*)) +
+           lanes * detail::aligned_bytes(impl_->device_bytes);
 }
 
 }  // namespace gpumath::linalg

@@ -22,8 +22,8 @@ struct CholeskyImpl {
     std::atomic<bool> planned{false};
     std::mutex mutex;  // planning, and the host workspace while a call enqueues
     int device = -1;
-    std::size_t device_bytes = 0;  // Xpotrf's device workspace per matrix in flight, leading dimension n
-    std::size_t host_bytes = 0;    // and host workspace
+    std::size_t device_bytes = 0;              // Xpotrf's device workspace per matrix in flight, leading dimension n
+    std::size_t host_bytes = 0;                // and host workspace
     std::vector<std::vector<std::byte>> host;  // per lane
     std::shared_ptr<StreamWorkspace> workspace;
 

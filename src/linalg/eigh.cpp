@@ -217,9 +217,10 @@ void Eigh::execute(const TensorView& a, const TensorView& values, const TensorVi
         detail::check_apart(values, "values", vectors, "vectors", api);
         detail::check_apart(info, "info", vectors, "vectors", api);
     } else if (vectors.data() != nullptr) {
-        detail::throw_invalid("vectors: given, but the plan computes values only (options.vectors is false); pass "
-                              "TensorView{}",
-                              api);
+        detail::throw_invalid(
+            "vectors: given, but the plan computes values only (options.vectors is false); pass "
+            "TensorView{}",
+            api);
     }
     detail::check_apart(values, "values", a, "a", api);
     detail::check_apart(info, "info", a, "a", api);
@@ -268,8 +269,8 @@ std::size_t Eigh::workspace_size() const noexcept {
     if (!planned()) return 0;
     const detail::SquareBatch& B = impl_->batch;
     const std::size_t lanes = std::size_t(std::min<std::int64_t>(B.count, detail::Lanes::max_lanes));
-    const std::size_t solver = std::max(lanes * detail::aligned_bytes(impl_->single_bytes),
-                                        detail::aligned_bytes(impl_->batched_bytes));
+    const std::size_t solver =
+        std::max(lanes * detail::aligned_bytes(impl_->single_bytes), detail::aligned_bytes(impl_->batched_bytes));
     return detail::aligned_bytes(std::size_t(B.count * B.n * B.n) * size_of(B.dtype)) +
            detail::aligned_bytes(std::size_t(B.count * B.n) * size_of(detail::real_of(B.dtype))) + solver;
 }

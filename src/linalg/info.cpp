@@ -32,26 +32,25 @@ void check_info(const TensorView& info, std::string_view operation, core::Stream
     detail::check_info_operand(info, info, "info", api);
     if (info.size() == 0) return;
     std::vector<int> host(std::size_t(info.size()));
-    detail::check(cudaMemcpyAsync(host.data(), info.data(), host.size() * sizeof(int), cudaMemcpyDeviceToHost,
-                                  stream.handle()),
-                  "cudaMemcpyAsync", "reading a linalg call's info");
+    detail::check(
+        cudaMemcpyAsync(host.data(), info.data(), host.size() * sizeof(int), cudaMemcpyDeviceToHost, stream.handle()),
+        "cudaMemcpyAsync", "reading a linalg call's info");
     detail::check(cudaStreamSynchronize(stream.handle()), "cudaStreamSynchronize", "reading a linalg call's info");
     for (std::size_t b = 0; b < host.size(); ++b) {
         const int v = host[b];
         if (v == 0) continue;
-        const std::string where = info.rank() == 0 ? std::string("the matrix") : fmt::format("matrix {} of the batch", b);
+        const std::string where =
+            info.rank() == 0 ? std::string("the matrix") : fmt::format("matrix {} of the batch", b);
         if (v < 0)
-            throw CusolverError(fmt::format("{}: cuSOLVER rejected its argument {} for {} (info {})", operation, -v,
-                                            where, v),
-                                0, std::string(operation));
+            throw CusolverError(
+                fmt::format("{}: cuSOLVER rejected its argument {} for {} (info {})", operation, -v, where, v), 0,
+                std::string(operation));
         throw NumericalError(fmt::format("{}: {} is {} (info {})", operation, where, meaning(operation, v), v),
                              std::string(operation), static_cast<long long>(b), v);
     }
 }
 
-void CholeskyResult::check(core::StreamRef stream) const {
-    check_info(info, "linalg::cholesky", stream);
-}
+void CholeskyResult::check(core::StreamRef stream) const { check_info(info, "linalg::cholesky", stream); }
 
 void EighResult::check(core::StreamRef stream) const { check_info(info, "linalg::eigh", stream); }
 

@@ -19,8 +19,7 @@ constexpr std::int64_t threads = 256;
 constexpr std::int64_t max_grid_y = 65535;
 
 const DeviceProgram& program() {
-    static const DeviceProgram p(linalg_kernel_source(), linalg_kernel_options(),
-                                 linalg_kernel_names());
+    static const DeviceProgram p(linalg_kernel_source(), linalg_kernel_options(), linalg_kernel_names());
     return p;
 }
 
@@ -98,7 +97,9 @@ void add_diagonal(const kernels::MatrixBatchParams& m, DataType type, double val
     if (m.n == 0 || m.count == 0) return;
     const core::Kernel k = device_kernel(current(), program(), diagonal_name(type));
     const kernels::DiagonalParams p{.m = m, .value = value};
-    core::launch(stream, {.grid = core::Dim3((m.n + threads - 1) / threads, std::min<std::int64_t>(m.count, max_grid_y)), .block = threads},
+    core::launch(stream,
+                 {.grid = core::Dim3((m.n + threads - 1) / threads, std::min<std::int64_t>(m.count, max_grid_y)),
+                  .block = threads},
                  k, p);
 }
 

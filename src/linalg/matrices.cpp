@@ -18,8 +18,8 @@ namespace gpumath::detail {
 SquareBatch square_batch(const TensorLayout& a, const char* api) {
     check_enum(a.dtype(), data_type_count, "a DataType", "a.dtype()", api);
     if (a.rank() < 2)
-        throw_invalid(fmt::format("a: rank {} (shape {}); give matrices as (..., n, n)", a.rank(), to_string(a.shape())),
-                      api);
+        throw_invalid(
+            fmt::format("a: rank {} (shape {}); give matrices as (..., n, n)", a.rank(), to_string(a.shape())), api);
     if (a.shape(-1) != a.shape(-2))
         throw_invalid(fmt::format("a: matrices of {} x {} (shape {}); this operation takes square matrices",
                                   a.shape(-2), a.shape(-1), to_string(a.shape())),
@@ -114,17 +114,17 @@ void check_operand(const TensorView& view, std::span<const std::int64_t> shape, 
     if (view.size() == 0) return;
     if (view.data() == nullptr) throw_invalid(fmt::format("{}: null data for {} elements", name, view.size()), api);
     if (reinterpret_cast<std::uintptr_t>(view.data()) % size_of(dtype) != 0)
-        throw_invalid(fmt::format("{}: data at {} is not aligned to its {}-byte elements", name, view.data(),
-                                  size_of(dtype)),
-                      api);
+        throw_invalid(
+            fmt::format("{}: data at {} is not aligned to its {}-byte elements", name, view.data(), size_of(dtype)),
+            api);
     if (written) check_written(view, name, api);
 }
 
 void check_info_operand(const TensorView& info, const TensorLayout& expected, const char* name, const char* api) {
     check_operand(info, expected.shape(), DataType::i32, name, true, api);
     if (!info.is_contiguous())
-        throw_invalid(fmt::format("{}: strides {} are not contiguous (row-major); info is written as one array",
-                                  name, to_string(info.strides())),
+        throw_invalid(fmt::format("{}: strides {} are not contiguous (row-major); info is written as one array", name,
+                                  to_string(info.strides())),
                       api);
 }
 
@@ -147,7 +147,8 @@ void check_apart(const TensorView& a, const char* a_name, const TensorView& b, c
 
 void fill_random(const TensorView& view, core::StreamRef stream) {
     const bool complex = view.dtype() == DataType::c32 || view.dtype() == DataType::c64;
-    const DataType real = view.dtype() == DataType::f64 || view.dtype() == DataType::c64 ? DataType::f64 : DataType::f32;
+    const DataType real =
+        view.dtype() == DataType::f64 || view.dtype() == DataType::c64 ? DataType::f64 : DataType::f32;
     random::uniform(TensorView(view.data(), real, {view.size() * (complex ? 2 : 1)}), -1.0, 1.0, {}, stream);
 }
 

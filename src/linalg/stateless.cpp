@@ -13,6 +13,7 @@
 #include <gpumath/linalg/eigh.hpp>
 #include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
+#include "linalg/kernels.hpp"
 #include "linalg/matrices.hpp"
 
 namespace gpumath {
@@ -61,6 +62,9 @@ CholeskyResult cholesky(const TensorView& a, const CholeskyOptions& options, cor
     r.factor = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
     r.info = Tensor::empty(plan->cholesky->info_layout(), stream, options.memory_resource);
     plan->cholesky->factorize(a, r.factor, r.info, stream);
+    // NumPy's convention: the triangle not asked for is zero.
+    detail::zero_triangle(detail::matrix_params(r.factor, plan->cholesky->info_layout().size()), a.dtype(),
+                          options.triangle == Triangle::lower, stream);
     return r;
 }
 

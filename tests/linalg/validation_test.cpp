@@ -21,15 +21,27 @@ const TensorLayout batch4(DataType::f64, {2, 2, 4, 4});
 TEST(LinalgValidation, PlansTakeSquareMatricesOfTheFourSolverTypes) {
     expect_throw_with<InvalidArgument>([] { Cholesky c(TensorLayout(DataType::f32, {4})); },
                                        {"linalg::Cholesky", "a: rank 1", "(..., n, n)"});
-    expect_throw_with<InvalidArgument>([] { Eigh e(TensorLayout(DataType::f32, {3, 4, 5})); },
-                                       {"linalg::Eigh", "4 x 5", "square"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            Eigh e(TensorLayout(DataType::f32, {3, 4, 5}));
+        },
+        {"linalg::Eigh", "4 x 5", "square"});
     for (const DataType t : {DataType::f16, DataType::bf16, DataType::i32, DataType::e4m3, DataType::i8})
-        expect_throw_with<NotSupported>([&] { Cholesky c(TensorLayout(t, {4, 4})); },
-                                        {"a: dtype", std::string(to_string(t)), "f32, f64, c32 and c64"});
-    expect_throw_with<InvalidArgument>([] { Cholesky c(TensorLayout(DataType::f32, {4, 4}), {.triangle = Triangle(7)}); },
-                                       {"options.triangle", "7", "lower, upper"});
-    expect_throw_with<InvalidArgument>([] { Eigh e(TensorLayout(DataType::f32, {4, 4}), {.backend = Backend(9)}); },
-                                       {"options.backend", "9", "automatic, looped, batched"});
+        expect_throw_with<NotSupported>(
+            [&] {
+                Cholesky c(TensorLayout(t, {4, 4}));
+            },
+            {"a: dtype", std::string(to_string(t)), "f32, f64, c32 and c64"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            Cholesky c(TensorLayout(DataType::f32, {4, 4}), {.triangle = Triangle(7)});
+        },
+        {"options.triangle", "7", "lower, upper"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            Eigh e(TensorLayout(DataType::f32, {4, 4}), {.backend = Backend(9)});
+        },
+        {"options.backend", "9", "automatic, looped, batched"});
     for (const DataType t : {DataType::f32, DataType::f64, DataType::c32, DataType::c64}) {
         const Cholesky c(TensorLayout(t, {3, 5, 5}));
         EXPECT_FALSE(c.planned());
@@ -53,24 +65,32 @@ TEST(LinalgValidation, FactorizeChecksEveryOperandFirst) {
     const TensorView info(fake(2 << 20), c.info_layout());
     const char* api = "linalg::Cholesky::factorize";
     expect_throw_with<InvalidArgument>(
-        [&] { c.factorize(TensorView(fake(), TensorLayout(DataType::f64, {2, 2, 5, 5})), factor, info); },
+        [&] {
+            c.factorize(TensorView(fake(), TensorLayout(DataType::f64, {2, 2, 5, 5})), factor, info);
+        },
         {api, "a: shape (2, 2, 5, 5)", "(2, 2, 4, 4)"});
     expect_throw_with<InvalidArgument>(
-        [&] { c.factorize(a, TensorView(fake(1 << 20), TensorLayout(DataType::f32, {2, 2, 4, 4})), info); },
+        [&] {
+            c.factorize(a, TensorView(fake(1 << 20), TensorLayout(DataType::f32, {2, 2, 4, 4})), info);
+        },
         {api, "factor: dtype f32", "f64"});
     expect_throw_with<InvalidArgument>(
-        [&] { c.factorize(a, factor, TensorView(fake(2 << 20), TensorLayout(DataType::f32, {2, 2}))); },
+        [&] {
+            c.factorize(a, factor, TensorView(fake(2 << 20), TensorLayout(DataType::f32, {2, 2})));
+        },
         {api, "info: dtype f32", "i32"});
     expect_throw_with<InvalidArgument>(
         [&] { c.factorize(a, factor, TensorView(fake(2 << 20), TensorLayout(DataType::i32, {4}))); },
         {api, "info: shape (4,)", "(2, 2)"});
     expect_throw_with<InvalidArgument>(
-        [&] { c.factorize(a, factor, TensorView(fake(2 << 20), TensorLayout(DataType::i32, {2, 2}, {1, 2}))); },
+        [&] {
+            c.factorize(a, factor, TensorView(fake(2 << 20), TensorLayout(DataType::i32, {2, 2}, {1, 2})));
+        },
         {api, "info: strides (1, 2)", "contiguous"});
     expect_throw_with<InvalidArgument>([&] { c.factorize(TensorView(fake(3), batch4), factor, info); },
                                        {api, "a: data", "not aligned", "8-byte"});
-    expect_throw_with<InvalidArgument>(
-        [&] { c.factorize(a, TensorView(fake(64), batch4), info); }, {api, "factor: its memory", "overlaps a's"});
+    expect_throw_with<InvalidArgument>([&] { c.factorize(a, TensorView(fake(64), batch4), info); },
+                                       {api, "factor: its memory", "overlaps a's"});
     expect_throw_with<InvalidArgument>([&] { c.factorize(a, factor, TensorView(fake(8), c.info_layout())); },
                                        {api, "info: its memory", "overlaps a's"});
     expect_throw_with<InvalidArgument>(
@@ -78,8 +98,7 @@ TEST(LinalgValidation, FactorizeChecksEveryOperandFirst) {
             c.factorize(a, TensorView(fake(1 << 20), TensorLayout(DataType::f64, {2, 2, 4, 4}, {0, 16, 4, 1})), info);
         },
         {api, "factor: strides", "share one address"});
-    expect_throw_with<InvalidArgument>(
-        [&] { c.factorize(TensorView(nullptr, batch4), factor, info); }, {"null"});
+    expect_throw_with<InvalidArgument>([&] { c.factorize(TensorView(nullptr, batch4), factor, info); }, {"null"});
 }
 
 TEST(LinalgValidation, SolveChecksTheRightHandSides) {
@@ -91,13 +110,19 @@ TEST(LinalgValidation, SolveChecksTheRightHandSides) {
         [&] { c.solve(factor, TensorView(fake(1 << 20), TensorLayout(DataType::f32, {2})), b); },
         {api, "b: shape (2,)", "(..., n, k) or (..., n)"});
     expect_throw_with<InvalidArgument>(
-        [&] { c.solve(factor, TensorView(fake(1 << 20), TensorLayout(DataType::f32, {3, 5, 2})), b); },
+        [&] {
+            c.solve(factor, TensorView(fake(1 << 20), TensorLayout(DataType::f32, {3, 5, 2})), b);
+        },
         {api, "b: shape (3, 5, 2)", "(3, 4, 2)"});
     expect_throw_with<InvalidArgument>(
-        [&] { c.solve(factor, TensorView(fake(1 << 20), TensorLayout(DataType::f32, {2, 4})), b); },
+        [&] {
+            c.solve(factor, TensorView(fake(1 << 20), TensorLayout(DataType::f32, {2, 4})), b);
+        },
         {api, "b: shape (2, 4)", "(3, 4)"});
     expect_throw_with<InvalidArgument>(
-        [&] { c.solve(factor, b, TensorView(fake(1 << 20), TensorLayout(DataType::f64, {3, 4, 2}))); },
+        [&] {
+            c.solve(factor, b, TensorView(fake(1 << 20), TensorLayout(DataType::f64, {3, 4, 2})));
+        },
         {api, "x: dtype f64", "f32"});
     expect_throw_with<InvalidArgument>([&] { c.solve(factor, b, TensorView(fake(16), b)); },
                                        {api, "x: its memory", "overlaps factor's"});
@@ -113,14 +138,19 @@ TEST(LinalgValidation, EighChecksValuesAndVectors) {
     const TensorView info(fake(3 << 20), e.info_layout());
     const char* api = "linalg::Eigh::execute";
     expect_throw_with<InvalidArgument>(
-        [&] { e.execute(a, TensorView(fake(2 << 20), TensorLayout(DataType::c32, {2, 3})), v, info); },
+        [&] {
+            e.execute(a, TensorView(fake(2 << 20), TensorLayout(DataType::c32, {2, 3})), v, info);
+        },
         {api, "values: dtype c32", "f32"});
     expect_throw_with<InvalidArgument>(
-        [&] { e.execute(a, TensorView(fake(2 << 20), TensorLayout(DataType::f32, {2, 4})), v, info); },
+        [&] {
+            e.execute(a, TensorView(fake(2 << 20), TensorLayout(DataType::f32, {2, 4})), v, info);
+        },
         {api, "values: shape (2, 4)", "(2, 3)"});
     const TensorView w(fake(2 << 20), e.values_layout());
-    expect_throw_with<InvalidArgument>([&] { e.execute(a, TensorView(fake((1 << 20) + 8), e.values_layout()), v, info); },
-                                       {api, "values: its memory", "overlaps vectors'"});
+    expect_throw_with<InvalidArgument>(
+        [&] { e.execute(a, TensorView(fake((1 << 20) + 8), e.values_layout()), v, info); },
+        {api, "values: its memory", "overlaps vectors'"});
     expect_throw_with<InvalidArgument>([&] { e.execute(a, w, TensorView(fake(8), l), info); },
                                        {api, "vectors: its memory", "overlaps a's"});
     Eigh values_only(l, {.vectors = false});
@@ -132,7 +162,8 @@ TEST(LinalgValidation, MovedFromPlansSayWhatHappened) {
     Cholesky c(TensorLayout(DataType::f32, {4, 4}));
     const Cholesky taken(std::move(c));
     EXPECT_EQ(taken.layout().shape(0), 4);
-    expect_throw_with<InvalidArgument>([&] { c.plan(); }, {"linalg::Cholesky", "moved"});  // NOLINT(bugprone-use-after-move)
+    expect_throw_with<InvalidArgument>([&] { c.plan(); },
+                                       {"linalg::Cholesky", "moved"});  // NOLINT(bugprone-use-after-move)
     EXPECT_FALSE(c.planned());
     EXPECT_EQ(c.layout().rank(), 0);
     EXPECT_EQ(c.workspace_size(), 0U);
@@ -144,10 +175,16 @@ TEST(LinalgValidation, MovedFromPlansSayWhatHappened) {
 }
 
 TEST(LinalgValidation, StatelessCallsRejectBadInputWithoutADevice) {
-    expect_throw_with<InvalidArgument>([] { (void)cholesky(TensorView(fake(), TensorLayout(DataType::f32, {4, 3}))); },
-                                       {"linalg::Cholesky", "4 x 3"});
-    expect_throw_with<NotSupported>([] { (void)eigh(TensorView(fake(), TensorLayout(DataType::f16, {4, 4}))); },
-                                    {"linalg::Eigh", "f16"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            (void)cholesky(TensorView(fake(), TensorLayout(DataType::f32, {4, 3})));
+        },
+        {"linalg::Cholesky", "4 x 3"});
+    expect_throw_with<NotSupported>(
+        [] {
+            (void)eigh(TensorView(fake(), TensorLayout(DataType::f16, {4, 4})));
+        },
+        {"linalg::Eigh", "f16"});
     expect_throw_with<InvalidArgument>(
         [] { check_info(TensorView(fake(), TensorLayout(DataType::f32, {3})), "linalg::cholesky"); },
         {"linalg::check_info", "info: dtype f32", "i32"});
