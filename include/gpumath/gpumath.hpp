@@ -7,6 +7,7 @@
 #include <gpumath/cuda_types.hpp>
 #include <gpumath/error.hpp>
 #include <gpumath/fft.hpp>
+#include <gpumath/linalg.hpp>
 #include <gpumath/layout.hpp>
 #include <gpumath/log.hpp>
 #include <gpumath/matmul.hpp>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file
-/// gpumath::linalg, dense linear algebra on cuSOLVER: Cholesky and symmetric/Hermitian
-/// eigendecomposition as plans (Cholesky, Eigh) and stateless calls (cholesky, eigh), per-matrix
+/// gpumath::linalg, dense linear algebra on cuSOLVER: Cholesky, LU and symmetric/Hermitian
+/// eigendecomposition as plans (Cholesky, LU, Eigh) and stateless calls (cholesky, solve, inv,
+/// det, eigh), per-matrix
 /// `info` left on the device with a blocking check, batches run by measurement. Link
 /// gpumath::linalg.
 #pragma once
@@ -11,4 +12,5 @@
 #include <gpumath/linalg/eigh.hpp>
 #include <gpumath/linalg/functions.hpp>
 #include <gpumath/linalg/info.hpp>
+#include <gpumath/linalg/lu.hpp>
 #include <gpumath/linalg/options.hpp>

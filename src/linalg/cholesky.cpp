@@ -220,22 +220,9 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
     CholeskyImpl& I = impl(api);
     const detail::SquareBatch& B = I.batch;
     detail::check_operand(factor, B.a.shape(), B.dtype, "factor", false, api);
-    const int rhs_rank = b.rank() - B.batch_rank;
-    if (rhs_rank != 1 && rhs_rank != 2)
-        detail::throw_invalid(fmt::format("b: shape {}; give right-hand sides as (..., n, k) or (..., n) with the "
-                                          "batch shape {} and n {}",
-                                          gpumath::to_string(b.shape()), gpumath::to_string(B.info.shape()), B.n),
-                              api);
-    std::array<std::int64_t, max_rank> shape{};
-    for (int d = 0; d < B.batch_rank; ++d) shape[std::size_t(d)] = B.a.shape(d);
-    shape[std::size_t(B.batch_rank)] = B.n;
-    if (rhs_rank == 2) shape[std::size_t(B.batch_rank + 1)] = b.shape(-1);
-    const std::span<const std::int64_t> expected(shape.data(), std::size_t(b.rank()));
-    detail::check_operand(b, expected, B.dtype, "b", false, api);
-    detail::check_operand(x, expected, B.dtype, "x", true, api);
-    if (!detail::same_operand(b, x)) detail::check_apart(x, "x", b, "b", api);
+    const detail::RightHandSides r = detail::right_hand_sides(B, b, x, api);
     detail::check_apart(x, "x", factor, "factor", api);
-    const std::int64_t k = rhs_rank == 2 ? b.shape(-1) : 1;
+    const std::int64_t k = r.k;
     if (B.count == 0 || B.n == 0 || k == 0) return;
     if (!I.planned.load(std::memory_order_acquire)) plan();
     detail::check_device(I.device, api);
@@ -246,16 +233,8 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
     const bool complex = B.dtype == DataType::c32 || B.dtype == DataType::c64;
     detail::Storage fs = detail::storage_of(factor);
     const bool factor_temp = !fs.direct || (fs.row_major && complex);
-    detail::Storage xs;
-    if (rhs_rank == 2) {
-        xs = detail::storage_of(x);
-    } else {
-        const auto stride = detail::uniform_batch_stride(x, B.batch_rank);
-        xs.direct = (B.n <= 1 || x.stride(-1) == 1) && stride.has_value() && (B.count <= 1 || *stride >= B.n);
-        xs.ld = std::max<std::int64_t>(B.n, 1);
-        xs.batch_stride = stride.value_or(0);
-    }
-    const bool x_temp = !xs.direct || xs.row_major;
+    const bool x_temp = r.temp;
+    detail::Storage xs = r.storage;
     const std::size_t factor_bytes = factor_temp ? detail::aligned_bytes(std::size_t(B.count * B.n * B.n) * elem) : 0;
     const std::size_t x_bytes = x_temp ? detail::aligned_bytes(std::size_t(B.count * B.n * k) * elem) : 0;
     const std::size_t info_bytes = detail::aligned_bytes(std::size_t(B.count) * sizeof(int));
@@ -269,9 +248,8 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
     }
     TensorView target = x;
     if (x_temp) {
-        target = TensorView(area + factor_bytes, rhs_rank == 2 ? detail::packed_column_major(B.dtype, expected)
-                                                               : TensorLayout(B.dtype, expected));
-        xs = {.direct = true, .row_major = false, .ld = B.n, .batch_stride = B.n * k};
+        target = TensorView(area + factor_bytes, r.packed_layout);
+        xs = r.packed;
     }
     if (!detail::same_operand(b, target)) copy(b, target, stream);
     int* infos = reinterpret_cast<int*>(area + factor_bytes + x_bytes);

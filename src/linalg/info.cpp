@@ -20,6 +20,9 @@ namespace {
 std::string meaning(std::string_view operation, int v) {
     if (operation.find("holesky") != std::string_view::npos)
         return fmt::format("not positive definite: its leading minor of order {} is not", v);
+    if (operation.find("solve") != std::string_view::npos || operation.find("inv") != std::string_view::npos ||
+        operation.find("LU") != std::string_view::npos || operation.find("lu") != std::string_view::npos)
+        return fmt::format("singular: U({0}, {0}) is exactly zero", v);
     if (operation.find("igh") != std::string_view::npos)
         return fmt::format("one whose eigenvalue iteration did not converge ({} off-diagonal elements remained)", v);
     return fmt::format("info {}", v);
@@ -51,6 +54,10 @@ void check_info(const TensorView& info, std::string_view operation, core::Stream
 }
 
 void CholeskyResult::check(core::StreamRef stream) const { check_info(info, "linalg::cholesky", stream); }
+
+void SolveResult::check(core::StreamRef stream) const { check_info(info, "linalg::solve", stream); }
+
+void InverseResult::check(core::StreamRef stream) const { check_info(info, "linalg::inv", stream); }
 
 void EighResult::check(core::StreamRef stream) const { check_info(info, "linalg::eigh", stream); }
 

@@ -53,6 +53,24 @@ const char* diagonal_name(DataType type) {
     }
 }
 
+/// "<float, false>" and so on: a template's arguments for `type`.
+const char* typed(DataType type) {
+    switch (type) {
+        case DataType::f64:
+            return "<double, false>";
+        case DataType::c32:
+            return "<float, true>";
+        case DataType::c64:
+            return "<double, true>";
+        default:
+            return "<float, false>";
+    }
+}
+
+std::string named(const char* kernel, DataType type) {
+    return std::string("gpumath::kernels::") + kernel + typed(type);
+}
+
 }  // namespace
 
 std::string_view linalg_kernel_source() { return embedded::linalg_kernels_linalg_util_cu; }
@@ -68,8 +86,13 @@ core::ProgramOptions linalg_kernel_options() {
 std::vector<std::string> linalg_kernel_names() {
     std::vector<std::string> names{"gpumath::kernels::batch_pointers"};
     for (const DataType t : {DataType::f32, DataType::f64, DataType::c64}) names.emplace_back(zero_name(t));
-    for (const DataType t : {DataType::f32, DataType::f64, DataType::c32, DataType::c64})
+    for (const DataType t : {DataType::f32, DataType::f64, DataType::c32, DataType::c64}) {
         names.emplace_back(diagonal_name(t));
+        names.push_back(named("determinant", t));
+        names.push_back(named("identity", t));
+    }
+    names.emplace_back("gpumath::kernels::pivots_narrow");
+    names.emplace_back("gpumath::kernels::pivots_widen");
     return names;
 }
 
@@ -99,6 +122,34 @@ void add_diagonal(const kernels::MatrixBatchParams& m, DataType type, double val
     const kernels::DiagonalParams p{.m = m, .value = value};
     core::launch(stream,
                  {.grid = core::Dim3((m.n + threads - 1) / threads, std::min<std::int64_t>(m.count, max_grid_y)),
+                  .block = threads},
+                 k, p);
+}
+
+void convert_pivots(const void* in, void* out, std::int64_t count, bool narrow, core::StreamRef stream) {
+    if (count == 0) return;
+    const core::Kernel k = device_kernel(current(), program(),
+                                         narrow ? "gpumath::kernels::pivots_narrow" : "gpumath::kernels::pivots_widen");
+    const kernels::PivotParams p{.in = in, .out = out, .count = count};
+    core::launch(stream, {.grid = std::min<std::int64_t>((count + threads - 1) / threads, 4096), .block = threads}, k,
+                 p);
+}
+
+void determinants(const kernels::MatrixBatchParams& lu, DataType type, const int* pivots, std::int64_t pivot_stride,
+                  void* out, core::StreamRef stream) {
+    if (lu.count == 0) return;
+    const core::Kernel k = device_kernel(current(), program(), named("determinant", type));
+    const kernels::DeterminantParams p{.m = lu, .pivots = pivots, .pivot_stride = pivot_stride, .out = out};
+    core::launch(stream, {.grid = (lu.count + threads - 1) / threads, .block = threads}, k, p);
+}
+
+void set_identity(const kernels::MatrixBatchParams& m, DataType type, core::StreamRef stream) {
+    const std::int64_t elements = m.n * m.n;
+    if (elements == 0 || m.count == 0) return;
+    const core::Kernel k = device_kernel(current(), program(), named("identity", type));
+    const kernels::IdentityParams p{.m = m};
+    core::launch(stream,
+                 {.grid = core::Dim3((elements + threads - 1) / threads, std::min<std::int64_t>(m.count, max_grid_y)),
                   .block = threads},
                  k, p);
 }

@@ -33,4 +33,15 @@ void batch_pointers(void* base, std::int64_t stride_bytes, std::int64_t count, v
 /// Adds `value` to the real part of every diagonal element of `m` (elements of `type`) on `stream`.
 void add_diagonal(const kernels::MatrixBatchParams& m, DataType type, double value, core::StreamRef stream);
 
+/// `count` 64-bit pivots at `in` to 32-bit ones at `out` (`narrow`), or back, on `stream`.
+void convert_pivots(const void* in, void* out, std::int64_t count, bool narrow, core::StreamRef stream);
+
+/// The determinant of every matrix of `lu` (LU factors of `type`) with 1-based 32-bit `pivots`
+/// (`pivot_stride` apart) into `out` (`count` elements of `type`), on `stream`.
+void determinants(const kernels::MatrixBatchParams& lu, DataType type, const int* pivots, std::int64_t pivot_stride,
+                  void* out, core::StreamRef stream);
+
+/// Sets every matrix of `m` (elements of `type`) to the identity, on `stream`.
+void set_identity(const kernels::MatrixBatchParams& m, DataType type, core::StreamRef stream);
+
 }  // namespace gpumath::detail

@@ -74,6 +74,20 @@ void check_apart(const TensorView& a, const char* a_name, const TensorView& b, c
 void check_triangle(linalg::Triangle t, const char* field, const char* api);
 void check_backend(linalg::Backend b, const char* field, const char* api);
 
+/// The right-hand sides of a solve: `b` and `x`, `(..., n, k)` or `(..., n)` of the batch's shape
+/// and dtype, checked (InvalidArgument naming `api`), and how `x` is worked on.
+struct RightHandSides {
+    std::int64_t k = 1;          // columns (1 for `(..., n)`)
+    Storage storage;             // x as n × k column-major matrices, when `temp` is false
+    bool temp = false;           // x is worked on in a packed column-major workspace copy
+    Storage packed;              // that copy's storage
+    TensorLayout packed_layout;  // and its layout (b's shape)
+};
+/// `b`'s rules alone (for a call that allocates x after checking b).
+void check_right_hand_side(const SquareBatch& batch, const TensorView& b, const char* api);
+[[nodiscard]] RightHandSides right_hand_sides(const SquareBatch& batch, const TensorView& b, const TensorView& x,
+                                              const char* api);
+
 /// Fills the contiguous `view` (f32, f64, c32 or c64) with values uniform on [-1, 1] (real and
 /// imaginary parts alike), for the matrices `automatic` measures on.
 void fill_random(const TensorView& view, core::StreamRef stream);

@@ -11,6 +11,7 @@
 #include <gpumath/core/device.hpp>
 #include <gpumath/linalg/cholesky.hpp>
 #include <gpumath/linalg/eigh.hpp>
+#include <gpumath/linalg/lu.hpp>
 #include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
 #include "linalg/kernels.hpp"
@@ -24,6 +25,7 @@ namespace {
 struct LinalgPlan {
     std::optional<linalg::Cholesky> cholesky;
     std::optional<linalg::Eigh> eigh;
+    std::optional<linalg::LU> lu;
 };
 
 using PlanCache = LruCache<std::string, LinalgPlan>;
@@ -39,6 +41,19 @@ std::string key_of(const char* operation, int device, const TensorLayout& a, int
                    const void* resource) {
     return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", operation, device, int(a.dtype()), to_string(a.shape()), triangle,
                        backend, vectors, resource);
+}
+
+/// The cached LU plan of `a`'s layout on the current device (validated first, also without one).
+std::shared_ptr<LinalgPlan> lu_plan(const TensorView& a, const linalg::LUOptions& options) {
+    linalg::LU fresh(a, options);
+    const int device = current_device();
+    const std::string key = key_of("lu", device, a, 0, int(options.backend), 0, options.memory_resource.get());
+    return plan_cache().get_or_create(key, [&] {
+        auto p = std::make_shared<LinalgPlan>();
+        p->lu.emplace(std::move(fresh));
+        p->lu->plan();
+        return p;
+    });
 }
 
 }  // namespace
@@ -85,6 +100,53 @@ EighResult eigh(const TensorView& a, const EighOptions& options, core::StreamRef
     r.info = Tensor::empty(plan->eigh->info_layout(), stream, options.memory_resource);
     plan->eigh->execute(a, r.values, options.vectors ? r.vectors.view() : TensorView(), r.info, stream);
     return r;
+}
+
+SolveResult solve(const TensorView& a, const TensorView& b, const LUOptions& options, core::StreamRef stream) {
+    // b's rules before any CUDA call (the plan's solve checks them again, cheaply).
+    detail::check_right_hand_side(detail::square_batch(a, "linalg::LU"), b, "linalg::solve");
+    const auto plan = detail::lu_plan(a, options);
+    LU& lu = *plan->lu;
+    SolveResult r;
+    Tensor factors = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
+    Tensor pivots = Tensor::empty(lu.pivots_layout(), stream, options.memory_resource);
+    r.info = Tensor::empty(lu.info_layout(), stream, options.memory_resource);
+    r.x = Tensor::empty(TensorLayout(b.dtype(), b.shape()), stream, options.memory_resource);
+    lu.factorize(a, factors, pivots, r.info, stream);
+    lu.solve(factors, pivots, b, r.x, stream);
+    return r;
+}
+
+InverseResult inv(const TensorView& a, const LUOptions& options, core::StreamRef stream) {
+    const auto plan = detail::lu_plan(a, options);
+    LU& lu = *plan->lu;
+    InverseResult r;
+    Tensor factors = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
+    Tensor pivots = Tensor::empty(lu.pivots_layout(), stream, options.memory_resource);
+    r.info = Tensor::empty(lu.info_layout(), stream, options.memory_resource);
+    r.inverse = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
+    // Aᵀ's factors in column-major order, then Aᵀ·Y = I solved into the inverse's memory seen
+    // column-major: Y = A⁻ᵀ there is A⁻¹ read row-major. No copy beyond A's into the factors.
+    const TensorView ft = factors.view().transposed();
+    const TensorView yt = r.inverse.view().transposed();
+    lu.factorize(a.transposed(), ft, pivots, r.info, stream);
+    detail::set_identity(detail::matrix_params(yt, lu.info_layout().size()), a.dtype(), stream);
+    lu.solve(ft, pivots, yt, yt, stream);
+    return r;
+}
+
+Tensor det(const TensorView& a, const LUOptions& options, core::StreamRef stream) {
+    const auto plan = detail::lu_plan(a, options);
+    LU& lu = *plan->lu;
+    Tensor factors = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
+    Tensor pivots = Tensor::empty(lu.pivots_layout(), stream, options.memory_resource);
+    Tensor info = Tensor::empty(lu.info_layout(), stream, options.memory_resource);
+    Tensor out = Tensor::empty(TensorLayout(a.dtype(), lu.info_layout().shape()), stream, options.memory_resource);
+    lu.factorize(a, factors, pivots, info, stream);
+    const std::int64_t count = lu.info_layout().size();
+    detail::determinants(detail::matrix_params(factors, count), a.dtype(), static_cast<const int*>(pivots.data()),
+                         a.shape(-1), out.data(), stream);
+    return out;
 }
 
 std::size_t LinalgPlanCache::capacity() const { return detail::plan_cache().capacity(); }

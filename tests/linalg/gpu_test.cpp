@@ -381,6 +381,205 @@ TEST(LinalgGpu, EighInEveryLayoutAndBackendC64) {
     eigh_every_layout<std::complex<double>>();
 }
 
+/// A random general matrix, diagonally weighted so that it is comfortably invertible.
+template <class T>
+Matrix general(std::int64_t n, std::mt19937_64& rng) {
+    std::uniform_real_distribution<double> u(-1, 1);
+    Matrix m(std::size_t(n * n));
+    for (auto& v : m) v = is_complex<T> ? cd(u(rng), u(rng)) : cd(u(rng), 0);
+    for (std::int64_t i = 0; i < n; ++i) m[std::size_t(i * n + i)] += cd(double(n) / 4, 0);
+    return m;
+}
+
+/// The determinant by Gaussian elimination with partial pivoting on the host, in double.
+cd host_determinant(Matrix m, std::int64_t n) {
+    cd det = 1;
+    for (std::int64_t c = 0; c < n; ++c) {
+        std::int64_t p = c;
+        for (std::int64_t r = c + 1; r < n; ++r)
+            if (std::abs(m[std::size_t(r * n + c)]) > std::abs(m[std::size_t(p * n + c)])) p = r;
+        if (p != c) {
+            for (std::int64_t j = 0; j < n; ++j) std::swap(m[std::size_t(p * n + j)], m[std::size_t(c * n + j)]);
+            det = -det;
+        }
+        const cd pivot = m[std::size_t(c * n + c)];
+        det *= pivot;
+        if (pivot == cd(0)) return 0;
+        for (std::int64_t r = c + 1; r < n; ++r) {
+            const cd f = m[std::size_t(r * n + c)] / pivot;
+            for (std::int64_t j = c; j < n; ++j) m[std::size_t(r * n + j)] -= f * m[std::size_t(c * n + j)];
+        }
+    }
+    return det;
+}
+
+template <class T>
+void lu_solves() {
+    auto rng = test::rng_for_test();
+    const std::int64_t count = 3;
+    for (const std::int64_t n : {1, 9, 40})
+        for (const bool col : {false, true})
+            for (const std::int64_t k : {0, 2})
+                for (const bool in_place : {false, true}) {
+                    const std::string what = "n " + std::to_string(n) + (col ? " column" : " row") + "-major k " +
+                                             std::to_string(k) + (in_place ? " in place" : "");
+                    Batch<T> a = Batch<T>::make(count, n, n, col);
+                    std::vector<Matrix> ref;
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        ref.push_back(general<T>(n, rng));
+                        a.set(b, ref.back());
+                    }
+                    a.upload();
+                    Batch<T> out = Batch<T>::make(count, n, n, col, 2);  // padded
+                    Batch<T>& lu = in_place ? a : out;
+                    LU plan(a.view().layout());
+                    Tensor pivots = Tensor::empty(plan.pivots_layout());
+                    Tensor info = Tensor::empty(plan.info_layout());
+                    fill(info, -7);
+                    fill(pivots, -7);
+                    plan.factorize(a.view(), lu.view(), pivots, info);
+                    const std::int64_t cols = std::max<std::int64_t>(k, 1);
+                    Batch<T> bm = Batch<T>::make(count, n, cols, false);
+                    std::vector<Matrix> rhs;
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        Matrix m(std::size_t(n * cols));
+                        std::uniform_real_distribution<double> u(-1, 1);
+                        for (auto& v : m) v = is_complex<T> ? cd(u(rng), u(rng)) : cd(u(rng), 0);
+                        rhs.push_back(m);
+                        bm.set(b, m);
+                    }
+                    bm.upload();
+                    Batch<T> x = Batch<T>::make(count, n, cols, true);
+                    plan.solve(lu.view(), pivots, k == 0 ? bm.vector_view() : bm.view(),
+                               k == 0 ? x.vector_view() : x.view());
+                    x.download();
+                    EXPECT_EQ(infos(info), std::vector<int>(std::size_t(count), 0)) << what;
+                    const std::vector<int> piv = pivots.to_host<int>();
+                    for (const int p : piv) EXPECT_TRUE(p >= 1 && p <= n) << what << ": pivot " << p;
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        const Matrix xs = x.get(b);
+                        const Matrix ax = product(ref[std::size_t(b)], xs, n, cols, n);
+                        Matrix d(ax.size());
+                        for (std::size_t i = 0; i < d.size(); ++i) d[i] = ax[i] - rhs[std::size_t(b)][i];
+                        EXPECT_LE(frobenius(d) / (frobenius(ref[std::size_t(b)]) * frobenius(xs)), tolerance<T>(n))
+                            << what << " matrix " << b;
+                    }
+                    if (!col) continue;
+                    // P·A = L·U from the column-major factors and the pivots.
+                    lu.download();
+                    for (std::int64_t b = 0; b < count; ++b) {
+                        const Matrix f = lu.get(b);
+                        Matrix L(std::size_t(n * n)), U(std::size_t(n * n));
+                        for (std::int64_t i = 0; i < n; ++i)
+                            for (std::int64_t j = 0; j < n; ++j) {
+                                if (j < i) L[std::size_t(i * n + j)] = f[std::size_t(i * n + j)];
+                                else U[std::size_t(i * n + j)] = f[std::size_t(i * n + j)];
+                            }
+                        for (std::int64_t i = 0; i < n; ++i) L[std::size_t(i * n + i)] = 1;
+                        Matrix pa = ref[std::size_t(b)];
+                        for (std::int64_t i = 0; i < n; ++i) {
+                            const std::int64_t p = piv[std::size_t(b * n + i)] - 1;
+                            for (std::int64_t j = 0; j < n; ++j)
+                                std::swap(pa[std::size_t(i * n + j)], pa[std::size_t(p * n + j)]);
+                        }
+                        const Matrix lu_product = product(L, U, n, n, n);
+                        Matrix d(pa.size());
+                        for (std::size_t i = 0; i < d.size(); ++i) d[i] = lu_product[i] - pa[i];
+                        EXPECT_LE(frobenius(d) / frobenius(pa), tolerance<T>(n)) << what << " P·A = L·U";
+                    }
+                }
+}
+
+TEST(LinalgGpu, LUSolvesF32) {
+    GPUMATH_REQUIRE_GPU();
+    lu_solves<float>();
+}
+TEST(LinalgGpu, LUSolvesF64) {
+    GPUMATH_REQUIRE_GPU();
+    lu_solves<double>();
+}
+TEST(LinalgGpu, LUSolvesC32) {
+    GPUMATH_REQUIRE_GPU();
+    lu_solves<std::complex<float>>();
+}
+TEST(LinalgGpu, LUSolvesC64) {
+    GPUMATH_REQUIRE_GPU();
+    lu_solves<std::complex<double>>();
+}
+
+template <class T>
+void inverses_and_determinants() {
+    auto rng = test::rng_for_test();
+    const std::int64_t count = 4;
+    for (const std::int64_t n : {1, 3, 8, 30}) {
+        std::vector<T> host;
+        std::vector<Matrix> ref;
+        for (std::int64_t b = 0; b < count; ++b) {
+            ref.push_back(general<T>(n, rng));
+            for (const cd& v : ref.back()) host.push_back(from<T>(v));
+        }
+        const Tensor a = Tensor::from_host(host, {count, n, n});
+        const InverseResult r = inv(a);
+        r.check();
+        const Tensor d = det(a);
+        const std::vector<T> hi = r.inverse.to_host<T>(), hd = d.to_host<T>();
+        const SolveResult s = solve(a, a);  // A⁻¹·A = I
+        s.check();
+        const std::vector<T> hs = s.x.to_host<T>();
+        for (std::int64_t b = 0; b < count; ++b) {
+            Matrix m(std::size_t(n * n)), y(std::size_t(n * n));
+            for (std::int64_t i = 0; i < n * n; ++i) {
+                m[std::size_t(i)] = cd(hi[std::size_t(b * n * n + i)]);
+                y[std::size_t(i)] = cd(hs[std::size_t(b * n * n + i)]);
+            }
+            Matrix g = product(ref[std::size_t(b)], m, n, n, n);
+            for (std::int64_t i = 0; i < n; ++i) {
+                g[std::size_t(i * n + i)] -= 1.0;
+                y[std::size_t(i * n + i)] -= 1.0;
+            }
+            EXPECT_LE(frobenius(g), tolerance<T>(n) * frobenius(ref[std::size_t(b)]) * frobenius(m)) << "n " << n;
+            EXPECT_LE(frobenius(y), tolerance<T>(n) * frobenius(ref[std::size_t(b)]) * double(n)) << "solve n " << n;
+            const cd expected = host_determinant(ref[std::size_t(b)], n);
+            EXPECT_LE(std::abs(cd(hd[std::size_t(b)]) - expected), tolerance<T>(n) * std::abs(expected))
+                << "det n " << n;
+        }
+    }
+}
+
+TEST(LinalgGpu, InverseAndDeterminantF32) {
+    GPUMATH_REQUIRE_GPU();
+    inverses_and_determinants<float>();
+}
+TEST(LinalgGpu, InverseAndDeterminantC64) {
+    GPUMATH_REQUIRE_GPU();
+    inverses_and_determinants<std::complex<double>>();
+}
+
+TEST(LinalgGpu, ASingularMatrixIsReportedNotThrown) {
+    GPUMATH_REQUIRE_GPU();
+    const std::int64_t n = 4;
+    // Matrix 1 has two equal rows: U(3, 3) or an earlier pivot is exactly zero.
+    std::vector<double> host = {2, 1, 0, 0, 1, 3, 1, 0, 0, 1, 4, 1, 0, 0, 1, 5,  //
+                                1, 2, 3, 4, 1, 2, 3, 4, 0, 1, 0, 1, 2, 0, 1, 0};
+    const Tensor a = Tensor::from_host(host, {2, n, n});
+    const Tensor b = Tensor::from_host(std::vector<double>(8, 1.0), {2, n});
+    const SolveResult s = solve(a, b);
+    const std::vector<int> info = s.info.to_host<int>();
+    EXPECT_EQ(info[0], 0);
+    EXPECT_GT(info[1], 0);
+    try {
+        s.check();
+        ADD_FAILURE() << "expected NumericalError";
+    } catch (const NumericalError& e) {
+        EXPECT_EQ(e.batch_index(), 1);
+        EXPECT_EQ(e.info(), info[1]);
+        EXPECT_NE(std::string(e.what()).find("singular"), std::string::npos) << e.what();
+    }
+    const std::vector<double> d = det(a).to_host<double>();
+    EXPECT_NEAR(d[0], host_determinant(Matrix(host.begin(), host.begin() + 16), n).real(), 1e-10);
+    EXPECT_EQ(d[1], 0.0);
+}
+
 TEST(LinalgGpu, PlansReplayFromACapturedGraph) {
     GPUMATH_REQUIRE_GPU();
     auto rng = test::rng_for_test();
@@ -396,11 +595,23 @@ TEST(LinalgGpu, PlansReplayFromACapturedGraph) {
         const core::Stream stream;
         Cholesky chol(a.view().layout(), {.backend = backend});
         Eigh eig(a.view().layout(), {.backend = backend});
+        LU lu(a.view().layout());
         chol.plan();
         eig.plan();
+        lu.plan();
+        Batch<float> factors = Batch<float>::make(count, n, n, false);
+        Batch<float> x = Batch<float>::make(count, n, 1, false);
+        Batch<float> rhs = Batch<float>::make(count, n, 1, false);
+        for (std::int64_t b = 0; b < count; ++b)
+            for (std::int64_t i = 0; i < n; ++i) rhs.at(b, i, 0) = float(i + 1);
+        rhs.upload();
+        Tensor pivots = Tensor::empty(lu.pivots_layout());
+        Tensor info3 = Tensor::empty(lu.info_layout());
         core::Graph graph = core::Graph::capture(stream, [&](core::StreamRef) {
             chol.factorize(a.view(), f.view(), info, stream);
             eig.execute(a.view(), w.vector_view(), v.view(), info2, stream);
+            lu.factorize(a.view(), factors.view(), pivots, info3, stream);
+            lu.solve(factors.view(), pivots, rhs.vector_view(), x.vector_view(), stream);
         });
         for (int round = 0; round < 2; ++round) {
             std::vector<Matrix> ref;
@@ -414,6 +625,13 @@ TEST(LinalgGpu, PlansReplayFromACapturedGraph) {
             stream.synchronize();
             f.download();
             w.download();
+            x.download();
+            EXPECT_EQ(info3.to_host<int>(), std::vector<int>(std::size_t(count), 0));
+            for (std::int64_t b = 0; b < count; ++b) {
+                const Matrix ax = product(ref[std::size_t(b)], x.get(b), n, 1, n);
+                for (std::int64_t i = 0; i < n; ++i)
+                    EXPECT_NEAR(ax[std::size_t(i)].real(), double(i + 1), 1e-3 * double(n)) << "replayed LU solve";
+            }
             EXPECT_EQ(info.to_host<int>(), std::vector<int>(std::size_t(count), 0));
             EXPECT_EQ(info2.to_host<int>(), std::vector<int>(std::size_t(count), 0));
             for (std::int64_t b = 0; b < count; ++b) {

@@ -158,6 +158,51 @@ TEST(LinalgValidation, EighChecksValuesAndVectors) {
                                        {api, "vectors: given", "values only", "TensorView{}"});
 }
 
+TEST(LinalgValidation, LUChecksItsFactorAndPivots) {
+    const TensorLayout l(DataType::f32, {2, 4, 4});
+    LU plan(l);
+    const char* api = "linalg::LU::factorize";
+    const TensorView a(fake(), l);
+    const TensorView lu(fake(1 << 20), l);
+    const TensorView pivots(fake(2 << 20), plan.pivots_layout());
+    const TensorView info(fake(3 << 20), plan.info_layout());
+    EXPECT_EQ(plan.pivots_layout().dtype(), DataType::i32);
+    EXPECT_EQ(plan.pivots_layout().shape(1), 4);
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            plan.factorize(a, TensorView(fake(1 << 20), TensorLayout(DataType::f32, {2, 4, 4}, {32, 8, 2})), pivots,
+                           info);
+        },
+        {api, "lu: strides (32, 8, 2)", "factorizes in place"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            plan.factorize(a, lu, TensorView(fake(2 << 20), TensorLayout(DataType::i32, {2, 3})), info);
+        },
+        {api, "pivots: shape (2, 3)", "(2, 4)"});
+    expect_throw_with<InvalidArgument>([&] { plan.factorize(a, lu, TensorView(fake(64), plan.pivots_layout()), info); },
+                                       {api, "pivots: its memory", "overlaps a's"});
+    const TensorView b(fake(4 << 20), TensorLayout(DataType::f32, {2, 4}));
+    expect_throw_with<InvalidArgument>([&] { plan.solve(lu, pivots, b, TensorView(fake((2 << 20) + 4), b)); },
+                                       {"linalg::LU::solve", "x: its memory", "overlaps pivots'"});
+    expect_throw_with<NotSupported>([&] { LU batched(l, {.backend = Backend::batched}); },
+                                    {"linalg::LU", "batched", "looped or automatic"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)solve(a, TensorView(fake(4 << 20), TensorLayout(DataType::f32, {3, 4})));
+        },
+        {"linalg::solve", "b: shape (3, 4)", "(2, 4)"});
+    expect_throw_with<NotSupported>(
+        [&] {
+            (void)det(TensorView(fake(), TensorLayout(DataType::bf16, {3, 3})));
+        },
+        {"linalg::LU", "bf16"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)inv(TensorView(fake(), TensorLayout(DataType::f64, {3, 2})));
+        },
+        {"linalg::LU", "3 x 2"});
+}
+
 TEST(LinalgValidation, MovedFromPlansSayWhatHappened) {
     Cholesky c(TensorLayout(DataType::f32, {4, 4}));
     const Cholesky taken(std::move(c));

@@ -35,6 +35,26 @@ struct EighResult {
     void check(core::StreamRef stream = core::current_stream()) const;
 };
 
+/// The solution of A·X = B with each matrix's status.
+struct SolveResult {
+    /// X, row-major, of B's shape and dtype.
+    Tensor x;
+    /// i32 of A's batch shape: 0, or the 1-based index of the first zero pivot (A singular).
+    Tensor info;
+    /// `check_info(info, "linalg::solve", stream)`: blocks, throws NumericalError on a failure.
+    void check(core::StreamRef stream = core::current_stream()) const;
+};
+
+/// The inverse of each matrix with its status.
+struct InverseResult {
+    /// A⁻¹, row-major, of A's shape and dtype (meaningless where `info` is not 0).
+    Tensor inverse;
+    /// i32 of A's batch shape: 0, or the 1-based index of the first zero pivot (A singular).
+    Tensor info;
+    /// `check_info(info, "linalg::inv", stream)`: blocks, throws NumericalError on a failure.
+    void check(core::StreamRef stream = core::current_stream()) const;
+};
+
 /// The Cholesky factor of each matrix of `a` (see Cholesky), in new tensors allocated on `stream`
 /// from `options.memory_resource`, through the plan cache. Does not check `info`: call the
 /// result's `check()` (it synchronizes). InvalidArgument / NotSupported as Cholesky, before any
@@ -47,6 +67,26 @@ struct EighResult {
 /// result's `check()`. InvalidArgument / NotSupported as Eigh, before any CUDA call.
 [[nodiscard]] EighResult eigh(const TensorView& a, const EighOptions& options = {},
                               core::StreamRef stream = core::current_stream());
+
+/// The solution of A·X = B for each matrix of `a` (square, `(..., n, n)`) and `b` (`(..., n, k)` or
+/// `(..., n)`, the same batch shape and dtype) by LU with partial pivoting (see LU), in new tensors
+/// allocated on `stream`, through the plan cache. `b` is copied to X's column-major workspace and
+/// back (X is row-major). Does not check `info`: call the result's `check()`.
+[[nodiscard]] SolveResult solve(const TensorView& a, const TensorView& b, const LUOptions& options = {},
+                                core::StreamRef stream = core::current_stream());
+
+/// The inverse of each matrix of `a` by LU with partial pivoting (getrf, then getrs against the
+/// identity), in new tensors allocated on `stream`, through the plan cache; no copy beyond A's into
+/// the factor. Does not check `info`: call the result's `check()`.
+[[nodiscard]] InverseResult inv(const TensorView& a, const LUOptions& options = {},
+                                core::StreamRef stream = core::current_stream());
+
+/// The determinant of each matrix of `a`, a new tensor of A's batch shape and dtype allocated on
+/// `stream`: the product of U's diagonal from an LU factorization, its sign from the row
+/// interchanges. A singular matrix gives 0 (not an error); the product is not rescaled, so it
+/// overflows or underflows where the determinant does.
+[[nodiscard]] Tensor det(const TensorView& a, const LUOptions& options = {},
+                         core::StreamRef stream = core::current_stream());
 
 /// The process-wide, thread-safe LRU cache of plans behind the stateless linalg calls, reached
 /// through `linalg_plan_cache()`. A plan is keyed by operation, device, layout and options.

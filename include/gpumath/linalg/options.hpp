@@ -72,6 +72,15 @@ struct CholeskyOptions {
     std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };
 
+/// Options of an LU factorization with partial pivoting (LU, solve, inv, det).
+struct LUOptions {
+    /// How a batch runs: `looped` (and `automatic`, which is `looped` until gpumath has a batched
+    /// LU); `batched` is NotSupported.
+    Backend backend = Backend::automatic;
+    /// Where workspace comes from (default: the device's memory pool), one area per stream.
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
+};
+
 /// Options of a symmetric or Hermitian eigendecomposition (Eigh, eigh).
 struct EighOptions {
     /// The triangle of A read.

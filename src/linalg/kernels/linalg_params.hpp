@@ -37,4 +37,25 @@ struct DiagonalParams {
     double value = 0.0;
 };
 
+/// pivots_narrow / pivots_widen: cuSOLVER's 64-bit pivots to the caller's 32-bit ones and back.
+struct PivotParams {
+    const void* in = nullptr;
+    void* out = nullptr;
+    long long count = 0;
+};
+
+/// determinant: out[b] = det of matrix b from its LU factors (U on and above the diagonal) and
+/// 1-based pivots (`n` per matrix, `pivot_stride` apart).
+struct DeterminantParams {
+    MatrixBatchParams m;
+    const int* pivots = nullptr;
+    long long pivot_stride = 0;
+    void* out = nullptr;
+};
+
+/// identity: every matrix set to the identity.
+struct IdentityParams {
+    MatrixBatchParams m;
+};
+
 }  // namespace gpumath::kernels

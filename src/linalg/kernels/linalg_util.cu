@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // linalg's own small kernels around cuSOLVER's routines: zeroing the triangle a Cholesky factor
 // leaves untouched, the pointer arrays of cuSOLVER's batched routines, and the diagonal shift that
-// makes the matrices `automatic` measures on positive definite. Instantiated by name expression
-// per element size (zero_triangle<4|8|16>) or element type (add_diagonal<float|double, complex>).
+// makes the matrices `automatic` measures on positive definite, pivot conversions, determinants
+// from LU factors and identity matrices. Instantiated by name expression per element size
+// (zero_triangle<4|8|16>) or element type (add_diagonal<Real, Complex>, determinant<Real, Complex>,
+// identity<Real, Complex>).
 #include "linalg_params.hpp"
 
 namespace gpumath::kernels {
@@ -53,6 +55,60 @@ __global__ void __launch_bounds__(256) add_diagonal(DiagonalParams p) {
     Real* data = static_cast<Real*>(p.m.data);
     for (long long b = blockIdx.y; b < p.m.count; b += gridDim.y)
         data[width * (b * p.m.batch_stride + i * (p.m.row_stride + p.m.col_stride))] += Real(p.value);
+}
+
+__global__ void __launch_bounds__(256) pivots_narrow(PivotParams p) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.count;
+         i += (long long)gridDim.x * blockDim.x)
+        static_cast<int*>(p.out)[i] = int(static_cast<const long long*>(p.in)[i]);
+}
+
+__global__ void __launch_bounds__(256) pivots_widen(PivotParams p) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.count;
+         i += (long long)gridDim.x * blockDim.x)
+        static_cast<long long*>(p.out)[i] = static_cast<const int*>(p.in)[i];
+}
+
+/// One thread per matrix: the product of U's diagonal, negated once per row interchange. A
+/// singular matrix (a zero on U's diagonal) gives 0; the product is not rescaled, so it overflows
+/// where the determinant does.
+template <class Real, bool Complex>
+__global__ void __launch_bounds__(256) determinant(DeterminantParams p) {
+    const long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= p.m.count) return;
+    const int width = Complex ? 2 : 1;
+    const Real* data = static_cast<const Real*>(p.m.data) + width * b * p.m.batch_stride;
+    const int* pivots = p.pivots + b * p.pivot_stride;
+    Real re = 1, im = 0;
+    for (long long i = 0; i < p.m.n; ++i) {
+        const Real* d = data + width * i * (p.m.row_stride + p.m.col_stride);
+        const Real dr = d[0], di = Complex ? d[1] : Real(0);
+        const Real r = re * dr - im * di;
+        im = re * di + im * dr;
+        re = r;
+        if (pivots[i] != i + 1) {
+            re = -re;
+            im = -im;
+        }
+    }
+    Real* out = static_cast<Real*>(p.out) + width * b;
+    out[0] = re;
+    if (Complex) out[1] = im;
+}
+
+/// One thread per element of a matrix (x), matrices over y.
+template <class Real, bool Complex>
+__global__ void __launch_bounds__(256) identity(IdentityParams p) {
+    const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= p.m.n * p.m.n) return;
+    const long long i = e % p.m.n, j = e / p.m.n;
+    const int width = Complex ? 2 : 1;
+    for (long long b = blockIdx.y; b < p.m.count; b += gridDim.y) {
+        Real* at =
+            static_cast<Real*>(p.m.data) + width * (b * p.m.batch_stride + i * p.m.row_stride + j * p.m.col_stride);
+        at[0] = i == j ? Real(1) : Real(0);
+        if (Complex) at[1] = Real(0);
+    }
 }
 
 }  // namespace gpumath::kernels

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Uses what its target offers, on a machine with or without a GPU: the whole library, or one module
-// through its umbrella header (GPUMATH_CONSUMER_CORE / _MATMUL / _FFT / _DIST).
+// through its umbrella header (GPUMATH_CONSUMER_CORE / _MATMUL / _FFT / _LINALG / _DIST).
 #include <cstdio>
 #include <cstring>
 
@@ -10,6 +10,8 @@
 #include <gpumath/matmul.hpp>
 #elif defined(GPUMATH_CONSUMER_FFT)
 #include <gpumath/fft.hpp>
+#elif defined(GPUMATH_CONSUMER_LINALG)
+#include <gpumath/linalg.hpp>
 #elif defined(GPUMATH_CONSUMER_DIST)
 #include <gpumath/dist.hpp>  // gpumath::dist links the matmul and FFT modules too
 #include <gpumath/fft.hpp>
@@ -66,7 +68,8 @@ int main() {
         return 1;
     } catch (const gpumath::InvalidArgument&) {}
 #endif
-#if defined(GPUMATH_CONSUMER_MATMUL) || !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_FFT))
+#if defined(GPUMATH_CONSUMER_MATMUL) || \
+    !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_FFT) || defined(GPUMATH_CONSUMER_LINALG))
     // A plan is validated without a GPU.
     const gpumath::Matmul mm(gpumath::TensorLayout(gpumath::DataType::f32, {8, 4}),
                              gpumath::TensorLayout(gpumath::DataType::f32, {4, 6}));
@@ -75,12 +78,26 @@ int main() {
         return 1;
     }
 #endif
-#if defined(GPUMATH_CONSUMER_FFT) || !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_MATMUL))
+#if defined(GPUMATH_CONSUMER_FFT) || \
+    !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_MATMUL) || defined(GPUMATH_CONSUMER_LINALG))
     const gpumath::FFT fft(gpumath::TensorLayout(gpumath::DataType::c32, {4, 64}));
     if (fft.kind() != gpumath::FFTKind::c2c || fft.output_layout().shape(1) != 64) {
         std::printf("unexpected FFT plan\n");
         return 1;
     }
+#endif
+#if defined(GPUMATH_CONSUMER_LINALG) || defined(GPUMATH_CONSUMER_GPUMATH)
+    // A linalg plan is validated without a GPU; bad input is refused before any CUDA call.
+    const gpumath::linalg::Eigh eigh(gpumath::TensorLayout(gpumath::DataType::c32, {3, 8, 8}));
+    if (eigh.values_layout().dtype() != gpumath::DataType::f32 || eigh.info_layout().size() != 3) {
+        std::printf("unexpected eigh plan\n");
+        return 1;
+    }
+    try {
+        (void)gpumath::linalg::Cholesky(gpumath::TensorLayout(gpumath::DataType::f32, {4, 5}));
+        std::printf("a non-square Cholesky was accepted\n");
+        return 1;
+    } catch (const gpumath::InvalidArgument&) {}
 #endif
 #if defined(GPUMATH_HAS_DIST)
     // The multi-GPU module validates without a GPU, and finds NCCL at run time (or says why not).

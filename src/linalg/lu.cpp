@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+// The LU plan: getrf and getrs (64-bit API), looped over the batch; the caller's pivots are 32-bit.
+#include <gpumath/linalg/lu.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <gpumath/core/device.hpp>
+#include <gpumath/tensor_ops.hpp>
+#include "core/stream_workspace.hpp"
+#include "detail/status.hpp"
+#include "linalg/cusolver.hpp"
+#include "linalg/kernels.hpp"
+#include "linalg/lanes.hpp"
+#include "linalg/lu_impl.hpp"
+
+namespace gpumath::detail {
+namespace {
+
+constexpr const char* plan_api = "linalg::LU";
+
+}  // namespace
+
+void LUImpl::plan_locked() {
+    if (planned.load(std::memory_order_acquire)) return;
+    device = current_device();
+    const cudaDataType t = cuda_data_type(batch.dtype);
+    const SolverHandle h(device, nullptr);
+    check_cusolver(cusolverDnXgetrf_bufferSize(h.get(), h.params(), batch.n, batch.n, t, nullptr,
+                                               std::max<std::int64_t>(batch.n, 1), t, &device_bytes, &host_bytes),
+                   "cusolverDnXgetrf_bufferSize", "sizing an LU factorization");
+    host.assign(std::size_t(Lanes::max_lanes), std::vector<std::byte>(host_bytes));
+    workspace = stream_workspace(device, options.memory_resource);
+    planned.store(true, std::memory_order_release);
+}
+
+void LUImpl::ensure_planned(const char* api) {
+    if (!planned.load(std::memory_order_acquire)) {
+        std::lock_guard lock(mutex);
+        plan_locked();
+    }
+    if (current_device() != device)
+        throw_invalid(fmt::format("the plan was made for device {}, the current device is {}; make a plan per device",
+                                  device, current_device()),
+                      api);
+}
+
+void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage& s, int* pivots, int* info,
+                       core::StreamRef stream) {
+    const std::int64_t n = batch.n, count = batch.count;
+    const std::size_t elem = size_of(batch.dtype);
+    const int lanes_wanted = int(std::min<std::int64_t>(count, Lanes::max_lanes));
+    std::size_t per_lane = aligned_bytes(device_bytes), host_needed = host_bytes;
+    const cudaDataType t = cuda_data_type(batch.dtype);
+    if (s.ld != std::max<std::int64_t>(n, 1)) {
+        const SolverHandle h(device, nullptr);
+        std::size_t dev = 0;
+        check_cusolver(cusolverDnXgetrf_bufferSize(h.get(), h.params(), n, n, t, nullptr, s.ld, t, &dev, &host_needed),
+                       "cusolverDnXgetrf_bufferSize", "sizing an LU factorization");
+        per_lane = aligned_bytes(dev);
+    }
+    const std::size_t pivot_bytes = aligned_bytes(std::size_t(count * n) * sizeof(std::int64_t));
+    const StreamWorkspace::Lease lease =
+        workspace->acquire(pivot_bytes + per_lane * std::size_t(lanes_wanted), stream);
+    auto* area = static_cast<std::byte*>(lease.data);
+    auto* wide = reinterpret_cast<std::int64_t*>(area);
+    if (!same_operand(a, lu)) copy(a, lu, stream);
+    auto* data = static_cast<std::byte*>(lu.data());
+    {
+        std::lock_guard lock(mutex);  // the host workspaces
+        for (auto& h : host)
+            if (h.size() < host_needed) h.resize(host_needed);
+        Lanes lanes(device, stream, count, true);
+        for (std::int64_t b = 0; b < count; ++b) {
+            const int l = lanes.lane_of(b);
+            const SolverHandle& h = lanes.handle(l);
+            check_cusolver(cusolverDnXgetrf(h.get(), h.params(), n, n, t, data + b * s.batch_stride * std::int64_t(elem),
+                                            s.ld, wide + b * n, t, area + pivot_bytes + per_lane * std::size_t(l),
+                                            per_lane, host[std::size_t(l)].data(), host_needed, info + b),
+                           "cusolverDnXgetrf", "an LU factorization");
+        }
+        lanes.join();
+    }
+    convert_pivots(wide, pivots, count * n, true, stream);
+}
+
+}  // namespace gpumath::detail
+
+namespace gpumath::linalg {
+
+using detail::LUImpl;
+
+LU::LU(const TensorLayout& a, const LUOptions& options) : impl_(std::make_unique<LUImpl>()) {
+    const char* api = detail::plan_api;
+    detail::check_backend(options.backend, "options.backend", api);
+    if (options.backend == Backend::batched)
+        detail::throw_not_supported("options.backend: batched LU (cuBLAS getrfBatched) is not in gpumath yet; use "
+                                    "looped or automatic",
+                                    api);
+    impl_->batch = detail::square_batch(a, api);
+    impl_->options = options;
+    impl_->pivots_layout = TensorLayout(DataType::i32, a.shape().first(std::size_t(a.rank() - 1)));
+}
+
+LU::~LU() = default;
+LU::LU(LU&&) noexcept = default;
+LU& LU::operator=(LU&&) noexcept = default;
+
+LUImpl& LU::impl(const char* api) const {
+    if (!impl_) detail::throw_moved_from("linalg::LU", api);
+    return *impl_;
+}
+
+void LU::plan() {
+    LUImpl& I = impl("linalg::LU::plan");
+    if (I.planned.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(I.mutex);
+    I.plan_locked();
+}
+
+bool LU::planned() const noexcept { return impl_ && impl_->planned.load(std::memory_order_acquire); }
+
+void LU::factorize(const TensorView& a, const TensorView& lu, const TensorView& pivots, const TensorView& info,
+                   core::StreamRef stream) {
+    const char* api = "linalg::LU::factorize";
+    LUImpl& I = impl(api);
+    const detail::SquareBatch& B = I.batch;
+    detail::check_operand(a, B.a.shape(), B.dtype, "a", false, api);
+    detail::check_operand(lu, B.a.shape(), B.dtype, "lu", true, api);
+    detail::check_info_operand(pivots, I.pivots_layout, "pivots", api);
+    detail::check_info_operand(info, B.info, "info", api);
+    const detail::Storage s = detail::storage_of(lu);
+    if (!s.direct)
+        detail::throw_invalid(fmt::format("lu: strides {} give neither unit stride along rows nor along columns with "
+                                          "one stride between matrices; cuSOLVER factorizes in place, so give lu such "
+                                          "a layout (a contiguous tensor, or its transpose)",
+                                          gpumath::to_string(lu.strides())),
+                              api);
+    if (!detail::same_operand(a, lu)) detail::check_apart(lu, "lu", a, "a", api);
+    detail::check_apart(pivots, "pivots", a, "a", api);
+    detail::check_apart(pivots, "pivots", lu, "lu", api);
+    detail::check_apart(info, "info", a, "a", api);
+    detail::check_apart(info, "info", lu, "lu", api);
+    detail::check_apart(info, "info", pivots, "pivots", api);
+    if (B.count == 0) return;
+    if (B.n == 0) {
+        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(B.count) * sizeof(int), stream.handle()),
+                      "cudaMemsetAsync", "writing the info of empty matrices");
+        return;
+    }
+    I.ensure_planned(api);
+    I.factorize(a, lu, s, static_cast<int*>(pivots.data()), static_cast<int*>(info.data()), stream);
+}
+
+void LU::solve(const TensorView& lu, const TensorView& pivots, const TensorView& b, const TensorView& x,
+               core::StreamRef stream) {
+    const char* api = "linalg::LU::solve";
+    LUImpl& I = impl(api);
+    const detail::SquareBatch& B = I.batch;
+    detail::check_operand(lu, B.a.shape(), B.dtype, "lu", false, api);
+    detail::check_info_operand(pivots, I.pivots_layout, "pivots", api);
+    const detail::Storage fs = detail::storage_of(lu);
+    if (!fs.direct)
+        detail::throw_invalid(fmt::format("lu: strides {} are not a layout factorize writes (unit stride along rows "
+                                          "or columns, one stride between matrices)",
+                                          gpumath::to_string(lu.strides())),
+                              api);
+    const detail::RightHandSides r = detail::right_hand_sides(B, b, x, api);
+    detail::check_apart(x, "x", lu, "lu", api);
+    detail::check_apart(x, "x", pivots, "pivots", api);
+    if (B.count == 0 || B.n == 0 || r.k == 0) return;
+    I.ensure_planned(api);
+    const std::size_t elem = size_of(B.dtype);
+    const std::size_t pivot_bytes = detail::aligned_bytes(std::size_t(B.count * B.n) * sizeof(std::int64_t));
+    const std::size_t x_bytes = r.temp ? detail::aligned_bytes(std::size_t(B.count * B.n * r.k) * elem) : 0;
+    const std::size_t info_bytes = detail::aligned_bytes(std::size_t(B.count) * sizeof(int));
+    const detail::StreamWorkspace::Lease lease = I.workspace->acquire(pivot_bytes + x_bytes + info_bytes, stream);
+    auto* area = static_cast<std::byte*>(lease.data);
+    auto* wide = reinterpret_cast<std::int64_t*>(area);
+    detail::convert_pivots(pivots.data(), wide, B.count * B.n, false, stream);
+    const detail::Storage xs = r.temp ? r.packed : r.storage;
+    const TensorView target = r.temp ? TensorView(area + pivot_bytes, r.packed_layout) : x;
+    if (!detail::same_operand(b, target)) copy(b, target, stream);
+    int* infos = reinterpret_cast<int*>(area + pivot_bytes + x_bytes);
+    // A row-major lu holds Aᵀ's factors: solve with the transpose (not the adjoint: the memory of a
+    // row-major complex A is its plain transpose).
+    const cublasOperation_t op = fs.row_major ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cudaDataType t = detail::cuda_data_type(B.dtype);
+    const auto* fdata = static_cast<const std::byte*>(lu.data());
+    auto* xdata = static_cast<std::byte*>(target.data());
+    {
+        detail::Lanes lanes(I.device, stream, B.count, true);
+        for (std::int64_t m = 0; m < B.count; ++m) {
+            const detail::SolverHandle& h = lanes.handle(lanes.lane_of(m));
+            detail::check_cusolver(cusolverDnXgetrs(h.get(), h.params(), op, B.n, r.k, t,
+                                                    fdata + m * fs.batch_stride * std::int64_t(elem), fs.ld,
+                                                    wide + m * B.n, t, xdata + m * xs.batch_stride * std::int64_t(elem),
+                                                    xs.ld, infos + m),
+                                   "cusolverDnXgetrs", "an LU solve");
+        }
+        lanes.join();
+    }
+    if (r.temp) copy(target, x, stream);
+}
+
+const TensorLayout& LU::layout() const noexcept {
+    static const TensorLayout empty;
+    return impl_ ? impl_->batch.a : empty;
+}
+
+const TensorLayout& LU::pivots_layout() const noexcept {
+    static const TensorLayout empty;
+    return impl_ ? impl_->pivots_layout : empty;
+}
+
+const TensorLayout& LU::info_layout() const noexcept {
+    static const TensorLayout empty;
+    return impl_ ? impl_->batch.info : empty;
+}
+
+const LUOptions& LU::options() const noexcept {
+    static const LUOptions empty;
+    return impl_ ? impl_->options : empty;
+}
+
+std::size_t LU::workspace_size() const noexcept {
+    if (!planned()) return 0;
+    const detail::SquareBatch& B = impl_->batch;
+    const std::size_t lanes = std::size_t(std::min<std::int64_t>(B.count, detail::Lanes::max_lanes));
+    return detail::aligned_bytes(std::size_t(B.count * B.n) * sizeof(std::int64_t)) +
+           lanes * detail::aligned_bytes(impl_->device_bytes);
+}
+
+}  // namespace gpumath::linalg
