@@ -11,6 +11,8 @@
 #include <gpumath/layout.hpp>
 #include <gpumath/types.hpp>
 
+#include "fft/kernels/fft_pass_params.hpp"
+
 namespace gpumath::detail {
 
 /// The element of an FFT operand of `precision`: the precision itself for real data, c32/c64 for
@@ -150,15 +152,10 @@ inline constexpr std::int64_t fft_max_loop_executions = 16;
 /// even real offset (aligned like a complex element, as cuFFT requires); always true for c2c.
 [[nodiscard]] bool real_loops_aligned(const FftProblem& problem, const FftGeometry& g) noexcept;
 
-/// The index space and strides of an elementwise pass (gather, scatter or scale), with
-/// extent-1 dimensions dropped and nesting dimensions merged.
-struct FftPass {
-    int rank = 0;
-    std::array<std::int64_t, max_rank> extent{};
-    std::array<std::int64_t, max_rank> src_stride{};
-    std::array<std::int64_t, max_rank> dst_stride{};
-    std::int64_t total = 0;
-};
+/// The index space and strides of an elementwise pass (kernels/fft_pass_params.hpp, the pass
+/// kernel's parameter).
+using FftPass = kernels::FftPassParams;
+static_assert(kernels::fft_pass_max_rank == max_rank);
 
 /// A pass over `shape` reading with `src` strides and writing with `dst` strides.
 [[nodiscard]] FftPass make_fft_pass(const FftOperand& shape, const std::array<std::int64_t, max_rank>& src,
