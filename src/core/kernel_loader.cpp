@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <gpumath/core/device.hpp>
+#include <gpumath/core/linker.hpp>
 #include <gpumath/core/object_code.hpp>
 
 #include "detail/capture_mode.hpp"
@@ -19,7 +20,8 @@ namespace gpumath::detail {
 
 namespace {
 
-Digest digest_of(std::string_view source, const core::ProgramOptions& o, std::span<const std::string> expressions) {
+Digest digest_of(std::string_view source, const core::ProgramOptions& o, std::span<const std::string> expressions,
+                 std::span<const core::ObjectCode> link_inputs) {
     KeyHasher h;
     h.field(source);
     h.field(o.name);
@@ -45,6 +47,12 @@ Digest digest_of(std::string_view source, const core::ProgramOptions& o, std::sp
     h.field(o.toolkit_root);
     h.field(std::uint64_t(expressions.size()));
     for (const std::string& e : expressions) h.field(e);
+    h.field(std::uint64_t(link_inputs.size()));
+    for (const core::ObjectCode& input : link_inputs) {
+        h.field(std::uint64_t(input.type()));
+        const std::span<const std::byte> bytes = input.bytes();
+        h.field(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    }
     return h.finish();
 }
 
@@ -71,11 +79,12 @@ Slot& slot_of(const Digest& program, int device) {
 }  // namespace
 
 DeviceProgram::DeviceProgram(std::string_view source, core::ProgramOptions options,
-                             std::vector<std::string> name_expressions)
+                             std::vector<std::string> name_expressions, std::vector<core::ObjectCode> link_inputs)
     : source_(source),
       options_(std::move(options)),
       name_expressions_(std::move(name_expressions)),
-      digest_(digest_of(source_, options_, name_expressions_)) {}
+      link_inputs_(std::move(link_inputs)),
+      digest_(digest_of(source_, options_, name_expressions_, link_inputs_)) {}
 
 const core::Module& device_module(int device, const DeviceProgram& program) {
     Slot& slot = slot_of(program.digest(), device);
@@ -89,7 +98,16 @@ const core::Module& device_module(int device, const DeviceProgram& program) {
     options.arch = core::Device(device).arch();
     core::Program compiler(std::string(program.source()), options);
     for (const std::string& e : program.name_expressions()) compiler.add_name_expression(e);
-    slot.owned = std::make_unique<const core::Module>(compiler.compile(core::CodeType::cubin));
+    core::ObjectCode code;
+    if (program.link_inputs().empty()) {
+        code = compiler.compile(core::CodeType::cubin);
+    } else {
+        core::Linker linker(core::LinkerOptions{.name = options.name, .arch = options.arch});
+        linker.add(compiler.compile(core::CodeType::ltoir));
+        for (const core::ObjectCode& input : program.link_inputs()) linker.add(input);
+        code = linker.link(core::CodeType::cubin);
+    }
+    slot.owned = std::make_unique<const core::Module>(code);
     slot.module.store(slot.owned.get(), std::memory_order_release);
     return *slot.owned;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <gpumath/core/module.hpp>
+#include <gpumath/core/object_code.hpp>
 #include <gpumath/core/program.hpp>
 
 #include "core/hash.hpp"
@@ -22,32 +23,35 @@ namespace gpumath::detail {
 /// A program of gpumath's own kernels, as `device_kernel` compiles it: the CUDA C++ text (an
 /// embedded device source, see cmake/gpumath-embed.cmake), NVRTC's options (name, in-memory headers
 /// such as the kernel's parameter header, defines; `arch` is left empty: each device's is filled
-/// in) and the name expressions its kernels are looked up by ("cast<float, __half>"). Identified by
-/// a digest of all of that, computed once here: make each program once (a static, or kept in a
-/// table) and pass it to every call.
+/// in), the name expressions its kernels are looked up by ("cast<float, __half>") and, rarely,
+/// objects to link it with (a caller's LTO-IR that the program calls: the program is then compiled
+/// to LTO-IR and linked with them by nvJitLink). Identified by a digest of all of that, computed
+/// once here: make each program once (a static, or kept in a table) and pass it to every call.
 class DeviceProgram {
 public:
-    DeviceProgram(std::string_view source, core::ProgramOptions options,
-                  std::vector<std::string> name_expressions = {});
+    DeviceProgram(std::string_view source, core::ProgramOptions options, std::vector<std::string> name_expressions = {},
+                  std::vector<core::ObjectCode> link_inputs = {});
 
     [[nodiscard]] std::string_view source() const noexcept { return source_; }
     [[nodiscard]] const core::ProgramOptions& options() const noexcept { return options_; }
     [[nodiscard]] std::span<const std::string> name_expressions() const noexcept { return name_expressions_; }
-    /// What identifies the program: its text, headers, options and name expressions.
+    [[nodiscard]] std::span<const core::ObjectCode> link_inputs() const noexcept { return link_inputs_; }
+    /// What identifies the program: its text, headers, options, name expressions and link inputs.
     [[nodiscard]] const Digest& digest() const noexcept { return digest_; }
 
 private:
     std::string_view source_;
     core::ProgramOptions options_;
     std::vector<std::string> name_expressions_;
+    std::vector<core::ObjectCode> link_inputs_;
     Digest digest_{};
 };
 
 /// The module of `program` loaded for `device`: compiled and loaded on the first call for this
 /// (program, device), returned from memory afterwards. Two callers with the same program share one
 /// module. Loading may happen while a stream captures (the compile and the load are not recorded
-/// into it). Throws what compiling or loading throws (CompileError for a kernel gpumath got wrong,
-/// CudaError); a failed load is tried again by the next caller.
+/// into it). Throws what compiling, linking or loading throws (CompileError for a kernel gpumath got
+/// wrong, LinkError, CudaError); a failed load is tried again by the next caller.
 [[nodiscard]] const core::Module& device_module(int device, const DeviceProgram& program);
 
 /// The kernel `name` (a kernel's name or one of the program's name expressions) of `program` on

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Multi-GPU FFTs through cuFFT Xt: the plan (cufftXtSetGPUs + cufftMakePlan*d, or an ordinary plan on
-// one device), its device data (cufftXtMalloc/Memcpy/Free) and the blocking host copies. The
-// execution is in fft_execute.cpp, the cached dist::fft/ifft/rfft/irfft in fft_cache.cpp.
+// Multi-GPU FFTs through cuFFT Xt: the plan (the fft module's make_cufft_xt_plan: cufftXtSetGPUs +
+// cufftMakePlan*d, or an ordinary plan on one device), its device data (cufftXtMalloc/Memcpy/Free)
+// and the blocking host copies. The execution is in fft_execute.cpp, the cached
+// dist::fft/ifft/rfft/irfft in fft_cache.cpp.
 #include <gpumath/dist/fft.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include <cufftXt.h>
@@ -28,78 +31,17 @@ using gpumath::detail::throw_invalid;
 using gpumath::detail::throw_moved_from;
 using gpumath::detail::throw_not_supported;
 
-cufftType cufft_type(const FftProblem& p) noexcept {
-    const bool dbl = p.precision == DataType::f64;
-    switch (p.kind) {
-        case FFTKind::r2c:
-            return dbl ? CUFFT_D2Z : CUFFT_R2C;
-        case FFTKind::c2r:
-            return dbl ? CUFFT_Z2D : CUFFT_C2R;
-        default:
-            return dbl ? CUFFT_Z2Z : CUFFT_C2C;
-    }
-}
-
-namespace {
-
-// The cuFFT plan over the devices (cufftXtSetGPUs first with several), work sizes per device.
-cufftHandle make_cufft_plan(const FftProblem& p, std::vector<std::size_t>& work, const char* api) {
-    const bool multi = p.devices.size() > 1;
-    KeepCurrentDevice keep;
-    if (!multi) check(cudaSetDevice(p.devices[0]), "cudaSetDevice", api);
-    cufftHandle h = 0;
-    check_cufft(cufftCreate(&h), "cufftCreate", api);
-    try {
-        std::vector<int> devices = p.devices;
-        work.assign(devices.size(), 0);
-        if (multi)
-            check_cufft(cufftXtSetGPUs(h, int(devices.size()), devices.data()), "cufftXtSetGPUs",
-                        [&] { return fmt::format("{}: devices [{}]", api, fmt::join(devices, ", ")); });
-        else  // the work area comes per stream from gpumath's workspace (fft_execute.cpp)
-            check_cufft(cufftSetAutoAllocation(h, 0), "cufftSetAutoAllocation", api);
-        const auto n = [&](int i) { return int(p.n[std::size_t(i)]); };
-        const cufftType type = cufft_type(p);
-        int status = 0;
-        const char* call = "";
-        switch (p.rank) {
-            case 1:
-                call = "cufftMakePlan1d";
-                status = cufftMakePlan1d(h, n(0), type, 1, work.data());
-                break;
-            case 2:
-                call = "cufftMakePlan2d";
-                status = cufftMakePlan2d(h, n(0), n(1), type, work.data());
-                break;
-            default:
-                call = "cufftMakePlan3d";
-                status = cufftMakePlan3d(h, n(0), n(1), n(2), type, work.data());
-                break;
-        }
-        check_cufft(status, call, [&] {
-            return fmt::format("{}: {} plan of {} on devices [{}]", api, to_string(p.kind),
-                               gpumath::to_string(p.in_layout), fmt::join(p.devices, ", "));
-        });
-    } catch (...) {
-        (void)cufftDestroy(h);
-        throw;
-    }
-    return h;
-}
-
-void destroy_cufft_plan(cufftHandle h, int device) noexcept {
-    KeepCurrentDevice keep;
-    if (device >= 0) (void)cudaSetDevice(device);
-    (void)cufftDestroy(h);
-}
-
-}  // namespace
-
 bool is_shuffled(int sub_format) noexcept {
     return sub_format == CUFFT_XT_FORMAT_INPLACE_SHUFFLED || sub_format == CUFFT_XT_FORMAT_1D_INPUT_SHUFFLED;
 }
 
 FFTState::~FFTState() {
-    if (planned.load()) destroy_cufft_plan(handle, multi() ? -1 : problem.devices[0]);
+    if (!plan) return;
+    // A one-device plan is destroyed on its device; cufftDestroy of a multi-GPU plan has been seen to
+    // leave another device current.
+    KeepCurrentDevice keep;
+    if (!multi()) (void)cudaSetDevice(problem.devices[0]);
+    plan.reset();
 }
 
 void FFTState::ensure_planned() {
@@ -131,8 +73,21 @@ void FFTState::ensure_planned() {
         const core::Device dev(device);
         made.push_back({dev.create_stream({.non_blocking = true}), dev.create_event(), dev.create_event()});
     }
-    if (!multi()) workspace = gpumath::detail::stream_workspace(problem.devices[0], nullptr);
-    handle = make_cufft_plan(problem, work, api);
+    if (!multi()) {
+        workspace = gpumath::detail::stream_workspace(problem.devices[0], nullptr);
+        check(cudaSetDevice(problem.devices[0]), "cudaSetDevice", api);
+    }
+    gpumath::detail::CufftXtPlanResult planned_xt = gpumath::detail::make_cufft_xt_plan(problem, problem.devices);
+    check_cufft(planned_xt.status, planned_xt.failed_api, [&]() -> std::string {
+        const std::string_view call = planned_xt.failed_api;
+        if (call == "cufftXtSetGPUs") return fmt::format("{}: devices [{}]", api, fmt::join(problem.devices, ", "));
+        if (call.starts_with("cufftMakePlan"))
+            return fmt::format("{}: {} plan of {} on devices [{}]", api, to_string(problem.kind),
+                               gpumath::to_string(problem.in_layout), fmt::join(problem.devices, ", "));
+        return api;
+    });
+    plan = std::move(planned_xt.plan);
+    work = std::move(planned_xt.work);
     sync = std::move(made);
     planned.store(true, std::memory_order_release);
 }
@@ -167,7 +122,7 @@ FFTData FFTAccess::allocate(FFTState& s, const std::shared_ptr<FFTState>& owner,
     }
     if (s.multi()) {
         std::lock_guard lock(s.mutex);
-        check_cufft(cufftXtMalloc(s.handle, &impl->desc, CUFFT_XT_FORMAT_INPLACE), "cufftXtMalloc", api);
+        check_cufft(cufftXtMalloc(s.plan.handle(), &impl->desc, CUFFT_XT_FORMAT_INPLACE), "cufftXtMalloc", api);
     } else {
         check(cudaSetDevice(s.problem.devices[0]), "cudaSetDevice", api);
         impl->bytes = s.problem.stored_bytes();
@@ -215,7 +170,7 @@ bool is_real_side(const FftProblem& p, int which) noexcept {
 // Copies between a dense real host array and its padded stored form (rows of stored_row_reals reals).
 void pad_rows(const FftProblem& p, const std::byte* dense, std::byte* padded) {
     const std::size_t real = size_of(p.precision);
-    const std::size_t row = std::size_t(p.n[std::size_t(p.rank - 1)]) * real;
+    const std::size_t row = std::size_t(p.n[std::size_t(p.naxes - 1)]) * real;
     const std::size_t stored = std::size_t(p.stored_row_reals()) * real;
     const std::size_t rows = p.stored_bytes() / stored;
     for (std::size_t r = 0; r < rows; ++r) {
@@ -225,7 +180,7 @@ void pad_rows(const FftProblem& p, const std::byte* dense, std::byte* padded) {
 }
 void unpad_rows(const FftProblem& p, const std::byte* padded, std::byte* dense) {
     const std::size_t real = size_of(p.precision);
-    const std::size_t row = std::size_t(p.n[std::size_t(p.rank - 1)]) * real;
+    const std::size_t row = std::size_t(p.n[std::size_t(p.naxes - 1)]) * real;
     const std::size_t stored = std::size_t(p.stored_row_reals()) * real;
     const std::size_t rows = p.stored_bytes() / stored;
     for (std::size_t r = 0; r < rows; ++r) std::memcpy(dense + r * row, padded + r * stored, row);
@@ -247,7 +202,7 @@ void upload(FFTState& s, FFTAccess::DataImpl& d, const void* host, bool shuffled
         std::lock_guard lock(s.mutex);
         // cuFFT Xt reads the descriptor's sub-format to place the data (CuPy resets it the same way).
         d.desc->subFormat = shuffled ? CUFFT_XT_FORMAT_INPLACE_SHUFFLED : CUFFT_XT_FORMAT_INPLACE;
-        check_cufft(cufftXtMemcpy(s.handle, d.desc, const_cast<void*>(host), CUFFT_COPY_HOST_TO_DEVICE),
+        check_cufft(cufftXtMemcpy(s.plan.handle(), d.desc, const_cast<void*>(host), CUFFT_COPY_HOST_TO_DEVICE),
                     "cufftXtMemcpy", api);
         return;
     }
@@ -258,7 +213,7 @@ void download(FFTState& s, const FFTAccess::DataImpl& d, void* host, const char*
     KeepCurrentDevice keep;
     if (s.multi()) {
         std::lock_guard lock(s.mutex);
-        check_cufft(cufftXtMemcpy(s.handle, host, d.desc, CUFFT_COPY_DEVICE_TO_HOST), "cufftXtMemcpy", api);
+        check_cufft(cufftXtMemcpy(s.plan.handle(), host, d.desc, CUFFT_COPY_DEVICE_TO_HOST), "cufftXtMemcpy", api);
         return;
     }
     copy_and_wait(s.problem.devices[0], host, d.buffer, d.bytes, api);
@@ -368,7 +323,7 @@ void FFTData::set_order(DataOrder order) {
     }
     std::lock_guard lock(d.state->mutex);
     if (order == DataOrder::natural) d.desc->subFormat = CUFFT_XT_FORMAT_INPLACE;
-    else if (d.state->problem.rank == 1) d.desc->subFormat = CUFFT_XT_FORMAT_1D_INPUT_SHUFFLED;
+    else if (d.state->problem.naxes == 1) d.desc->subFormat = CUFFT_XT_FORMAT_1D_INPUT_SHUFFLED;
     else d.desc->subFormat = CUFFT_XT_FORMAT_INPLACE_SHUFFLED;
 }
 
@@ -446,7 +401,7 @@ FFTData FFT::to_natural(const FFTData& src) {
         to.desc->subFormat = CUFFT_XT_FORMAT_INPLACE;
         if (detail::is_shuffled(from.desc->subFormat)) {
             // cuFFT Xt redistributes the shuffled order into the natural one (synchronously).
-            detail::check_cufft(cufftXtMemcpy(s.handle, to.desc, from.desc, CUFFT_COPY_DEVICE_TO_DEVICE),
+            detail::check_cufft(cufftXtMemcpy(s.plan.handle(), to.desc, from.desc, CUFFT_COPY_DEVICE_TO_DEVICE),
                                 "cufftXtMemcpy", api);
         } else {
             // Already natural: both allocations of this plan split the array alike, part by part.

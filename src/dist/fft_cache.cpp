@@ -1,66 +1,46 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cached dist::fft/ifft/rfft/irfft on host data: a process-wide LRU cache of dist::FFT plans.
+// The cached dist::fft/ifft/rfft/irfft on host data: dist::FFT plans in the FFT module's plan cache
+// (FftPlanStore) under a key of their own.
 #include <gpumath/dist/fft.hpp>
 
-#include <array>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
-#include "detail/lru_cache.hpp"
 #include "dist/fft_state.hpp"
+#include "fft/plan_cache.hpp"
 
 namespace gpumath::dist {
 namespace detail {
 namespace {
 
+// Every input of make_fft_problem: the devices in order, the input layout, the function's kind and
+// the options.
 struct CacheKey {
-    std::vector<int> devices;
-    std::array<std::int64_t, max_rank> shape{};
-    std::array<std::int64_t, max_rank> strides{};
-    std::int64_t last_axis_size = 0;
-    int rank = 0;
-    int dtype = 0;
-    std::uint8_t forced = 0;
-    std::uint8_t kind = 0;
-    std::uint8_t normalization = 0;
-    friend bool operator==(const CacheKey&, const CacheKey&) = default;
+    gpumath::detail::FftLayoutKey in;
+    std::int64_t last_axis_size;
+    std::int32_t devices[max_devices];
+    std::uint8_t device_count;
+    std::uint8_t forced;
+    std::uint8_t kind;
+    std::uint8_t normalization;
+    std::uint8_t reserved[4];
 };
 
-struct CacheKeyHash {
-    std::size_t operator()(const CacheKey& k) const noexcept {
-        std::size_t h = 0x9e3779b97f4a7c15ULL;
-        for (const int d : k.devices) gpumath::detail::hash_combine(h, std::size_t(d));
-        for (int i = 0; i < k.rank && i < max_rank; ++i) {
-            gpumath::detail::hash_combine(h, std::size_t(k.shape[std::size_t(i)]));
-            gpumath::detail::hash_combine(h, std::size_t(k.strides[std::size_t(i)]));
-        }
-        gpumath::detail::hash_combine(h, std::size_t(k.last_axis_size));
-        gpumath::detail::hash_combine(h, std::size_t(k.rank) << 8 | std::size_t(k.dtype));
-        gpumath::detail::hash_combine(
-            h, std::size_t(k.forced) | std::size_t(k.kind) << 8 | std::size_t(k.normalization) << 16);
-        return h;
-    }
-};
+using PlanCache = gpumath::detail::FftPlanStore<CacheKey, FFT>;
 
-using PlanCache = gpumath::detail::LruCache<CacheKey, FFT, CacheKeyHash>;
-
-// Never destroyed: cuFFT plans are not destroyed during exit, after the runtime may have shut down.
 PlanCache& plan_cache() {
-    static auto* cache = new PlanCache(FFTPlanCache::default_capacity);
+    static auto* cache = new PlanCache(FFTPlanCache::default_capacity);  // never destroyed (see FftPlanStore)
     return *cache;
 }
 
-CacheKey make_key(const TensorLayout& in, const FFTOptions& o, FFTKind forced) {
-    CacheKey k;
-    k.devices = o.devices;
-    k.rank = in.rank();
-    for (int i = 0; i < in.rank(); ++i) {
-        k.shape[std::size_t(i)] = in.shape(i);
-        k.strides[std::size_t(i)] = in.stride(i);
-    }
-    k.dtype = int(in.dtype());
+CacheKey make_key(const TensorLayout& in, const FFTOptions& o, FFTKind forced) noexcept {
+    CacheKey k{};  // every member zero; the key has no padding (FftPlanStore checks)
+    gpumath::detail::fill_layout_key(k.in, in);
     k.last_axis_size = o.last_axis_size;
+    const std::size_t count = std::min(o.devices.size(), std::size_t(max_devices));  // run() refuses longer lists
+    k.device_count = std::uint8_t(count);
+    std::copy_n(o.devices.begin(), count, k.devices);
     k.forced = std::uint8_t(forced);
     k.kind = std::uint8_t(o.kind);
     k.normalization = std::uint8_t(o.normalization);
@@ -73,11 +53,12 @@ void run(FFTKind forced, Direction direction, const TensorView& in, const Tensor
     FFTOptions options = given;
     if (forced == FFTKind::c2r && options.last_axis_size == 0 && out.rank() == in.rank() && out.rank() > 0)
         options.last_axis_size = out.shape(-1);
+    // A list longer than any key holds is refused by its length before any lookup.
+    if (options.devices.size() > std::size_t(max_devices)) (void)make_fft_problem(in.layout(), options, forced, api);
     // A miss validates the whole request (make_fft_problem) before anything is planned or cached; a
     // hit's key equals a request that was valid, so only the views and their pointers are new.
     const std::shared_ptr<FFT> plan = plan_cache().get_or_create(make_key(in.layout(), options, forced), [&] {
-        auto made = std::make_shared<FFT>(FFTAccess::make(in.layout(), options, forced, api));
-        return made;
+        return std::make_shared<FFT>(FFTAccess::make(in.layout(), options, forced, api));
     });
     FFTAccess::execute_host(*plan, in, out, direction, api);
 }
@@ -98,11 +79,7 @@ void irfft(const TensorView& in, const TensorView& out, const FFTOptions& option
     detail::run(FFTKind::c2r, Direction::inverse, in, out, options, "gpumath::dist::irfft");
 }
 
-std::size_t FFTPlanCache::capacity() const { return detail::plan_cache().capacity(); }
-void FFTPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
-void FFTPlanCache::clear() { detail::plan_cache().clear(); }
-core::CacheStats FFTPlanCache::stats() const { return detail::plan_cache().stats(); }
-void FFTPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
+FFTPlanCache::FFTPlanCache() : FFTPlanCacheControl(detail::plan_cache()) {}
 
 FFTPlanCache& fft_plan_cache() {
     static FFTPlanCache cache;

@@ -44,31 +44,33 @@ constexpr StreamLookups real_lookups{&stream_device_of, &stream_capturing};
 void exec_one(const FFTState& s, void* b, int sign, const char* api) {
     int status = 0;
     const char* call = "";
-    switch (cufft_type(s.problem)) {
+    switch (gpumath::detail::cufft_type(s.problem)) {
         case CUFFT_C2C:
             call = "cufftExecC2C";
-            status = cufftExecC2C(s.handle, static_cast<cufftComplex*>(b), static_cast<cufftComplex*>(b), sign);
+            status = cufftExecC2C(s.plan.handle(), static_cast<cufftComplex*>(b), static_cast<cufftComplex*>(b), sign);
             break;
         case CUFFT_Z2Z:
             call = "cufftExecZ2Z";
-            status =
-                cufftExecZ2Z(s.handle, static_cast<cufftDoubleComplex*>(b), static_cast<cufftDoubleComplex*>(b), sign);
+            status = cufftExecZ2Z(s.plan.handle(), static_cast<cufftDoubleComplex*>(b),
+                                  static_cast<cufftDoubleComplex*>(b), sign);
             break;
         case CUFFT_R2C:
             call = "cufftExecR2C";
-            status = cufftExecR2C(s.handle, static_cast<cufftReal*>(b), static_cast<cufftComplex*>(b));
+            status = cufftExecR2C(s.plan.handle(), static_cast<cufftReal*>(b), static_cast<cufftComplex*>(b));
             break;
         case CUFFT_D2Z:
             call = "cufftExecD2Z";
-            status = cufftExecD2Z(s.handle, static_cast<cufftDoubleReal*>(b), static_cast<cufftDoubleComplex*>(b));
+            status =
+                cufftExecD2Z(s.plan.handle(), static_cast<cufftDoubleReal*>(b), static_cast<cufftDoubleComplex*>(b));
             break;
         case CUFFT_C2R:
             call = "cufftExecC2R";
-            status = cufftExecC2R(s.handle, static_cast<cufftComplex*>(b), static_cast<cufftReal*>(b));
+            status = cufftExecC2R(s.plan.handle(), static_cast<cufftComplex*>(b), static_cast<cufftReal*>(b));
             break;
         default:
             call = "cufftExecZ2D";
-            status = cufftExecZ2D(s.handle, static_cast<cufftDoubleComplex*>(b), static_cast<cufftDoubleReal*>(b));
+            status =
+                cufftExecZ2D(s.plan.handle(), static_cast<cufftDoubleComplex*>(b), static_cast<cufftDoubleReal*>(b));
             break;
     }
     check_cufft(status, call, api);
@@ -88,11 +90,11 @@ void execute_one(FFTState& s, FFTAccess::DataImpl& d, Direction direction, core:
         // The plan's mutex only while cuFFT's stream and area are bound and the transform enqueued.
         std::lock_guard lock(s.mutex);
         if (!s.bound || s.bound_stream != stream.handle()) {
-            check_cufft(cufftSetStream(s.handle, stream.handle()), "cufftSetStream", api);
+            check_cufft(cufftSetStream(s.plan.handle(), stream.handle()), "cufftSetStream", api);
             s.bound_stream = stream.handle();
         }
         if (!s.bound || s.bound_work != lease.data) {
-            check_cufft(cufftSetWorkArea(s.handle, lease.data), "cufftSetWorkArea", api);
+            check_cufft(cufftSetWorkArea(s.plan.handle(), lease.data), "cufftSetWorkArea", api);
             s.bound_work = lease.data;
         }
         s.bound = true;
@@ -124,15 +126,15 @@ void execute_multi(FFTState& s, FFTAccess::DataImpl& d, Direction direction, cor
     // be another's): an event never recorded is no wait.
     for (const DeviceSync& sync : s.sync) stream.wait(sync.scaled);
     if (!s.bound || s.bound_stream != stream.handle()) {
-        check_cufft(cufftSetStream(s.handle, stream.handle()), "cufftSetStream", api);
+        check_cufft(cufftSetStream(s.plan.handle(), stream.handle()), "cufftSetStream", api);
         s.bound_stream = stream.handle();
         s.bound = true;
     }
     // cuFFT Xt leaves a 1-D result marked INPLACE_SHUFFLED, which a 1-D transform does not take as
     // input (CUFFT_INVALID_TYPE): shuffled 1-D input has a format of its own.
-    if (p.rank == 1 && d.desc->subFormat == CUFFT_XT_FORMAT_INPLACE_SHUFFLED)
+    if (p.naxes == 1 && d.desc->subFormat == CUFFT_XT_FORMAT_INPLACE_SHUFFLED)
         d.desc->subFormat = CUFFT_XT_FORMAT_1D_INPUT_SHUFFLED;
-    check_cufft(cufftXtExecDescriptor(s.handle, d.desc, d.desc, sign), "cufftXtExecDescriptor", api);
+    check_cufft(cufftXtExecDescriptor(s.plan.handle(), d.desc, d.desc, sign), "cufftXtExecDescriptor", api);
     check(cudaSetDevice(p.devices[home]), "cudaSetDevice", api);
     stream.record(s.sync[home].transformed);
     const double scale = fft_scale(p, direction);

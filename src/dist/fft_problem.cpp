@@ -21,7 +21,7 @@
 namespace gpumath::dist::detail {
 namespace {
 
-using gpumath::detail::check_enum;
+using gpumath::detail::check_enum;  // check_direction
 using gpumath::detail::throw_invalid;
 using gpumath::detail::throw_not_supported;
 
@@ -35,11 +35,6 @@ std::int64_t min_1d_length(int count) noexcept {
     if (count <= 4) return 64;
     if (count == 8) return 128;
     return 1024;
-}
-
-void check_option_enums(const FFTOptions& options, const char* api) {
-    check_enum(options.kind, int(FFTKind::c2r) + 1, "an FFTKind", "options.kind", api);
-    check_enum(options.normalization, int(Normalization::none) + 1, "a Normalization", "options.normalization", api);
 }
 
 void check_device_list(const std::vector<int>& devices, const char* api) {
@@ -69,112 +64,50 @@ void check_device_list(const std::vector<int>& devices, const char* api) {
     }
 }
 
-// The kind asked for: the function's (`forced`), else the option's, else what the dtype implies;
-// then the dtype must suit it.
-FFTKind kind_stage(DataType dt, FFTKind option, FFTKind forced, const char* api) {
-    if (forced != FFTKind::automatic && option != FFTKind::automatic && option != forced)
-        throw_invalid(fmt::format("options.kind: {} given, but this function computes {} transforms; leave kind "
-                                  "automatic or use the matching function (fft/ifft c2c, rfft r2c, irfft c2r)",
-                                  to_string(option), to_string(forced)),
-                      api);
-    if (dt == DataType::f16 || dt == DataType::bf16)
-        throw_not_supported(fmt::format("input: dtype {}: cuFFT has no half-precision transforms across several "
-                                        "GPUs; use f32/c32 (or gpumath::fft on one GPU)",
-                                        gpumath::to_string(dt)),
-                            api);
-    const bool real = dt == DataType::f32 || dt == DataType::f64;
-    const bool complex = dt == DataType::c32 || dt == DataType::c64;
-    if (!real && !complex)
-        throw_invalid(fmt::format("input: dtype {} cannot be transformed; multi-GPU FFT inputs are c32/c64 (c2c, "
-                                  "c2r) or f32/f64 (r2c)",
-                                  gpumath::to_string(dt)),
-                      api);
-    FFTKind kind = forced != FFTKind::automatic ? forced : option;
-    if (kind == FFTKind::automatic) kind = complex ? FFTKind::c2c : FFTKind::r2c;
-    if (kind == FFTKind::r2c && complex)
-        throw_invalid(fmt::format("input: dtype {} is complex; real-to-complex transforms (rfft) need f32 or f64 "
-                                  "input; use fft for complex input",
-                                  gpumath::to_string(dt)),
-                      api);
-    if (kind != FFTKind::r2c && real)
-        throw_invalid(fmt::format("input: dtype {} is real; {} transforms need c32 or c64 input; use rfft for "
-                                  "real input",
-                                  gpumath::to_string(dt), to_string(kind)),
-                      api);
-    return kind;
+// cuFFT Xt's types, for the fft module's validation: no half precision.
+constexpr gpumath::detail::FftRules xt_rules{
+    .no_half = "cuFFT has no half-precision transforms across several GPUs; use f32/c32 (or gpumath::fft on one GPU)",
+    .inputs = "multi-GPU FFT inputs are c32/c64 (c2c, c2r) or f32/f64 (r2c)"};
+
+// The one-GPU options of the same request: every axis transformed (the last three of a larger
+// rank, which layout_stage refuses after the fft module's checks), in order.
+gpumath::FFTOptions one_gpu_options(const TensorLayout& in, const FFTOptions& options) {
+    gpumath::FFTOptions o{
+        .kind = options.kind, .last_axis_size = options.last_axis_size, .normalization = options.normalization};
+    std::array<int, 3> axes{};
+    const int count = std::min(in.rank(), 3);
+    for (int i = 0; i < count; ++i) axes[std::size_t(i)] = in.rank() - count + i;
+    o.axes = FFTAxes(std::span<const int>(axes.data(), std::size_t(count)));
+    return o;
 }
 
-void layout_stage(const TensorLayout& in, const char* api) {
-    if (in.rank() < 1 || in.rank() > 3)
+// What cuFFT Xt takes beyond the one-GPU rules: the whole array, row-major, int lengths.
+void layout_stage(const TensorLayout& in, const FftProblem& p, const char* api) {
+    if (in.rank() > 3)
         throw_invalid(fmt::format("input: rank {} (shape {}); a multi-GPU FFT transforms every axis of a 1-D, "
                                   "2-D or 3-D array (no batch axis)",
                                   in.rank(), shape_text(in)),
                       api);
-    for (int i = 0; i < in.rank(); ++i) {
-        if (in.shape(i) == 0)
-            throw_invalid(fmt::format("input: extent 0 along axis {} (shape {}); a transform needs at least one "
-                                      "point along each axis",
-                                      i, shape_text(in)),
-                          api);
-        if (in.shape(i) > INT_MAX)
-            throw_not_supported(fmt::format("input: extent {} along axis {} (shape {}) exceeds cuFFT Xt's limit "
-                                            "of {} per axis (multi-GPU plans take int lengths)",
-                                            in.shape(i), i, shape_text(in), INT_MAX),
-                                api);
-    }
     if (!in.is_contiguous())
         throw_invalid(fmt::format("input: strides {} for shape {} are not dense row-major; cuFFT Xt distributes "
                                   "whole row-major arrays (copy the data into a contiguous array first)",
                                   gpumath::to_string(in.strides()), shape_text(in)),
                       api);
-}
-
-// The c2r output length along the last axis: last_axis_size, else 2 * (m - 1).
-std::int64_t c2r_length(std::int64_t m, std::int64_t last_axis_size, const char* api) {
-    std::int64_t n = last_axis_size;
-    if (n == 0) {
-        n = 2 * (m - 1);
-        if (n == 0)
-            throw_invalid(fmt::format("input: extent {} along the last axis gives a default c2r output length of "
-                                      "2 * (m - 1) = 0; pass options.last_axis_size (1 for a single point)",
-                                      m),
-                          api);
+    for (int i = 0; i < p.naxes; ++i) {
+        const std::int64_t n = p.n[std::size_t(i)];
+        if (n <= INT_MAX) continue;
+        if (p.kind == FFTKind::c2r && i + 1 == p.naxes && in.shape(i) <= INT_MAX)
+            throw_not_supported(
+                fmt::format("options.last_axis_size: {} exceeds cuFFT Xt's limit of {} per axis", n, INT_MAX), api);
+        throw_not_supported(fmt::format("input: extent {} along axis {} (shape {}) exceeds cuFFT Xt's limit "
+                                        "of {} per axis (multi-GPU plans take int lengths)",
+                                        in.shape(i), i, shape_text(in), INT_MAX),
+                            api);
     }
-    if (m != n / 2 + 1)
-        throw_invalid(fmt::format("options.last_axis_size: an output length of {} needs an input extent of {} / 2 + "
-                                  "1 = {} along the last axis, the input has {}; valid lengths for this input are "
-                                  "{} and {}",
-                                  n, n, n / 2 + 1, m, 2 * (m - 1), 2 * m - 1),
-                      api);
-    if (n > INT_MAX)
-        throw_not_supported(
-            fmt::format("options.last_axis_size: {} exceeds cuFFT Xt's limit of {} per axis", n, INT_MAX), api);
-    return n;
-}
-
-void lengths_stage(const TensorLayout& in, const FFTOptions& options, FftProblem& p, const char* api) {
-    if (options.last_axis_size < 0)
-        throw_invalid(fmt::format("options.last_axis_size: {} is negative; give the c2r output length (>= 1) or 0 "
-                                  "for the default 2 * (m - 1)",
-                                  options.last_axis_size),
-                      api);
-    if (options.last_axis_size != 0 && p.kind != FFTKind::c2r)
-        throw_invalid(fmt::format("options.last_axis_size: {} given for a {} transform; it sets the output length of "
-                                  "complex-to-real transforms (irfft) only",
-                                  options.last_axis_size, to_string(p.kind)),
-                      api);
-    p.rank = in.rank();
-    for (int i = 0; i < p.rank; ++i) p.n[std::size_t(i)] = in.shape(i);
-    if (p.kind == FFTKind::c2r) p.n[std::size_t(p.rank - 1)] = c2r_length(in.shape(-1), options.last_axis_size, api);
-    p.n_total = 1;
-    for (int i = 0; i < p.rank; ++i)
-        if (__builtin_mul_overflow(p.n_total, p.n[std::size_t(i)], &p.n_total))
-            throw_invalid(fmt::format("input: shape {}: the number of elements overflows int64", shape_text(in)), api);
     // The stored (padded, complex-element) array must be addressable in bytes.
     std::int64_t rows = 1, bytes = 0;
-    for (int i = 0; i + 1 < p.rank; ++i) rows *= p.n[std::size_t(i)];
-    const std::int64_t row_reals = p.stored_row_reals();
-    if (__builtin_mul_overflow(rows, row_reals, &bytes) ||
+    for (int i = 0; i + 1 < p.naxes; ++i) rows *= p.n[std::size_t(i)];
+    if (__builtin_mul_overflow(rows, p.stored_row_reals(), &bytes) ||
         __builtin_mul_overflow(bytes, std::int64_t(size_of(p.precision)), &bytes))
         throw_invalid(fmt::format("input: shape {}: the array's bytes overflow int64", shape_text(in)), api);
 }
@@ -182,7 +115,7 @@ void lengths_stage(const TensorLayout& in, const FFTOptions& options, FftProblem
 // What cuFFT Xt accepts for a single (unbatched) transform on several GPUs.
 void multi_gpu_stage(const FftProblem& p, const TensorLayout& in, int count, const char* api) {
     if (count < 2) return;
-    if (p.rank == 1) {
+    if (p.naxes == 1) {
         if (p.kind != FFTKind::c2c)
             throw_not_supported(fmt::format("input: a single 1-D {} transform cannot be spread over {} GPUs (cuFFT "
                                             "Xt spreads single 1-D transforms only for c2c); use one device, or a 2-D "
@@ -207,39 +140,28 @@ void multi_gpu_stage(const FftProblem& p, const TensorLayout& in, int count, con
                                 api);
         return;
     }
-    for (int i = 0; i < p.rank; ++i)
+    for (int i = 0; i < p.naxes; ++i)
         if (p.n[std::size_t(i)] < min_multi_gpu_extent)
-            throw_not_supported(
-                fmt::format("input: length {} along axis {} (shape {}) is below {}; cuFFT Xt spreads "
-                            "a {}-D transform over several GPUs only with every length at least {}",
-                            p.n[std::size_t(i)], i, shape_text(in), min_multi_gpu_extent, p.rank, min_multi_gpu_extent),
-                api);
+            throw_not_supported(fmt::format("input: length {} along axis {} (shape {}) is below {}; cuFFT Xt spreads "
+                                            "a {}-D transform over several GPUs only with every length at least {}",
+                                            p.n[std::size_t(i)], i, shape_text(in), min_multi_gpu_extent, p.naxes,
+                                            min_multi_gpu_extent),
+                                api);
 }
 
 }  // namespace
 
 FftProblem make_fft_problem_host(const TensorLayout& in, const FFTOptions& options, FFTKind forced, const char* api) {
-    check_option_enums(options, api);
+    const gpumath::FFTOptions one_gpu = one_gpu_options(in, options);
+    gpumath::detail::check_fft_option_enums(one_gpu, api);
     check_device_list(options.devices, api);
     FftProblem p;
-    p.kind = kind_stage(in.dtype(), options.kind, forced, api);
-    p.precision = in.dtype() == DataType::c64 || in.dtype() == DataType::f64 ? DataType::f64 : DataType::f32;
-    layout_stage(in, api);
-    lengths_stage(in, options, p, api);
+    static_cast<gpumath::detail::FftProblem&>(p) =
+        gpumath::detail::make_fft_problem(in, nullptr, one_gpu, forced, api, xt_rules);
+    layout_stage(in, p, api);
     multi_gpu_stage(p, in, int(options.devices.size()), api);
     p.in_layout = TensorLayout(in.dtype(), in.shape());  // canonical row-major strides
-    std::array<std::int64_t, 3> out_shape{};
-    for (int i = 0; i < p.rank; ++i) out_shape[std::size_t(i)] = in.shape(i);
-    const DataType complex_type = p.precision == DataType::f64 ? DataType::c64 : DataType::c32;
-    DataType out_dtype = complex_type;
-    if (p.kind == FFTKind::r2c) out_shape[std::size_t(p.rank - 1)] = p.n[std::size_t(p.rank - 1)] / 2 + 1;
-    if (p.kind == FFTKind::c2r) {
-        out_shape[std::size_t(p.rank - 1)] = p.n[std::size_t(p.rank - 1)];
-        out_dtype = p.precision;
-    }
-    p.out_layout = TensorLayout(out_dtype, std::span<const std::int64_t>(out_shape.data(), std::size_t(p.rank)));
     p.devices = options.devices;
-    p.normalization = options.normalization;
     return p;
 }
 
@@ -331,10 +253,6 @@ ExecuteStream check_execute_stream(const FftProblem& p, core::StreamRef stream, 
                                   p.devices.size()),
                       api);
     return where;
-}
-
-double fft_scale(const FftProblem& p, Direction d) noexcept {
-    return gpumath::detail::normalization_scale(p.normalization, d, double(p.n_total));
 }
 
 }  // namespace gpumath::dist::detail

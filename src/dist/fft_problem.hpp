@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to src/dist (and its tests): validation of a multi-GPU FFT request, of an execution's stream
-// and the sizes of its in-place data. Pure host code except the device-range check, which reads
-// core::Device::count(), and the stream check's lookups, which are passed in.
+// Private to src/dist (and its tests): validation of a multi-GPU FFT request (the fft module's rules
+// plus cuFFT Xt's), of an execution's stream and the sizes of its in-place data. Pure host code
+// except the device-range check, which reads core::Device::count(), and the stream check's lookups,
+// which are passed in.
 #pragma once
 
 #include <array>
@@ -13,6 +14,8 @@
 #include <gpumath/dist/fft.hpp>
 #include <gpumath/layout.hpp>
 
+#include "fft/geometry.hpp"
+
 namespace gpumath::dist::detail {
 
 /// Most devices cuFFT Xt spreads one plan over (cuFFT documentation, "Multiple GPU cuFFT
@@ -22,43 +25,32 @@ inline constexpr int max_devices = 16;
 /// "Minimum size (with nGPUs GPUs): 32 in every dimension").
 inline constexpr std::int64_t min_multi_gpu_extent = 32;
 
-/// A validated multi-GPU FFT request.
-struct FftProblem {
-    /// c2c, r2c or c2r (never automatic).
-    FFTKind kind = FFTKind::c2c;
-    /// f32 or f64.
-    DataType precision = DataType::f32;
-    /// The whole arrays the user sees (dense row-major).
-    TensorLayout in_layout{};
-    TensorLayout out_layout{};
-    /// 1 to 3.
-    int rank = 1;
-    /// The transform lengths (c2r: the output's), outer to inner.
-    std::array<std::int64_t, 3> n{};
-    /// Product of `n`: the n of the normalization.
-    std::int64_t n_total = 1;
+/// A validated multi-GPU FFT request: the fft module's problem of the whole array (every axis
+/// transformed in order, so `naxes` is the rank; `in_layout` dense row-major, `out_layout` the
+/// row-major output; f32 or f64 precision) and the devices.
+struct FftProblem : gpumath::detail::FftProblem {
     /// The devices, validated (distinct, in range).
     std::vector<int> devices{};
-    Normalization normalization = Normalization::backward;
 
     /// Reals per row of the last axis as stored on the devices: 2 * (n/2 + 1) for r2c/c2r (cuFFT's
     /// in-place padding), n complex elements (2n reals) for c2c.
     [[nodiscard]] std::int64_t stored_row_reals() const noexcept {
-        const std::int64_t last = n[std::size_t(rank - 1)];
+        const std::int64_t last = n[std::size_t(naxes - 1)];
         return kind == FFTKind::c2c ? 2 * last : 2 * (last / 2 + 1);
     }
     /// Bytes of one whole array as stored on the devices (all parts together).
     [[nodiscard]] std::size_t stored_bytes() const noexcept {
         std::int64_t rows = 1;
-        for (int i = 0; i + 1 < rank; ++i) rows *= n[std::size_t(i)];
+        for (int i = 0; i + 1 < naxes; ++i) rows *= n[std::size_t(i)];
         return std::size_t(rows) * std::size_t(stored_row_reals()) * size_of(precision);
     }
 };
 
 /// Validates a request before any GPU work, in this order (the order errors are reported in):
 /// option enums; the device list's form (non-empty, at most 16, no negative or repeated ordinal);
-/// kind and dtype (`forced`: the kind a free function computes, automatic for the FFT class);
-/// rank 1 to 3; dense row-major layout; extents (>= 1, within cuFFT's int); last_axis_size; the sizes
+/// then the fft module's validation (make_fft_problem, with cuFFT Xt's types: kind and dtype, `forced`
+/// being the kind a free function computes, automatic for the FFT class; last_axis_size; the
+/// transform lengths); rank 1 to 3; dense row-major layout; extents within cuFFT's int; the sizes
 /// cuFFT Xt accepts for this many devices (NotSupported); last, each ordinal against
 /// core::Device::count() (InvalidArgument; every ordinal is out of range without a driver). Messages
 /// start with `api` and name the field, the value and what is allowed.
@@ -108,7 +100,7 @@ struct ExecuteStream {
 [[nodiscard]] ExecuteStream check_execute_stream(const FftProblem& problem, core::StreamRef stream,
                                                  const StreamLookups& lookups, const char* api);
 
-/// Scale factor of a transform in `direction` under the problem's normalization.
-[[nodiscard]] double fft_scale(const FftProblem& problem, Direction direction) noexcept;
+/// Scale factor of a transform in `direction` under the problem's normalization: the one-GPU FFT's.
+using gpumath::detail::fft_scale;
 
 }  // namespace gpumath::dist::detail

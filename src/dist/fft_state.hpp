@@ -18,6 +18,7 @@
 
 #include "core/stream_workspace.hpp"
 #include "dist/fft_problem.hpp"
+#include "fft/plan.hpp"
 
 namespace gpumath::dist::detail {
 
@@ -62,7 +63,7 @@ struct FFTState {
     const char* api = "gpumath::dist::FFT";
     std::mutex mutex;  // planning, and every cuFFT call on the plan
     std::atomic<bool> planned{false};
-    cufftHandle handle = 0;
+    gpumath::detail::CufftPlan plan;  // set by ensure_planned
     std::vector<std::size_t> work;
     /// One device: cuFFT's work area comes per stream from the device's default pool (auto-allocation
     /// off), so executions on several streams (and captured ones) never share one; the stream and
@@ -86,9 +87,6 @@ struct FFTState {
     /// Plans once (thread-safe); the caller holds no lock.
     void ensure_planned();
 };
-
-/// The cuFFT type of the problem's transform.
-[[nodiscard]] cufftType cufft_type(const FftProblem& p) noexcept;
 
 /// Whether cuFFT Xt's sub-format `sub_format` holds the permuted order.
 [[nodiscard]] bool is_shuffled(int sub_format) noexcept;

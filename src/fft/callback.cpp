@@ -66,29 +66,27 @@ namespace detail {
 
 core::ObjectCode compile_fused_callback(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
                                         double scale, const std::string& rename, std::string arch) {
-    const std::string source = fft_fused_callback_source(callback, kind, element, scale, rename);
-    return compile_with_context(source, core::CodeType::ltoir, std::move(arch),
-                                kind == FFTCallbackKind::load ? "fft_prolog" : "fft_epilog", &callback, kind, element);
+    return compile_with_context(fft_fused_callback_program(callback, kind, element, scale, rename),
+                                core::CodeType::ltoir, std::move(arch), &callback, kind, element);
 }
 
-core::ObjectCode compile_with_context(const std::string& source, core::CodeType target, std::string arch,
-                                      const char* name, const FFTCallback* callback, FFTCallbackKind kind,
-                                      DataType element) {
-    core::ProgramOptions options;
-    options.name = name;
-    options.arch = std::move(arch);
-    options.std = "c++17";
-    options.headers = fft_callback_headers();
+void throw_callback_compile_error(const CompileError& e, const FFTCallback& callback, FFTCallbackKind kind,
+                                  DataType element) {
+    // Say which callback failed and what it must look like; keep NVRTC's status and log.
+    throw CompileError(fmt::format("FFT {} callback \"{}\" does not compile; it must define {}\n{}",
+                                   kind == FFTCallbackKind::load ? "prolog (load)" : "epilog (store)", callback.symbol,
+                                   fft_callback_signature(kind, element, callback.symbol), e.what()),
+                       e.status(), e.api(), e.log());
+}
+
+core::ObjectCode compile_with_context(FftProgram program, core::CodeType target, std::string arch,
+                                      const FFTCallback* callback, FFTCallbackKind kind, DataType element) {
+    program.options.arch = std::move(arch);
     try {
-        return core::Program(source, std::move(options)).compile(target);
+        return core::Program(std::string(program.source), std::move(program.options)).compile(target);
     } catch (const CompileError& e) {
         if (callback == nullptr) throw;
-        // Say which callback failed and what it must look like; keep NVRTC's status and log.
-        throw CompileError(
-            fmt::format("FFT {} callback \"{}\" does not compile; it must define {}\n{}",
-                        kind == FFTCallbackKind::load ? "prolog (load)" : "epilog (store)", callback->symbol,
-                        fft_callback_signature(kind, element, callback->symbol), e.what()),
-            e.status(), e.api(), e.log());
+        throw_callback_compile_error(e, *callback, kind, element);
     }
 }
 
@@ -136,9 +134,8 @@ std::vector<CufftCallback> compile_cufft_callbacks(const FftProblem& p, const FF
                 code = compile_fused_callback(options.epilog, FFTCallbackKind::store, out_element, fused.baked_scale,
                                               same_source ? options.prolog.symbol : std::string(), arch);
             else
-                code = compile_with_context(fft_scale_callback_source(out_element, fused.baked_scale),
-                                            core::CodeType::ltoir, arch, "fft_scale_store", nullptr,
-                                            FFTCallbackKind::store, out_element);
+                code = compile_with_context(fft_scale_callback_program(out_element, fused.baked_scale),
+                                            core::CodeType::ltoir, arch, nullptr, FFTCallbackKind::store, out_element);
             callbacks.push_back({FFTCallbackKind::store, out_element, std::move(code),
                                  fft_callback_entry_name(FFTCallbackKind::store), &epilog_info});
         }

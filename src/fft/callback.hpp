@@ -15,15 +15,22 @@
 #include <gpumath/fft/callback.hpp>
 #include <gpumath/fft/options.hpp>
 
+#include "fft/sources.hpp"
+
 namespace gpumath::detail {
 
-/// Compiles `source` for `target` with the callback headers; a CompileError for a user callback
-/// (`callback` not null) names it and its expected signature.
-[[nodiscard]] core::ObjectCode compile_with_context(const std::string& source, core::CodeType target, std::string arch,
-                                                    const char* name, const FFTCallback* callback, FFTCallbackKind kind,
+/// Rethrows the CompileError `e` of a program that holds `callback` as one that names the callback
+/// and the signature it must have (NVRTC's status and log kept).
+[[noreturn]] void throw_callback_compile_error(const CompileError& e, const FFTCallback& callback, FFTCallbackKind kind,
+                                               DataType element);
+
+/// Compiles `program` for `target` and `arch`; a CompileError for a user callback (`callback` not
+/// null) names it and its expected signature.
+[[nodiscard]] core::ObjectCode compile_with_context(FftProgram program, core::CodeType target, std::string arch,
+                                                    const FFTCallback* callback, FFTCallbackKind kind,
                                                     DataType element);
 
-/// LTO-IR of a fused callback entry (see fft_fused_callback_source).
+/// LTO-IR of a fused callback entry (see fft_fused_callback_program).
 [[nodiscard]] core::ObjectCode compile_fused_callback(const FFTCallback& callback, FFTCallbackKind kind,
                                                       DataType element, double scale, const std::string& rename,
                                                       std::string arch);

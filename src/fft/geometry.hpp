@@ -11,6 +11,8 @@
 #include <gpumath/layout.hpp>
 #include <gpumath/types.hpp>
 
+#include "fft/kernels/fft_pass_params.hpp"
+
 namespace gpumath::detail {
 
 /// The element of an FFT operand of `precision`: the precision itself for real data, c32/c64 for
@@ -65,12 +67,27 @@ struct FftProblem {
     bool has_epilog = false;
 };
 
+/// What an API that validates through make_fft_problem transforms, where it is less than gpumath::FFT
+/// does: the multi-GPU FFT (cuFFT Xt) has no half precision. The defaults are gpumath::FFT's.
+struct FftRules {
+    /// Why f16/bf16 input is NotSupported, or null where it is transformed.
+    const char* no_half = nullptr;
+    /// How a message refusing an input's dtype lists the inputs the API takes.
+    const char* inputs = "FFT inputs are f32, f64, c32, c64, f16 or bf16";
+};
+
 /// Validates a request before any GPU work. `out` may be null (the output layout is then
 /// row-major, or the input layout for `inplace`). `forced` is the kind a free function computes
 /// (automatic for the FFT class). Throws InvalidArgument / NotSupported naming the operand, the
-/// value given and what is allowed; messages start with `api`.
+/// value given and what is allowed; messages start with `api`. The stages run in the order errors
+/// are reported: option enums, kind and types (`rules`), input, axes, kind-only options, output
+/// extents with c2r's last_axis_size, transform lengths, output layout, half-precision rules,
+/// callbacks.
 [[nodiscard]] FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options,
-                                          FFTKind forced, const char* api);
+                                          FFTKind forced, const char* api, const FftRules& rules = {});
+
+/// make_fft_problem's first stage: every enum of `options` is one of its enumerators.
+void check_fft_option_enums(const FFTOptions& options, const char* api);
 
 /// "a c32 element", "an f32 element", "an f16 complex element (a real/imaginary pair)": how
 /// messages name one element of a transform's side.
@@ -150,15 +167,10 @@ inline constexpr std::int64_t fft_max_loop_executions = 16;
 /// even real offset (aligned like a complex element, as cuFFT requires); always true for c2c.
 [[nodiscard]] bool real_loops_aligned(const FftProblem& problem, const FftGeometry& g) noexcept;
 
-/// The index space and strides of an elementwise pass (gather, scatter or scale), with
-/// extent-1 dimensions dropped and nesting dimensions merged.
-struct FftPass {
-    int rank = 0;
-    std::array<std::int64_t, max_rank> extent{};
-    std::array<std::int64_t, max_rank> src_stride{};
-    std::array<std::int64_t, max_rank> dst_stride{};
-    std::int64_t total = 0;
-};
+/// The index space and strides of an elementwise pass (kernels/fft_pass_params.hpp, the pass
+/// kernel's parameter).
+using FftPass = kernels::FftPassParams;
+static_assert(kernels::fft_pass_max_rank == max_rank);
 
 /// A pass over `shape` reading with `src` strides and writing with `dst` strides.
 [[nodiscard]] FftPass make_fft_pass(const FftOperand& shape, const std::array<std::int64_t, max_rank>& src,

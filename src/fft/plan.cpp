@@ -27,13 +27,6 @@ cudaDataType cuda_type(DataType precision, bool complex) {
     }
 }
 
-cufftType cufft_type(const FftProblem& p) {
-    const bool dbl = p.precision == DataType::f64;
-    return p.kind == FFTKind::c2c   ? (dbl ? CUFFT_Z2Z : CUFFT_C2C)
-           : p.kind == FFTKind::r2c ? (dbl ? CUFFT_D2Z : CUFFT_R2C)
-                                    : (dbl ? CUFFT_Z2D : CUFFT_C2R);
-}
-
 // Densely packed operands use cuFFT's basic layout (null embeds), exactly what a plain
 // cufftPlanMany call describes, so cuFFT picks the same kernels.
 bool natural(const FftGeometry& g, const FftSide& side, const FftOperand& op) {
@@ -106,6 +99,13 @@ cufftResult attempt(CufftPlanResult& r, Route route, const FftProblem& p, const 
 
 }  // namespace
 
+cufftType cufft_type(const FftProblem& p) noexcept {
+    const bool dbl = p.precision == DataType::f64;
+    return p.kind == FFTKind::c2c   ? (dbl ? CUFFT_Z2Z : CUFFT_C2C)
+           : p.kind == FFTKind::r2c ? (dbl ? CUFFT_D2Z : CUFFT_R2C)
+                                    : (dbl ? CUFFT_Z2D : CUFFT_C2R);
+}
+
 CufftPlan& CufftPlan::operator=(CufftPlan&& other) noexcept {
     if (this != &other) {
         reset();
@@ -150,6 +150,38 @@ CufftPlanResult make_cufft_plan(const FftProblem& p, const FftGeometry& g, std::
         }
         r.tried += fmt::format("{}{}: {} refused with status {}", r.tried.empty() ? "" : "; ", route_text(ladder[i]),
                                r.failed_api, int(r.status));
+    }
+    return r;
+}
+
+CufftXtPlanResult make_cufft_xt_plan(const FftProblem& p, std::span<const int> devices) {
+    CufftXtPlanResult r;
+    if ((r.status = r.plan.create()) != CUFFT_SUCCESS) return r;
+    std::vector<int> gpus(devices.begin(), devices.end());
+    r.work.assign(gpus.size(), 0);
+    if (gpus.size() > 1) {
+        r.failed_api = "cufftXtSetGPUs";
+        if ((r.status = cufftXtSetGPUs(r.plan.handle(), int(gpus.size()), gpus.data())) != CUFFT_SUCCESS) return r;
+    } else {
+        // The work area comes per stream from gpumath's workspaces.
+        r.failed_api = "cufftSetAutoAllocation";
+        if ((r.status = cufftSetAutoAllocation(r.plan.handle(), 0)) != CUFFT_SUCCESS) return r;
+    }
+    const auto n = [&](int i) { return int(p.n[std::size_t(i)]); };
+    const cufftType type = cufft_type(p);
+    switch (p.naxes) {
+        case 1:
+            r.failed_api = "cufftMakePlan1d";
+            r.status = cufftMakePlan1d(r.plan.handle(), n(0), type, 1, r.work.data());
+            break;
+        case 2:
+            r.failed_api = "cufftMakePlan2d";
+            r.status = cufftMakePlan2d(r.plan.handle(), n(0), n(1), type, r.work.data());
+            break;
+        default:
+            r.failed_api = "cufftMakePlan3d";
+            r.status = cufftMakePlan3d(r.plan.handle(), n(0), n(1), n(2), type, r.work.data());
+            break;
     }
     return r;
 }

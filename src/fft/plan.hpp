@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to src/fft: cuFFT plan handles and their creation from a geometry. A new way of planning
-// (another cuFFT entry point, cuFFT Xt over several GPUs) plugs in at make_cufft_plan.
+// Private to src/fft and src/dist: cuFFT plan handles and their creation, from a geometry
+// (make_cufft_plan, the one-GPU FFT) or for a whole array over a list of GPUs (make_cufft_xt_plan,
+// the multi-GPU FFT). Another way of planning plugs in here, beside them.
 #pragma once
 
 #include <cstddef>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <cufftXt.h>
 
@@ -56,6 +58,25 @@ struct CufftPlanResult {
 /// between retrying another geometry and reporting.
 [[nodiscard]] CufftPlanResult make_cufft_plan(const FftProblem& p, const FftGeometry& g,
                                               std::span<const CufftCallback> callbacks);
+
+/// What make_cufft_xt_plan made: on success a planned handle and cuFFT's work area size on each
+/// device (in the order given), else the status of the call that failed and which (`failed_api`).
+struct CufftXtPlanResult {
+    CufftPlan plan;
+    cufftResult status = CUFFT_SUCCESS;
+    const char* failed_api = "cufftCreate";
+    std::vector<std::size_t> work;
+};
+
+/// Plans the transform of `p` over the whole array (every axis transformed in order, no batch, the
+/// lengths within int: p.naxes is the rank) for `devices`. Several devices: cufftXtSetGPUs, then
+/// cufftMakePlan1d/2d/3d, cuFFT allocating each device's work area. One: an ordinary plan with
+/// auto-allocation off, made on the current device (the caller sets it to devices[0]). Never throws
+/// for a cuFFT status: the caller reports it.
+[[nodiscard]] CufftXtPlanResult make_cufft_xt_plan(const FftProblem& p, std::span<const int> devices);
+
+/// The cufftType of `p`'s transform (C2C, R2C, C2R and their double-precision forms); f32 or f64.
+[[nodiscard]] cufftType cufft_type(const FftProblem& p) noexcept;
 
 /// One line describing a plan's geometry for logs and error messages.
 [[nodiscard]] std::string fft_geometry_text(const FftProblem& p, const FftGeometry& g);

@@ -5,13 +5,11 @@
 
 #include <cstring>
 #include <optional>
-#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "core/hash.hpp"
 #include "detail/log.hpp"
-#include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
 #include <gpumath/fft/fft.hpp>
 
@@ -22,19 +20,12 @@ namespace gpumath {
 namespace detail {
 namespace {
 
-// A trivially comparable key: zero-filled, then set, so memcmp compares it. It holds every input of
-// make_fft_problem (layouts, the function's kind and every option it reads, callbacks by form and
-// content), so a request that was valid once is valid whenever its key comes back.
-struct LayoutKey {
-    std::int64_t shape[max_rank];
-    std::int64_t strides[max_rank];
-    std::int32_t rank;
-    std::int32_t dtype;
-};
-
+// The key of a stateless call. It holds every input of make_fft_problem (layouts, the function's
+// kind and every option it reads, callbacks by form and content), so a request that was valid once
+// is valid whenever its key comes back.
 struct FftCacheKey {
-    LayoutKey in;
-    LayoutKey out;
+    FftLayoutKey in;
+    FftLayoutKey out;
     std::int64_t last_axis_size;
     std::uint64_t prolog_id;
     std::uint64_t epilog_id;
@@ -55,17 +46,6 @@ struct FftCacheKey {
     std::uint8_t epilog_form;
     std::uint8_t reserved[2];
 };
-// No padding: keys are compared with memcmp, and copies need not preserve padding bytes.
-static_assert(std::has_unique_object_representations_v<FftCacheKey>);
-
-void fill(LayoutKey& k, const TensorLayout& l) noexcept {
-    k.rank = l.rank();
-    k.dtype = static_cast<std::int32_t>(l.dtype());
-    for (int i = 0; i < l.rank(); ++i) {
-        k.shape[i] = l.shape(i);
-        k.strides[i] = l.stride(i);
-    }
-}
 
 std::uint64_t callback_id(const FFTCallback& cb) noexcept {
     if (cb.empty()) return 0;
@@ -91,54 +71,19 @@ std::uint8_t callback_form(const FFTCallback& cb) noexcept {
     return std::uint8_t((cb.source.empty() ? 0 : 1) | (cb.code.empty() ? 0 : 2) | (cb.symbol.empty() ? 0 : 4));
 }
 
-struct KeyHash {
-    std::size_t operator()(const FftCacheKey& k) const noexcept {
-        // Hash the fields that vary; words beyond each rank are zero.
-        std::size_t h = std::size_t(k.device) * 0x9e3779b97f4a7c15ULL;
-        auto mix = [&](std::uint64_t v) { hash_combine(h, std::size_t(v)); };
-        for (const LayoutKey* l : {&k.in, &k.out}) {
-            mix(std::uint64_t(l->rank) << 8 | std::uint64_t(l->dtype));
-            for (int i = 0; i < l->rank; ++i) {
-                mix(std::uint64_t(l->shape[i]));
-                mix(std::uint64_t(l->strides[i]));
-            }
-        }
-        mix(std::uint64_t(k.kind) | std::uint64_t(k.normalization) << 8 | std::uint64_t(k.inplace) << 16 |
-            std::uint64_t(k.overwrite_input) << 24 | std::uint64_t(k.callback_mode) << 32 |
-            std::uint64_t(k.naxes) << 40 | std::uint64_t(k.has_out) << 48 | std::uint64_t(k.options_kind) << 56);
-        mix(std::uint64_t(k.prolog_form) | std::uint64_t(k.epilog_form) << 8);
-        for (int i = 0; i < k.naxes; ++i) mix(std::uint64_t(std::uint32_t(k.axes[i])));
-        mix(std::uint64_t(k.last_axis_size));
-        mix(k.prolog_id);
-        mix(k.epilog_id);
-        mix(reinterpret_cast<std::uintptr_t>(k.prolog_info));
-        mix(reinterpret_cast<std::uintptr_t>(k.epilog_info));
-        mix(reinterpret_cast<std::uintptr_t>(k.resource));
-        return h;
-    }
-};
+using PlanCache = FftPlanStore<FftCacheKey, FFT>;
 
-struct KeyEqual {
-    bool operator()(const FftCacheKey& a, const FftCacheKey& b) const noexcept {
-        return std::memcmp(&a, &b, sizeof(FftCacheKey)) == 0;
-    }
-};
-
-using PlanCache = LruCache<FftCacheKey, FFT, KeyHash, KeyEqual>;
-
-// Never destroyed: destroying cuFFT plans during exit, after the CUDA runtime may have shut
-// down, is unsafe. The operating system reclaims everything.
 PlanCache& plan_cache() {
-    static auto* cache = new PlanCache(FFTPlanCache::default_capacity);
+    static auto* cache = new PlanCache(FFTPlanCache::default_capacity);  // never destroyed (see FftPlanStore)
     return *cache;
 }
 
 FftCacheKey make_key(int device, const FftCall& call) noexcept {
     const FFTOptions& o = *call.options;
     FftCacheKey k{};  // every member zero; the key has no padding (above)
-    fill(k.in, call.in->layout());
+    fill_layout_key(k.in, call.in->layout());
     if (call.out != nullptr) {
-        fill(k.out, call.out->layout());
+        fill_layout_key(k.out, call.out->layout());
         k.has_out = 1;
     }
     k.last_axis_size = o.last_axis_size;
@@ -283,11 +228,17 @@ Tensor irfft(const TensorView& in, const FFTOptions& options, core::StreamRef st
     return detail::run(FFTKind::c2r, Direction::inverse, in, options, stream, "gpumath::irfft");
 }
 
-std::size_t FFTPlanCache::capacity() const { return detail::plan_cache().capacity(); }
-void FFTPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
-void FFTPlanCache::clear() { detail::plan_cache().clear(); }
-core::CacheStats FFTPlanCache::stats() const { return detail::plan_cache().stats(); }
-void FFTPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
+namespace detail {
+
+std::size_t FFTPlanCacheControl::capacity() const { return store_->capacity(); }
+void FFTPlanCacheControl::set_capacity(std::size_t plans) { store_->set_capacity(plans); }
+void FFTPlanCacheControl::clear() { store_->clear(); }
+core::CacheStats FFTPlanCacheControl::stats() const { return store_->stats(); }
+void FFTPlanCacheControl::reset_stats() { store_->reset_stats(); }
+
+}  // namespace detail
+
+FFTPlanCache::FFTPlanCache() : FFTPlanCacheControl(detail::plan_cache()) {}
 
 FFTPlanCache& fft_plan_cache() {
     static FFTPlanCache cache;

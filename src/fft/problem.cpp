@@ -103,26 +103,20 @@ TensorLayout user_layout(DataType dtype, bool complex, const FftOperand& logical
 // The stages of make_fft_problem, in the order it runs them (which is the order in which errors
 // are reported).
 
-// Every enum of the options is one of its enumerators.
-void check_option_enums(const FFTOptions& options, const char* api) {
-    check_enum(options.kind, int(FFTKind::c2r) + 1, "an FFTKind", "options.kind", api);
-    check_enum(options.normalization, int(Normalization::none) + 1, "a Normalization", "options.normalization", api);
-    check_enum(options.callback_mode, int(CallbackMode::separate) + 1, "a CallbackMode", "options.callback_mode", api);
-}
-
 // The kind asked for: the function's (`forced`), else the option's, else what the dtypes imply.
-FFTKind requested_kind(DataType dt, const TensorLayout* out, FFTKind option, FFTKind forced, const char* api) {
+FFTKind requested_kind(DataType dt, const TensorLayout* out, FFTKind option, FFTKind forced, const FftRules& rules,
+                       const char* api) {
     if (forced != FFTKind::automatic && option != FFTKind::automatic && option != forced)
         throw_invalid(fmt::format("options.kind: {} given, but this function computes {} transforms; leave kind "
                                   "automatic or use the matching function (fft/ifft c2c, rfft r2c, irfft c2r)",
                                   to_string(option), to_string(forced)),
                       api);
+    if (is_half(dt) && rules.no_half != nullptr)
+        throw_not_supported(fmt::format("input: dtype {}: {}", gpumath::to_string(dt), rules.no_half), api);
     const bool supported =
         dt == DataType::f32 || dt == DataType::f64 || dt == DataType::c32 || dt == DataType::c64 || is_half(dt);
     if (!supported)
-        throw_invalid(fmt::format("input: dtype {} cannot be transformed; FFT inputs are f32, f64, c32, c64, f16 or "
-                                  "bf16",
-                                  gpumath::to_string(dt)),
+        throw_invalid(fmt::format("input: dtype {} cannot be transformed; {}", gpumath::to_string(dt), rules.inputs),
                       api);
     FFTKind kind = forced != FFTKind::automatic ? forced : option;
     if (kind == FFTKind::automatic) {
@@ -136,35 +130,35 @@ FFTKind requested_kind(DataType dt, const TensorLayout* out, FFTKind option, FFT
 
 // Kind and types: the input's dtype suits the kind; the precision and which sides are complex.
 void kind_stage(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
-                FftProblem& p, const char* api) {
+                const FftRules& rules, FftProblem& p, const char* api) {
     const DataType dt = in.dtype();
-    const FFTKind kind = requested_kind(dt, out, options.kind, forced, api);
+    const FFTKind kind = requested_kind(dt, out, options.kind, forced, rules, api);
     const bool real_in = dt == DataType::f32 || dt == DataType::f64;
+    const bool half = rules.no_half == nullptr;
+    const char* complex_inputs = half ? "c32, c64, or f16/bf16 with a trailing dimension of 2" : "c32 or c64";
     switch (kind) {
         case FFTKind::c2c:
             p.kind = FFTKind::c2c;
             if (real_in)
-                throw_invalid(fmt::format("input: dtype {} is real; complex-to-complex transforms need complex input "
-                                          "(c32, c64, or f16/bf16 with a trailing dimension of 2); use rfft for real "
-                                          "input",
-                                          gpumath::to_string(dt)),
+                throw_invalid(fmt::format("input: dtype {} is real; complex-to-complex (c2c) transforms need complex "
+                                          "input ({}); use rfft for real input",
+                                          gpumath::to_string(dt), complex_inputs),
                               api);
             break;
         case FFTKind::r2c:
             p.kind = FFTKind::r2c;
             if (is_complex(dt))
-                throw_invalid(
-                    fmt::format("input: dtype {} is complex; real-to-complex transforms (rfft) need real input "
-                                "(f32, f64, f16, bf16); use fft for complex input",
-                                gpumath::to_string(dt)),
-                    api);
+                throw_invalid(fmt::format("input: dtype {} is complex; real-to-complex transforms (rfft) need real "
+                                          "input ({}); use fft for complex input",
+                                          gpumath::to_string(dt), half ? "f32, f64, f16, bf16" : "f32 or f64"),
+                              api);
             break;
         case FFTKind::c2r:
             p.kind = FFTKind::c2r;
             if (real_in)
-                throw_invalid(fmt::format("input: dtype {} is real; complex-to-real transforms (irfft) need complex "
-                                          "input (c32, c64, or f16/bf16 with a trailing dimension of 2)",
-                                          gpumath::to_string(dt)),
+                throw_invalid(fmt::format("input: dtype {} is real; complex-to-real (c2r) transforms (irfft) need "
+                                          "complex input ({})",
+                                          gpumath::to_string(dt), complex_inputs),
                               api);
             break;
         case FFTKind::automatic:
@@ -511,11 +505,17 @@ void check_callbacks(const FFTOptions& options, const char* api) {
 
 }  // namespace
 
+void check_fft_option_enums(const FFTOptions& options, const char* api) {
+    check_enum(options.kind, int(FFTKind::c2r) + 1, "an FFTKind", "options.kind", api);
+    check_enum(options.normalization, int(Normalization::none) + 1, "a Normalization", "options.normalization", api);
+    check_enum(options.callback_mode, int(CallbackMode::separate) + 1, "a CallbackMode", "options.callback_mode", api);
+}
+
 FftProblem make_fft_problem(const TensorLayout& in, const TensorLayout* out, const FFTOptions& options, FFTKind forced,
-                            const char* api) {
-    check_option_enums(options, api);
+                            const char* api, const FftRules& rules) {
+    check_fft_option_enums(options, api);
     FftProblem p;
-    kind_stage(in, out, options, forced, p, api);
+    kind_stage(in, out, options, forced, rules, p, api);
     input_stage(in, p, api);
     axes_stage(options.axes, p, api);
     check_kind_options(options, p.kind, api);

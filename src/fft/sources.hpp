@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private: CUDA C++ that gpumath generates for FFTs (callback entries for cuFFT, elementwise
-// gather/scatter/scale passes) and the header that stands in for cufftXt.h under NVRTC.
+// Private to src/fft: the programs gpumath compiles for FFTs. Their device code is fixed, in
+// kernels/ (embedded at build time): the entry cuFFT calls for a fused callback
+// (fft_callback_entry.cu), the elementwise pass (fft_pass.cu) and the stand-in for cufftXt.h
+// (cufft_types.cuh). What varies per request travels in the program's options: macros, and the
+// user's callback as an in-memory header.
 #pragma once
 
-#include <map>
 #include <string>
+#include <string_view>
 
+#include <gpumath/core/program.hpp>
 #include <gpumath/fft/callback.hpp>
 #include <gpumath/fft/options.hpp>
 #include <gpumath/types.hpp>
@@ -19,10 +23,6 @@ namespace gpumath::detail {
 /// InvalidArgument otherwise (naming `api`).
 [[nodiscard]] const char* fft_callback_value_type(DataType element, const char* api);
 
-/// In-memory headers for callback sources: "cufftXt.h" and "cufft.h" declare the cuFFT types
-/// and callback typedefs without cuFFT's host API (which NVRTC cannot compile).
-[[nodiscard]] const std::map<std::string, std::string>& fft_callback_headers();
-
 /// True when prolog and epilog are given as one (non-empty) source.
 [[nodiscard]] bool fft_callbacks_share_source(const FFTOptions& options) noexcept;
 
@@ -31,18 +31,25 @@ namespace gpumath::detail {
 /// apart from the other, so such callbacks run in separate passes only.
 [[nodiscard]] bool fft_callbacks_share_name(const FFTOptions& options) noexcept;
 
-/// The source cuFFT gets for a fused callback: the user's source, then an entry named
-/// `fft_callback_entry_name(kind)` with C++ linkage that calls `callback.symbol` (and, for
-/// stores, multiplies the element by `scale` first when it is not 1). `rename` (may be empty) is
-/// the other callback's symbol when prolog and epilog share one source: the last component of
-/// its (possibly qualified) name is renamed away in this compile, so the two LTO-IR modules do
-/// not both define it. InvalidArgument when `rename` ends in the same name as `callback.symbol`
-/// (see fft_callbacks_share_name).
-[[nodiscard]] std::string fft_fused_callback_source(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
+/// A program of the FFT module: one of the fixed sources and the options that make it one variant
+/// (name, macros, in-memory headers; `arch` left empty). The compile cache keys on all of it.
+struct FftProgram {
+    std::string_view source;
+    core::ProgramOptions options;
+};
+
+/// The program cuFFT gets for a fused callback: an entry named `fft_callback_entry_name(kind)`
+/// with C++ linkage that calls `callback.symbol` from the user's source (and, for stores,
+/// multiplies the element by `scale` first when it is not 1). `rename` (may be empty) is the other
+/// callback's symbol when prolog and epilog share one source: the last component of its (possibly
+/// qualified) name is renamed away in this compile, so the two LTO-IR modules do not both define
+/// it. InvalidArgument when `rename` ends in the same name as `callback.symbol` (see
+/// fft_callbacks_share_name).
+[[nodiscard]] FftProgram fft_fused_callback_program(const FFTCallback& callback, FFTCallbackKind kind, DataType element,
                                                     double scale, const std::string& rename);
 
-/// The source of a generated store callback that only scales (normalization fused into cuFFT).
-[[nodiscard]] std::string fft_scale_callback_source(DataType element, double scale);
+/// The program of a generated store callback that only scales (normalization fused into cuFFT).
+[[nodiscard]] FftProgram fft_scale_callback_program(DataType element, double scale);
 
 /// What an elementwise pass does to each element.
 struct FftPassSpec {
@@ -58,10 +65,15 @@ struct FftPassSpec {
     bool c_linkage = false;
 };
 
-/// The kernel `gpumath_fft_pass(const void* src, void* dst, FftPass pass, S scale, void* info)`:
-/// for every element of the pass, value = load(src, src offset) (or the callback), times scale,
-/// then store(dst, dst offset) (or the callback). S is double for f64/c64, float otherwise.
-[[nodiscard]] std::string fft_pass_source(const FftPassSpec& spec);
+/// The program of the kernel `gpumath_fft_pass(const void* src, void* dst, FftPass pass, S scale,
+/// void* info)`: for every element of the pass, value = load(src, src offset) (or the callback),
+/// times scale, then store(dst, dst offset) (or the callback). S is double for f64/c64, float
+/// otherwise.
+[[nodiscard]] FftProgram fft_pass_program(const FftPassSpec& spec);
+
+/// The in-memory header a declare_only pass includes in place of the callback's source: the
+/// declaration of `spec.callback->symbol` in its namespaces, with C linkage when asked.
+[[nodiscard]] std::string fft_callback_declaration(const FftPassSpec& spec);
 
 /// Name of the pass kernel (extern "C").
 inline constexpr const char* fft_pass_kernel_name = "gpumath_fft_pass";

@@ -4,10 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <optional>
-#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,8 +12,6 @@
 #include <fmt/format.h>
 
 #include <gpumath/core/event.hpp>
-#include <gpumath/core/linker.hpp>
-#include "fft/sources.hpp"
 #include "detail/status.hpp"
 #include <gpumath/error.hpp>
 
@@ -51,87 +46,13 @@ std::size_t temp_bytes(std::int64_t elements, std::size_t element_bytes, const c
     return bytes;
 }
 
-// The pass kernels of user callbacks, like the built-in ones, stay loaded for the life of the
-// process: one per device, generated source (which holds the callback's source, its kind and the
-// element type) and, for LTO-IR callbacks, the LTO-IR's bytes. Work an FFT enqueued (eagerly or in a
-// graph) may still run after the FFT is gone, and unloading its kernels safely would take a device
-// synchronization, which blocks the caller and invalidates other threads' captures. Each distinct
-// callback adds one small module for the life of the process.
-struct CallbackKernelKey {
-    int device = 0;
-    std::string source;
-    std::string lto_ir;  // empty for source callbacks
-    bool operator<(const CallbackKernelKey& o) const {
-        if (device != o.device) return device < o.device;
-        if (const int c = source.compare(o.source); c != 0) return c < 0;
-        return lto_ir < o.lto_ir;
-    }
-};
-
-struct CallbackKernels {
-    std::mutex mutex;
-    std::map<CallbackKernelKey, core::Kernel> kernels;
-};
-
-CallbackKernels& callback_kernels() {
-    static auto* cache = new CallbackKernels();  // never destroyed: see above
-    return *cache;
-}
-
-template <class Make>
-core::Kernel cached_callback_kernel(CallbackKernelKey key, Make&& make) {
-    CallbackKernels& c = callback_kernels();
-    {
-        std::lock_guard lock(c.mutex);
-        if (auto it = c.kernels.find(key); it != c.kernels.end()) return it->second;
-    }
-    // Compiled outside the lock; of two threads that miss at once, the first one stored wins.
-    core::Kernel kernel = make();
-    std::lock_guard lock(c.mutex);
-    return c.kernels.emplace(std::move(key), std::move(kernel)).first->second;
-}
-
 }  // namespace
 
 core::Kernel FFTImpl::pass_kernel(bool input, const FFTCallback* callback) {
     const DataType element = input ? in_element() : out_element();
     const bool complex = input ? p.in_complex : p.out_complex;
-    if (callback == nullptr) return builtin_pass_kernel(element, half() && complex, device, arch);
-    const FFTCallbackKind kind = input ? FFTCallbackKind::load : FFTCallbackKind::store;
-    FftPassSpec spec;
-    spec.element = element;
-    spec.callback = callback;
-    spec.kind = kind;
-    if (!callback->source.empty()) {
-        std::string source = fft_pass_source(spec);
-        return cached_callback_kernel({device, source, {}}, [&] {
-            const core::ObjectCode code =
-                compile_with_context(source, core::CodeType::cubin, arch, input ? "fft_prolog_pass" : "fft_epilog_pass",
-                                     callback, kind, element);
-            return core::Module(code).kernel(fft_pass_kernel_name, device);
-        });
-    }
-    // LTO-IR from the user: compile the pass against a declaration and link. The linkage of the
-    // user's symbol is not known: try C++ first, then C.
-    spec.declare_only = true;
-    const std::string declaration = fft_pass_source(spec);
-    const std::span<const std::byte> ir = callback->code.bytes();
-    std::string lto_ir(reinterpret_cast<const char*>(ir.data()), ir.size());
-    return cached_callback_kernel({device, declaration, std::move(lto_ir)}, [&] {
-        for (bool c_linkage : {false, true}) {
-            spec.c_linkage = c_linkage;
-            const core::ObjectCode pass = compile_with_context(fft_pass_source(spec), core::CodeType::ltoir, arch,
-                                                               "fft_callback_pass", nullptr, kind, element);
-            try {
-                core::Linker linker(core::LinkerOptions{.name = "fft_callback_pass", .arch = arch});
-                linker.add(pass).add(callback->code);
-                return core::Module(linker.link(core::CodeType::cubin)).kernel(fft_pass_kernel_name, device);
-            } catch (const LinkError&) {
-                if (c_linkage) throw;
-            }
-        }
-        throw_invalid("unreachable", api);
-    });
+    if (callback == nullptr) return builtin_pass_kernel(element, half() && complex, device);
+    return callback_pass_kernel(element, *callback, input ? FFTCallbackKind::load : FFTCallbackKind::store, device);
 }
 
 std::unique_ptr<FftVariant> FFTImpl::build(bool in_temp, bool out_temp, bool fused, Direction direction) {

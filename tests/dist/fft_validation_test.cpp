@@ -23,6 +23,7 @@
 
 #include "dist/fft_problem.hpp"
 #include "dist/fft_scale.hpp"
+#include "fft/geometry.hpp"
 
 namespace gpumath {
 namespace {
@@ -234,6 +235,40 @@ TEST(DistFftValidation, LastAxisSize) {
             (void)host_problem(TensorLayout(DataType::c32, {4, 1}), {.devices = {0}, .kind = FFTKind::c2r});
         },
         {"2 * (m - 1) = 0"});
+}
+
+TEST(DistFftValidation, TheOneGpuValidationDecidesKindLengthsAndOutput) {
+    // dist::FFT validates through the fft module: its problem is the one-GPU problem of every axis.
+    struct Case {
+        TensorLayout in;
+        FFTKind kind;
+        std::int64_t last_axis_size;
+    };
+    for (const Case& c : {Case{TensorLayout(DataType::c32, {8, 6}), FFTKind::automatic, 0},
+                          Case{TensorLayout(DataType::f64, {4, 6, 10}), FFTKind::automatic, 0},
+                          Case{TensorLayout(DataType::c64, {3, 5}), FFTKind::c2r, 9},
+                          Case{TensorLayout(DataType::c32, {7}), FFTKind::c2r, 0}}) {
+        const FftProblem p = host_problem(c.in, {.devices = {0}, .kind = c.kind, .last_axis_size = c.last_axis_size});
+        std::vector<int> axes(std::size_t(c.in.rank()));
+        for (int i = 0; i < c.in.rank(); ++i) axes[std::size_t(i)] = i;
+        const detail::FftProblem one = detail::make_fft_problem(
+            c.in, nullptr,
+            {.axes = FFTAxes(std::span<const int>(axes)), .kind = c.kind, .last_axis_size = c.last_axis_size},
+            FFTKind::automatic, "test");
+        EXPECT_EQ(p.kind, one.kind);
+        EXPECT_EQ(p.precision, one.precision);
+        EXPECT_EQ(p.naxes, c.in.rank());
+        EXPECT_EQ(p.n, one.n);
+        EXPECT_EQ(p.n_total, one.n_total);
+        EXPECT_EQ(p.out_layout, one.out_layout);
+    }
+    // The one-GPU messages, with cuFFT Xt's types.
+    expect_throw<InvalidArgument>(
+        [] { (void)host_problem(TensorLayout(DataType::f32, {64}), {.devices = {0}, .kind = FFTKind::c2c}); },
+        {"complex-to-complex (c2c)", "(c32 or c64)"});
+    expect_throw<InvalidArgument>(
+        [] { (void)host_problem(TensorLayout(DataType::c32, {64}), {.devices = {0}, .kind = FFTKind::r2c}); },
+        {"real input (f32 or f64)"});
 }
 
 // ---------------------------------------------------------------------------------------------

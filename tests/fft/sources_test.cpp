@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA C++ gpumath generates for FFTs compiles with NVRTC (no GPU needed), and the callback
-// entry handed to cuFFT has C++ linkage whatever the user wrote.
+// The programs gpumath compiles for FFTs (kernels/*.cu with each variant's macros and headers)
+// compile with NVRTC and link with nvJitLink (no GPU needed), and the callback entry handed to cuFFT
+// has C++ linkage whatever the user wrote.
 #include "fft/sources.hpp"
 
 #include <string>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include <gpumath/core/linker.hpp>
 #include <gpumath/core/program.hpp>
@@ -18,11 +22,16 @@
 namespace gpumath::detail {
 namespace {
 
-core::ObjectCode compile(const std::string& source, core::CodeType target, bool relocatable = false) {
-    core::ProgramOptions o{.name = "fft_sources_test", .arch = GPUMATH_TEST_ARCH, .std = "c++17"};
-    o.headers = fft_callback_headers();
+core::ObjectCode compile(const FftProgram& program, core::CodeType target, bool relocatable = false) {
+    core::ProgramOptions o = program.options;
+    o.arch = GPUMATH_TEST_ARCH;
     o.relocatable = relocatable;
-    return core::Program(source, o).compile(target);
+    return core::Program(std::string(program.source), o).compile(target);
+}
+
+// The user's text and the lines gpumath puts in front of it (the header the programs include).
+const std::string& callback_header(const FftProgram& program) {
+    return program.options.headers.at("gpumath_fft_callback.cuh");
 }
 
 TEST(FftSources, BuiltinPassesCompile) {
@@ -34,10 +43,11 @@ TEST(FftSources, BuiltinPassesCompile) {
                                   {DataType::f16, true},
                                   {DataType::bf16, false},
                                   {DataType::bf16, true}}) {
-        FftPassSpec spec{.element = element, .pairs = pairs};
-        const std::string src = fft_pass_source(spec);
-        const core::ObjectCode code = compile(src, core::CodeType::ptx);
-        EXPECT_NE(code.text().find(".entry gpumath_fft_pass"), std::string_view::npos) << src;
+        const FftProgram program = fft_pass_program({.element = element, .pairs = pairs});
+        EXPECT_NE(program.source.find("src/fft/kernels/fft_pass.cu"), std::string_view::npos);
+        const core::ObjectCode code = compile(program, core::CodeType::ptx);
+        EXPECT_NE(code.text().find(".entry gpumath_fft_pass"), std::string_view::npos)
+            << to_string(element) << (pairs ? " pairs" : "");
     }
 }
 
@@ -58,7 +68,8 @@ TEST(FftSources, FusedEntryHasCxxLinkage) {
     // Whether the user's function is extern "C" or not, the entry cuFFT looks up is the mangled
     // C++ name of `gpumath_fft_load_entry(void*, unsigned long long, void*, void*)`.
     const FFTCallback load{.source = window_c, .symbol = "window"};
-    const std::string src = fft_fused_callback_source(load, FFTCallbackKind::load, DataType::c32, 1.0, "scale_store");
+    const FftProgram src = fft_fused_callback_program(load, FFTCallbackKind::load, DataType::c32, 1.0, "scale_store");
+    EXPECT_NE(src.source.find("src/fft/kernels/fft_callback_entry.cu"), std::string_view::npos);
     const core::ObjectCode ptx = compile(src, core::CodeType::ptx, true);
     EXPECT_NE(ptx.text().find("_Z22gpumath_fft_load_entryPvyS_S_"), std::string_view::npos) << ptx.text();
     // The other callback's symbol was renamed away in this module.
@@ -67,10 +78,15 @@ TEST(FftSources, FusedEntryHasCxxLinkage) {
     EXPECT_EQ(compile(src, core::CodeType::ltoir).type(), core::CodeType::ltoir);
 
     const FFTCallback store{.source = window_c, .symbol = "scale_store"};
-    const std::string s2 = fft_fused_callback_source(store, FFTCallbackKind::store, DataType::c32, 0.25, "window");
-    EXPECT_NE(s2.find("0x1p-2f"), std::string::npos) << s2;
+    const FftProgram s2 = fft_fused_callback_program(store, FFTCallbackKind::store, DataType::c32, 0.25, "window");
+    EXPECT_EQ(s2.options.defines.at("GM_FFT_SCALE"), "0x1p-2f");
     const core::ObjectCode ptx2 = compile(s2, core::CodeType::ptx, true);
     EXPECT_NE(ptx2.text().find("_Z23gpumath_fft_store_entryPvy6float2S_S_"), std::string_view::npos) << ptx2.text();
+    // The scale, 0.25f, multiplies the element before the user's store.
+    EXPECT_NE(ptx2.text().find("0f3E800000"), std::string_view::npos) << ptx2.text();
+    EXPECT_EQ(fft_fused_callback_program(store, FFTCallbackKind::store, DataType::c32, 1.0, "window")
+                  .options.defines.count("GM_FFT_SCALE"),
+              0u);
 }
 
 // Prolog and epilog from one source with namespace-qualified names: each fused module renames
@@ -97,10 +113,10 @@ TEST(FftSources, SharedSourceRenamesQualifiedSymbols) {
     const FFTOptions options{.prolog = load, .epilog = store};
     EXPECT_TRUE(fft_callbacks_share_source(options));
     EXPECT_FALSE(fft_callbacks_share_name(options));
-    const std::string s1 = fft_fused_callback_source(load, FFTCallbackKind::load, DataType::c32, 1.0, store.symbol);
-    const std::string s2 = fft_fused_callback_source(store, FFTCallbackKind::store, DataType::c32, 0.5, load.symbol);
-    EXPECT_NE(s1.find("#define gain gpumath_fft_renamed_gain\n"), std::string::npos) << s1;
-    EXPECT_NE(s2.find("#define win gpumath_fft_renamed_win\n"), std::string::npos) << s2;
+    const FftProgram s1 = fft_fused_callback_program(load, FFTCallbackKind::load, DataType::c32, 1.0, store.symbol);
+    const FftProgram s2 = fft_fused_callback_program(store, FFTCallbackKind::store, DataType::c32, 0.5, load.symbol);
+    EXPECT_TRUE(callback_header(s1).starts_with("#define gain gpumath_fft_renamed_gain\n")) << callback_header(s1);
+    EXPECT_TRUE(callback_header(s2).starts_with("#define win gpumath_fft_renamed_win\n")) << callback_header(s2);
     const std::string p1(compile(s1, core::CodeType::ptx, true).text());
     const std::string p2(compile(s2, core::CodeType::ptx, true).text());
     // cb::win and cb::gain, mangled, each defined by exactly one of the modules.
@@ -129,7 +145,7 @@ namespace a { using ::f; }
         const FFTCallback store{.source = overloads, .symbol = other};
         EXPECT_TRUE(fft_callbacks_share_name({.prolog = load, .epilog = store})) << other;
         test::expect_throw_with<InvalidArgument>(
-            [&] { (void)fft_fused_callback_source(load, FFTCallbackKind::load, DataType::c32, 1.0, store.symbol); },
+            [&] { (void)fft_fused_callback_program(load, FFTCallbackKind::load, DataType::c32, 1.0, store.symbol); },
             {"\"f\" and", "end in the same name", "CallbackMode::separate"});
     }
     // Different sources, or different last names, are fine.
@@ -139,8 +155,8 @@ namespace a { using ::f; }
     const FFTCallback store{.source = overloads, .symbol = "f"};
     FftPassSpec gather{.element = DataType::c32, .callback = &load, .kind = FFTCallbackKind::load};
     FftPassSpec scatter{.element = DataType::c32, .callback = &store, .kind = FFTCallbackKind::store};
-    EXPECT_GT(compile(fft_pass_source(gather), core::CodeType::cubin).bytes().size(), 0u);
-    EXPECT_GT(compile(fft_pass_source(scatter), core::CodeType::cubin).bytes().size(), 0u);
+    EXPECT_GT(compile(fft_pass_program(gather), core::CodeType::cubin).bytes().size(), 0u);
+    EXPECT_GT(compile(fft_pass_program(scatter), core::CodeType::cubin).bytes().size(), 0u);
 }
 
 // A source can be valid for a separate pass and still break the entry gpumath wraps around it for
@@ -157,15 +173,15 @@ __device__ cufftComplex twice(void* d, unsigned long long o, void*, void*) {
 })",
                            .symbol = "twice"};
     FftPassSpec gather{.element = DataType::c32, .callback = &load, .kind = FFTCallbackKind::load};
-    EXPECT_GT(compile(fft_pass_source(gather), core::CodeType::cubin).bytes().size(), 0u);
-    EXPECT_THROW((void)compile(fft_fused_callback_source(load, FFTCallbackKind::load, DataType::c32, 1.0, {}),
+    EXPECT_GT(compile(fft_pass_program(gather), core::CodeType::cubin).bytes().size(), 0u);
+    EXPECT_THROW((void)compile(fft_fused_callback_program(load, FFTCallbackKind::load, DataType::c32, 1.0, {}),
                                core::CodeType::ltoir),
                  CompileError);
 }
 
 TEST(FftSources, ScaleStoreCompiles) {
     for (DataType t : {DataType::c32, DataType::c64, DataType::f32, DataType::f64}) {
-        const core::ObjectCode code = compile(fft_scale_callback_source(t, 1.0 / 3.0), core::CodeType::ltoir);
+        const core::ObjectCode code = compile(fft_scale_callback_program(t, 1.0 / 3.0), core::CodeType::ltoir);
         EXPECT_GT(code.bytes().size(), 0u);
     }
     EXPECT_EQ(fft_literal(0.5, true), "0x1p-1f");
@@ -175,25 +191,79 @@ TEST(FftSources, ScaleStoreCompiles) {
 TEST(FftSources, PassesWithUserCallbacksCompile) {
     const FFTCallback load{.source = window_c, .symbol = "window"};
     FftPassSpec gather{.element = DataType::c32, .callback = &load, .kind = FFTCallbackKind::load};
-    EXPECT_NE(compile(fft_pass_source(gather), core::CodeType::ptx).text().find(".entry gpumath_fft_pass"),
+    EXPECT_NE(compile(fft_pass_program(gather), core::CodeType::ptx).text().find(".entry gpumath_fft_pass"),
               std::string_view::npos);
     const FFTCallback store{.source = window_c, .symbol = "scale_store"};
     FftPassSpec scatter{.element = DataType::c32, .callback = &store, .kind = FFTCallbackKind::store};
-    EXPECT_GT(compile(fft_pass_source(scatter), core::CodeType::cubin).bytes().size(), 0u);
+    EXPECT_GT(compile(fft_pass_program(scatter), core::CodeType::cubin).bytes().size(), 0u);
     // Declared only (LTO-IR given by the user), qualified and C-linkage forms.
     const FFTCallback qualified{.source = {}, .symbol = "filters::window"};
     FftPassSpec decl{
         .element = DataType::f64, .callback = &qualified, .kind = FFTCallbackKind::load, .declare_only = true};
-    const std::string d = fft_pass_source(decl);
+    const std::string d = fft_callback_declaration(decl);
     EXPECT_NE(d.find("namespace filters { __device__ cufftDoubleReal window("), std::string::npos) << d;
-    EXPECT_EQ(compile(d, core::CodeType::ltoir).type(), core::CodeType::ltoir);
+    EXPECT_EQ(callback_header(fft_pass_program(decl)), d);
+    EXPECT_EQ(compile(fft_pass_program(decl), core::CodeType::ltoir).type(), core::CodeType::ltoir);
     const FFTCallback plain{.source = {}, .symbol = "w"};
     FftPassSpec c_decl{.element = DataType::c64,
                        .callback = &plain,
                        .kind = FFTCallbackKind::store,
                        .declare_only = true,
                        .c_linkage = true};
-    EXPECT_NE(fft_pass_source(c_decl).find("extern \"C\" __device__ void w("), std::string::npos);
+    EXPECT_NE(fft_callback_declaration(c_decl).find("extern \"C\" __device__ void w("), std::string::npos);
+}
+
+// A load callback `ld` and a store callback `st` that copy elements of `type`, with C linkage when
+// asked.
+std::string copy_callbacks(const char* type, bool c_linkage) {
+    const char* linkage = c_linkage ? "extern \"C\" " : "";
+    return fmt::format(
+        "#include <cufftXt.h>\n"
+        "{0}__device__ {1} ld(void* d, unsigned long long o, void*, void*) {{ return static_cast<{1}*>(d)[o]; }}\n"
+        "{0}__device__ void st(void* d, unsigned long long o, {1} e, void*, void*) {{ static_cast<{1}*>(d)[o] = e; "
+        "}}\n",
+        linkage, type);
+}
+
+core::ObjectCode link(const core::ObjectCode& pass, const core::ObjectCode& callback) {
+    core::Linker linker(core::LinkerOptions{.name = "fft_sources_test", .arch = GPUMATH_TEST_ARCH});
+    linker.add(pass).add(callback);
+    return linker.link(core::CodeType::cubin);
+}
+
+// Every program the FFT module compiles for callbacks, for every element type that has them: the
+// fused entries (with and without a scale), the scale-only store, and the passes, from the source
+// or declared and linked with the callback's LTO-IR in either linkage (what callback_pass_kernel
+// loads on each device).
+TEST(FftSources, EveryCallbackVariantCompiles) {
+    for (DataType t : {DataType::c32, DataType::c64, DataType::f32, DataType::f64}) {
+        SCOPED_TRACE(to_string(t));
+        const char* type = fft_callback_value_type(t, "test");
+        for (FFTCallbackKind kind : {FFTCallbackKind::load, FFTCallbackKind::store}) {
+            const FFTCallback cb{.source = copy_callbacks(type, false),
+                                 .symbol = kind == FFTCallbackKind::load ? "ld" : "st"};
+            for (double scale : {1.0, 0.5})
+                EXPECT_EQ(compile(fft_fused_callback_program(cb, kind, t, scale, {}), core::CodeType::ltoir).type(),
+                          core::CodeType::ltoir);
+            FftPassSpec spec{.element = t, .callback = &cb, .kind = kind};
+            EXPECT_NE(compile(fft_pass_program(spec), core::CodeType::ptx).text().find(".entry gpumath_fft_pass"),
+                      std::string_view::npos);
+            spec.declare_only = true;
+            for (bool c_linkage : {false, true}) {
+                core::ProgramOptions o{.name = "user_callback", .arch = GPUMATH_TEST_ARCH};
+                o.headers = fft_pass_program(spec).options.headers;  // cufftXt.h
+                const core::ObjectCode ir =
+                    core::Program(copy_callbacks(type, c_linkage), o).compile(core::CodeType::ltoir);
+                spec.c_linkage = c_linkage;
+                EXPECT_EQ(link(compile(fft_pass_program(spec), core::CodeType::ltoir), ir).type(),
+                          core::CodeType::cubin);
+                // Declared in the other linkage, the symbol stays undefined: the loader then tries the other.
+                spec.c_linkage = !c_linkage;
+                EXPECT_THROW((void)link(compile(fft_pass_program(spec), core::CodeType::ltoir), ir), LinkError);
+            }
+        }
+        EXPECT_EQ(compile(fft_scale_callback_program(t, 0.5), core::CodeType::ltoir).type(), core::CodeType::ltoir);
+    }
 }
 
 TEST(FftSources, UserSourceMayIncludeCufftHeaders) {

@@ -14,6 +14,7 @@
 #include <gpumath/core/cache.hpp>
 #include <gpumath/core/stream.hpp>
 #include <gpumath/fft/options.hpp>
+#include <gpumath/fft/plan_cache.hpp>
 #include <gpumath/layout.hpp>
 
 namespace gpumath::dist {
@@ -233,22 +234,13 @@ void irfft(const TensorView& in, const TensorView& out, const FFTOptions& option
 /// The process-wide, thread-safe LRU cache of multi-GPU FFT plans behind dist::fft/ifft/rfft/irfft,
 /// reached through `fft_plan_cache()`. Keys are the devices (in order), the input layout, the kind,
 /// the normalization and the c2r output length. Counters as core::CacheStats (the disk counters stay
-/// zero). A cached plan holds cuFFT work areas on each of its devices.
-class FFTPlanCache final : public core::CacheControl {
+/// zero). A cached plan holds cuFFT work areas on each of its devices. The controls (`capacity`,
+/// `set_capacity`, `clear`, `stats`, `reset_stats`) are those of every FFT plan cache
+/// (gpumath::detail::FFTPlanCacheControl); 0 plans disables caching.
+class FFTPlanCache final : public gpumath::detail::FFTPlanCacheControl {
 public:
     /// Capacity when the process starts, in plans.
     static constexpr std::size_t default_capacity = 8;
-
-    /// Most plans kept (default 8). 0 disables caching: every call plans anew.
-    [[nodiscard]] std::size_t capacity() const override;
-    /// Changes the capacity, dropping the least recently used plans as needed.
-    void set_capacity(std::size_t plans) override;
-    /// Drops every plan (plans still executing elsewhere finish first).
-    void clear() override;
-    /// Hit, miss, eviction and wait counters, size and capacity.
-    [[nodiscard]] core::CacheStats stats() const override;
-    /// Zeroes the counters.
-    void reset_stats() override;
 
     FFTPlanCache(const FFTPlanCache&) = delete;
     FFTPlanCache& operator=(const FFTPlanCache&) = delete;
@@ -257,7 +249,7 @@ public:
 
 private:
     friend FFTPlanCache& fft_plan_cache();
-    FFTPlanCache() = default;
+    FFTPlanCache();
     ~FFTPlanCache() = default;
 };
 
