@@ -65,7 +65,8 @@ std::size_t bytes_of(DataType t, std::int64_t count, std::int64_t n) { return st
 void large_factorizations(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
     const cudaStream_t s = stream.handle();
     for (const DataType t : {DataType::f64, DataType::f32})
-        for (const std::int64_t n : report.quick() ? std::vector<std::int64_t>{2048} : std::vector<std::int64_t>{4096, 16384}) {
+        for (const std::int64_t n :
+             report.quick() ? std::vector<std::int64_t>{2048} : std::vector<std::int64_t>{4096, 16384}) {
             const std::string group = std::string("potrf ") + std::string(to_string(t)) + " n=" + std::to_string(n);
             if (!report.selected(group)) continue;
             const Tensor a = matrices(t, 1, n, true, stream);
@@ -73,21 +74,24 @@ void large_factorizations(bench::Reporter& report, const core::Stream& stream, R
             const Tensor info = Tensor::empty(DataType::i32, {1}, stream);
             const cudaDataType ct = t == DataType::f64 ? CUDA_R_64F : CUDA_R_32F;
             std::size_t dev = 0, host = 0;
-            solver_check(cusolverDnXpotrf_bufferSize(raw.h, raw.p, CUBLAS_FILL_MODE_LOWER, n, ct, w.data(), n, ct, &dev, &host),
-                         "bufferSize");
+            solver_check(
+                cusolverDnXpotrf_bufferSize(raw.h, raw.p, CUBLAS_FILL_MODE_LOWER, n, ct, w.data(), n, ct, &dev, &host),
+                "bufferSize");
             raw.reserve(dev, host, stream);
             const TensorLayout l({t, {n, n}, {1, n}});
             linalg::Cholesky plan(l);
             plan.plan();
             const TensorView wv(w.data(), l);
             const auto fresh = [&] {
-                bench::cuda_check(cudaMemcpyAsync(w.data(), a.data(), w.size_bytes(), cudaMemcpyDeviceToDevice, s), "copy");
+                bench::cuda_check(cudaMemcpyAsync(w.data(), a.data(), w.size_bytes(), cudaMemcpyDeviceToDevice, s),
+                                  "copy");
             };
             const auto raw_call = [&](int) {
                 fresh();
-                solver_check(cusolverDnXpotrf(raw.h, raw.p, CUBLAS_FILL_MODE_LOWER, n, ct, w.data(), n, ct, raw.work.data(),
-                                              dev, raw.host.data(), host, static_cast<int*>(info.data())),
-                             "cusolverDnXpotrf");
+                solver_check(
+                    cusolverDnXpotrf(raw.h, raw.p, CUBLAS_FILL_MODE_LOWER, n, ct, w.data(), n, ct, raw.work.data(), dev,
+                                     raw.host.data(), host, static_cast<int*>(info.data())),
+                    "cusolverDnXpotrf");
             };
             const auto ours = [&](int) {
                 fresh();
@@ -123,9 +127,9 @@ void large_factorizations(bench::Reporter& report, const core::Stream& stream, R
         };
         const auto raw_call = [&](int) {
             fresh();
-            solver_check(cusolverDnXsyevd(raw.h, raw.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, ct, w.data(), n,
-                                          ct, values.data(), ct, raw.work.data(), dev, raw.host.data(), host,
-                                          static_cast<int*>(info.data())),
+            solver_check(cusolverDnXsyevd(raw.h, raw.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, ct,
+                                          w.data(), n, ct, values.data(), ct, raw.work.data(), dev, raw.host.data(),
+                                          host, static_cast<int*>(info.data())),
                          "cusolverDnXsyevd");
         };
         const auto ours = [&](int) {
@@ -147,8 +151,8 @@ void host_cost(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
     const Tensor a = matrices(DataType::f32, 1, n, true, stream);
     const Tensor info = Tensor::empty(DataType::i32, {1}, stream);
     std::size_t dev = 0, host = 0;
-    solver_check(cusolverDnXpotrf_bufferSize(raw.h, raw.p, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_32F, a.data(), n, CUDA_R_32F,
-                                             &dev, &host),
+    solver_check(cusolverDnXpotrf_bufferSize(raw.h, raw.p, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_32F, a.data(), n,
+                                             CUDA_R_32F, &dev, &host),
                  "bufferSize");
     raw.reserve(dev, host, stream);
     const TensorLayout l({DataType::f32, {n, n}, {1, n}});
@@ -157,13 +161,13 @@ void host_cost(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
     const TensorView av(a.data(), l);
     // In place on the same matrix again and again: the values do not matter for host time.
     const std::vector<double> us = bench::interleaved_host_us(
-        s,
-        {[&](int) {
-             solver_check(cusolverDnXpotrf(raw.h, raw.p, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_32F, a.data(), n, CUDA_R_32F,
-                                           raw.work.data(), dev, raw.host.data(), host, static_cast<int*>(info.data())),
-                          "cusolverDnXpotrf");
-         },
-         [&](int) { plan.factorize(av, av, info, stream); }});
+        s, {[&](int) {
+                solver_check(
+                    cusolverDnXpotrf(raw.h, raw.p, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_32F, a.data(), n, CUDA_R_32F,
+                                     raw.work.data(), dev, raw.host.data(), host, static_cast<int*>(info.data())),
+                    "cusolverDnXpotrf");
+            },
+            [&](int) { plan.factorize(av, av, info, stream); }});
     report.add({group, "raw cuSOLVER", "us/call", us[0], 0, ""});
     report.add({group, "gpumath", "us/call", us[1], 0, "+" + std::to_string(us[1] - us[0]).substr(0, 5) + " us"});
 }
@@ -184,55 +188,53 @@ void batched_eigh(bench::Reporter& report, const core::Stream& stream, Raw& raw,
         bench::cuda_check(cudaMemcpyAsync(w.data(), a.data(), w.size_bytes(), cudaMemcpyDeviceToDevice, s), "copy");
     };
     std::size_t bdev = 0, bhost = 0, sdev = 0, shost = 0;
-    solver_check(cusolverDnXsyevBatched_bufferSize(raw.h, raw.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, ct,
-                                                   w.data(), n, ct, values.data(), ct, &bdev, &bhost, count),
+    solver_check(cusolverDnXsyevBatched_bufferSize(raw.h, raw.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n,
+                                                   ct, w.data(), n, ct, values.data(), ct, &bdev, &bhost, count),
                  "bufferSize");
-    solver_check(cusolverDnXsyevd_bufferSize(raw.h, raw.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, ct, w.data(),
-                                             n, ct, values.data(), ct, &sdev, &shost),
+    solver_check(cusolverDnXsyevd_bufferSize(raw.h, raw.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, ct,
+                                             w.data(), n, ct, values.data(), ct, &sdev, &shost),
                  "bufferSize");
     raw.reserve(std::max(bdev, sdev), std::max(bhost, shost), stream);
     auto* ints = static_cast<int*>(info.data());
     std::vector<std::pair<std::string, std::function<void(int)>>> routes;
     routes.emplace_back("raw XsyevBatched", [&](int) {
         fresh();
-        solver_check(cusolverDnXsyevBatched(raw.h, raw.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, ct, w.data(),
-                                            n, ct, values.data(), ct, raw.work.data(), bdev, raw.host.data(), bhost, ints,
-                                            count),
-                     "cusolverDnXsyevBatched");
+        solver_check(
+            cusolverDnXsyevBatched(raw.h, raw.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, ct, w.data(), n,
+                                   ct, values.data(), ct, raw.work.data(), bdev, raw.host.data(), bhost, ints, count),
+            "cusolverDnXsyevBatched");
     });
     syevjInfo_t jparams = nullptr;
     solver_check(cusolverDnCreateSyevjInfo(&jparams), "cusolverDnCreateSyevjInfo");
     int jwork = 0;
     if (n <= 32) {
         if (t == DataType::f64)
-            solver_check(cusolverDnDsyevjBatched_bufferSize(raw.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, int(n),
-                                                            static_cast<double*>(w.data()), int(n),
-                                                            static_cast<double*>(values.data()), &jwork, jparams,
-                                                            int(count)),
-                         "bufferSize");
+            solver_check(
+                cusolverDnDsyevjBatched_bufferSize(raw.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, int(n),
+                                                   static_cast<double*>(w.data()), int(n),
+                                                   static_cast<double*>(values.data()), &jwork, jparams, int(count)),
+                "bufferSize");
         else
-            solver_check(cusolverDnSsyevjBatched_bufferSize(raw.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, int(n),
-                                                            static_cast<float*>(w.data()), int(n),
-                                                            static_cast<float*>(values.data()), &jwork, jparams,
-                                                            int(count)),
-                         "bufferSize");
+            solver_check(
+                cusolverDnSsyevjBatched_bufferSize(raw.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, int(n),
+                                                   static_cast<float*>(w.data()), int(n),
+                                                   static_cast<float*>(values.data()), &jwork, jparams, int(count)),
+                "bufferSize");
         raw.reserve(std::size_t(jwork) * size_of(t), 0, stream);
         routes.emplace_back("raw syevjBatched", [&](int) {
             fresh();
             if (t == DataType::f64)
-                solver_check(cusolverDnDsyevjBatched(raw.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, int(n),
-                                                     static_cast<double*>(w.data()), int(n),
-                                                     static_cast<double*>(values.data()),
-                                                     static_cast<double*>(raw.work.data()), jwork, ints, jparams,
-                                                     int(count)),
-                             "syevjBatched");
+                solver_check(
+                    cusolverDnDsyevjBatched(raw.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, int(n),
+                                            static_cast<double*>(w.data()), int(n), static_cast<double*>(values.data()),
+                                            static_cast<double*>(raw.work.data()), jwork, ints, jparams, int(count)),
+                    "syevjBatched");
             else
-                solver_check(cusolverDnSsyevjBatched(raw.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, int(n),
-                                                     static_cast<float*>(w.data()), int(n),
-                                                     static_cast<float*>(values.data()),
-                                                     static_cast<float*>(raw.work.data()), jwork, ints, jparams,
-                                                     int(count)),
-                             "syevjBatched");
+                solver_check(
+                    cusolverDnSsyevjBatched(raw.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, int(n),
+                                            static_cast<float*>(w.data()), int(n), static_cast<float*>(values.data()),
+                                            static_cast<float*>(raw.work.data()), jwork, ints, jparams, int(count)),
+                    "syevjBatched");
         });
     }
     routes.emplace_back("raw Xsyevd looped", [&](int) {
@@ -281,14 +283,17 @@ void no_cliff(bench::Reporter& report, const core::Stream& stream) {
             const Tensor info = Tensor::empty(DataType::i32, {count}, stream);
             const TensorLayout l = detail::packed_column_major(DataType::f32, std::vector<std::int64_t>{count, n, n});
             const TensorView av(a.data(), l), wv(w.data(), l);
-            for (const linalg::Backend b : {linalg::Backend::looped, linalg::Backend::batched, linalg::Backend::automatic}) {
+            for (const linalg::Backend b :
+                 {linalg::Backend::looped, linalg::Backend::batched, linalg::Backend::automatic}) {
                 std::function<void(int)> fn;
                 std::string chosen;
                 if (eig) {
                     auto plan = std::make_shared<linalg::Eigh>(l, linalg::EighOptions{.backend = b});
                     plan->plan();
                     chosen = linalg::to_string(plan->backend());
-                    fn = [plan, &av, &values, &wv, &info, &stream](int) { plan->execute(av, values, wv, info, stream); };
+                    fn = [plan, &av, &values, &wv, &info, &stream](int) {
+                        plan->execute(av, values, wv, info, stream);
+                    };
                 } else {
                     auto plan = std::make_shared<linalg::Cholesky>(l, linalg::CholeskyOptions{.backend = b});
                     plan->plan();
