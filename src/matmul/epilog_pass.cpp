@@ -213,7 +213,7 @@ std::string epilog_pass_source(const EpilogPass& pass, DataType d, const MatmulE
         s += function->source;
         s += "\n";
     }
-    s += cuda_element_conversions;  // gm_load, gm_store
+    s += cuda_element_conversions();  // gm_load, gm_store
     s += "#line 1 \"gpumath_epilog_pass\"";
     s += pass_body;
     return s;

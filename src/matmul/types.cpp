@@ -6,6 +6,7 @@
 #include <string>
 
 #include "matmul/checks.hpp"
+#include "matmul/kernels/element_conversions.cuh.inc"
 
 namespace gpumath::detail {
 namespace {
@@ -149,13 +150,6 @@ const char* cuda_element_type(DataType t) noexcept {
     }
 }
 
-const char* const cuda_element_conversions = R"(
-__device__ __forceinline__ float gm_load(__half x) { return __half2float(x); }
-__device__ __forceinline__ float gm_load(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float gm_load(float x) { return x; }
-__device__ __forceinline__ void gm_store(__half& out, float x) { out = __float2half_rn(x); }
-__device__ __forceinline__ void gm_store(__nv_bfloat16& out, float x) { out = __float2bfloat16_rn(x); }
-__device__ __forceinline__ void gm_store(float& out, float x) { out = x; }
-)";
+std::string_view cuda_element_conversions() noexcept { return embedded::matmul_kernels_element_conversions_cuh; }
 
 }  // namespace gpumath::detail
