@@ -155,12 +155,9 @@ extern "C" __global__ void __launch_bounds__(256) gm_grouped_gemm(const gm_group
     const gm_in* a = static_cast<const gm_in*>(p.a) + (row0 + r0) * p.a_row;
     const gm_in* b = static_cast<const gm_in*>(p.b) + g * p.b_group + c0 * p.b_col;
     // 16-byte copies: A contiguous along K, B contiguous along N, every row start 16-byte aligned.
-    const gm_tc_operands o = {a,
-                              b,
-                              rows,
-                              c0,
-                              p.a_col == 1 && p.k % 8 == 0 && p.a_row % 8 == 0 && gm_aligned16(a),
-                              p.b_col == 1 && p.n % 8 == 0 && p.b_row % 8 == 0 && gm_aligned16(b)};
+    const bool a_vec = p.a_col == 1 && p.k % 8 == 0 && p.a_row % 8 == 0 && gm_aligned16(a);
+    const bool b_vec = p.b_col == 1 && p.n % 8 == 0 && p.b_row % 8 == 0 && gm_aligned16(b);
+    const gm_tc_operands o = {a, b, rows, c0, a_vec, b_vec};
 
     gm_tc_acc acc[4][2];
     for (int i = 0; i < 4; ++i)
