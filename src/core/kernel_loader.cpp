@@ -95,7 +95,7 @@ const core::Module& device_module(int device, const DeviceProgram& program) {
     // recorded into it.
     const RelaxedCaptureMode relaxed("loading gpumath's kernels");
     core::ProgramOptions options = program.options();
-    options.arch = core::Device(device).arch();
+    if (options.arch.empty()) options.arch = core::Device(device).arch();
     core::Program compiler(std::string(program.source()), options);
     for (const std::string& e : program.name_expressions()) compiler.add_name_expression(e);
     core::ObjectCode code;

@@ -22,10 +22,11 @@ namespace gpumath::detail {
 
 /// A program of gpumath's own kernels, as `device_kernel` compiles it: the CUDA C++ text (an
 /// embedded device source, see cmake/gpumath-embed.cmake), NVRTC's options (name, in-memory headers
-/// such as the kernel's parameter header, defines; `arch` is left empty: each device's is filled
-/// in), the name expressions its kernels are looked up by ("cast<float, __half>") and, rarely,
-/// objects to link it with (a caller's LTO-IR that the program calls: the program is then compiled
-/// to LTO-IR and linked with them by nvJitLink). Identified by a digest of all of that, computed
+/// such as the kernel's parameter header, defines; `arch` left empty is each device's, and a program
+/// of one architecture's own instructions names it, as "sm_90a"), the name expressions its kernels
+/// are looked up by ("cast<float, __half>") and, rarely, objects to link it with (a caller's LTO-IR
+/// that the program calls: the program is then compiled to LTO-IR and linked with them by
+/// nvJitLink). Identified by a digest of all of that, computed
 /// once here: make each program once (a static, or kept in a table) and pass it to every call.
 class DeviceProgram {
 public:

@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to src/matmul: gpumath's grouped kernels, compiled at run time, for grouped products whose
-// group sizes live in device memory or, for the `kernel` backend, in the launch's parameters. One
-// program per (input type, result type, activation, bias, where the sizes are) and, for the Hopper
-// kernel, weight layout and block width.
+// Private to src/matmul: gpumath's grouped kernels (kernels/grouped_gemm.cu, compiled at run time),
+// for grouped products whose group sizes live in device memory or, for the `kernel` backend, in the
+// launch's parameters: what a call runs with and its launch. Their programs, one per variant, are
+// in grouped_kernel_source.hpp.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include <gpumath/core/device.hpp>
-#include <gpumath/core/object_code.hpp>
 #include <gpumath/core/stream.hpp>
 #include <gpumath/matmul/options.hpp>
 #include <gpumath/types.hpp>
+
+#include "matmul/kernels/grouped_gemm_params.hpp"
 
 namespace gpumath::detail {
 
@@ -29,38 +30,22 @@ struct GroupedKernelVariant {
 };
 
 /// Groups whose sizes a launch can carry in its parameters (the `kernel` backend's limit).
-inline constexpr std::int64_t grouped_inline_groups = 512;
+inline constexpr std::int64_t grouped_inline_groups = kernels::grouped_inline_groups;
 
 /// Groups a device-sizes call may have: every tile finds its group by reading the sizes before it
 /// (G / 32 steps of a warp), so the kernel's work grows as G times its tiles; past this a hostile
 /// G (a million 8 x 8 products) would keep the GPU busy for minutes.
 inline constexpr std::int64_t grouped_device_groups = 16384;
 
-/// The kernel's second parameter in a variant with inline_sizes: the host's group sizes by value
-/// (entries past the call's groups unread). 2 KiB, within the 4 KiB every CUDA driver takes.
-struct GroupedInlineSizes {
-    std::array<std::int32_t, grouped_inline_groups> v{};
-};
-
-/// The one argument of the kernel (`gm_grouped` in the generated source, which checks the size).
-/// Strides in elements; `sizes` holds `groups` i32 values in device memory.
-struct GroupedKernelParams {
-    const void* a = nullptr;
-    const void* b = nullptr;
-    void* d = nullptr;
-    const void* bias = nullptr;
-    const std::int32_t* sizes = nullptr;
-    std::int64_t groups = 0;
-    std::int64_t max_rows = 0;  // the host-side bound: rows at or past it are never computed
-    std::int64_t n = 0, k = 0;
-    std::int64_t a_row = 0, a_col = 0;
-    std::int64_t b_group = 0, b_row = 0, b_col = 0;
-    std::int64_t d_row = 0, d_col = 0;
-    std::int64_t bias_group = 0, bias_col = 0;
-    float alpha = 1.0f;
-    std::int32_t reserved = 0;
-};
-static_assert(sizeof(GroupedKernelParams) == 152, "GroupedKernelParams must match gm_grouped of the generated kernel");
+/// The kernels' last argument in a variant with inline_sizes, and their first (strides in
+/// elements, `sizes` in device memory): kernels/grouped_gemm_params.hpp, shared with NVRTC.
+using kernels::GroupedInlineSizes;
+using kernels::GroupedKernelParams;
+static_assert(std::is_standard_layout_v<GroupedKernelParams> && std::is_trivially_copyable_v<GroupedKernelParams> &&
+                  std::is_trivially_copyable_v<GroupedInlineSizes>,
+              "the grouped kernels' arguments are copied into the launch byte for byte");
+static_assert(sizeof(long long) == sizeof(std::int64_t) && sizeof(int) == sizeof(std::int32_t),
+              "the host fills the kernels' long long and int fields with int64 and int32 values");
 
 /// Rows and columns of D one block computes (a 16 x 16 thread block, 4 x 4 outputs per thread).
 inline constexpr std::int64_t grouped_tile = 64;
@@ -68,12 +53,6 @@ inline constexpr std::int64_t grouped_tile = 64;
 inline constexpr std::int64_t grouped_tile_k = 16;
 /// The kernel's extern "C" name.
 inline constexpr const char* grouped_kernel_name = "gm_grouped_gemm";
-
-/// The CUDA C++ of the grouped kernel of `v`. InvalidArgument for a type or epilog it lacks.
-[[nodiscard]] std::string grouped_kernel_source(const GroupedKernelVariant& v);
-
-/// `grouped_kernel_source(v)` compiled to a cubin for `arch` ("sm_90"); needs NVRTC, not a device.
-[[nodiscard]] core::ObjectCode compile_grouped_kernel(const GroupedKernelVariant& v, const std::string& arch);
 
 /// The tiles (rows, columns, K step) of the tensor-core kernel, for f16 and bf16 inputs (blocks of
 /// 256 threads).
@@ -129,17 +108,6 @@ inline constexpr const char* grouped_wgmma_kernel_name = "gm_grouped_wgmma";
 [[nodiscard]] constexpr int grouped_wgmma_cluster(const GroupedKernelParams& p, int block_n) noexcept {
     return ((p.n + block_n - 1) / block_n) % 2 == 0 ? 2 : 1;
 }
-
-/// The CUDA C++ of the Hopper kernel of `v` for weights laid out as `layout` (not none), with
-/// `block_n` columns per block and `cluster` blocks per cluster; needs an arch-specific target
-/// ("sm_90a"). InvalidArgument for f32 inputs, `none`, a width other than 128 and 256 or a cluster
-/// other than 1 and 2.
-[[nodiscard]] std::string grouped_wgmma_source(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
-                                               int block_n = 128, int cluster = 1);
-
-/// `grouped_wgmma_source(v, layout, block_n, cluster)` compiled to a cubin for `arch` ("sm_90a").
-[[nodiscard]] core::ObjectCode compile_grouped_wgmma_kernel(const GroupedKernelVariant& v, GroupedWgmmaLayout layout,
-                                                            int block_n, const std::string& arch, int cluster = 1);
 
 /// Blocks along the rows of the launch: enough for any sizes summing to at most `max_rows` over
 /// `groups` groups in tiles of `tile` rows (a group's last tile may be partial), so tiles past the

@@ -149,13 +149,5 @@ const char* cuda_element_type(DataType t) noexcept {
     }
 }
 
-const char* const cuda_element_conversions = R"(
-__device__ __forceinline__ float gm_load(__half x) { return __half2float(x); }
-__device__ __forceinline__ float gm_load(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float gm_load(float x) { return x; }
-__device__ __forceinline__ void gm_store(__half& out, float x) { out = __float2half_rn(x); }
-__device__ __forceinline__ void gm_store(__nv_bfloat16& out, float x) { out = __float2bfloat16_rn(x); }
-__device__ __forceinline__ void gm_store(float& out, float x) { out = x; }
-)";
 
 }  // namespace gpumath::detail

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 
 #include <cublasLt.h>
 
@@ -18,10 +19,6 @@ namespace gpumath::detail {
 /// "__nv_bfloat16", "float"); null for the other types.
 [[nodiscard]] const char* cuda_element_type(DataType t) noexcept;
 
-/// CUDA C++ of the conversions between float and each type cuda_element_type names, for run-time
-/// compiled kernels (after cuda_fp16.h and cuda_bf16.h): `float gm_load(T)` and
-/// `void gm_store(T&, float)`, rounding to nearest.
-extern const char* const cuda_element_conversions;
 
 /// One row of the type table: inputs of `input` computed with `compute`. An input's first row
 /// is its `automatic` compute type; results[0] of that row is its default result type.

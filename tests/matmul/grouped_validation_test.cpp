@@ -19,6 +19,7 @@
 #include "common/test_util.hpp"
 #include "matmul/grouped.hpp"
 #include "matmul/grouped_cublas.hpp"
+#include "matmul/grouped_kernel_source.hpp"
 #include "matmul/grouped_scales.hpp"
 #include "matmul/grouped_streams.hpp"
 
@@ -854,8 +855,10 @@ TEST(GroupedKernel, HostSizesVariantsCompileWithNvrtc) {
     // Hopper, distinct programs from the device-sizes ones.
     const detail::GroupedKernelVariant portable{
         .input = bf16, .result = bf16, .epilog = Epilog::gelu_bias, .inline_sizes = true};
-    EXPECT_NE(detail::grouped_kernel_source(portable).find("#define GM_INLINE_SIZES 512"), std::string::npos);
-    EXPECT_NE(detail::grouped_kernel_source({}).find("#define GM_INLINE_SIZES 0"), std::string::npos);
+    EXPECT_EQ(detail::grouped_kernel_options(portable).defines.at("GM_INLINE_SIZES"), "1");
+    EXPECT_EQ(detail::grouped_kernel_options({}).defines.at("GM_INLINE_SIZES"), "0");
+    EXPECT_EQ(detail::grouped_wgmma_options(portable, detail::GroupedWgmmaLayout::b_cols).defines.at("GM_INLINE_SIZES"),
+              "1");
     for (const detail::GroupedKernelVariant& x :
          {portable, detail::GroupedKernelVariant{.input = f32, .result = f32, .inline_sizes = true}}) {
         const core::ObjectCode code = detail::compile_grouped_kernel(x, GPUMATH_TEST_ARCH);
@@ -894,13 +897,13 @@ TEST(GroupedKernel, CompilesWithNvrtc) {
             const std::vector<std::string> names = code.kernel_names();
             EXPECT_NE(std::find(names.begin(), names.end(), detail::grouped_kernel_name), names.end());
         }
-    expect_throw_with<InvalidArgument>([] { (void)detail::grouped_kernel_source({.input = DataType::f64}); }, {"f64"});
+    expect_throw_with<InvalidArgument>([] { (void)detail::grouped_kernel_options({.input = DataType::f64}); }, {"f64"});
     expect_throw_with<InvalidArgument>(
-        [] { (void)detail::grouped_wgmma_source({.input = f32, .result = f32}, detail::GroupedWgmmaLayout::b_rows); },
+        [] { (void)detail::grouped_wgmma_options({.input = f32, .result = f32}, detail::GroupedWgmmaLayout::b_rows); },
         {"f32", "f16 and bf16"});
-    expect_throw_with<InvalidArgument>([] { (void)detail::grouped_wgmma_source({}, detail::GroupedWgmmaLayout::none); },
-                                       {"none"});
-    expect_throw_with<InvalidArgument>([] { (void)detail::grouped_kernel_source({.epilog = Epilog::relu_aux}); },
+    expect_throw_with<InvalidArgument>(
+        [] { (void)detail::grouped_wgmma_options({}, detail::GroupedWgmmaLayout::none); }, {"none"});
+    expect_throw_with<InvalidArgument>([] { (void)detail::grouped_kernel_options({.epilog = Epilog::relu_aux}); },
                                        {"relu_aux"});
 }
 
@@ -932,11 +935,11 @@ TEST(GroupedKernel, HopperKernelCompilesWithNvrtc) {
             }
     for (int bad : {0, 64, 192, 512})
         expect_throw_with<InvalidArgument>(
-            [&] { (void)detail::grouped_wgmma_source({}, GroupedWgmmaLayout::b_rows, bad); },
+            [&] { (void)detail::grouped_wgmma_options({}, GroupedWgmmaLayout::b_rows, bad); },
             {"block_n:", std::to_string(bad) + " columns per block", "128 or 256"});
     for (int bad : {0, 3, 4})
         expect_throw_with<InvalidArgument>(
-            [&] { (void)detail::grouped_wgmma_source({}, GroupedWgmmaLayout::b_rows, 128, bad); },
+            [&] { (void)detail::grouped_wgmma_options({}, GroupedWgmmaLayout::b_rows, 128, bad); },
             {"cluster:", std::to_string(bad) + " blocks per cluster", "1 or 2"});
     // Shared memory within the H200's 227 KiB per block for both widths.
     EXPECT_EQ(detail::grouped_wgmma_shared_bytes(128), 6U * 32768U + 1024U + 128U);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Conversions between float, in which gpumath's matmul kernels compute, and each element type they
-// read or write (the types cuda_element_type names in src/matmul/types.cpp).
+// Conversions between float, in which gpumath's matmul kernels compute, and the element types they
+// read and write: gm_load reads an element as float, gm_store writes a float to one (rounding to
+// nearest). An in-memory header of the grouped GEMM programs (kernels/grouped_gemm.cu) and of the
+// epilog pass (kernels/epilog_pass.cu), so both read and write D and the bias alike.
 #pragma once
 
 #include <cuda_bf16.h>
