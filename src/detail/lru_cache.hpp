@@ -221,4 +221,19 @@ inline void hash_combine(std::size_t& seed, std::size_t value) noexcept {
     seed ^= value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
 }
 
+/// An LruCache that is also the core::CacheControl the public plan cache classes
+/// (detail::PlanCacheControl, <gpumath/core/cache.hpp>) forward to.
+template <class Key, class Value, class Hash = std::hash<Key>, class Equal = std::equal_to<Key>>
+class ControlledLruCache : public LruCache<Key, Value, Hash, Equal>, public core::CacheControl {
+    using Base = LruCache<Key, Value, Hash, Equal>;
+
+public:
+    explicit ControlledLruCache(std::size_t capacity) : Base(capacity) {}
+    [[nodiscard]] std::size_t capacity() const override { return Base::capacity(); }
+    void set_capacity(std::size_t entries) override { Base::set_capacity(entries); }
+    void clear() override { Base::clear(); }
+    [[nodiscard]] core::CacheStats stats() const override { return Base::stats(); }
+    void reset_stats() override { Base::reset_stats(); }
+};
+
 }  // namespace gpumath::detail

@@ -79,7 +79,7 @@ void irfft(const TensorView& in, const TensorView& out, const FFTOptions& option
     detail::run(FFTKind::c2r, Direction::inverse, in, out, options, "gpumath::dist::irfft");
 }
 
-FFTPlanCache::FFTPlanCache() : FFTPlanCacheControl(detail::plan_cache()) {}
+FFTPlanCache::FFTPlanCache() : PlanCacheControl(gpumath::dist::detail::plan_cache()) {}
 
 FFTPlanCache& fft_plan_cache() {
     static FFTPlanCache cache;

@@ -228,17 +228,7 @@ Tensor irfft(const TensorView& in, const FFTOptions& options, core::StreamRef st
     return detail::run(FFTKind::c2r, Direction::inverse, in, options, stream, "gpumath::irfft");
 }
 
-namespace detail {
-
-std::size_t FFTPlanCacheControl::capacity() const { return store_->capacity(); }
-void FFTPlanCacheControl::set_capacity(std::size_t plans) { store_->set_capacity(plans); }
-void FFTPlanCacheControl::clear() { store_->clear(); }
-core::CacheStats FFTPlanCacheControl::stats() const { return store_->stats(); }
-void FFTPlanCacheControl::reset_stats() { store_->reset_stats(); }
-
-}  // namespace detail
-
-FFTPlanCache::FFTPlanCache() : FFTPlanCacheControl(detail::plan_cache()) {}
+FFTPlanCache::FFTPlanCache() : PlanCacheControl(detail::plan_cache()) {}
 
 FFTPlanCache& fft_plan_cache() {
     static FFTPlanCache cache;

@@ -44,57 +44,29 @@ inline void fill_layout_key(FftLayoutKey& k, const TensorLayout& l) noexcept {
 /// plans) and that of dist::fft/ifft/rfft/irfft (dist::FFT plans). A process-wide LRU of shared
 /// plans (detail::LruCache: created outside its lock, single-flight) under a flat `Key` that holds
 /// every input of the request's validation, so a key that was valid once is valid whenever it comes
-/// back, and the core::CacheControl that the public class (detail::FFTPlanCacheControl) forwards
+/// back, and the core::CacheControl that the public class (detail::PlanCacheControl) forwards
 /// to. Keys are zero-filled before they are set and have no padding, so they are hashed and
 /// compared as bytes: a hit allocates nothing and builds no string. Each cache makes its store
 /// once and never destroys it: destroying cuFFT plans during exit, after the CUDA runtime may have
 /// shut down, is unsafe.
+/// Hashes and compares a flat key as its bytes.
+template <class Key>
+struct BytesHash {
+    std::size_t operator()(const Key& k) const noexcept { return std::size_t(checksum64(&k, sizeof k)); }
+};
+template <class Key>
+struct BytesEqual {
+    bool operator()(const Key& a, const Key& b) const noexcept { return std::memcmp(&a, &b, sizeof(Key)) == 0; }
+};
+
 template <class Key, class Plan>
-class FftPlanStore final : public core::CacheControl {
+class FftPlanStore final : public ControlledLruCache<Key, Plan, BytesHash<Key>, BytesEqual<Key>> {
     static_assert(std::has_unique_object_representations_v<Key> && std::is_trivially_copyable_v<Key>,
                   "keys are hashed and compared as their bytes: zero-filled, without padding");
 
 public:
-    explicit FftPlanStore(std::size_t capacity) : plans_(capacity) {}
-
-    [[nodiscard]] std::size_t capacity() const override { return plans_.capacity(); }
-    void set_capacity(std::size_t plans) override { plans_.set_capacity(plans); }
-    void clear() override { plans_.clear(); }
-    [[nodiscard]] core::CacheStats stats() const override { return plans_.stats(); }
-    void reset_stats() override { plans_.reset_stats(); }
-
-    /// The plan cached under `key`. On a miss (neither cached nor being planned by another thread)
-    /// `admit()` runs first: the caller's full validation and refusals, whose exception reaches
-    /// this caller alone with nothing cached; then `make()` (a std::shared_ptr<Plan>) plans, and
-    /// threads missing the same key meanwhile wait for it and share it.
-    template <class Make, class Admit>
-    [[nodiscard]] std::shared_ptr<Plan> get_or_create(const Key& key, Make&& make, Admit&& admit) {
-        return plans_.get_or_create(key, std::forward<Make>(make), std::forward<Admit>(admit));
-    }
-
-    /// The same without an admission step: `make()` validates, and a refusal counts as a miss.
-    template <class Make>
-    [[nodiscard]] std::shared_ptr<Plan> get_or_create(const Key& key, Make&& make) {
-        return plans_.get_or_create(key, std::forward<Make>(make));
-    }
-
-    /// Caches `plan` under `key` without validating anything (tests reach the hit path with it).
-    void put(const Key& key, std::shared_ptr<Plan> plan) { plans_.put(key, std::move(plan)); }
-
-    FftPlanStore(const FftPlanStore&) = delete;
-    FftPlanStore& operator=(const FftPlanStore&) = delete;
-    FftPlanStore(FftPlanStore&&) = delete;
-    FftPlanStore& operator=(FftPlanStore&&) = delete;
-    ~FftPlanStore() = default;
-
-private:
-    struct Hash {
-        std::size_t operator()(const Key& k) const noexcept { return std::size_t(checksum64(&k, sizeof k)); }
-    };
-    struct Equal {
-        bool operator()(const Key& a, const Key& b) const noexcept { return std::memcmp(&a, &b, sizeof(Key)) == 0; }
-    };
-    LruCache<Key, Plan, Hash, Equal> plans_;
+    explicit FftPlanStore(std::size_t capacity)
+        : ControlledLruCache<Key, Plan, BytesHash<Key>, BytesEqual<Key>>(capacity) {}
 };
 
 /// One stateless call: the kind and direction its function computes, its operands (`out` null for

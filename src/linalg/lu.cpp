@@ -65,8 +65,7 @@ void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage&
         per_lane = aligned_bytes(dev);
     }
     const std::size_t pivot_bytes = aligned_bytes(std::size_t(count * n) * sizeof(std::int64_t));
-    const StreamWorkspace::Lease lease =
-        workspace->acquire(pivot_bytes + per_lane * std::size_t(lanes_wanted), stream);
+    const StreamWorkspace::Lease lease = workspace->acquire(pivot_bytes + per_lane * std::size_t(lanes_wanted), stream);
     auto* area = static_cast<std::byte*>(lease.data);
     auto* wide = reinterpret_cast<std::int64_t*>(area);
     if (!same_operand(a, lu)) copy(a, lu, stream);
@@ -79,10 +78,11 @@ void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage&
         for (std::int64_t b = 0; b < count; ++b) {
             const int l = lanes.lane_of(b);
             const SolverHandle& h = lanes.handle(l);
-            check_cusolver(cusolverDnXgetrf(h.get(), h.params(), n, n, t, data + b * s.batch_stride * std::int64_t(elem),
-                                            s.ld, wide + b * n, t, area + pivot_bytes + per_lane * std::size_t(l),
-                                            per_lane, host[std::size_t(l)].data(), host_needed, info + b),
-                           "cusolverDnXgetrf", "an LU factorization");
+            check_cusolver(
+                cusolverDnXgetrf(h.get(), h.params(), n, n, t, data + b * s.batch_stride * std::int64_t(elem), s.ld,
+                                 wide + b * n, t, area + pivot_bytes + per_lane * std::size_t(l), per_lane,
+                                 host[std::size_t(l)].data(), host_needed, info + b),
+                "cusolverDnXgetrf", "an LU factorization");
         }
         lanes.join();
     }
@@ -99,9 +99,10 @@ LU::LU(const TensorLayout& a, const LUOptions& options) : impl_(std::make_unique
     const char* api = detail::plan_api;
     detail::check_backend(options.backend, "options.backend", api);
     if (options.backend == Backend::batched)
-        detail::throw_not_supported("options.backend: batched LU (cuBLAS getrfBatched) is not in gpumath yet; use "
-                                    "looped or automatic",
-                                    api);
+        detail::throw_not_supported(
+            "options.backend: batched LU (cuBLAS getrfBatched) is not in gpumath yet; use "
+            "looped or automatic",
+            api);
     impl_->batch = detail::square_batch(a, api);
     impl_->options = options;
     impl_->pivots_layout = TensorLayout(DataType::i32, a.shape().first(std::size_t(a.rank() - 1)));
@@ -197,11 +198,11 @@ void LU::solve(const TensorView& lu, const TensorView& pivots, const TensorView&
         detail::Lanes lanes(I.device, stream, B.count, true);
         for (std::int64_t m = 0; m < B.count; ++m) {
             const detail::SolverHandle& h = lanes.handle(lanes.lane_of(m));
-            detail::check_cusolver(cusolverDnXgetrs(h.get(), h.params(), op, B.n, r.k, t,
-                                                    fdata + m * fs.batch_stride * std::int64_t(elem), fs.ld,
-                                                    wide + m * B.n, t, xdata + m * xs.batch_stride * std::int64_t(elem),
-                                                    xs.ld, infos + m),
-                                   "cusolverDnXgetrs", "an LU solve");
+            detail::check_cusolver(
+                cusolverDnXgetrs(h.get(), h.params(), op, B.n, r.k, t, fdata + m * fs.batch_stride * std::int64_t(elem),
+                                 fs.ld, wide + m * B.n, t, xdata + m * xs.batch_stride * std::int64_t(elem), xs.ld,
+                                 infos + m),
+                "cusolverDnXgetrs", "an LU solve");
         }
         lanes.join();
     }

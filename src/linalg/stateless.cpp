@@ -28,7 +28,7 @@ struct LinalgPlan {
     std::optional<linalg::LU> lu;
 };
 
-using PlanCache = LruCache<std::string, LinalgPlan>;
+using PlanCache = ControlledLruCache<std::string, LinalgPlan>;
 
 PlanCache& plan_cache() {
     static auto* cache = new PlanCache(linalg::LinalgPlanCache::default_capacity);  // never destroyed
@@ -149,11 +149,7 @@ Tensor det(const TensorView& a, const LUOptions& options, core::StreamRef stream
     return out;
 }
 
-std::size_t LinalgPlanCache::capacity() const { return detail::plan_cache().capacity(); }
-void LinalgPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
-void LinalgPlanCache::clear() { detail::plan_cache().clear(); }
-core::CacheStats LinalgPlanCache::stats() const { return detail::plan_cache().stats(); }
-void LinalgPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
+LinalgPlanCache::LinalgPlanCache() : PlanCacheControl(detail::plan_cache()) {}
 
 LinalgPlanCache& linalg_plan_cache() {
     static LinalgPlanCache cache;

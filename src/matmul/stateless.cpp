@@ -15,7 +15,7 @@ namespace gpumath {
 namespace detail {
 namespace {
 
-using PlanCache = LruCache<MatmulKey, MatmulPlan, MatmulKeyHash>;
+using PlanCache = ControlledLruCache<MatmulKey, MatmulPlan, MatmulKeyHash>;
 
 PlanCache& plan_cache() {
     static auto* cache = new PlanCache(MatmulPlanCache::default_capacity);  // never destroyed: plans outlive exit
@@ -95,11 +95,7 @@ MatmulResult matmul(const TensorView& a, const TensorView& b, const MatmulArgs& 
     return r;
 }
 
-std::size_t MatmulPlanCache::capacity() const { return detail::plan_cache().capacity(); }
-void MatmulPlanCache::set_capacity(std::size_t plans) { detail::plan_cache().set_capacity(plans); }
-void MatmulPlanCache::clear() { detail::plan_cache().clear(); }
-core::CacheStats MatmulPlanCache::stats() const { return detail::plan_cache().stats(); }
-void MatmulPlanCache::reset_stats() { detail::plan_cache().reset_stats(); }
+MatmulPlanCache::MatmulPlanCache() : PlanCacheControl(detail::plan_cache()) {}
 
 MatmulPlanCache& matmul_plan_cache() {
     static MatmulPlanCache cache;

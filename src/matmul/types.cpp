@@ -149,5 +149,4 @@ const char* cuda_element_type(DataType t) noexcept {
     }
 }
 
-
 }  // namespace gpumath::detail

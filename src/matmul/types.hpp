@@ -19,7 +19,6 @@ namespace gpumath::detail {
 /// "__nv_bfloat16", "float"); null for the other types.
 [[nodiscard]] const char* cuda_element_type(DataType t) noexcept;
 
-
 /// One row of the type table: inputs of `input` computed with `compute`. An input's first row
 /// is its `automatic` compute type; results[0] of that row is its default result type.
 struct TypeRule {

@@ -70,3 +70,38 @@ protected:
 };
 
 }  // namespace gpumath::core
+
+namespace gpumath::detail {
+
+/// The controls of gpumath's plan caches (`matmul_plan_cache()`, `fft_plan_cache()`,
+/// `linalg::linalg_plan_cache()`, `dist::fft_plan_cache()`): one implementation, which forwards to
+/// the cache's store inside the library. Not used directly: each cache's own class derives from it
+/// and names its default capacity.
+class PlanCacheControl : public core::CacheControl {
+public:
+    /// Most plans kept. 0 disables caching: every call plans anew.
+    [[nodiscard]] std::size_t capacity() const override;
+    /// Changes the capacity, dropping the least recently used plans as needed.
+    void set_capacity(std::size_t plans) override;
+    /// Drops every plan (plans in use by a running call stay alive until it returns). Counters stay.
+    void clear() override;
+    /// Hit, miss, eviction and wait counters, size and capacity.
+    [[nodiscard]] core::CacheStats stats() const override;
+    /// Zeroes the counters.
+    void reset_stats() override;
+
+    PlanCacheControl(const PlanCacheControl&) = delete;
+    PlanCacheControl& operator=(const PlanCacheControl&) = delete;
+    PlanCacheControl(PlanCacheControl&&) = delete;
+    PlanCacheControl& operator=(PlanCacheControl&&) = delete;
+
+protected:
+    /// Controls of `store`, which lives as long as the process.
+    explicit PlanCacheControl(core::CacheControl& store) noexcept : store_(&store) {}
+    ~PlanCacheControl() = default;
+
+private:
+    core::CacheControl* store_;
+};
+
+}  // namespace gpumath::detail

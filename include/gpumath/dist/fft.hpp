@@ -236,8 +236,8 @@ void irfft(const TensorView& in, const TensorView& out, const FFTOptions& option
 /// the normalization and the c2r output length. Counters as core::CacheStats (the disk counters stay
 /// zero). A cached plan holds cuFFT work areas on each of its devices. The controls (`capacity`,
 /// `set_capacity`, `clear`, `stats`, `reset_stats`) are those of every FFT plan cache
-/// (gpumath::detail::FFTPlanCacheControl); 0 plans disables caching.
-class FFTPlanCache final : public gpumath::detail::FFTPlanCacheControl {
+/// (gpumath::detail::PlanCacheControl); 0 plans disables caching.
+class FFTPlanCache final : public gpumath::detail::PlanCacheControl {
 public:
     /// Capacity when the process starts, in plans.
     static constexpr std::size_t default_capacity = 8;

@@ -90,21 +90,10 @@ struct InverseResult {
 
 /// The process-wide, thread-safe LRU cache of plans behind the stateless linalg calls, reached
 /// through `linalg_plan_cache()`. A plan is keyed by operation, device, layout and options.
-class LinalgPlanCache final : public core::CacheControl {
+class LinalgPlanCache final : public gpumath::detail::PlanCacheControl {
 public:
     /// Capacity when the process starts, in plans.
     static constexpr std::size_t default_capacity = 256;
-
-    /// Most plans kept.
-    [[nodiscard]] std::size_t capacity() const override;
-    /// Changes the capacity, evicting least recently used plans as needed; 0 keeps none.
-    void set_capacity(std::size_t plans) override;
-    /// Drops every plan (plans in use by a running call stay alive until it returns). Counters stay.
-    void clear() override;
-    /// Hit, miss, eviction and wait counters, size and capacity.
-    [[nodiscard]] core::CacheStats stats() const override;
-    /// Zeroes the counters.
-    void reset_stats() override;
 
     LinalgPlanCache(const LinalgPlanCache&) = delete;
     LinalgPlanCache& operator=(const LinalgPlanCache&) = delete;
@@ -113,7 +102,7 @@ public:
 
 private:
     friend LinalgPlanCache& linalg_plan_cache();
-    LinalgPlanCache() = default;
+    LinalgPlanCache();
     ~LinalgPlanCache() = default;
 };
 

@@ -10,6 +10,8 @@
 
 #include <gpumath/core/memory.hpp>
 
+/// Dense linear algebra on cuSOLVER: Cholesky, LU and symmetric/Hermitian eigendecompositions as
+/// plans and stateless calls, per-matrix `info` left on the device, batches run by measurement.
 namespace gpumath::linalg {
 
 /// The triangle of a symmetric or Hermitian matrix that is read (the other is never touched), and

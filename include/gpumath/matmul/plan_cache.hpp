@@ -13,22 +13,10 @@ namespace gpumath {
 /// `matmul_plan_cache()`. A plan is keyed by device, layouts, dtypes, pointer alignment classes,
 /// options and epilog; a hit skips validation, descriptor creation and cuBLASLt's heuristics.
 /// Counters as core::CacheStats (the disk counters stay zero).
-class MatmulPlanCache final : public core::CacheControl {
+class MatmulPlanCache final : public detail::PlanCacheControl {
 public:
     /// Capacity when the process starts, in plans.
     static constexpr std::size_t default_capacity = 512;
-
-    /// Most plans kept.
-    [[nodiscard]] std::size_t capacity() const override;
-    /// Changes the capacity, evicting least recently used plans as needed; 0 keeps none (every
-    /// call plans anew).
-    void set_capacity(std::size_t plans) override;
-    /// Drops every plan (plans in use by a running call stay alive until it returns). Counters stay.
-    void clear() override;
-    /// Hit, miss, eviction and wait counters, size and capacity.
-    [[nodiscard]] core::CacheStats stats() const override;
-    /// Zeroes the counters.
-    void reset_stats() override;
 
     MatmulPlanCache(const MatmulPlanCache&) = delete;
     MatmulPlanCache& operator=(const MatmulPlanCache&) = delete;
@@ -37,7 +25,7 @@ public:
 
 private:
     friend MatmulPlanCache& matmul_plan_cache();
-    MatmulPlanCache() = default;
+    MatmulPlanCache();
     ~MatmulPlanCache() = default;
 };
 
