@@ -135,7 +135,7 @@ void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const Te
         check_cusolver(potrf_batched(h.get(), batch.dtype, fill, int(n), ptrs, int(ts.ld), infos, int(count)),
                        "cusolverDnXpotrfBatched", "a batched Cholesky factorization");
     } else {
-        std::unique_lock lock(mutex);  // the host workspaces
+        std::unique_lock lock(host_mutex);  // the host workspaces
         for (auto& h : host)
             if (h.size() < host_needed) h.resize(host_needed);
         Lanes lanes(device, stream, count, true);

@@ -20,7 +20,8 @@ struct CholeskyImpl {
     linalg::CholeskyOptions options;
     linalg::Backend backend = linalg::Backend::automatic;  // the chosen one once planned
     std::atomic<bool> planned{false};
-    std::mutex mutex;  // planning, and the host workspace while a call enqueues
+    std::mutex mutex;       // planning
+    std::mutex host_mutex;  // the host workspaces while a call enqueues (planning measures through it)
     int device = -1;
     std::size_t device_bytes = 0;              // Xpotrf's device workspace per matrix in flight, leading dimension n
     std::size_t host_bytes = 0;                // and host workspace

@@ -35,7 +35,8 @@ struct EighImpl {
     TensorLayout values_layout;  // (..., n) of the real dtype, row-major
     linalg::Backend backend = linalg::Backend::automatic;
     std::atomic<bool> planned{false};
-    std::mutex mutex;  // planning, and the host workspace while a call enqueues
+    std::mutex mutex;       // planning
+    std::mutex host_mutex;  // the host workspaces while a call enqueues (planning measures through it)
     int device = -1;
     std::size_t single_bytes = 0, single_host = 0;    // Xsyevd per matrix, leading dimension n
     std::size_t batched_bytes = 0, batched_host = 0;  // XsyevBatched for the whole batch
@@ -131,7 +132,7 @@ void EighImpl::run(linalg::Backend with, const TensorView& a, const TensorView& 
     auto* wdata = static_cast<std::byte*>(w.data());
     int* infos = static_cast<int*>(info.data());
     std::byte* ws = area + a_bytes + w_bytes;
-    std::unique_lock lock(mutex);  // the host workspaces
+    std::unique_lock lock(host_mutex);  // the host workspaces
     if (batched) {
         const SolverHandle h(device, stream.handle());
         check_cusolver(cusolverDnXsyevBatched(h.get(), h.params(), jobz(), fill, n, t, data, ld, wt, wdata, t, ws,

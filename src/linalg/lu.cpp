@@ -71,7 +71,7 @@ void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage&
     if (!same_operand(a, lu)) copy(a, lu, stream);
     auto* data = static_cast<std::byte*>(lu.data());
     {
-        std::lock_guard lock(mutex);  // the host workspaces
+        std::lock_guard lock(host_mutex);  // the host workspaces
         for (auto& h : host)
             if (h.size() < host_needed) h.resize(host_needed);
         Lanes lanes(device, stream, count, true);

@@ -21,7 +21,8 @@ struct LUImpl {
     linalg::LUOptions options;
     TensorLayout pivots_layout;  // i32 (..., n)
     std::atomic<bool> planned{false};
-    std::mutex mutex;  // planning, and the host workspace while a call enqueues
+    std::mutex mutex;       // planning
+    std::mutex host_mutex;  // the host workspaces while a call enqueues (planning measures through it)
     int device = -1;
     std::size_t device_bytes = 0;  // Xgetrf's device workspace per matrix in flight, leading dimension n
     std::size_t host_bytes = 0;
