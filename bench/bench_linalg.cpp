@@ -71,7 +71,7 @@ void large_factorizations(bench::Reporter& report, const core::Stream& stream, R
             if (!report.selected(group)) continue;
             const Tensor a = matrices(t, 1, n, true, stream);
             const core::Buffer w(bytes_of(t, 1, n), stream);
-            const Tensor info = Tensor::empty(DataType::i32, {1}, stream);
+            const Tensor info = Tensor::empty(TensorLayout(DataType::i32, std::span<const std::int64_t>()), stream);
             const cudaDataType ct = t == DataType::f64 ? CUDA_R_64F : CUDA_R_32F;
             std::size_t dev = 0, host = 0;
             solver_check(
@@ -111,7 +111,7 @@ void large_factorizations(bench::Reporter& report, const core::Stream& stream, R
         const Tensor a = matrices(t, 1, n, false, stream);
         const core::Buffer w(bytes_of(t, 1, n), stream);
         const Tensor values = Tensor::empty(t, {n}, stream);
-        const Tensor info = Tensor::empty(DataType::i32, {1}, stream);
+        const Tensor info = Tensor::empty(TensorLayout(DataType::i32, std::span<const std::int64_t>()), stream);
         const cudaDataType ct = t == DataType::f64 ? CUDA_R_64F : CUDA_R_32F;
         std::size_t dev = 0, host = 0;
         solver_check(cusolverDnXsyevd_bufferSize(raw.h, raw.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, ct,
@@ -149,7 +149,7 @@ void host_cost(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
     const cudaStream_t s = stream.handle();
     const std::int64_t n = 32;
     const Tensor a = matrices(DataType::f32, 1, n, true, stream);
-    const Tensor info = Tensor::empty(DataType::i32, {1}, stream);
+    const Tensor info = Tensor::empty(TensorLayout(DataType::i32, std::span<const std::int64_t>()), stream);
     std::size_t dev = 0, host = 0;
     solver_check(cusolverDnXpotrf_bufferSize(raw.h, raw.p, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_32F, a.data(), n,
                                              CUDA_R_32F, &dev, &host),

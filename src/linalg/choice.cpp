@@ -48,23 +48,30 @@ bool find_choice(const ChoiceKey& key, linalg::Backend& backend) {
 
 linalg::Backend measured_backend(const ChoiceKey& key, std::span<const linalg::Backend> candidates,
                                  const std::function<void(core::StreamRef)>& prepare,
-                                 const std::function<void(linalg::Backend, core::StreamRef)>& run) {
+                                 const std::function<void(linalg::Backend, core::StreamRef)>& run,
+                                 const std::function<void()>& release) {
     linalg::Backend chosen = candidates.front();
     if (find_choice(key, chosen)) return chosen;
     const RelaxedCaptureMode relaxed("measuring linalg backends");
     const core::Stream stream;
-    prepare(stream);
     std::vector<std::array<float, rounds>> times(candidates.size());
-    for (const linalg::Backend b : candidates) run(b, stream);  // warm-up: handles, modules, workspace
-    const core::Event start({.timing = true}), stop({.timing = true});
-    for (int r = 0; r < rounds; ++r)
-        for (std::size_t c = 0; c < candidates.size(); ++c) {
-            stream.record(start);
-            run(candidates[c], stream);
-            stream.record(stop);
-            stop.synchronize();
-            times[c][std::size_t(r)] = core::Event::elapsed_ms(start, stop);
-        }
+    try {
+        prepare(stream);
+        for (const linalg::Backend b : candidates) run(b, stream);  // warm-up: handles, modules, workspace
+        const core::Event start({.timing = true}), stop({.timing = true});
+        for (int r = 0; r < rounds; ++r)
+            for (std::size_t c = 0; c < candidates.size(); ++c) {
+                stream.record(start);
+                run(candidates[c], stream);
+                stream.record(stop);
+                stop.synchronize();
+                times[c][std::size_t(r)] = core::Event::elapsed_ms(start, stop);
+            }
+    } catch (...) {
+        release();
+        throw;
+    }
+    release();
     std::string report;
     float best = 0.0F;
     for (std::size_t c = 0; c < candidates.size(); ++c) {

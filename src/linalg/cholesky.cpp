@@ -94,6 +94,11 @@ void CholeskyImpl::plan_locked() {
                 },
                 [&](linalg::Backend with, core::StreamRef s) {
                     factorize(with, TensorView(a.data(), packed), TensorView(f.data(), packed), info, s);
+                },
+                [&] {
+                    a = Tensor();
+                    f = Tensor();
+                    info = Tensor();
                 });
         }
     }

@@ -92,6 +92,12 @@ void EighImpl::plan_locked() {
                 [&](linalg::Backend with, core::StreamRef s) {
                     run(with, TensorView(a.data(), packed), wv,
                         options.vectors ? TensorView(v.data(), packed) : TensorView(), info, s);
+                },
+                [&] {
+                    a = Tensor();
+                    v = Tensor();
+                    wv = Tensor();
+                    info = Tensor();
                 });
         }
     }
