@@ -127,7 +127,7 @@ void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const Te
         workspace->acquire(temp_bytes + ptr_bytes + per_lane * std::size_t(lanes_wanted), stream);
     auto* area = static_cast<std::byte*>(lease.data);
     const TensorView target = temp ? TensorView(area, packed_column_major(batch.dtype, batch.a.shape())) : factor;
-    if (!same_operand(a, target)) copy(a, target, stream);
+    if (!same_operand(a, target)) detail::copy_matrices(a, target, stream);
     auto* data = static_cast<std::byte*>(target.data());
     int* infos = static_cast<int*>(info.data());
     if (batched) {
@@ -156,7 +156,7 @@ void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const Te
         }
         lanes.join();
     }
-    if (temp) copy(target, factor, stream);
+    if (temp) detail::copy_matrices(target, factor, stream);
 }
 
 }  // namespace gpumath::detail
@@ -248,7 +248,7 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
     TensorView f = factor;
     if (factor_temp) {
         f = TensorView(area, detail::packed_column_major(B.dtype, B.a.shape()));
-        copy(factor, f, stream);
+        detail::copy_matrices(factor, f, stream);
         fs = {.direct = true, .row_major = false, .ld = B.n, .batch_stride = B.n * B.n};
     }
     TensorView target = x;
@@ -256,7 +256,7 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
         target = TensorView(area + factor_bytes, r.packed_layout);
         xs = r.packed;
     }
-    if (!detail::same_operand(b, target)) copy(b, target, stream);
+    if (!detail::same_operand(b, target)) detail::copy_matrices(b, target, stream);
     int* infos = reinterpret_cast<int*>(area + factor_bytes + x_bytes);
     const cublasFillMode_t fill = detail::fill_mode(I.options.triangle, fs.row_major);
     const cudaDataType t = detail::cuda_data_type(B.dtype);
@@ -273,7 +273,7 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
         }
         lanes.join();
     }
-    if (x_temp) copy(target, x, stream);
+    if (x_temp) detail::copy_matrices(target, x, stream);
 }
 
 const TensorLayout& Cholesky::layout() const noexcept {

@@ -127,7 +127,7 @@ void EighImpl::run(linalg::Backend with, const TensorView& a, const TensorView& 
     auto* area = static_cast<std::byte*>(lease.data);
     const TensorView target = v_direct ? vectors : TensorView(area, packed_column_major(batch.dtype, batch.a.shape()));
     const TensorView w = w_direct ? values : TensorView(area + a_bytes, values_layout);
-    if (!same_operand(a, target)) copy(a, target, stream);
+    if (!same_operand(a, target)) detail::copy_matrices(a, target, stream);
     const Storage ts = storage_of(target);
     const std::int64_t ld = std::max<std::int64_t>(ts.ld, 1);
     const std::int64_t a_step = ts.batch_stride * std::int64_t(elem);
@@ -172,8 +172,8 @@ void EighImpl::run(linalg::Backend with, const TensorView& a, const TensorView& 
         lanes.join();
     }
     lock.unlock();
-    if (!w_direct) copy(w, values, stream);
-    if (options.vectors && !v_direct) copy(target, vectors, stream);
+    if (!w_direct) detail::copy_matrices(w, values, stream);
+    if (options.vectors && !v_direct) detail::copy_matrices(target, vectors, stream);
 }
 
 }  // namespace gpumath::detail
@@ -239,6 +239,13 @@ void Eigh::execute(const TensorView& a, const TensorView& values, const TensorVi
         return;
     }
     if (!I.planned.load(std::memory_order_acquire)) plan();
+    // syevd waits on the host inside (cuSOLVER reports an internal error when captured); the
+    // batched routine is stream work only.
+    if (I.backend == Backend::looped && detail::capturing(stream))
+        detail::throw_not_supported(
+            "the stream is capturing a CUDA graph, and the looped backend (cuSOLVER's syevd) "
+            "cannot be captured; plan with Backend::batched (XsyevBatched) to capture",
+            api);
     if (detail::current_device() != I.device)
         detail::throw_invalid(fmt::format("the plan was made for device {}, the current device is {}; make a plan "
                                           "per device",

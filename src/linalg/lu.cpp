@@ -68,7 +68,7 @@ void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage&
     const StreamWorkspace::Lease lease = workspace->acquire(pivot_bytes + per_lane * std::size_t(lanes_wanted), stream);
     auto* area = static_cast<std::byte*>(lease.data);
     auto* wide = reinterpret_cast<std::int64_t*>(area);
-    if (!same_operand(a, lu)) copy(a, lu, stream);
+    if (!same_operand(a, lu)) detail::copy_matrices(a, lu, stream);
     auto* data = static_cast<std::byte*>(lu.data());
     {
         std::lock_guard lock(host_mutex);  // the host workspaces
@@ -186,7 +186,7 @@ void LU::solve(const TensorView& lu, const TensorView& pivots, const TensorView&
     detail::convert_pivots(pivots.data(), wide, B.count * B.n, false, stream);
     const detail::Storage xs = r.temp ? r.packed : r.storage;
     const TensorView target = r.temp ? TensorView(area + pivot_bytes, r.packed_layout) : x;
-    if (!detail::same_operand(b, target)) copy(b, target, stream);
+    if (!detail::same_operand(b, target)) detail::copy_matrices(b, target, stream);
     int* infos = reinterpret_cast<int*>(area + pivot_bytes + x_bytes);
     // A row-major lu holds Aᵀ's factors: solve with the transpose (not the adjoint: the memory of a
     // row-major complex A is its plain transpose).
@@ -206,7 +206,7 @@ void LU::solve(const TensorView& lu, const TensorView& pivots, const TensorView&
         }
         lanes.join();
     }
-    if (r.temp) copy(target, x, stream);
+    if (r.temp) detail::copy_matrices(target, x, stream);
 }
 
 const TensorLayout& LU::layout() const noexcept {

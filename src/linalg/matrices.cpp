@@ -194,6 +194,24 @@ RightHandSides right_hand_sides(const SquareBatch& B, const TensorView& b, const
     return r;
 }
 
+void copy_matrices(const TensorView& in, const TensorView& out, core::StreamRef stream) {
+    const bool same_strides =
+        std::equal(in.strides().begin(), in.strides().end(), out.strides().begin(), out.strides().end());
+    if (same_strides && in.span_elements() == in.size() && in.size() > 0) {
+        check(cudaMemcpyAsync(out.data(), in.data(), std::size_t(in.span_bytes()), cudaMemcpyDeviceToDevice,
+                              stream.handle()),
+              "cudaMemcpyAsync", "copying matrices for cuSOLVER");
+        return;
+    }
+    copy(in, out, stream);
+}
+
+bool capturing(core::StreamRef stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    check(cudaStreamIsCapturing(stream.handle(), &status), "cudaStreamIsCapturing", "asking whether a stream captures");
+    return status != cudaStreamCaptureStatusNone;
+}
+
 void fill_random(const TensorView& view, core::StreamRef stream) {
     const bool complex = view.dtype() == DataType::c32 || view.dtype() == DataType::c64;
     const DataType real =

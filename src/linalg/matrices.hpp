@@ -92,6 +92,14 @@ void check_right_hand_side(const SquareBatch& batch, const TensorView& b, const 
 /// imaginary parts alike), for the matrices `automatic` measures on.
 void fill_random(const TensorView& view, core::StreamRef stream);
 
+/// Copies `in` to `out` (same shape and dtype, checked by the caller) on `stream`: one device copy
+/// when both have the same strides and are dense (no gaps, any order: a column-major batch is one
+/// run of memory too), else gpumath::copy's kernels.
+void copy_matrices(const TensorView& in, const TensorView& out, core::StreamRef stream);
+
+/// True when `stream` is capturing a CUDA graph.
+[[nodiscard]] bool capturing(core::StreamRef stream);
+
 /// Bytes rounded up to the 256 bytes every workspace piece is aligned to.
 [[nodiscard]] constexpr std::size_t aligned_bytes(std::size_t bytes) noexcept { return (bytes + 255) / 256 * 256; }
 

@@ -48,15 +48,14 @@ public:
     /// True once `plan()` has run (false when moved from).
     [[nodiscard]] bool planned() const noexcept;
 
-    /// Factorizes `a` into `factor` on `stream`: the factor in the planned triangle; the other
-    /// triangle holds what `a` held there (as LAPACK and cuSOLVER leave it; the stateless
-    /// `cholesky` zeroes it). `factor` has `a`'s shape and dtype with any strides, and may be `a`
-    /// itself (in place, exactly cuSOLVER's in-place potrf); otherwise it must not overlap `a`
-    /// (InvalidArgument) and `a` is copied to it first. `info` is a
-    /// contiguous i32 tensor of the batch shape (`info_layout()`), written for every matrix: 0, or
-    /// the order of the leading minor that is not positive definite. Without a copy when `factor`
-    /// has unit stride along rows or columns and one stride between matrices; otherwise through a
-    /// workspace copy.
+    /// Factorizes `a` into `factor` on `stream`: the factor in the planned triangle; what the other
+    /// triangle holds afterwards is unspecified (the single-matrix routine leaves A's values there,
+    /// the batched one overwrites them; the stateless `cholesky` zeroes it). `factor` has `a`'s shape and dtype with
+    /// any strides, and may be `a` itself (in place, exactly cuSOLVER's in-place potrf); otherwise it must not overlap
+    /// `a` (InvalidArgument) and `a` is copied to it first. `info` is a contiguous i32 tensor of the batch shape
+    /// (`info_layout()`), written for every matrix: 0, or the order of the leading minor that is not positive definite.
+    /// Without a copy when `factor` has unit stride along rows or columns and one stride between matrices; otherwise
+    /// through a workspace copy.
     void factorize(const TensorView& a, const TensorView& factor, const TensorView& info,
                    core::StreamRef stream = core::current_stream());
 

@@ -26,8 +26,10 @@ namespace gpumath::linalg {
 /// sizes the workspace on the current device and, for Backend::automatic and more than one matrix,
 /// measures the backends once per (n, batch, dtype, device) (it then blocks on a private stream).
 ///
-/// `execute` enqueues on the caller's stream, never synchronizes, may be captured into a CUDA graph
-/// once planned, and leaves A untouched unless `vectors` is A itself.
+/// `execute` enqueues on the caller's stream, never synchronizes, and leaves A untouched unless
+/// `vectors` is A itself. Planned with Backend::batched it may be captured into a CUDA graph; the
+/// looped backend (cuSOLVER's syevd, which waits on the host inside) refuses a capturing stream
+/// with NotSupported before any work.
 class Eigh {
 public:
     /// Plans the decomposition of matrices laid out as `a`. InvalidArgument for a rank below 2,
