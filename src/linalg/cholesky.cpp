@@ -28,18 +28,10 @@ constexpr const char* plan_api = "linalg::Cholesky";
 constexpr std::int64_t measured_elements = std::int64_t(1) << 26;
 constexpr std::int64_t measured_n = 1024;
 
-void check_device(int planned, const char* api) {
-    const int d = current_device();
-    if (d != planned)
-        throw_invalid(fmt::format("the plan was made for device {}, the current device is {}; make a plan per device",
-                                  planned, d),
-                      api);
-}
-
 std::size_t potrf_bytes(int device, const SquareBatch& b, std::int64_t ld, cublasFillMode_t fill, std::size_t& host) {
     const SolverHandle h(device, nullptr);
     std::size_t dev = 0;
-    const cudaDataType t = cuda_data_type(b.dtype);
+    const cudaDataType t = to_cuda(b.dtype);
     check_cusolver(cusolverDnXpotrf_bufferSize(h.get(), h.params(), fill, b.n, t, nullptr, ld, t, &dev, &host),
                    "cusolverDnXpotrf_bufferSize", "sizing a Cholesky factorization");
     return dev;
@@ -144,7 +136,7 @@ void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const Te
         for (auto& h : host)
             if (h.size() < host_needed) h.resize(host_needed);
         Lanes lanes(device, stream, count, true);
-        const cudaDataType t = cuda_data_type(batch.dtype);
+        const cudaDataType t = to_cuda(batch.dtype);
         for (std::int64_t b = 0; b < count; ++b) {
             const int l = lanes.lane_of(b);
             const SolverHandle& h = lanes.handle(l);
@@ -216,7 +208,7 @@ void Cholesky::factorize(const TensorView& a, const TensorView& factor, const Te
         return;
     }
     if (!I.planned.load(std::memory_order_acquire)) plan();
-    detail::check_device(I.device, api);
+    detail::check_plan_device(I.device, api);
     I.factorize(I.backend, a, factor, info, stream);
 }
 
@@ -230,7 +222,7 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
     const std::int64_t k = r.k;
     if (B.count == 0 || B.n == 0 || k == 0) return;
     if (!I.planned.load(std::memory_order_acquire)) plan();
-    detail::check_device(I.device, api);
+    detail::check_plan_device(I.device, api);
 
     // The factor where it is when cuSOLVER can read it there (a row-major complex factor is the
     // conjugate of what potrs would read, so it is copied), x likewise.
@@ -259,7 +251,7 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
     if (!detail::same_operand(b, target)) detail::copy_matrices(b, target, stream);
     int* infos = reinterpret_cast<int*>(area + factor_bytes + x_bytes);
     const cublasFillMode_t fill = detail::fill_mode(I.options.triangle, fs.row_major);
-    const cudaDataType t = detail::cuda_data_type(B.dtype);
+    const cudaDataType t = to_cuda(B.dtype);
     auto* fdata = static_cast<const std::byte*>(f.data());
     auto* xdata = static_cast<std::byte*>(target.data());
     {

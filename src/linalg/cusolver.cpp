@@ -98,19 +98,6 @@ std::string_view cusolver_status_name(int status) noexcept {
     }
 }
 
-cudaDataType cuda_data_type(DataType t) noexcept {
-    switch (t) {
-        case DataType::f64:
-            return CUDA_R_64F;
-        case DataType::c32:
-            return CUDA_C_32F;
-        case DataType::c64:
-            return CUDA_C_64F;
-        default:
-            return CUDA_R_32F;
-    }
-}
-
 DataType real_of(DataType t) noexcept {
     return t == DataType::f64 || t == DataType::c64 ? DataType::f64 : DataType::f32;
 }

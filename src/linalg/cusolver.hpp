@@ -27,9 +27,6 @@ inline void check_cusolver(cusolverStatus_t status, const char* api, std::string
 /// ones CUDA 13.0 defines.
 [[nodiscard]] std::string_view cusolver_status_name(int status) noexcept;
 
-/// cuSOLVER's data type of f32, f64, c32 or c64.
-[[nodiscard]] cudaDataType cuda_data_type(DataType t) noexcept;
-
 /// The real dtype of `t` (f32 for f32 and c32, f64 for f64 and c64).
 [[nodiscard]] DataType real_of(DataType t) noexcept;
 

@@ -56,7 +56,7 @@ void EighImpl::plan_locked() {
     if (planned.load(std::memory_order_acquire)) return;
     device = current_device();
     const std::int64_t n = std::max<std::int64_t>(batch.n, 1);
-    const cudaDataType t = cuda_data_type(batch.dtype), w = cuda_data_type(real_of(batch.dtype));
+    const cudaDataType t = to_cuda(batch.dtype), w = to_cuda(real_of(batch.dtype));
     const cublasFillMode_t fill = fill_mode(options.triangle, false);
     {
         const SolverHandle h(device, nullptr);
@@ -132,7 +132,7 @@ void EighImpl::run(linalg::Backend with, const TensorView& a, const TensorView& 
     const std::int64_t ld = std::max<std::int64_t>(ts.ld, 1);
     const std::int64_t a_step = ts.batch_stride * std::int64_t(elem);
     const std::int64_t w_step = (w_direct ? w_stride.value_or(0) : n) * std::int64_t(welem);
-    const cudaDataType t = cuda_data_type(batch.dtype), wt = cuda_data_type(real_of(batch.dtype));
+    const cudaDataType t = to_cuda(batch.dtype), wt = to_cuda(real_of(batch.dtype));
     const cublasFillMode_t fill = fill_mode(options.triangle, false);
     auto* data = static_cast<std::byte*>(target.data());
     auto* wdata = static_cast<std::byte*>(w.data());
@@ -246,11 +246,7 @@ void Eigh::execute(const TensorView& a, const TensorView& values, const TensorVi
             "the stream is capturing a CUDA graph, and the looped backend (cuSOLVER's syevd) "
             "cannot be captured; plan with Backend::batched (XsyevBatched) to capture",
             api);
-    if (detail::current_device() != I.device)
-        detail::throw_invalid(fmt::format("the plan was made for device {}, the current device is {}; make a plan "
-                                          "per device",
-                                          I.device, detail::current_device()),
-                              api);
+    detail::check_plan_device(I.device, api);
     I.run(I.backend, a, values, vectors, info, stream);
 }
 

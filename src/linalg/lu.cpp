@@ -29,7 +29,7 @@ constexpr const char* plan_api = "linalg::LU";
 void LUImpl::plan_locked() {
     if (planned.load(std::memory_order_acquire)) return;
     device = current_device();
-    const cudaDataType t = cuda_data_type(batch.dtype);
+    const cudaDataType t = to_cuda(batch.dtype);
     const SolverHandle h(device, nullptr);
     check_cusolver(cusolverDnXgetrf_bufferSize(h.get(), h.params(), batch.n, batch.n, t, nullptr,
                                                std::max<std::int64_t>(batch.n, 1), t, &device_bytes, &host_bytes),
@@ -44,10 +44,7 @@ void LUImpl::ensure_planned(const char* api) {
         std::lock_guard lock(mutex);
         plan_locked();
     }
-    if (current_device() != device)
-        throw_invalid(fmt::format("the plan was made for device {}, the current device is {}; make a plan per device",
-                                  device, current_device()),
-                      api);
+    check_plan_device(device, api);
 }
 
 void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage& s, int* pivots, int* info,
@@ -56,7 +53,7 @@ void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage&
     const std::size_t elem = size_of(batch.dtype);
     const int lanes_wanted = int(std::min<std::int64_t>(count, Lanes::max_lanes));
     std::size_t per_lane = aligned_bytes(device_bytes), host_needed = host_bytes;
-    const cudaDataType t = cuda_data_type(batch.dtype);
+    const cudaDataType t = to_cuda(batch.dtype);
     if (s.ld != std::max<std::int64_t>(n, 1)) {
         const SolverHandle h(device, nullptr);
         std::size_t dev = 0;
@@ -191,7 +188,7 @@ void LU::solve(const TensorView& lu, const TensorView& pivots, const TensorView&
     // A row-major lu holds Aᵀ's factors: solve with the transpose (not the adjoint: the memory of a
     // row-major complex A is its plain transpose).
     const cublasOperation_t op = fs.row_major ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cudaDataType t = detail::cuda_data_type(B.dtype);
+    const cudaDataType t = to_cuda(B.dtype);
     const auto* fdata = static_cast<const std::byte*>(lu.data());
     auto* xdata = static_cast<std::byte*>(target.data());
     {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <gpumath/core/device.hpp>
 #include <gpumath/tensor_ops.hpp>
 #include "core/tensor_ops_internal.hpp"
 #include "detail/enum_check.hpp"
@@ -204,6 +205,14 @@ void copy_matrices(const TensorView& in, const TensorView& out, core::StreamRef 
         return;
     }
     copy(in, out, stream);
+}
+
+void check_plan_device(int planned, const char* api) {
+    const int d = current_device();
+    if (d != planned)
+        throw_invalid(fmt::format("the plan was made for device {}, the current device is {}; make a plan per device",
+                                  planned, d),
+                      api);
 }
 
 bool capturing(core::StreamRef stream) {

@@ -97,6 +97,9 @@ void fill_random(const TensorView& view, core::StreamRef stream);
 /// run of memory too), else gpumath::copy's kernels.
 void copy_matrices(const TensorView& in, const TensorView& out, core::StreamRef stream);
 
+/// InvalidArgument naming `api` unless the current device is `planned`, the plan's.
+void check_plan_device(int planned, const char* api);
+
 /// True when `stream` is capturing a CUDA graph.
 [[nodiscard]] bool capturing(core::StreamRef stream);
 

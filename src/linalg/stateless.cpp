@@ -43,17 +43,24 @@ std::string key_of(const char* operation, int device, const TensorLayout& a, int
                        backend, vectors, resource);
 }
 
+/// The cached plan under `key` on the current device: `fresh` (made, and so validated, before any
+/// CUDA call) planned and kept in `slot` on a miss.
+template <class Plan>
+std::shared_ptr<LinalgPlan> cached(Plan& fresh, std::optional<Plan> LinalgPlan::*slot, const char* operation,
+                                   const TensorView& a, int triangle, int backend, int vectors, const void* resource) {
+    const std::string key = key_of(operation, current_device(), a, triangle, backend, vectors, resource);
+    return plan_cache().get_or_create(key, [&] {
+        auto p = std::make_shared<LinalgPlan>();
+        ((*p).*slot).emplace(std::move(fresh));
+        ((*p).*slot)->plan();
+        return p;
+    });
+}
+
 /// The cached LU plan of `a`'s layout on the current device (validated first, also without one).
 std::shared_ptr<LinalgPlan> lu_plan(const TensorView& a, const linalg::LUOptions& options) {
     linalg::LU fresh(a, options);
-    const int device = current_device();
-    const std::string key = key_of("lu", device, a, 0, int(options.backend), 0, options.memory_resource.get());
-    return plan_cache().get_or_create(key, [&] {
-        auto p = std::make_shared<LinalgPlan>();
-        p->lu.emplace(std::move(fresh));
-        p->lu->plan();
-        return p;
-    });
+    return cached(fresh, &LinalgPlan::lu, "lu", a, 0, int(options.backend), 0, options.memory_resource.get());
 }
 
 }  // namespace
@@ -64,15 +71,8 @@ namespace linalg {
 CholeskyResult cholesky(const TensorView& a, const CholeskyOptions& options, core::StreamRef stream) {
     // Validated in full before any CUDA call (also without a device).
     Cholesky fresh(a, options);
-    const int device = detail::current_device();
-    const std::string key = detail::key_of("cholesky", device, a, int(options.triangle), int(options.backend), 0,
-                                           options.memory_resource.get());
-    const auto plan = detail::plan_cache().get_or_create(key, [&] {
-        auto p = std::make_shared<detail::LinalgPlan>();
-        p->cholesky.emplace(std::move(fresh));
-        p->cholesky->plan();
-        return p;
-    });
+    const auto plan = detail::cached(fresh, &detail::LinalgPlan::cholesky, "cholesky", a, int(options.triangle),
+                                     int(options.backend), 0, options.memory_resource.get());
     CholeskyResult r;
     r.factor = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
     r.info = Tensor::empty(plan->cholesky->info_layout(), stream, options.memory_resource);
@@ -85,15 +85,8 @@ CholeskyResult cholesky(const TensorView& a, const CholeskyOptions& options, cor
 
 EighResult eigh(const TensorView& a, const EighOptions& options, core::StreamRef stream) {
     Eigh fresh(a, options);
-    const int device = detail::current_device();
-    const std::string key = detail::key_of("eigh", device, a, int(options.triangle), int(options.backend),
-                                           options.vectors ? 1 : 0, options.memory_resource.get());
-    const auto plan = detail::plan_cache().get_or_create(key, [&] {
-        auto p = std::make_shared<detail::LinalgPlan>();
-        p->eigh.emplace(std::move(fresh));
-        p->eigh->plan();
-        return p;
-    });
+    const auto plan = detail::cached(fresh, &detail::LinalgPlan::eigh, "eigh", a, int(options.triangle),
+                                     int(options.backend), options.vectors ? 1 : 0, options.memory_resource.get());
     EighResult r;
     r.values = Tensor::empty(plan->eigh->values_layout(), stream, options.memory_resource);
     if (options.vectors) r.vectors = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
