@@ -182,10 +182,10 @@ CholeskyImpl& Cholesky::impl(const char* api) const {
 }
 
 void Cholesky::plan() {
-    CholeskyImpl& I = impl("linalg::Cholesky::plan");
-    if (I.planned.load(std::memory_order_acquire)) return;
-    std::lock_guard lock(I.mutex);
-    I.plan_locked();
+    CholeskyImpl& state = impl("linalg::Cholesky::plan");
+    if (state.planned.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(state.mutex);
+    state.plan_locked();
 }
 
 bool Cholesky::planned() const noexcept { return impl_ && impl_->planned.load(std::memory_order_acquire); }
@@ -193,55 +193,56 @@ bool Cholesky::planned() const noexcept { return impl_ && impl_->planned.load(st
 void Cholesky::factorize(const TensorView& a, const TensorView& factor, const TensorView& info,
                          core::StreamRef stream) {
     const char* api = "linalg::Cholesky::factorize";
-    CholeskyImpl& I = impl(api);
-    const detail::SquareBatch& B = I.batch;
-    detail::check_operand(a, B.a.shape(), B.dtype, "a", false, api);
-    detail::check_operand(factor, B.a.shape(), B.dtype, "factor", true, api);
-    detail::check_info_operand(info, B.info, "info", api);
+    CholeskyImpl& state = impl(api);
+    const detail::SquareBatch& batch = state.batch;
+    detail::check_operand(a, batch.a.shape(), batch.dtype, "a", false, api);
+    detail::check_operand(factor, batch.a.shape(), batch.dtype, "factor", true, api);
+    detail::check_info_operand(info, batch.info, "info", api);
     if (!detail::same_operand(a, factor)) detail::check_apart(factor, "factor", a, "a", api);
     detail::check_apart(info, "info", a, "a", api);
     detail::check_apart(info, "info", factor, "factor", api);
-    if (B.count == 0) return;
-    if (B.n == 0) {
-        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(B.count) * sizeof(int), stream.handle()),
+    if (batch.count == 0) return;
+    if (batch.n == 0) {
+        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(batch.count) * sizeof(int), stream.handle()),
                       "cudaMemsetAsync", "writing the info of empty matrices");
         return;
     }
-    if (!I.planned.load(std::memory_order_acquire)) plan();
-    detail::check_plan_device(I.device, api);
-    I.factorize(I.backend, a, factor, info, stream);
+    if (!state.planned.load(std::memory_order_acquire)) plan();
+    detail::check_plan_device(state.device, api);
+    state.factorize(state.backend, a, factor, info, stream);
 }
 
 void Cholesky::solve(const TensorView& factor, const TensorView& b, const TensorView& x, core::StreamRef stream) {
     const char* api = "linalg::Cholesky::solve";
-    CholeskyImpl& I = impl(api);
-    const detail::SquareBatch& B = I.batch;
-    detail::check_operand(factor, B.a.shape(), B.dtype, "factor", false, api);
-    const detail::RightHandSides r = detail::right_hand_sides(B, b, x, api);
+    CholeskyImpl& state = impl(api);
+    const detail::SquareBatch& batch = state.batch;
+    detail::check_operand(factor, batch.a.shape(), batch.dtype, "factor", false, api);
+    const detail::RightHandSides r = detail::right_hand_sides(batch, b, x, api);
     detail::check_apart(x, "x", factor, "factor", api);
     const std::int64_t k = r.k;
-    if (B.count == 0 || B.n == 0 || k == 0) return;
-    if (!I.planned.load(std::memory_order_acquire)) plan();
-    detail::check_plan_device(I.device, api);
+    if (batch.count == 0 || batch.n == 0 || k == 0) return;
+    if (!state.planned.load(std::memory_order_acquire)) plan();
+    detail::check_plan_device(state.device, api);
 
     // The factor where it is when cuSOLVER can read it there (a row-major complex factor is the
     // conjugate of what potrs would read, so it is copied), x likewise.
-    const std::size_t elem = size_of(B.dtype);
-    const bool complex = B.dtype == DataType::c32 || B.dtype == DataType::c64;
+    const std::size_t elem = size_of(batch.dtype);
+    const bool complex = batch.dtype == DataType::c32 || batch.dtype == DataType::c64;
     detail::Storage fs = detail::storage_of(factor);
     const bool factor_temp = !fs.direct || (fs.row_major && complex);
     const bool x_temp = r.temp;
     detail::Storage xs = r.storage;
-    const std::size_t factor_bytes = factor_temp ? detail::aligned_bytes(std::size_t(B.count * B.n * B.n) * elem) : 0;
-    const std::size_t x_bytes = x_temp ? detail::aligned_bytes(std::size_t(B.count * B.n * k) * elem) : 0;
-    const std::size_t info_bytes = detail::aligned_bytes(std::size_t(B.count) * sizeof(int));
-    const detail::StreamWorkspace::Lease lease = I.workspace->acquire(factor_bytes + x_bytes + info_bytes, stream);
+    const std::size_t factor_bytes =
+        factor_temp ? detail::aligned_bytes(std::size_t(batch.count * batch.n * batch.n) * elem) : 0;
+    const std::size_t x_bytes = x_temp ? detail::aligned_bytes(std::size_t(batch.count * batch.n * k) * elem) : 0;
+    const std::size_t info_bytes = detail::aligned_bytes(std::size_t(batch.count) * sizeof(int));
+    const detail::StreamWorkspace::Lease lease = state.workspace->acquire(factor_bytes + x_bytes + info_bytes, stream);
     auto* area = static_cast<std::byte*>(lease.data);
     TensorView f = factor;
     if (factor_temp) {
-        f = TensorView(area, detail::packed_column_major(B.dtype, B.a.shape()));
+        f = TensorView(area, detail::packed_column_major(batch.dtype, batch.a.shape()));
         detail::copy_matrices(factor, f, stream);
-        fs = {.direct = true, .row_major = false, .ld = B.n, .batch_stride = B.n * B.n};
+        fs = {.direct = true, .row_major = false, .ld = batch.n, .batch_stride = batch.n * batch.n};
     }
     TensorView target = x;
     if (x_temp) {
@@ -250,18 +251,18 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
     }
     if (!detail::same_operand(b, target)) detail::copy_matrices(b, target, stream);
     int* infos = reinterpret_cast<int*>(area + factor_bytes + x_bytes);
-    const cublasFillMode_t fill = detail::fill_mode(I.options.triangle, fs.row_major);
-    const cudaDataType t = to_cuda(B.dtype);
+    const cublasFillMode_t fill = detail::fill_mode(state.options.triangle, fs.row_major);
+    const cudaDataType t = to_cuda(batch.dtype);
     auto* fdata = static_cast<const std::byte*>(f.data());
     auto* xdata = static_cast<std::byte*>(target.data());
     {
-        detail::Lanes lanes(I.device, stream, B.count, true);
-        for (std::int64_t m = 0; m < B.count; ++m) {
+        detail::Lanes lanes(state.device, stream, batch.count, true);
+        for (std::int64_t m = 0; m < batch.count; ++m) {
             const detail::SolverHandle& h = lanes.handle(lanes.lane_of(m));
-            detail::check_cusolver(
-                cusolverDnXpotrs(h.get(), h.params(), fill, B.n, k, t, fdata + m * fs.batch_stride * std::int64_t(elem),
-                                 fs.ld, t, xdata + m * xs.batch_stride * std::int64_t(elem), xs.ld, infos + m),
-                "cusolverDnXpotrs", "a Cholesky solve");
+            detail::check_cusolver(cusolverDnXpotrs(h.get(), h.params(), fill, batch.n, k, t,
+                                                    fdata + m * fs.batch_stride * std::int64_t(elem), fs.ld, t,
+                                                    xdata + m * xs.batch_stride * std::int64_t(elem), xs.ld, infos + m),
+                                   "cusolverDnXpotrs", "a Cholesky solve");
         }
         lanes.join();
     }
@@ -290,10 +291,10 @@ Backend Cholesky::backend() const noexcept {
 
 std::size_t Cholesky::workspace_size() const noexcept {
     if (!planned()) return 0;
-    const detail::SquareBatch& B = impl_->batch;
-    const std::size_t lanes = std::size_t(std::min<std::int64_t>(B.count, detail::Lanes::max_lanes));
-    return detail::aligned_bytes(std::size_t(B.count * B.n * B.n) * size_of(B.dtype)) +
-           detail::aligned_bytes(std::size_t(B.count) * sizeof(void*)) +
+    const detail::SquareBatch& batch = impl_->batch;
+    const std::size_t lanes = std::size_t(std::min<std::int64_t>(batch.count, detail::Lanes::max_lanes));
+    return detail::aligned_bytes(std::size_t(batch.count * batch.n * batch.n) * size_of(batch.dtype)) +
+           detail::aligned_bytes(std::size_t(batch.count) * sizeof(void*)) +
            lanes * detail::aligned_bytes(impl_->device_bytes);
 }
 

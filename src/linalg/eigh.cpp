@@ -202,10 +202,10 @@ EighImpl& Eigh::impl(const char* api) const {
 }
 
 void Eigh::plan() {
-    EighImpl& I = impl("linalg::Eigh::plan");
-    if (I.planned.load(std::memory_order_acquire)) return;
-    std::lock_guard lock(I.mutex);
-    I.plan_locked();
+    EighImpl& state = impl("linalg::Eigh::plan");
+    if (state.planned.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(state.mutex);
+    state.plan_locked();
 }
 
 bool Eigh::planned() const noexcept { return impl_ && impl_->planned.load(std::memory_order_acquire); }
@@ -213,13 +213,13 @@ bool Eigh::planned() const noexcept { return impl_ && impl_->planned.load(std::m
 void Eigh::execute(const TensorView& a, const TensorView& values, const TensorView& vectors, const TensorView& info,
                    core::StreamRef stream) {
     const char* api = "linalg::Eigh::execute";
-    EighImpl& I = impl(api);
-    const detail::SquareBatch& B = I.batch;
-    detail::check_operand(a, B.a.shape(), B.dtype, "a", false, api);
-    detail::check_operand(values, I.values_layout.shape(), I.values_layout.dtype(), "values", true, api);
-    detail::check_info_operand(info, B.info, "info", api);
-    if (I.options.vectors) {
-        detail::check_operand(vectors, B.a.shape(), B.dtype, "vectors", true, api);
+    EighImpl& state = impl(api);
+    const detail::SquareBatch& batch = state.batch;
+    detail::check_operand(a, batch.a.shape(), batch.dtype, "a", false, api);
+    detail::check_operand(values, state.values_layout.shape(), state.values_layout.dtype(), "values", true, api);
+    detail::check_info_operand(info, batch.info, "info", api);
+    if (state.options.vectors) {
+        detail::check_operand(vectors, batch.a.shape(), batch.dtype, "vectors", true, api);
         if (!detail::same_operand(a, vectors)) detail::check_apart(vectors, "vectors", a, "a", api);
         detail::check_apart(values, "values", vectors, "vectors", api);
         detail::check_apart(info, "info", vectors, "vectors", api);
@@ -232,22 +232,22 @@ void Eigh::execute(const TensorView& a, const TensorView& values, const TensorVi
     detail::check_apart(values, "values", a, "a", api);
     detail::check_apart(info, "info", a, "a", api);
     detail::check_apart(info, "info", values, "values", api);
-    if (B.count == 0) return;
-    if (B.n == 0) {
-        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(B.count) * sizeof(int), stream.handle()),
+    if (batch.count == 0) return;
+    if (batch.n == 0) {
+        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(batch.count) * sizeof(int), stream.handle()),
                       "cudaMemsetAsync", "writing the info of empty matrices");
         return;
     }
-    if (!I.planned.load(std::memory_order_acquire)) plan();
+    if (!state.planned.load(std::memory_order_acquire)) plan();
     // syevd waits on the host inside (cuSOLVER reports an internal error when captured); the
     // batched routine is stream work only.
-    if (I.backend == Backend::looped && detail::capturing(stream))
+    if (state.backend == Backend::looped && detail::capturing(stream))
         detail::throw_not_supported(
             "the stream is capturing a CUDA graph, and the looped backend (cuSOLVER's syevd) "
             "cannot be captured; plan with Backend::batched (XsyevBatched) to capture",
             api);
-    detail::check_plan_device(I.device, api);
-    I.run(I.backend, a, values, vectors, info, stream);
+    detail::check_plan_device(state.device, api);
+    state.run(state.backend, a, values, vectors, info, stream);
 }
 
 const TensorLayout& Eigh::layout() const noexcept {
@@ -277,12 +277,12 @@ Backend Eigh::backend() const noexcept {
 
 std::size_t Eigh::workspace_size() const noexcept {
     if (!planned()) return 0;
-    const detail::SquareBatch& B = impl_->batch;
-    const std::size_t lanes = std::size_t(std::min<std::int64_t>(B.count, detail::Lanes::max_lanes));
+    const detail::SquareBatch& batch = impl_->batch;
+    const std::size_t lanes = std::size_t(std::min<std::int64_t>(batch.count, detail::Lanes::max_lanes));
     const std::size_t solver =
         std::max(lanes * detail::aligned_bytes(impl_->single_bytes), detail::aligned_bytes(impl_->batched_bytes));
-    return detail::aligned_bytes(std::size_t(B.count * B.n * B.n) * size_of(B.dtype)) +
-           detail::aligned_bytes(std::size_t(B.count * B.n) * size_of(detail::real_of(B.dtype))) + solver;
+    return detail::aligned_bytes(std::size_t(batch.count * batch.n * batch.n) * size_of(batch.dtype)) +
+           detail::aligned_bytes(std::size_t(batch.count * batch.n) * size_of(detail::real_of(batch.dtype))) + solver;
 }
 
 }  // namespace gpumath::linalg

@@ -115,10 +115,10 @@ LUImpl& LU::impl(const char* api) const {
 }
 
 void LU::plan() {
-    LUImpl& I = impl("linalg::LU::plan");
-    if (I.planned.load(std::memory_order_acquire)) return;
-    std::lock_guard lock(I.mutex);
-    I.plan_locked();
+    LUImpl& state = impl("linalg::LU::plan");
+    if (state.planned.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(state.mutex);
+    state.plan_locked();
 }
 
 bool LU::planned() const noexcept { return impl_ && impl_->planned.load(std::memory_order_acquire); }
@@ -126,12 +126,12 @@ bool LU::planned() const noexcept { return impl_ && impl_->planned.load(std::mem
 void LU::factorize(const TensorView& a, const TensorView& lu, const TensorView& pivots, const TensorView& info,
                    core::StreamRef stream) {
     const char* api = "linalg::LU::factorize";
-    LUImpl& I = impl(api);
-    const detail::SquareBatch& B = I.batch;
-    detail::check_operand(a, B.a.shape(), B.dtype, "a", false, api);
-    detail::check_operand(lu, B.a.shape(), B.dtype, "lu", true, api);
-    detail::check_info_operand(pivots, I.pivots_layout, "pivots", api);
-    detail::check_info_operand(info, B.info, "info", api);
+    LUImpl& state = impl(api);
+    const detail::SquareBatch& batch = state.batch;
+    detail::check_operand(a, batch.a.shape(), batch.dtype, "a", false, api);
+    detail::check_operand(lu, batch.a.shape(), batch.dtype, "lu", true, api);
+    detail::check_info_operand(pivots, state.pivots_layout, "pivots", api);
+    detail::check_info_operand(info, batch.info, "info", api);
     const detail::Storage s = detail::storage_of(lu);
     if (!s.direct)
         detail::throw_invalid(fmt::format("lu: strides {} give neither unit stride along rows nor along columns with "
@@ -145,42 +145,42 @@ void LU::factorize(const TensorView& a, const TensorView& lu, const TensorView& 
     detail::check_apart(info, "info", a, "a", api);
     detail::check_apart(info, "info", lu, "lu", api);
     detail::check_apart(info, "info", pivots, "pivots", api);
-    if (B.count == 0) return;
-    if (B.n == 0) {
-        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(B.count) * sizeof(int), stream.handle()),
+    if (batch.count == 0) return;
+    if (batch.n == 0) {
+        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(batch.count) * sizeof(int), stream.handle()),
                       "cudaMemsetAsync", "writing the info of empty matrices");
         return;
     }
-    I.ensure_planned(api);
-    I.factorize(a, lu, s, static_cast<int*>(pivots.data()), static_cast<int*>(info.data()), stream);
+    state.ensure_planned(api);
+    state.factorize(a, lu, s, static_cast<int*>(pivots.data()), static_cast<int*>(info.data()), stream);
 }
 
 void LU::solve(const TensorView& lu, const TensorView& pivots, const TensorView& b, const TensorView& x,
                core::StreamRef stream) {
     const char* api = "linalg::LU::solve";
-    LUImpl& I = impl(api);
-    const detail::SquareBatch& B = I.batch;
-    detail::check_operand(lu, B.a.shape(), B.dtype, "lu", false, api);
-    detail::check_info_operand(pivots, I.pivots_layout, "pivots", api);
+    LUImpl& state = impl(api);
+    const detail::SquareBatch& batch = state.batch;
+    detail::check_operand(lu, batch.a.shape(), batch.dtype, "lu", false, api);
+    detail::check_info_operand(pivots, state.pivots_layout, "pivots", api);
     const detail::Storage fs = detail::storage_of(lu);
     if (!fs.direct)
         detail::throw_invalid(fmt::format("lu: strides {} are not a layout factorize writes (unit stride along rows "
                                           "or columns, one stride between matrices)",
                                           gpumath::to_string(lu.strides())),
                               api);
-    const detail::RightHandSides r = detail::right_hand_sides(B, b, x, api);
+    const detail::RightHandSides r = detail::right_hand_sides(batch, b, x, api);
     detail::check_apart(x, "x", lu, "lu", api);
     detail::check_apart(x, "x", pivots, "pivots", api);
-    if (B.count == 0 || B.n == 0 || r.k == 0) return;
-    I.ensure_planned(api);
-    const std::size_t elem = size_of(B.dtype);
-    const std::size_t pivot_bytes = detail::aligned_bytes(std::size_t(B.count * B.n) * sizeof(std::int64_t));
-    const std::size_t x_bytes = r.temp ? detail::aligned_bytes(std::size_t(B.count * B.n * r.k) * elem) : 0;
-    const std::size_t info_bytes = detail::aligned_bytes(std::size_t(B.count) * sizeof(int));
-    const detail::StreamWorkspace::Lease lease = I.workspace->acquire(pivot_bytes + x_bytes + info_bytes, stream);
+    if (batch.count == 0 || batch.n == 0 || r.k == 0) return;
+    state.ensure_planned(api);
+    const std::size_t elem = size_of(batch.dtype);
+    const std::size_t pivot_bytes = detail::aligned_bytes(std::size_t(batch.count * batch.n) * sizeof(std::int64_t));
+    const std::size_t x_bytes = r.temp ? detail::aligned_bytes(std::size_t(batch.count * batch.n * r.k) * elem) : 0;
+    const std::size_t info_bytes = detail::aligned_bytes(std::size_t(batch.count) * sizeof(int));
+    const detail::StreamWorkspace::Lease lease = state.workspace->acquire(pivot_bytes + x_bytes + info_bytes, stream);
     auto* area = static_cast<std::byte*>(lease.data);
     auto* wide = reinterpret_cast<std::int64_t*>(area);
-    detail::convert_pivots(pivots.data(), wide, B.count * B.n, false, stream);
+    detail::convert_pivots(pivots.data(), wide, batch.count * batch.n, false, stream);
     const detail::Storage xs = r.temp ? r.packed : r.storage;
     const TensorView target = r.temp ? TensorView(area + pivot_bytes, r.packed_layout) : x;
     if (!detail::same_operand(b, target)) detail::copy_matrices(b, target, stream);
@@ -188,17 +188,17 @@ void LU::solve(const TensorView& lu, const TensorView& pivots, const TensorView&
     // A row-major lu holds Aᵀ's factors: solve with the transpose (not the adjoint: the memory of a
     // row-major complex A is its plain transpose).
     const cublasOperation_t op = fs.row_major ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cudaDataType t = to_cuda(B.dtype);
+    const cudaDataType t = to_cuda(batch.dtype);
     const auto* fdata = static_cast<const std::byte*>(lu.data());
     auto* xdata = static_cast<std::byte*>(target.data());
     {
-        detail::Lanes lanes(I.device, stream, B.count, true);
-        for (std::int64_t m = 0; m < B.count; ++m) {
+        detail::Lanes lanes(state.device, stream, batch.count, true);
+        for (std::int64_t m = 0; m < batch.count; ++m) {
             const detail::SolverHandle& h = lanes.handle(lanes.lane_of(m));
             detail::check_cusolver(
-                cusolverDnXgetrs(h.get(), h.params(), op, B.n, r.k, t, fdata + m * fs.batch_stride * std::int64_t(elem),
-                                 fs.ld, wide + m * B.n, t, xdata + m * xs.batch_stride * std::int64_t(elem), xs.ld,
-                                 infos + m),
+                cusolverDnXgetrs(h.get(), h.params(), op, batch.n, r.k, t,
+                                 fdata + m * fs.batch_stride * std::int64_t(elem), fs.ld, wide + m * batch.n, t,
+                                 xdata + m * xs.batch_stride * std::int64_t(elem), xs.ld, infos + m),
                 "cusolverDnXgetrs", "an LU solve");
         }
         lanes.join();
@@ -228,9 +228,9 @@ const LUOptions& LU::options() const noexcept {
 
 std::size_t LU::workspace_size() const noexcept {
     if (!planned()) return 0;
-    const detail::SquareBatch& B = impl_->batch;
-    const std::size_t lanes = std::size_t(std::min<std::int64_t>(B.count, detail::Lanes::max_lanes));
-    return detail::aligned_bytes(std::size_t(B.count * B.n) * sizeof(std::int64_t)) +
+    const detail::SquareBatch& batch = impl_->batch;
+    const std::size_t lanes = std::size_t(std::min<std::int64_t>(batch.count, detail::Lanes::max_lanes));
+    return detail::aligned_bytes(std::size_t(batch.count * batch.n) * sizeof(std::int64_t)) +
            lanes * detail::aligned_bytes(impl_->device_bytes);
 }
 

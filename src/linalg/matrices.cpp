@@ -149,49 +149,50 @@ void check_apart(const TensorView& a, const char* a_name, const TensorView& b, c
 namespace {
 
 /// The shape right-hand sides of `b`'s rank must have (InvalidArgument for another rank).
-std::array<std::int64_t, max_rank> rhs_shape(const SquareBatch& B, const TensorView& b, const char* api) {
-    const int rhs_rank = b.rank() - B.batch_rank;
+std::array<std::int64_t, max_rank> rhs_shape(const SquareBatch& batch, const TensorView& b, const char* api) {
+    const int rhs_rank = b.rank() - batch.batch_rank;
     if (rhs_rank != 1 && rhs_rank != 2)
         throw_invalid(
             fmt::format("b: shape {}; give right-hand sides as (..., n, k) or (..., n) with the batch shape {} "
                         "and n {}",
-                        to_string(b.shape()), to_string(B.info.shape()), B.n),
+                        to_string(b.shape()), to_string(batch.info.shape()), batch.n),
             api);
     std::array<std::int64_t, max_rank> shape{};
-    for (int d = 0; d < B.batch_rank; ++d) shape[std::size_t(d)] = B.a.shape(d);
-    shape[std::size_t(B.batch_rank)] = B.n;
-    if (rhs_rank == 2) shape[std::size_t(B.batch_rank + 1)] = b.shape(-1);
+    for (int d = 0; d < batch.batch_rank; ++d) shape[std::size_t(d)] = batch.a.shape(d);
+    shape[std::size_t(batch.batch_rank)] = batch.n;
+    if (rhs_rank == 2) shape[std::size_t(batch.batch_rank) + 1] = b.shape(-1);
     return shape;
 }
 
 }  // namespace
 
-void check_right_hand_side(const SquareBatch& B, const TensorView& b, const char* api) {
-    const auto shape = rhs_shape(B, b, api);
-    check_operand(b, std::span<const std::int64_t>(shape.data(), std::size_t(b.rank())), B.dtype, "b", false, api);
+void check_right_hand_side(const SquareBatch& batch, const TensorView& b, const char* api) {
+    const auto shape = rhs_shape(batch, b, api);
+    check_operand(b, std::span<const std::int64_t>(shape.data(), std::size_t(b.rank())), batch.dtype, "b", false, api);
 }
 
-RightHandSides right_hand_sides(const SquareBatch& B, const TensorView& b, const TensorView& x, const char* api) {
-    const int rhs_rank = b.rank() - B.batch_rank;
-    const auto shape = rhs_shape(B, b, api);
+RightHandSides right_hand_sides(const SquareBatch& batch, const TensorView& b, const TensorView& x, const char* api) {
+    const int rhs_rank = b.rank() - batch.batch_rank;
+    const auto shape = rhs_shape(batch, b, api);
     const std::span<const std::int64_t> expected(shape.data(), std::size_t(b.rank()));
-    check_operand(b, expected, B.dtype, "b", false, api);
-    check_operand(x, expected, B.dtype, "x", true, api);
+    check_operand(b, expected, batch.dtype, "b", false, api);
+    check_operand(x, expected, batch.dtype, "x", true, api);
     if (!same_operand(b, x)) check_apart(x, "x", b, "b", api);
     RightHandSides r;
     r.k = rhs_rank == 2 ? b.shape(-1) : 1;
     if (rhs_rank == 2) {
         r.storage = storage_of(x);
     } else {
-        const auto stride = uniform_batch_stride(x, B.batch_rank);
-        r.storage.direct = (B.n <= 1 || x.stride(-1) == 1) && stride.has_value() && (B.count <= 1 || *stride >= B.n);
-        r.storage.ld = std::max<std::int64_t>(B.n, 1);
+        const auto stride = uniform_batch_stride(x, batch.batch_rank);
+        r.storage.direct =
+            (batch.n <= 1 || x.stride(-1) == 1) && stride.has_value() && (batch.count <= 1 || *stride >= batch.n);
+        r.storage.ld = std::max<std::int64_t>(batch.n, 1);
         r.storage.batch_stride = stride.value_or(0);
     }
     r.temp = !r.storage.direct || r.storage.row_major;
-    const std::int64_t ld = std::max<std::int64_t>(B.n, 1);
-    r.packed = {.direct = true, .row_major = false, .ld = ld, .batch_stride = B.n * r.k};
-    r.packed_layout = rhs_rank == 2 ? packed_column_major(B.dtype, expected) : TensorLayout(B.dtype, expected);
+    const std::int64_t ld = std::max<std::int64_t>(batch.n, 1);
+    r.packed = {.direct = true, .row_major = false, .ld = ld, .batch_stride = batch.n * r.k};
+    r.packed_layout = rhs_rank == 2 ? packed_column_major(batch.dtype, expected) : TensorLayout(batch.dtype, expected);
     return r;
 }
 
