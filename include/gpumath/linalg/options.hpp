@@ -32,8 +32,8 @@ enum class Backend : std::uint8_t {
     /// cuSOLVER's single-matrix routine once per matrix, the matrices spread over the caller's
     /// stream and up to four side streams forked from it and joined back.
     looped,
-    /// cuSOLVER's batched routine: potrfBatched (Cholesky); XsyevBatched, or syevjBatched for
-    /// n ≤ 32 (eigh).
+    /// cuSOLVER's batched routine: potrfBatched (Cholesky), XsyevBatched (eigh). Not offered for LU
+    /// yet (NotSupported).
     batched
 };
 
