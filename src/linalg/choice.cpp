@@ -3,6 +3,8 @@
 #include "linalg/choice.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <string_view>
 #include <array>
 #include <map>
 #include <mutex>
@@ -13,13 +15,17 @@
 
 #include <gpumath/core/device.hpp>
 #include <gpumath/core/event.hpp>
+#include <gpumath/error.hpp>
+#include <gpumath/linalg/functions.hpp>
+#include "core/jit.hpp"
 #include "detail/capture_mode.hpp"
 #include "detail/log.hpp"
+#include "detail/status.hpp"
 
 namespace gpumath::detail {
 namespace {
 
-using Key = std::tuple<std::string, int, std::int64_t, std::int64_t, int>;
+using Key = std::tuple<std::string, int, std::int64_t, std::int64_t, std::string>;
 
 struct Choices {
     std::mutex mutex;
@@ -35,7 +41,90 @@ Key key_of(const ChoiceKey& k) { return {k.operation, int(k.dtype), k.n, k.count
 
 constexpr int rounds = 5;
 
+constexpr std::string_view choices_header = "# gpumath linalg backend choices 1";
+
+/// The fields of a tab-separated line.
+std::vector<std::string_view> split_tabs(std::string_view line) {
+    std::vector<std::string_view> fields;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= line.size(); ++i)
+        if (i == line.size() || line[i] == '\t') {
+            fields.push_back(line.substr(start, i - start));
+            start = i + 1;
+        }
+    return fields;
+}
+
+bool parse_count(std::string_view text, std::int64_t& out) {
+    if (text.empty() || text.size() > 18) return false;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc() && end == text.data() + text.size() && out >= 0;
+}
+
 }  // namespace
+
+std::string device_model(int device) {
+    std::string name = core::Device(device).properties().name;
+    std::replace(name.begin(), name.end(), ' ', '_');
+    std::replace(name.begin(), name.end(), '\t', '_');
+    return name;
+}
+
+std::string choices_text() {
+    Choices& c = choices();
+    std::lock_guard lock(c.mutex);
+    std::string text = std::string(choices_header) + "\n";
+    for (const auto& [k, backend] : c.kept) {
+        const auto& [operation, dtype, n, count, device] = k;
+        text += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", device, operation, to_string(DataType(dtype)), n, count,
+                            to_string(backend));
+    }
+    return text;
+}
+
+std::size_t add_choices(std::string_view text, const char* api) {
+    std::vector<std::pair<Key, linalg::Backend>> parsed;
+    std::size_t line_number = 0;
+    while (!text.empty()) {
+        const std::size_t end = std::min(text.find('\n'), text.size());
+        const std::string_view line = text.substr(0, end);
+        text.remove_prefix(std::min(end + 1, text.size()));
+        ++line_number;
+        if (line_number == 1) {
+            if (line != choices_header)
+                throw_invalid(fmt::format("line 1: \"{}\" is not the header save_backend_choices writes (\"{}\")",
+                                          line.substr(0, 80), choices_header),
+                              api);
+            continue;
+        }
+        if (line.empty()) continue;
+        const auto f = split_tabs(line);
+        const auto bad = [&](const char* what) {
+            throw_invalid(fmt::format("line {}: {}; each line is device, operation, dtype, n, batch and backend, "
+                                      "tab-separated, as save_backend_choices writes them",
+                                      line_number, what),
+                          api);
+        };
+        if (f.size() != 6) bad("not six fields");
+        if (f[0].empty()) bad("no device");
+        if (f[1] != "cholesky" && f[1] != "eigh" && f[1] != "eigh values") bad("an unknown operation");
+        int dtype = -1;
+        for (const DataType t : {DataType::f32, DataType::f64, DataType::c32, DataType::c64})
+            if (f[2] == to_string(t)) dtype = int(t);
+        if (dtype < 0) bad("a dtype other than f32, f64, c32 and c64");
+        std::int64_t n = 0, count = 0;
+        if (!parse_count(f[3], n) || !parse_count(f[4], count)) bad("n or batch is not a count");
+        linalg::Backend backend = linalg::Backend::looped;
+        if (f[5] == "batched") backend = linalg::Backend::batched;
+        else if (f[5] != "looped") bad("a backend other than looped and batched");
+        parsed.emplace_back(Key{std::string(f[1]), dtype, n, count, std::string(f[0])}, backend);
+    }
+    if (line_number == 0) throw_invalid("the file is empty; it has no header", api);
+    Choices& c = choices();
+    std::lock_guard lock(c.mutex);
+    for (auto& [k, b] : parsed) c.kept[k] = b;
+    return parsed.size();
+}
 
 bool find_choice(const ChoiceKey& key, linalg::Backend& backend) {
     Choices& c = choices();
@@ -84,7 +173,7 @@ linalg::Backend measured_backend(const ChoiceKey& key, std::span<const linalg::B
             chosen = candidates[c];
         }
     }
-    log(LogLevel::info, "linalg {} {} n={} batch={} on device {}: {} -> {}", key.operation, to_string(key.dtype), key.n,
+    log(LogLevel::info, "linalg {} {} n={} batch={} on {}: {} -> {}", key.operation, to_string(key.dtype), key.n,
         key.count, key.device, report, to_string(chosen));
     Choices& c = choices();
     std::lock_guard lock(c.mutex);
@@ -92,3 +181,43 @@ linalg::Backend measured_backend(const ChoiceKey& key, std::span<const linalg::B
 }
 
 }  // namespace gpumath::detail
+
+namespace gpumath::linalg {
+
+namespace {
+constexpr std::uint64_t max_choices_bytes = std::uint64_t(16) << 20;
+}  // namespace
+
+void save_backend_choices(const std::string& path) {
+    const char* api = "linalg::save_backend_choices";
+    const std::string text = detail::choices_text();
+    int error = 0;
+    std::string reason;
+    std::string existing;
+    if (detail::read_regular_file(path, existing, true, max_choices_bytes) == detail::FileStatus::not_regular)
+        detail::throw_invalid(fmt::format("path: {} is not a regular file; pass a file's path", path), api);
+    if (!detail::replace_regular_file(path, text, error, reason))
+        throw Error(fmt::format("{}: cannot write {}: {}", api, path, reason), error, api);
+}
+
+std::size_t load_backend_choices(const std::string& path) {
+    const char* api = "linalg::load_backend_choices";
+    std::string text;
+    switch (detail::read_regular_file(path, text, true, max_choices_bytes)) {
+        case detail::FileStatus::ok:
+            return detail::add_choices(text, api);
+        case detail::FileStatus::missing:
+            return 0;
+        case detail::FileStatus::not_regular:
+            detail::throw_invalid(
+                fmt::format("path: {} is not a regular file; pass a file save_backend_choices wrote", path), api);
+        case detail::FileStatus::unreadable:
+            detail::throw_invalid(fmt::format("path: cannot read {}", path), api);
+        case detail::FileStatus::too_large:
+            break;
+    }
+    detail::throw_invalid(
+        fmt::format("path: {} holds more than the {} MiB a choices file may hold", path, max_choices_bytes >> 20), api);
+}
+
+}  // namespace gpumath::linalg

@@ -14,14 +14,24 @@
 
 namespace gpumath::detail {
 
-/// What a measurement is kept under.
+/// What a measurement is kept under: the device by its name, so that a saved choice serves every
+/// card of that model.
 struct ChoiceKey {
     std::string operation;  // "cholesky", "eigh" or "eigh values"
     DataType dtype = DataType::f32;
     std::int64_t n = 0;
     std::int64_t count = 0;
-    int device = 0;
+    std::string device;  // device_model(ordinal)
 };
+
+/// The name a device's choices are kept under: its model name with spaces as underscores.
+[[nodiscard]] std::string device_model(int device);
+
+/// The choices as the file `linalg::save_backend_choices` writes (a header line, then one
+/// tab-separated line per choice), and the number of choices `text` adds (InvalidArgument naming
+/// the line for anything else, the header included).
+[[nodiscard]] std::string choices_text();
+std::size_t add_choices(std::string_view text, const char* api);
 
 /// The backend of `candidates` that `run(backend, stream)` runs fastest on `device` (current): one
 /// warm-up each, then five rounds timing one run of each in turn on a private stream (the median

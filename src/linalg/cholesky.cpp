@@ -69,7 +69,7 @@ void CholeskyImpl::plan_locked() {
                              batch.n * batch.n * batch.count <= measured_elements;
         backend = linalg::Backend::looped;
         if (measure) {
-            const ChoiceKey key{"cholesky", batch.dtype, batch.n, batch.count, device};
+            const ChoiceKey key{"cholesky", batch.dtype, batch.n, batch.count, device_model(device)};
             const TensorLayout packed = packed_column_major(batch.dtype, batch.a.shape());
             Tensor a, f, info;
             const std::array candidates{linalg::Backend::looped, linalg::Backend::batched};

@@ -76,7 +76,8 @@ void EighImpl::plan_locked() {
             batch.count > 1 && batch.n <= measured_n && batch.n * batch.n * batch.count <= measured_elements;
         backend = linalg::Backend::looped;
         if (measure) {
-            const ChoiceKey key{options.vectors ? "eigh" : "eigh values", batch.dtype, batch.n, batch.count, device};
+            const ChoiceKey key{options.vectors ? "eigh" : "eigh values", batch.dtype, batch.n, batch.count,
+                                device_model(device)};
             const TensorLayout packed = packed_column_major(batch.dtype, batch.a.shape());
             Tensor a, v, wv, info;
             const std::array candidates{linalg::Backend::looped, linalg::Backend::batched};

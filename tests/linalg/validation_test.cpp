@@ -4,6 +4,11 @@
 #include <gpumath/linalg.hpp>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <unistd.h>
 #include <string>
 
 #include "common/test_util.hpp"
@@ -233,6 +238,50 @@ TEST(LinalgValidation, StatelessCallsRejectBadInputWithoutADevice) {
     expect_throw_with<InvalidArgument>(
         [] { check_info(TensorView(fake(), TensorLayout(DataType::f32, {3})), "linalg::cholesky"); },
         {"linalg::check_info", "info: dtype f32", "i32"});
+}
+
+TEST(LinalgValidation, BackendChoicesRoundTripThroughAFile) {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("gpumath_linalg_choices_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto write = [&](const std::string& name, const std::string& text) {
+        std::ofstream(dir / name, std::ios::binary) << text;
+        return (dir / name).string();
+    };
+    const std::string header = "# gpumath linalg backend choices 1\n";
+    const std::string saved = write("in.txt", header + "Test_GPU\tcholesky\tf64\t100\t500\tbatched\n" +
+                                                  "Test_GPU\teigh values\tc32\t7\t3\tlooped\n");
+    EXPECT_EQ(load_backend_choices(saved), 2U);
+    EXPECT_EQ(load_backend_choices((dir / "missing.txt").string()), 0U);
+    const std::string out = (dir / "out.txt").string();
+    save_backend_choices(out);
+    std::ifstream in(out);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.rfind(header, 0), 0U) << text;
+    EXPECT_NE(text.find("Test_GPU\tcholesky\tf64\t100\t500\tbatched\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("Test_GPU\teigh values\tc32\t7\t3\tlooped\n"), std::string::npos) << text;
+    EXPECT_EQ(load_backend_choices(out), 2U);  // what was saved loads again
+
+    const char* api = "linalg::load_backend_choices";
+    expect_throw_with<InvalidArgument>([&] { (void)load_backend_choices(write("a.txt", "x\n")); },
+                                       {api, "line 1", "header"});
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)load_backend_choices(write("b.txt", header + "G\tcholesky\tf64\t1\t2\tfast\n")); },
+        {api, "line 2", "a backend other than looped and batched"});
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)load_backend_choices(write("c.txt", header + "\nG\tqr\tf64\t1\t2\tlooped\n")); },
+        {api, "line 3", "unknown operation"});
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)load_backend_choices(write("d.txt", header + "G\teigh\tf16\t1\t2\tlooped\n")); },
+        {api, "line 2", "dtype"});
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)load_backend_choices(write("e.txt", header + "G\teigh\tf32\t-1\t2\tlooped\n")); },
+        {api, "line 2", "not a count"});
+    expect_throw_with<InvalidArgument>([&] { (void)load_backend_choices(write("f.txt", "")); }, {api, "empty"});
+    expect_throw_with<InvalidArgument>([&] { (void)load_backend_choices(dir.string()); }, {api, "not a regular file"});
+    expect_throw_with<InvalidArgument>([&] { save_backend_choices(dir.string()); },
+                                       {"linalg::save_backend_choices", "not a regular file"});
+    std::filesystem::remove_all(dir);
 }
 
 TEST(LinalgValidation, NumericalErrorCarriesTheMatrixAndItsInfo) {

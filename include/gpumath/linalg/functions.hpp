@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include <gpumath/core/cache.hpp>
 #include <gpumath/core/stream.hpp>
@@ -87,6 +88,19 @@ struct InverseResult {
 /// overflows or underflows where the determinant does.
 [[nodiscard]] Tensor det(const TensorView& a, const LUOptions& options = {},
                          core::StreamRef stream = core::current_stream());
+
+/// Writes every backend Backend::automatic has chosen in this process (measured or loaded), for
+/// every device model, to the file at `path`, replacing it atomically: a text file of one line per
+/// (device model, operation, dtype, n, batch). InvalidArgument when something other than a regular
+/// file is at `path`; Error when it cannot be written.
+void save_backend_choices(const std::string& path);
+
+/// Adds the choices of a file `save_backend_choices` wrote: a later plan of the same operation,
+/// n, batch and dtype on a device of the same model takes the saved backend without measuring.
+/// Returns how many were read; 0 when nothing is at `path`. InvalidArgument, with nothing added,
+/// for something other than a regular file of at most 16 MiB, or for a line that is not as
+/// `save_backend_choices` writes them (naming the line).
+std::size_t load_backend_choices(const std::string& path);
 
 /// The process-wide, thread-safe LRU cache of plans behind the stateless linalg calls, reached
 /// through `linalg_plan_cache()`. A plan is keyed by operation, device, layout and options.
