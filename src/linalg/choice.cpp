@@ -21,6 +21,7 @@
 #include "detail/capture_mode.hpp"
 #include "detail/log.hpp"
 #include "detail/status.hpp"
+#include "detail/text.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -42,18 +43,6 @@ Key key_of(const ChoiceKey& k) { return {k.operation, int(k.dtype), k.n, k.count
 constexpr int rounds = 5;
 
 constexpr std::string_view choices_header = "# gpumath linalg backend choices 1";
-
-/// The fields of a tab-separated line.
-std::vector<std::string_view> split_tabs(std::string_view line) {
-    std::vector<std::string_view> fields;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= line.size(); ++i)
-        if (i == line.size() || line[i] == '\t') {
-            fields.push_back(line.substr(start, i - start));
-            start = i + 1;
-        }
-    return fields;
-}
 
 bool parse_count(std::string_view text, std::int64_t& out) {
     if (text.empty() || text.size() > 18) return false;

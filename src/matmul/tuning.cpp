@@ -8,6 +8,8 @@
 // (cublasLtMatmulAlgoCheck) before it is used.
 #include "matmul/tuning.hpp"
 
+#include "detail/text.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cerrno>
@@ -60,18 +62,6 @@ std::string clean_name(std::string s) {
     for (char& c : s)
         if (c == '\t' || c == '\n' || c == '\r') c = ' ';
     return s;
-}
-
-std::vector<std::string> split_tabs(const std::string& line) {
-    std::vector<std::string> f;
-    std::size_t start = 0;
-    while (true) {
-        const std::size_t tab = line.find('\t', start);
-        f.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
-        if (tab == std::string::npos) break;
-        start = tab + 1;
-    }
-    return f;
 }
 
 }  // namespace
@@ -264,7 +254,7 @@ TuningText parse_tuning_text(std::istream& in, const TuningHost& host) {
         if (line.empty() || line[0] == '#') continue;
         const auto f = split_tabs(line);
         TuningEntry e;
-        if (f.size() < 5 || !parse_key(f[3], e.key) || !hex_to_algo(f[4], e.algo)) {
+        if (f.size() < 5 || !parse_key(std::string(f[3]), e.key) || !hex_to_algo(std::string(f[4]), e.algo)) {
             ++out.malformed;
             continue;
         }
