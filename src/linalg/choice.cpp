@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
+#include <system_error>
 #include <string_view>
 #include <array>
 #include <map>
@@ -180,11 +182,13 @@ constexpr std::uint64_t max_choices_bytes = std::uint64_t(16) << 20;
 void save_backend_choices(const std::string& path) {
     const char* api = "linalg::save_backend_choices";
     const std::string text = detail::choices_text();
+    // What is there is only looked at, not read: the new text replaces it whole.
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(path, ec);
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+        detail::throw_invalid(fmt::format("path: {} is not a regular file; pass a file's path", path), api);
     int error = 0;
     std::string reason;
-    std::string existing;
-    if (detail::read_regular_file(path, existing, true, max_choices_bytes) == detail::FileStatus::not_regular)
-        detail::throw_invalid(fmt::format("path: {} is not a regular file; pass a file's path", path), api);
     if (!detail::replace_regular_file(path, text, error, reason))
         throw Error(fmt::format("{}: cannot write {}: {}", api, path, reason), error, api);
 }

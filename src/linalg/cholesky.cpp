@@ -133,8 +133,7 @@ void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const Te
                        "cusolverDnXpotrfBatched", "a batched Cholesky factorization");
     } else {
         std::unique_lock lock(host_mutex);  // the host workspaces
-        for (auto& h : host)
-            if (h.size() < host_needed) h.resize(host_needed);
+        grow_host_workspaces(host, host_needed);
         Lanes lanes(device, stream, count, true);
         const cudaDataType t = to_cuda(batch.dtype);
         for (std::int64_t b = 0; b < count; ++b) {
@@ -201,12 +200,7 @@ void Cholesky::factorize(const TensorView& a, const TensorView& factor, const Te
     if (!detail::same_operand(a, factor)) detail::check_apart(factor, "factor", a, "a", api);
     detail::check_apart(info, "info", a, "a", api);
     detail::check_apart(info, "info", factor, "factor", api);
-    if (batch.count == 0) return;
-    if (batch.n == 0) {
-        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(batch.count) * sizeof(int), stream.handle()),
-                      "cudaMemsetAsync", "writing the info of empty matrices");
-        return;
-    }
+    if (detail::empty_batch_done(batch, info, stream)) return;
     if (!state.planned.load(std::memory_order_acquire)) plan();
     detail::check_plan_device(state.device, api);
     state.factorize(state.backend, a, factor, info, stream);

@@ -158,8 +158,7 @@ void EighImpl::run(linalg::Backend with, const TensorView& a, const TensorView& 
                                                 "were planned; give vectors a leading dimension of n",
                                                 ld, dev, bytes),
                                     plan_api);
-            for (auto& lane_host : host)
-                if (lane_host.size() < host_bytes) lane_host.resize(host_bytes);
+            grow_host_workspaces(host, host_bytes);
         }
         Lanes lanes(device, stream, count, true);
         for (std::int64_t b = 0; b < count; ++b) {
@@ -233,12 +232,7 @@ void Eigh::execute(const TensorView& a, const TensorView& values, const TensorVi
     detail::check_apart(values, "values", a, "a", api);
     detail::check_apart(info, "info", a, "a", api);
     detail::check_apart(info, "info", values, "values", api);
-    if (batch.count == 0) return;
-    if (batch.n == 0) {
-        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(batch.count) * sizeof(int), stream.handle()),
-                      "cudaMemsetAsync", "writing the info of empty matrices");
-        return;
-    }
+    if (detail::empty_batch_done(batch, info, stream)) return;
     if (!state.planned.load(std::memory_order_acquire)) plan();
     // syevd waits on the host inside (cuSOLVER reports an internal error when captured); the
     // batched routine is stream work only.

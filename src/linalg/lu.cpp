@@ -69,8 +69,7 @@ void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage&
     auto* data = static_cast<std::byte*>(lu.data());
     {
         std::lock_guard lock(host_mutex);  // the host workspaces
-        for (auto& h : host)
-            if (h.size() < host_needed) h.resize(host_needed);
+        grow_host_workspaces(host, host_needed);
         Lanes lanes(device, stream, count, true);
         for (std::int64_t b = 0; b < count; ++b) {
             const int l = lanes.lane_of(b);
@@ -145,12 +144,7 @@ void LU::factorize(const TensorView& a, const TensorView& lu, const TensorView& 
     detail::check_apart(info, "info", a, "a", api);
     detail::check_apart(info, "info", lu, "lu", api);
     detail::check_apart(info, "info", pivots, "pivots", api);
-    if (batch.count == 0) return;
-    if (batch.n == 0) {
-        detail::check(cudaMemsetAsync(info.data(), 0, std::size_t(batch.count) * sizeof(int), stream.handle()),
-                      "cudaMemsetAsync", "writing the info of empty matrices");
-        return;
-    }
+    if (detail::empty_batch_done(batch, info, stream)) return;
     state.ensure_planned(api);
     state.factorize(a, lu, s, static_cast<int*>(pivots.data()), static_cast<int*>(info.data()), stream);
 }

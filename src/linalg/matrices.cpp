@@ -208,6 +208,19 @@ void copy_matrices(const TensorView& in, const TensorView& out, core::StreamRef 
     copy(in, out, stream);
 }
 
+bool empty_batch_done(const SquareBatch& batch, const TensorView& info, core::StreamRef stream) {
+    if (batch.count == 0) return true;
+    if (batch.n != 0) return false;
+    check(cudaMemsetAsync(info.data(), 0, std::size_t(batch.count) * sizeof(int), stream.handle()), "cudaMemsetAsync",
+          "writing the info of empty matrices");
+    return true;
+}
+
+void grow_host_workspaces(std::vector<std::vector<std::byte>>& host, std::size_t bytes) {
+    for (auto& lane : host)
+        if (lane.size() < bytes) lane.resize(bytes);
+}
+
 void check_plan_device(int planned, const char* api) {
     const int d = current_device();
     if (d != planned)

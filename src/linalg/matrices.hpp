@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include <gpumath/core/stream.hpp>
 #include <gpumath/layout.hpp>
@@ -96,6 +97,13 @@ void fill_random(const TensorView& view, core::StreamRef stream);
 /// when both have the same strides and are dense (no gaps, any order: a column-major batch is one
 /// run of memory too), else gpumath::copy's kernels.
 void copy_matrices(const TensorView& in, const TensorView& out, core::StreamRef stream);
+
+/// True when `batch` leaves nothing for cuSOLVER to do: no matrices, or matrices of order 0, whose
+/// `info` (checked, of the batch shape) is then set to 0 on `stream`.
+[[nodiscard]] bool empty_batch_done(const SquareBatch& batch, const TensorView& info, core::StreamRef stream);
+
+/// Grows every lane's host workspace in `host` to at least `bytes` (the caller holds its lock).
+void grow_host_workspaces(std::vector<std::vector<std::byte>>& host, std::size_t bytes);
 
 /// InvalidArgument naming `api` unless the current device is `planned`, the plan's.
 void check_plan_device(int planned, const char* api);
