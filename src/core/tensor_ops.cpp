@@ -346,6 +346,28 @@ bool flat_fill(const IndexSpace& s) { return s.rank == 0 || (s.rank == 1 && s.ou
 
 }  // namespace
 
+namespace {
+
+/// The exponent of the lowest set bit of a nonzero f32 value.
+int lowest_bit(double x) {
+    int e = 0;
+    const double m = std::frexp(std::fabs(x), &e);  // x = m 2^e, m of 24 bits
+    return e - 24 + std::countr_zero(std::uint64_t(std::ldexp(m, 24)));
+}
+
+}  // namespace
+
+bool uniform_exact_in_f32(double low, double high) {
+    const double width = high - low;
+    const auto is_f32 = [](double x) { return double(float(x)) == x; };
+    if (!is_f32(low) || !is_f32(high) || !is_f32(width)) return false;
+    if (width == 0 || low == 0) return true;  // low alone, or width * u: 24 bits times 24 bits
+    // low + width * u (u = m 2^-24, m of 24 bits) lies below 2^(max exponent + 2), and its lowest
+    // bit is that of low or of width * u: exact in f64 when that spans at most 53 bits.
+    const int top = std::max(std::ilogb(low), std::ilogb(width)) + 2;
+    return top - std::min(lowest_bit(low), lowest_bit(width) - 24) <= 53;
+}
+
 bool fills_flat(const TensorLayout& out) { return flat_fill(index_space(out, nullptr)); }
 
 void fill_view(const TensorView& out, std::complex<double> value, core::StreamRef stream) {
@@ -375,6 +397,8 @@ void convert_view(const TensorView& in, const TensorView& out, core::StreamRef s
 void random_flat(void* out, DataType type, std::int64_t count, kernels::RandomDistribution distribution,
                  std::uint64_t seed, std::uint64_t offset, double a, double b, core::StreamRef stream) {
     if (count == 0) return;
+    if (distribution == kernels::random_uniform && type != DataType::f64 && uniform_exact_in_f32(a, b))
+        distribution = kernels::random_uniform_f32;
     const LoadedKernel& k = kernel_for(current_device(), Op::random_flat, type, type, int(distribution));
     // One thread per Philox block: four values of 32 bits or two of 64.
     const std::uint64_t per = type == DataType::f64 ? 2 : 4;

@@ -44,6 +44,11 @@ void check_pair(const TensorView& in, const TensorView& out, const char* api);
 /// needs the strided kernel.
 [[nodiscard]] bool fills_flat(const TensorLayout& out);
 
+/// True when uniform values on [low, high] computed in f32 (one fused multiply-add) equal those of
+/// the documented f64 arithmetic rounded to f32: low, high and high - low are f32 values and the
+/// f64 multiply-add is exact. random_flat then draws f16, bf16 and f32 in f32.
+[[nodiscard]] bool uniform_exact_in_f32(double low, double high);
+
 /// Writes `value` to every element of `out` (checked) on `stream`.
 void fill_view(const TensorView& out, std::complex<double> value, core::StreamRef stream);
 

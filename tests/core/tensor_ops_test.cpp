@@ -63,6 +63,9 @@ TEST(TensorKernels, EveryInstantiationCompiles) {
     for (const DataType out : {DataType::f16, DataType::bf16, DataType::f32, DataType::f64})
         for (const int distribution : {0, 1, 2})
             families[0].push_back(detail::tensor_kernel_name(TensorKernel::random_flat, out, out, distribution));
+    for (const DataType out : {DataType::f16, DataType::bf16, DataType::f32})
+        families[0].push_back(
+            detail::tensor_kernel_name(TensorKernel::random_flat, out, out, kernels::random_uniform_f32));
     for (const std::vector<std::string>& names : families) {
         core::ProgramOptions options = detail::tensor_kernels_options();
         options.arch = "sm_90";
@@ -103,6 +106,37 @@ TEST(TensorOpsPaths, ContiguousFillsAreOneFlatRun) {
     EXPECT_TRUE(detail::fills_flat(TensorLayout(DataType::c64, {1})));
     EXPECT_FALSE(detail::fills_flat(TensorLayout(DataType::f32, {3, 5}, {10, 1})));
     EXPECT_FALSE(detail::fills_flat(TensorLayout(DataType::f32, {4, 4}, {1, 4})));
+}
+
+TEST(TensorOpsPaths, UniformInF32OnlyWhereItGivesTheDocumentedValues) {
+    // Where the f32 path is chosen, its value (one f32 fused multiply-add, capped at high) equals
+    // the documented one (an f64 fused multiply-add capped at high, rounded to f32) for every u:
+    // checked here with the host's correctly rounded fma and fmaf over u's extremes and a sweep.
+    const std::array<std::array<double, 2>, 9> ranges{{{0.0, 1.0},
+                                                       {-1.0, 1.0},
+                                                       {-3.5, 1e6},
+                                                       {1.0, 1.0},
+                                                       {100.0, 100.5},
+                                                       {-0x1p-10, 0x1p-12},
+                                                       {1.5e9, 1.5e9 + 256},
+                                                       {0.0, 0x1p127},
+                                                       {-7.0, -0.125}}};
+    for (const auto& [low, high] : ranges) {
+        ASSERT_TRUE(detail::uniform_exact_in_f32(low, high)) << low << ", " << high;
+        const auto lowf = float(low), highf = float(high), width = float(high - low);
+        for (std::uint32_t m = 1; m <= (1u << 24); m += (m < 4096 || m > (1u << 24) - 4096) ? 1u : 997u) {
+            const double u = double(m) * 0x1p-24;
+            const auto documented = float(std::fmin(std::fma(high - low, u, low), high));
+            const float in_f32 = std::fmin(std::fmaf(width, float(u), lowf), highf);
+            ASSERT_EQ(documented, in_f32) << "[" << low << ", " << high << "], m = " << m;
+        }
+    }
+    // Ranges whose width or ends are not f32 values, or whose sum spans more than f64's 53 bits,
+    // stay in f64.
+    EXPECT_FALSE(detail::uniform_exact_in_f32(0.0, 0.1));
+    EXPECT_FALSE(detail::uniform_exact_in_f32(-1e30, 1e-30));
+    EXPECT_FALSE(detail::uniform_exact_in_f32(1e20, 1e20 + 1e5));
+    EXPECT_FALSE(detail::uniform_exact_in_f32(-3.0e38, 3.0e38));
 }
 
 TEST(TensorOpsValidation, CastAndCopyCheckShapesOverlapAndTypes) {

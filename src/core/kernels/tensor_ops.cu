@@ -119,6 +119,14 @@ struct alignas(N == 1 ? alignof(T) : (N * sizeof(T) >= 16 ? 16 : N * sizeof(T)))
     T v[N];
 };
 
+/// A 16-byte element (c64) with the 16-byte alignment its type lacks, so that it moves as one
+/// access: for operands whose address allows it.
+template <class T>
+struct alignas(16) Aligned16 {
+    T v;
+};
+__device__ inline bool aligned16(const void* p) { return ((unsigned long long)p & 15ull) == 0; }
+
 __device__ inline long long first_thread() { return (long long)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ inline long long thread_count() { return (long long)gridDim.x * blockDim.x; }
 
@@ -156,6 +164,13 @@ __device__ inline Offsets offsets_of(const ElementwiseParams& p, long long i) {
 template <class T, int V>
 __global__ void fill_flat(const ElementwiseParams p) {
     const T value = from_value<T>(Value{p.value_re, p.value_im});
+    if constexpr (sizeof(T) == 16) {
+        if (aligned16(p.out)) {
+            auto* out = static_cast<Aligned16<T>*>(p.out);
+            for (long long i = first_thread(); i < p.count; i += thread_count()) out[i] = Aligned16<T>{value};
+            return;
+        }
+    }
     Pack<T, V> pack;
     for (int k = 0; k < V; ++k) pack.v[k] = value;
     auto* out = static_cast<Pack<T, V>*>(p.out);
@@ -175,6 +190,14 @@ __global__ void fill_strided(const ElementwiseParams p) {
 /// Converts `count` contiguous elements, V at a time (both operands aligned to V elements).
 template <class In, class Out, int V>
 __global__ void convert_flat(const ElementwiseParams p) {
+    if constexpr (sizeof(Out) == 16) {
+        if (aligned16(p.out)) {
+            auto* out = static_cast<Aligned16<Out>*>(p.out);
+            for (long long i = first_thread(); i < p.count; i += thread_count())
+                out[i] = Aligned16<Out>{convert<In, Out>(static_cast<const In*>(p.in)[i])};
+            return;
+        }
+    }
     const auto* in = static_cast<const Pack<In, V>*>(p.in);
     auto* out = static_cast<Pack<Out, V>*>(p.out);
     const long long packs = p.count / V;
@@ -337,7 +360,13 @@ __device__ inline Block<T, D> block_values(const Words& r, const RandomParams& p
                 for (int i = 0; i < 2; ++i) out.v[i] = exp(out.v[i]);
         }
     } else {
-        if constexpr (D == random_uniform) {
+        if constexpr (D == random_uniform_f32) {
+            // The same values as below where the host chose it: a, b and b - a are f32 values and
+            // the f64 multiply-add is exact, so one f32 rounding of the exact value is what the f64
+            // path's final rounding gives.
+            const float low = float(p.a), high = float(p.b), width = float(p.b - p.a);
+            for (int i = 0; i < 4; ++i) out.v[i] = fminf(__fmaf_rn(width, unit_f32(r.w[i]), low), high);
+        } else if constexpr (D == random_uniform) {
             // In f64 (high - low may pass the f32 range), kept at most high, then rounded to f32.
             for (int i = 0; i < 4; ++i) out.v[i] = float(fmin(__fma_rn(p.b - p.a, double(unit_f32(r.w[i])), p.a), p.b));
         } else {

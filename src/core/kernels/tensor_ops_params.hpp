@@ -45,8 +45,10 @@ struct TransposeParams {
     long long out_row_stride;  // from out[b][r][c] to out[b][r + 1][c]
 };
 
-/// The random distributions (random_flat's D).
-enum RandomDistribution { random_uniform = 0, random_normal = 1, random_lognormal = 2 };
+/// The random distributions (random_flat's D). random_uniform_f32 is uniform computed in f32 for
+/// f16, bf16 and f32 outputs: the host picks it only for ranges where it gives the same values as
+/// random_uniform's f64 arithmetic (see uniform_exact_in_f32 in tensor_ops.cpp).
+enum RandomDistribution { random_uniform = 0, random_normal = 1, random_lognormal = 2, random_uniform_f32 = 3 };
 
 /// One random pass: `count` contiguous elements, values `offset` to `offset + count - 1` of the
 /// Philox4x32-10 sequence keyed by `seed`. Uniform values map to a + (b - a) u, normal ones to
