@@ -56,12 +56,10 @@ bool fits_int(std::int64_t v) { return v <= INT_MAX; }
 }  // namespace
 
 void CholeskyImpl::plan_locked() {
-    if (planned.load(std::memory_order_acquire)) return;
-    device = current_device();
+    start_planning(options.memory_resource);
     const cublasFillMode_t fill = fill_mode(options.triangle, false);
     device_bytes = potrf_bytes(device, batch, std::max<std::int64_t>(batch.n, 1), fill, host_bytes);
-    host.assign(std::size_t(Lanes::max_lanes), std::vector<std::byte>(host_bytes));
-    workspace = stream_workspace(device, options.memory_resource);
+    size_host(host_bytes);
     backend = options.backend;
     if (backend == linalg::Backend::automatic) {
         const bool batched_fits = fits_int(batch.n) && fits_int(batch.count);
@@ -94,7 +92,6 @@ void CholeskyImpl::plan_locked() {
                 });
         }
     }
-    planned.store(true, std::memory_order_release);
 }
 
 void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const TensorView& factor,
@@ -180,12 +177,7 @@ CholeskyImpl& Cholesky::impl(const char* api) const {
     return *impl_;
 }
 
-void Cholesky::plan() {
-    CholeskyImpl& state = impl("linalg::Cholesky::plan");
-    if (state.planned.load(std::memory_order_acquire)) return;
-    std::lock_guard lock(state.mutex);
-    state.plan_locked();
-}
+void Cholesky::plan() { impl("linalg::Cholesky::plan").plan(); }
 
 bool Cholesky::planned() const noexcept { return impl_ && impl_->planned.load(std::memory_order_acquire); }
 
@@ -201,8 +193,7 @@ void Cholesky::factorize(const TensorView& a, const TensorView& factor, const Te
     detail::check_apart(info, "info", a, "a", api);
     detail::check_apart(info, "info", factor, "factor", api);
     if (detail::empty_batch_done(batch, info, stream)) return;
-    if (!state.planned.load(std::memory_order_acquire)) plan();
-    detail::check_plan_device(state.device, api);
+    state.ensure_planned(api);
     state.factorize(state.backend, a, factor, info, stream);
 }
 
@@ -215,8 +206,7 @@ void Cholesky::solve(const TensorView& factor, const TensorView& b, const Tensor
     detail::check_apart(x, "x", factor, "factor", api);
     const std::int64_t k = r.k;
     if (batch.count == 0 || batch.n == 0 || k == 0) return;
-    if (!state.planned.load(std::memory_order_acquire)) plan();
-    detail::check_plan_device(state.device, api);
+    state.ensure_planned(api);
 
     // The factor where it is when cuSOLVER can read it there (a row-major complex factor is the
     // conjugate of what potrs would read, so it is copied), x likewise.

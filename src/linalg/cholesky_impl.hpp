@@ -12,24 +12,18 @@
 
 #include "core/stream_workspace.hpp"
 #include "linalg/matrices.hpp"
+#include "linalg/plan_state.hpp"
 
 namespace gpumath::detail {
 
-struct CholeskyImpl {
+struct CholeskyImpl final : PlanState {
     SquareBatch batch;
     linalg::CholeskyOptions options;
     linalg::Backend backend = linalg::Backend::automatic;  // the chosen one once planned
-    std::atomic<bool> planned{false};
-    std::mutex mutex;       // planning
-    std::mutex host_mutex;  // the host workspaces while a call enqueues (planning measures through it)
-    int device = -1;
-    std::size_t device_bytes = 0;              // Xpotrf's device workspace per matrix in flight, leading dimension n
-    std::size_t host_bytes = 0;                // and host workspace
-    std::vector<std::vector<std::byte>> host;  // per lane
-    std::shared_ptr<StreamWorkspace> workspace;
+    std::size_t device_bytes = 0;                          // Xpotrf's device workspace per matrix in flight, ld n
+    std::size_t host_bytes = 0;                            // and host workspace
 
-    /// Plans on the current device (under `mutex`).
-    void plan_locked();
+    void plan_locked() override;
     /// The factorization of the checked operands with `backend` (planned).
     void factorize(linalg::Backend with, const TensorView& a, const TensorView& factor, const TensorView& info,
                    core::StreamRef stream);

@@ -19,6 +19,7 @@
 #include "linalg/cusolver.hpp"
 #include "linalg/lanes.hpp"
 #include "linalg/matrices.hpp"
+#include "linalg/plan_state.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -29,32 +30,25 @@ constexpr std::int64_t measured_n = 1024;
 
 }  // namespace
 
-struct EighImpl {
+struct EighImpl final : PlanState {
     SquareBatch batch;
     linalg::EighOptions options;
     TensorLayout values_layout;  // (..., n) of the real dtype, row-major
     linalg::Backend backend = linalg::Backend::automatic;
-    std::atomic<bool> planned{false};
-    std::mutex mutex;       // planning
-    std::mutex host_mutex;  // the host workspaces while a call enqueues (planning measures through it)
-    int device = -1;
     std::size_t single_bytes = 0, single_host = 0;    // Xsyevd per matrix, leading dimension n
     std::size_t batched_bytes = 0, batched_host = 0;  // XsyevBatched for the whole batch
-    std::vector<std::vector<std::byte>> host;         // per lane
-    std::shared_ptr<StreamWorkspace> workspace;
 
     [[nodiscard]] cusolverEigMode_t jobz() const noexcept {
         return options.vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
     }
 
-    void plan_locked();
+    void plan_locked() override;
     void run(linalg::Backend with, const TensorView& a, const TensorView& values, const TensorView& vectors,
              const TensorView& info, core::StreamRef stream);
 };
 
 void EighImpl::plan_locked() {
-    if (planned.load(std::memory_order_acquire)) return;
-    device = current_device();
+    start_planning(options.memory_resource);
     const std::int64_t n = std::max<std::int64_t>(batch.n, 1);
     const cudaDataType t = to_cuda(batch.dtype), w = to_cuda(real_of(batch.dtype));
     const cublasFillMode_t fill = fill_mode(options.triangle, false);
@@ -68,8 +62,7 @@ void EighImpl::plan_locked() {
                                                              w, nullptr, t, &batched_bytes, &batched_host, batch.count),
                            "cusolverDnXsyevBatched_bufferSize", "sizing a batched eigendecomposition");
     }
-    host.assign(std::size_t(Lanes::max_lanes), std::vector<std::byte>(std::max(single_host, batched_host)));
-    workspace = stream_workspace(device, options.memory_resource);
+    size_host(std::max(single_host, batched_host));
     backend = options.backend;
     if (backend == linalg::Backend::automatic) {
         const bool measure =
@@ -102,7 +95,6 @@ void EighImpl::plan_locked() {
                 });
         }
     }
-    planned.store(true, std::memory_order_release);
 }
 
 void EighImpl::run(linalg::Backend with, const TensorView& a, const TensorView& values, const TensorView& vectors,
@@ -201,12 +193,7 @@ EighImpl& Eigh::impl(const char* api) const {
     return *impl_;
 }
 
-void Eigh::plan() {
-    EighImpl& state = impl("linalg::Eigh::plan");
-    if (state.planned.load(std::memory_order_acquire)) return;
-    std::lock_guard lock(state.mutex);
-    state.plan_locked();
-}
+void Eigh::plan() { impl("linalg::Eigh::plan").plan(); }
 
 bool Eigh::planned() const noexcept { return impl_ && impl_->planned.load(std::memory_order_acquire); }
 
@@ -233,7 +220,7 @@ void Eigh::execute(const TensorView& a, const TensorView& values, const TensorVi
     detail::check_apart(info, "info", a, "a", api);
     detail::check_apart(info, "info", values, "values", api);
     if (detail::empty_batch_done(batch, info, stream)) return;
-    if (!state.planned.load(std::memory_order_acquire)) plan();
+    state.plan();
     // syevd waits on the host inside (cuSOLVER reports an internal error when captured); the
     // batched routine is stream work only.
     if (state.backend == Backend::looped && detail::capturing(stream))

@@ -27,24 +27,13 @@ constexpr const char* plan_api = "linalg::LU";
 }  // namespace
 
 void LUImpl::plan_locked() {
-    if (planned.load(std::memory_order_acquire)) return;
-    device = current_device();
+    start_planning(options.memory_resource);
     const cudaDataType t = to_cuda(batch.dtype);
     const SolverHandle h(device, nullptr);
     check_cusolver(cusolverDnXgetrf_bufferSize(h.get(), h.params(), batch.n, batch.n, t, nullptr,
                                                std::max<std::int64_t>(batch.n, 1), t, &device_bytes, &host_bytes),
                    "cusolverDnXgetrf_bufferSize", "sizing an LU factorization");
-    host.assign(std::size_t(Lanes::max_lanes), std::vector<std::byte>(host_bytes));
-    workspace = stream_workspace(device, options.memory_resource);
-    planned.store(true, std::memory_order_release);
-}
-
-void LUImpl::ensure_planned(const char* api) {
-    if (!planned.load(std::memory_order_acquire)) {
-        std::lock_guard lock(mutex);
-        plan_locked();
-    }
-    check_plan_device(device, api);
+    size_host(host_bytes);
 }
 
 void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage& s, int* pivots, int* info,
@@ -113,12 +102,7 @@ LUImpl& LU::impl(const char* api) const {
     return *impl_;
 }
 
-void LU::plan() {
-    LUImpl& state = impl("linalg::LU::plan");
-    if (state.planned.load(std::memory_order_acquire)) return;
-    std::lock_guard lock(state.mutex);
-    state.plan_locked();
-}
+void LU::plan() { impl("linalg::LU::plan").plan(); }
 
 bool LU::planned() const noexcept { return impl_ && impl_->planned.load(std::memory_order_acquire); }
 
