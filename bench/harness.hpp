@@ -26,6 +26,8 @@
 #include <gpumath/core.hpp>
 #include <gpumath/matmul.hpp>
 
+#include "core/graph_holds.hpp"
+
 namespace gpumath::bench {
 
 /// The highest StreamGate number released so far (see StreamGate); a failing check opens them all
@@ -100,13 +102,28 @@ struct PairedMs {
     double ratio = 0;  // median over sample pairs of a / b (> 1: b is faster)
 };
 
+/// Waits (up to 10 s) until gpumath's release thread has dropped everything handed to it. Destroying
+/// a cuFFT plan there unloads modules, which waits for the device: were a StreamGate holding a
+/// stream meanwhile, the gate's host function would wait for this thread, this thread's next launch
+/// for the driver lock the unload holds, and the unload for the gated stream.
+inline void settle_release_thread() {
+    for (int i = 0; i < 10000; ++i) {
+        const detail::GraphHoldStats s = detail::graph_hold_stats();
+        if (s.dropped >= s.released) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
 /// Holds `stream` (from a host function) until release(), so that a whole sample is enqueued before
 /// the GPU starts on it: then back-to-back calls are timed at the GPU's pace even where one call's
 /// host cost exceeds its GPU time. Keep a gated sample well under the launch queue's depth (the
-/// host would block on a full queue that the gate keeps from draining).
+/// host would block on a full queue that the gate keeps from draining). A host function that waits
+/// for the host thread breaks CUDA's rule for host functions (they must not depend on other CUDA
+/// work), so nothing may make implicitly synchronizing calls while a gate is closed: the
+/// constructor first lets gpumath's release thread finish its drops.
 class StreamGate {
 public:
-    explicit StreamGate(cudaStream_t stream) : number_(next_number()) {
+    explicit StreamGate(cudaStream_t stream) : number_((settle_release_thread(), next_number())) {
         // The host function gets the gate's number, not a pointer: it may run after the gate is gone.
         cuda_check(cudaLaunchHostFunc(stream, &StreamGate::wait, reinterpret_cast<void*>(std::uintptr_t(number_))),
                    "cudaLaunchHostFunc");
