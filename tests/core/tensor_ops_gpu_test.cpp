@@ -255,6 +255,35 @@ TEST_F(TensorOps, ElementsAlignedOnlyToTheirOwnSizeAreReadAndWritten) {
     for (const auto& v : got) ASSERT_EQ(v, std::complex<float>(1.5f, -2.5f));
 }
 
+TEST_F(TensorOps, TransposesWholeAndEdgeTilesOfABatch) {
+    // Two matrices of 130 x 75: whole tiles (64 x 64, 32 x 32 for 16-byte elements) and partial ones
+    // at both edges, with and without a conversion.
+    constexpr std::int64_t batch = 2, rows = 130, cols = 75;
+    const std::vector<std::complex<double>> values = probe_values(std::size_t(batch * rows * cols), 11);
+    const std::pair<DataType, DataType> pairs[] = {{DataType::f32, DataType::f32}, {DataType::bf16, DataType::bf16},
+                                                   {DataType::i8, DataType::i8},   {DataType::f64, DataType::f64},
+                                                   {DataType::c64, DataType::c64}, {DataType::f32, DataType::bf16},
+                                                   {DataType::c32, DataType::c64}, {DataType::e4m3, DataType::f32}};
+    for (const auto& [from, to] : pairs) {
+        SCOPED_TRACE(std::string(to_string(from)) + " -> " + std::string(to_string(to)));
+        const Bytes in_bytes = encode(from, values);
+        const Tensor in = upload(from, in_bytes, {batch, rows, cols});
+        Tensor t = Tensor::empty(to, {batch, cols, rows});
+        poison(t);
+        cast(in.view().transposed(), t, core::StreamRef{});
+        const Bytes got = download(t);
+        const std::size_t os = size_of(to), is = size_of(from);
+        Bytes want(os);
+        for (std::int64_t b = 0; b < batch; ++b)
+            for (std::int64_t r = 0; r < cols; ++r)
+                for (std::int64_t c = 0; c < rows; ++c) {
+                    write(to, read(from, in_bytes.data() + std::size_t((b * rows + c) * cols + r) * is), want.data());
+                    ASSERT_TRUE(same(to, got.data() + std::size_t((b * cols + r) * rows + c) * os, want.data()))
+                        << "matrix " << b << ", element (" << r << ", " << c << ")";
+                }
+    }
+}
+
 TEST_F(TensorOps, CopyMovesBitsAndTransposesAnyTwoAxes) {
     // NaN payloads and negative zeros survive a copy (no conversion between equal types).
     std::vector<std::uint32_t> bits(2 * 3 * 4 * 5);

@@ -144,5 +144,4 @@ inline Matrix general(std::int64_t n, std::mt19937_64& rng) {
     return m;
 }
 
-
 }  // namespace gpumath::linalg::reference

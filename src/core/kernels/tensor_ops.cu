@@ -242,10 +242,33 @@ __device__ inline void each_cell(F f) {
         for (int k = threadIdx.y; k < side; k += tile_threads_y) f(x, k);
 }
 
+/// Moves one whole tile (no cell outside the matrices): the tile's corner addressed once in 64 bits,
+/// the cells by unrolled steps from it.
+template <int side, class In, class Out, class Cell>
+__device__ inline void transpose_full_tile(Cell& cell, const In* in_tile, Out* out_tile, long long in_col_stride,
+                                           long long out_row_stride) {
+    const In* src = in_tile + threadIdx.y * in_col_stride + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < side / tile_threads_y; ++k)
+#pragma unroll
+        for (int x = 0; x < side / tile_threads_x; ++x)
+            cell[threadIdx.y + k * tile_threads_y][threadIdx.x + x * tile_threads_x] =
+                src[k * tile_threads_y * in_col_stride + x * tile_threads_x];
+    __syncthreads();
+    Out* dst = out_tile + threadIdx.y * out_row_stride + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < side / tile_threads_y; ++k)
+#pragma unroll
+        for (int x = 0; x < side / tile_threads_x; ++x)
+            dst[k * tile_threads_y * out_row_stride + x * tile_threads_x] =
+                convert<In, Out>(cell[threadIdx.x + x * tile_threads_x][threadIdx.y + k * tile_threads_y]);
+    __syncthreads();
+}
+
 /// Transposes (and converts) square tiles through shared memory: a block of 32 x 8 threads reads
 /// the tile's lines along the input's unit stride and writes lines along the output's. Grid: x over
 /// column tiles, y over row tiles, z over batches (each dimension looping where the grid is
-/// smaller).
+/// smaller). Whole tiles take transpose_full_tile; tiles at the matrices' edges check each cell.
 template <class In, class Out>
 __global__ void transpose(const TransposeParams p) {
     constexpr int side = TileSide<In>::value;
@@ -256,15 +279,21 @@ __global__ void transpose(const TransposeParams p) {
     for (long long b = blockIdx.z; b < p.batches; b += gridDim.z)
         for (long long rt = blockIdx.y; rt < row_tiles; rt += gridDim.y)
             for (long long ct = blockIdx.x; ct < col_tiles; ct += gridDim.x) {
-                // Read: lines along r (the input's unit stride), one per c.
                 const In* in_tile = in + b * p.in_batch_stride;
+                Out* out_tile = out + b * p.out_batch_stride;
+                if ((rt + 1) * side <= p.rows && (ct + 1) * side <= p.cols) {
+                    transpose_full_tile<side>(cell, in_tile + ct * side * p.in_col_stride + rt * side,
+                                              out_tile + rt * side * p.out_row_stride + ct * side, p.in_col_stride,
+                                              p.out_row_stride);
+                    continue;
+                }
+                // Read: lines along r (the input's unit stride), one per c.
                 each_cell<side>([&](int x, int k) {
                     const long long r = rt * side + x, c = ct * side + k;
                     if (r < p.rows && c < p.cols) cell[k][x] = in_tile[c * p.in_col_stride + r];
                 });
                 __syncthreads();
                 // Write: lines along c (the output's unit stride), one per r.
-                Out* out_tile = out + b * p.out_batch_stride;
                 each_cell<side>([&](int x, int k) {
                     const long long c = ct * side + x, rr = rt * side + k;
                     if (rr < p.rows && c < p.cols) out_tile[rr * p.out_row_stride + c] = convert<In, Out>(cell[x][k]);
