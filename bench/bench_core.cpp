@@ -76,6 +76,33 @@ void tensor_utilities(bench::Reporter& report, const core::Stream& stream, const
         report.add({group, "D2D copy", "GB/s", copy_gbs, 0, ""});
         report.add({group, "gpumath", "GB/s", ours_gbs, ours_gbs / copy_gbs, "of the copy's bandwidth"});
     }
+    // The every-other-column copy against the runtime's own strided copy of the same elements
+    // (cudaMemcpy2DAsync: rows of one f32, source pitch 8 bytes): the raw call doing the same work.
+    if (const std::string group = "copy f32 every other column " + std::to_string(bytes >> 20) + " MiB vs 2-D copy";
+        report.selected(group)) {
+        const std::int64_t rows = 4096, cols = n32 / rows / 2;
+        const auto raw_2d = [&](int i) {
+            bench::cuda_check(cudaMemcpy2DAsync((i & 1 ? d3 : d1).data(), 4, (i & 1 ? d2 : d0).data(), 8, 4,
+                                                std::size_t(rows * cols), cudaMemcpyDeviceToDevice, s),
+                              "cudaMemcpy2DAsync");
+        };
+        const auto ours = [&](int i) {
+            const TensorView in((i & 1 ? d2 : d0).data(), TensorLayout(DataType::f32, {rows, cols}, {2 * cols, 2}));
+            const TensorView out((i & 1 ? d3 : d1).data(), TensorLayout(DataType::f32, {rows, cols}));
+            copy(in, out, stream);
+        };
+        if (const cudaError_t e =
+                cudaMemcpy2DAsync(d1.data(), 4, d0.data(), 8, 4, std::size_t(rows * cols), cudaMemcpyDeviceToDevice, s);
+            e != cudaSuccess) {
+            (void)cudaGetLastError();
+            std::printf("  %s: cudaMemcpy2DAsync refused the copy (%s)\n", group.c_str(), cudaGetErrorString(e));
+        } else {
+            const bench::PairedMs m = bench::paired_gpu_ms(s, raw_2d, ours, 3, 21);
+            report.add({group, "cudaMemcpy2DAsync", "GB/s", double(bytes) / (m.a * 1e-3) / 1e9, 0, ""});
+            report.add(
+                {group, "gpumath", "GB/s", double(bytes) / (m.b * 1e-3) / 1e9, m.a / m.b, "of the 2-D copy's rate"});
+        }
+    }
     // Fills against the driver's 32-bit memset writing the same bytes: the write bandwidth.
     using MemsetD32 = CUresult (*)(CUdeviceptr, unsigned int, std::size_t, CUstream);
     void* entry = nullptr;
