@@ -2,8 +2,10 @@
 // gpumath::linalg against raw cuSOLVER doing the same work on the same buffers, same process:
 // potrf and syevd on large matrices (in place, each call on a fresh copy of the input, made by
 // both sides alike), the host cost of a planned potrf, batched eigh against every cuSOLVER route,
-// and time per matrix over n for the batched backends (no cliff).
+// and time per matrix over n for the batched backends (no cliff); the mixed-precision solve against
+// f64 getrf + getrs, and general eigendecompositions (Xgeev) against raw.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -307,6 +309,137 @@ void no_cliff(bench::Reporter& report, const core::Stream& stream) {
         }
 }
 
+/// Median ms per call of `raw` and of `ours`, timed alternately in `rounds` rounds of `samples`
+/// each, without gating the stream: gpumath's refined solve and Xgeev wait on the host inside,
+/// which a gated stream would never let finish.
+std::pair<double, double> alternating_ms(cudaStream_t s, const std::function<void(int)>& raw,
+                                         const std::function<void(int)>& ours, int rounds, int samples) {
+    std::vector<double> r, o;
+    for (int i = 0; i < rounds; ++i) {
+        r.push_back(bench::gpu_ms(s, raw, 1, samples, 1));
+        o.push_back(bench::gpu_ms(s, ours, 1, samples, 1));
+    }
+    std::sort(r.begin(), r.end());
+    std::sort(o.begin(), o.end());
+    return {r[r.size() / 2], o[o.size() / 2]};
+}
+
+/// ‖A·x − b‖₂ / (‖A‖_F ‖x‖₂) on the host, for column-major A (n × n) and vectors x, b.
+double backward_error(const std::vector<double>& a, const std::vector<double>& x, const std::vector<double>& b,
+                      std::int64_t n) {
+    std::vector<double> r(b.begin(), b.end());
+    double an = 0, xn = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+        const double xj = x[std::size_t(j)];
+        xn += xj * xj;
+        const double* col = &a[std::size_t(j * n)];
+        for (std::int64_t i = 0; i < n; ++i) {
+            r[std::size_t(i)] -= col[i] * xj;
+            an += col[i] * col[i];
+        }
+    }
+    double rn = 0;
+    for (const double v : r) rn += v * v;
+    return std::sqrt(rn) / (std::sqrt(an) * std::sqrt(xn));
+}
+
+/// The mixed-precision solve (f16 LU refined to f64, cuSOLVER's IRSXgesv through RefinedSolve)
+/// against raw Xgetrf + Xgetrs in f64 on the same buffers: a non-symmetric matrix with entries in
+/// [-1, 1] and 2√n added to its diagonal (condition number about 4), one right-hand side. Both
+/// sides copy A first (cuSOLVER's getrf overwrites it; RefinedSolve copies it itself).
+void refined_solve(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
+    const std::int64_t n = report.quick() ? 4096 : 16384;
+    const std::string group = "refined solve f64 n=" + std::to_string(n);
+    if (!report.selected(group)) return;
+    const cudaStream_t s = stream.handle();
+    const TensorLayout l({DataType::f64, {n, n}, {1, n}});
+    const Tensor a = Tensor::empty(l, stream);
+    detail::fill_random(TensorView(a.data(), l), stream);
+    detail::add_diagonal(detail::matrix_params(TensorView(a.data(), l), 1), DataType::f64, 2 * std::sqrt(double(n)), s);
+    const Tensor b = Tensor::empty(DataType::f64, {n}, stream);
+    detail::fill_random(b, stream);
+    const core::Buffer w(bytes_of(DataType::f64, 1, n), stream);
+    const Tensor x = Tensor::empty(DataType::f64, {n}, stream), x_raw = Tensor::empty(DataType::f64, {n}, stream);
+    const core::Buffer pivots(std::size_t(n) * sizeof(std::int64_t), stream);
+    const Tensor info = Tensor::empty(TensorLayout(DataType::i32, std::span<const std::int64_t>()), stream);
+    std::size_t dev = 0, host = 0;
+    solver_check(cusolverDnXgetrf_bufferSize(raw.h, raw.p, n, n, CUDA_R_64F, w.data(), n, CUDA_R_64F, &dev, &host),
+                 "bufferSize");
+    raw.reserve(dev, host, stream);
+    auto* piv = static_cast<std::int64_t*>(pivots.data());
+    auto* ints = static_cast<int*>(info.data());
+    const auto raw_call = [&](int) {
+        bench::cuda_check(cudaMemcpyAsync(w.data(), a.data(), w.size_bytes(), cudaMemcpyDeviceToDevice, s), "copy");
+        bench::cuda_check(cudaMemcpyAsync(x_raw.data(), b.data(), std::size_t(n) * 8, cudaMemcpyDeviceToDevice, s),
+                          "copy");
+        solver_check(cusolverDnXgetrf(raw.h, raw.p, n, n, CUDA_R_64F, w.data(), n, piv, CUDA_R_64F, raw.work.data(),
+                                      dev, raw.host.data(), host, ints),
+                     "cusolverDnXgetrf");
+        solver_check(cusolverDnXgetrs(raw.h, raw.p, CUBLAS_OP_N, n, 1, CUDA_R_64F, w.data(), n, piv, CUDA_R_64F,
+                                      x_raw.data(), n, ints),
+                     "cusolverDnXgetrs");
+    };
+    linalg::RefinedSolve plan(l, b.view().layout());
+    plan.plan();
+    std::vector<linalg::RefinementStatus> last;
+    const auto ours = [&](int) { last = plan.execute(a, b, x, info, stream); };
+    const auto [raw_ms, ours_ms] = alternating_ms(s, raw_call, ours, 3, 3);
+    stream.synchronize();
+    const std::vector<double> ha = a.to_host<double>(stream), hb = b.to_host<double>(stream);
+    const double e_raw = backward_error(ha, x_raw.to_host<double>(stream), hb, n);
+    const double e_ours = backward_error(ha, x.to_host<double>(stream), hb, n);
+    const std::string it = last.empty() ? "?" : std::to_string(last[0].iterations);
+    report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, "copy + Xgetrf + Xgetrs in f64"});
+    report.add({group, "gpumath", "ms", ours_ms, raw_ms / ours_ms,
+                "RefinedSolve f16 LU, " + it + " iterations" +
+                    (!last.empty() && last[0].fell_back ? ", fell back" : "") + " (target ratio >= 2.5)"});
+    report.add({group, "raw cuSOLVER", "backward error", e_raw, 0, "|Ax-b| / (|A|_F |x|)"});
+    report.add({group, "gpumath", "backward error", e_ours, e_raw / e_ours, "target <= 10x raw's"});
+}
+
+/// Xgeev (eigenvalues and right eigenvectors) of a general f64 matrix: raw cuSOLVER in place on a
+/// fresh copy against Eig with the same real packing, and with the complex vectors gpumath
+/// unpacks.
+void general_eig(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
+    const std::int64_t n = report.quick() ? 512 : 2048;
+    const std::string group = "geev f64 n=" + std::to_string(n);
+    if (!report.selected(group)) return;
+    const cudaStream_t s = stream.handle();
+    const Tensor a = matrices(DataType::f64, 1, n, false, stream);
+    const TensorLayout l({DataType::f64, {n, n}, {1, n}});
+    const core::Buffer w(bytes_of(DataType::f64, 1, n), stream);
+    const Tensor values = Tensor::empty(DataType::c64, {n}, stream);
+    const Tensor vr = Tensor::empty(l, stream);
+    const Tensor vc = Tensor::empty(TensorLayout({DataType::c64, {n, n}, {1, n}}), stream);
+    const Tensor info = Tensor::empty(TensorLayout(DataType::i32, std::span<const std::int64_t>()), stream);
+    std::size_t dev = 0, host = 0;
+    solver_check(cusolverDnXgeev_bufferSize(raw.h, raw.p, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n,
+                                            CUDA_R_64F, w.data(), n, CUDA_C_64F, values.data(), CUDA_R_64F, nullptr, n,
+                                            CUDA_R_64F, vr.data(), n, CUDA_R_64F, &dev, &host),
+                 "bufferSize");
+    raw.reserve(dev, host, stream);
+    const auto raw_call = [&](int) {
+        bench::cuda_check(cudaMemcpyAsync(w.data(), a.data(), w.size_bytes(), cudaMemcpyDeviceToDevice, s), "copy");
+        solver_check(
+            cusolverDnXgeev(raw.h, raw.p, CUSOLVER_EIG_MODE_NOVECTOR, CUSOLVER_EIG_MODE_VECTOR, n, CUDA_R_64F, w.data(),
+                            n, CUDA_C_64F, values.data(), CUDA_R_64F, nullptr, n, CUDA_R_64F, vr.data(), n, CUDA_R_64F,
+                            raw.work.data(), dev, raw.host.data(), host, static_cast<int*>(info.data())),
+            "cusolverDnXgeev");
+    };
+    const TensorView av(a.data(), l);  // the one matrix of the (1, n, n) tensor
+    linalg::Eig packed(l, {.vectors = linalg::EigVectors::real_packed});
+    linalg::Eig complex(l);
+    packed.plan();
+    complex.plan();
+    const auto [raw_ms, packed_ms] = alternating_ms(
+        s, raw_call, [&](int) { packed.execute(av, values, vr, info, stream); }, 2, 3);
+    const auto [raw2_ms, complex_ms] = alternating_ms(
+        s, raw_call, [&](int) { complex.execute(av, values, vc, info, stream); }, 1, 3);
+    report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, "copy + Xgeev, right vectors (real packing)"});
+    report.add({group, "gpumath packed", "ms", packed_ms, raw_ms / packed_ms, "Eig, EigVectors::real_packed"});
+    report.add({group, "gpumath complex", "ms", complex_ms, raw2_ms / complex_ms, "Eig, complex vectors unpacked"});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -321,5 +454,7 @@ int main(int argc, char** argv) {
     batched_eigh(report, stream, raw, DataType::f64, 512, 3, "eigh f64 512 x 3x3");
     no_cliff(report, stream);
     large_factorizations(report, stream, raw);
+    refined_solve(report, stream, raw);
+    general_eig(report, stream, raw);
     return 0;
 }

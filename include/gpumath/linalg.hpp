@@ -9,8 +9,10 @@
 
 #include <gpumath/error.hpp>
 #include <gpumath/linalg/cholesky.hpp>
+#include <gpumath/linalg/eig.hpp>
 #include <gpumath/linalg/eigh.hpp>
 #include <gpumath/linalg/functions.hpp>
 #include <gpumath/linalg/info.hpp>
 #include <gpumath/linalg/lu.hpp>
 #include <gpumath/linalg/options.hpp>
+#include <gpumath/linalg/refined_solve.hpp>

@@ -25,6 +25,8 @@ std::string meaning(std::string_view operation, int v) {
         return fmt::format("singular: U({0}, {0}) is exactly zero", v);
     if (operation.find("igh") != std::string_view::npos)
         return fmt::format("one whose eigenvalue iteration did not converge ({} off-diagonal elements remained)", v);
+    if (operation.find("eig") != std::string_view::npos || operation.find("Eig") != std::string_view::npos)
+        return fmt::format("one whose QR algorithm failed (only eigenvalues {} to n converged)", v + 1);
     return fmt::format("info {}", v);
 }
 

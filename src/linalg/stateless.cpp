@@ -10,8 +10,10 @@
 
 #include <gpumath/core/device.hpp>
 #include <gpumath/linalg/cholesky.hpp>
+#include <gpumath/linalg/eig.hpp>
 #include <gpumath/linalg/eigh.hpp>
 #include <gpumath/linalg/lu.hpp>
+#include <gpumath/linalg/refined_solve.hpp>
 #include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
 #include "linalg/kernels.hpp"
@@ -26,6 +28,8 @@ struct LinalgPlan {
     std::optional<linalg::Cholesky> cholesky;
     std::optional<linalg::Eigh> eigh;
     std::optional<linalg::LU> lu;
+    std::optional<linalg::Eig> eig;
+    std::optional<linalg::RefinedSolve> refined_solve;
 };
 
 using PlanCache = ControlledLruCache<std::string, LinalgPlan>;
@@ -140,6 +144,37 @@ Tensor det(const TensorView& a, const LUOptions& options, core::StreamRef stream
     detail::determinants(detail::matrix_params(factors, count), a.dtype(), static_cast<const int*>(pivots.data()),
                          a.shape(-1), out.data(), stream);
     return out;
+}
+
+EigResult eig(const TensorView& a, const EigOptions& options, core::StreamRef stream) {
+    Eig fresh(a, options);
+    const auto plan = detail::cached(fresh, &detail::LinalgPlan::eig, "eig", a, 0, int(options.backend),
+                                     int(options.vectors), options.memory_resource.get());
+    Eig& e = *plan->eig;
+    EigResult r;
+    r.values = Tensor::empty(e.values_layout(), stream, options.memory_resource);
+    if (options.vectors != EigVectors::none)
+        r.vectors = Tensor::empty(e.vectors_layout(), stream, options.memory_resource);
+    r.info = Tensor::empty(e.info_layout(), stream, options.memory_resource);
+    e.execute(a, r.values, options.vectors != EigVectors::none ? r.vectors.view() : TensorView(), r.info, stream);
+    return r;
+}
+
+RefinedSolveResult refined_solve(const TensorView& a, const TensorView& b, const RefinedSolveOptions& options,
+                                 core::StreamRef stream) {
+    RefinedSolve fresh(a, b, options);
+    // The operation names everything else a plan is made of: b's shape and the solver's settings.
+    const std::string operation =
+        fmt::format("refined_solve|{}|{}|{}|{}|{}|{}", gpumath::to_string(b.shape()), int(options.lowest),
+                    int(options.refinement), options.max_iterations, options.tolerance, options.fallback ? 1 : 0);
+    const auto plan = detail::cached(fresh, &detail::LinalgPlan::refined_solve, operation.c_str(), a, 0, 0, 0,
+                                     options.memory_resource.get());
+    RefinedSolve& s = *plan->refined_solve;
+    RefinedSolveResult r;
+    r.x = Tensor::empty(TensorLayout(b.dtype(), b.shape()), stream, options.memory_resource);
+    r.info = Tensor::empty(s.info_layout(), stream, options.memory_resource);
+    r.refinement = s.execute(a, b, r.x, r.info, stream);
+    return r;
 }
 
 LinalgPlanCache::LinalgPlanCache() : PlanCacheControl(detail::plan_cache()) {}

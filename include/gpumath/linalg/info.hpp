@@ -15,7 +15,8 @@ namespace gpumath::linalg {
 /// NumericalError for the first positive entry, naming `operation`, the matrix's batch index and
 /// the value (CusolverError for a negative one: cuSOLVER rejected an argument). Returns when every
 /// entry is 0. InvalidArgument, before any CUDA call, unless `info` is a contiguous i32 tensor.
-/// The only call of gpumath::linalg that synchronizes: execute never does.
+/// With Eig and RefinedSolve, whose cuSOLVER routines wait inside, the only calls of
+/// gpumath::linalg that synchronize: the other plans' calls never do.
 void check_info(const TensorView& info, std::string_view operation, core::StreamRef stream = core::current_stream());
 
 }  // namespace gpumath::linalg

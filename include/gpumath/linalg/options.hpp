@@ -95,4 +95,133 @@ struct EighOptions {
     std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };
 
+/// Which eigenvectors a general eigendecomposition (Eig, eig) computes, and how they are stored.
+/// cuSOLVER's Xgeev computes right eigenvectors only; the left eigenvectors of a real A are the
+/// right eigenvectors of Aᵀ (`eig(a.transposed())`).
+enum class EigVectors : std::uint8_t {
+    /// Eigenvalues only.
+    none,
+    /// Right eigenvectors as complex columns (c32 for f32 and c32 matrices, c64 for f64 and c64),
+    /// one per eigenvalue, each of Euclidean norm 1 with its largest component real. For a real
+    /// matrix gpumath unpacks LAPACK's real packing (see `real_packed`) on the device.
+    complex,
+    /// Real matrices only: the right eigenvectors as cuSOLVER and LAPACK return them, in A's real
+    /// dtype. A real eigenvalue w(j) has the real vector V(:, j); a complex pair w(j), w(j + 1) =
+    /// conj(w(j)), with Im w(j) > 0 first, has the vectors V(:, j) ± i·V(:, j + 1).
+    real_packed
+};
+
+/// Number of EigVectors enumerators.
+inline constexpr int eig_vectors_count = 3;
+
+/// "none", "complex" or "real_packed" ("?" for a value that is not an enumerator).
+[[nodiscard]] constexpr std::string_view to_string(EigVectors v) noexcept {
+    switch (v) {
+        case EigVectors::none:
+            return "none";
+        case EigVectors::complex:
+            return "complex";
+        case EigVectors::real_packed:
+            return "real_packed";
+    }
+    return "?";
+}
+
+/// Options of a general (non-symmetric) eigendecomposition (Eig, eig).
+struct EigOptions {
+    /// Which eigenvectors are computed and how they are stored.
+    EigVectors vectors = EigVectors::complex;
+    /// How a batch runs: `looped` (and `automatic`, which is `looped`: cuSOLVER has no batched
+    /// Xgeev); `batched` is NotSupported.
+    Backend backend = Backend::automatic;
+    /// Where workspace comes from (default: the device's memory pool), one area per stream.
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
+};
+
+/// The precision of the LU factorization inside a mixed-precision solve (RefinedSolve,
+/// refined_solve): cuSOLVER factorizes in it (on tensor cores for f16, bf16 and tf32) and refines
+/// the answer to the matrices' own precision. For complex matrices each names its complex
+/// counterpart (f16 is cuSOLVER's CUSOLVER_C_16F, and so on).
+enum class LowestPrecision : std::uint8_t {
+    f16,   ///< IEEE half precision (11-bit significand, range ±65504).
+    bf16,  ///< bfloat16 (8-bit significand, f32's range).
+    tf32,  ///< TensorFloat-32 (11-bit significand, f32's range).
+    f32,   ///< Single precision.
+    f64    ///< Double precision: f64 and c64 matrices only (a plain LU with refinement).
+};
+
+/// Number of LowestPrecision enumerators.
+inline constexpr int lowest_precision_count = 5;
+
+/// "f16", "bf16", "tf32", "f32" or "f64" ("?" for a value that is not an enumerator).
+[[nodiscard]] constexpr std::string_view to_string(LowestPrecision p) noexcept {
+    switch (p) {
+        case LowestPrecision::f16:
+            return "f16";
+        case LowestPrecision::bf16:
+            return "bf16";
+        case LowestPrecision::tf32:
+            return "tf32";
+        case LowestPrecision::f32:
+            return "f32";
+        case LowestPrecision::f64:
+            return "f64";
+    }
+    return "?";
+}
+
+/// How a mixed-precision solve refines its answer (cuSOLVER's cusolverIRSRefinement_t).
+enum class Refinement : std::uint8_t {
+    /// `gmres` for one right-hand side, `classical` for more.
+    automatic,
+    /// Classical iterative refinement, as LAPACK's dsgesv.
+    classical,
+    /// GMRES preconditioned by the low-precision LU (one right-hand side only).
+    gmres,
+    /// Classical outer iterations, GMRES inner ones (one right-hand side only).
+    classical_gmres,
+    /// GMRES outer and inner iterations (one right-hand side only).
+    gmres_gmres
+};
+
+/// Number of Refinement enumerators.
+inline constexpr int refinement_count = 5;
+
+/// "automatic", "classical", "gmres", "classical_gmres" or "gmres_gmres" ("?" otherwise).
+[[nodiscard]] constexpr std::string_view to_string(Refinement r) noexcept {
+    switch (r) {
+        case Refinement::automatic:
+            return "automatic";
+        case Refinement::classical:
+            return "classical";
+        case Refinement::gmres:
+            return "gmres";
+        case Refinement::classical_gmres:
+            return "classical_gmres";
+        case Refinement::gmres_gmres:
+            return "gmres_gmres";
+    }
+    return "?";
+}
+
+/// Options of a mixed-precision solve (RefinedSolve, refined_solve).
+struct RefinedSolveOptions {
+    /// The precision the LU factorization runs in. The default, f16, is the fastest on tensor
+    /// cores and converges for well-conditioned matrices whose entries fit f16's range; bf16 and
+    /// tf32 keep f32's range, f32 is the classic mixed-precision solve.
+    LowestPrecision lowest = LowestPrecision::f16;
+    /// How the answer is refined.
+    Refinement refinement = Refinement::automatic;
+    /// Most refinement iterations (outer and inner together), at least 1; cuSOLVER's default is 50.
+    int max_iterations = 50;
+    /// The refinement's stopping tolerance; 0 keeps cuSOLVER's default, LAPACK's test
+    /// ‖r‖∞ < √n·‖x‖∞·‖A‖∞·ε of the matrices' own precision.
+    double tolerance = 0.0;
+    /// When the refinement does not converge, solve again by LU in the matrices' own precision
+    /// (cuSOLVER's default); when false, x is what the refinement reached.
+    bool fallback = true;
+    /// Where workspace comes from (default: the device's memory pool), one area per stream.
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
+};
+
 }  // namespace gpumath::linalg
