@@ -14,3 +14,4 @@
 #include <gpumath/linalg/info.hpp>
 #include <gpumath/linalg/lu.hpp>
 #include <gpumath/linalg/options.hpp>
+#include <gpumath/linalg/svd.hpp>

@@ -12,6 +12,7 @@
 #include <gpumath/linalg/cholesky.hpp>
 #include <gpumath/linalg/eigh.hpp>
 #include <gpumath/linalg/lu.hpp>
+#include <gpumath/linalg/svd.hpp>
 #include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
 #include "linalg/kernels.hpp"
@@ -26,6 +27,7 @@ struct LinalgPlan {
     std::optional<linalg::Cholesky> cholesky;
     std::optional<linalg::Eigh> eigh;
     std::optional<linalg::LU> lu;
+    std::optional<linalg::SVD> svd;
 };
 
 using PlanCache = ControlledLruCache<std::string, LinalgPlan>;
@@ -140,6 +142,24 @@ Tensor det(const TensorView& a, const LUOptions& options, core::StreamRef stream
     detail::determinants(detail::matrix_params(factors, count), a.dtype(), static_cast<const int*>(pivots.data()),
                          a.shape(-1), out.data(), stream);
     return out;
+}
+
+SVDResult svd(const TensorView& a, const SVDOptions& options, core::StreamRef stream) {
+    SVD fresh(a, options);
+    // The rank rides in the triangle's place of the key (it is at most min(m, n), an int for gesvda).
+    const auto plan = detail::cached(fresh, &detail::LinalgPlan::svd, "svd", a, int(options.rank), int(options.backend),
+                                     int(options.job), options.memory_resource.get());
+    SVD& p = *plan->svd;
+    SVDResult r;
+    r.s = Tensor::empty(p.values_layout(), stream, options.memory_resource);
+    if (options.job != SVDJob::values) {
+        r.u = Tensor::empty(p.u_layout(), stream, options.memory_resource);
+        r.vh = Tensor::empty(p.vh_layout(), stream, options.memory_resource);
+    }
+    r.info = Tensor::empty(p.info_layout(), stream, options.memory_resource);
+    const bool vectors = options.job != SVDJob::values;
+    p.execute(a, vectors ? r.u.view() : TensorView(), r.s, vectors ? r.vh.view() : TensorView(), r.info, stream);
+    return r;
 }
 
 LinalgPlanCache::LinalgPlanCache() : PlanCacheControl(detail::plan_cache()) {}
