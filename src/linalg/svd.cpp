@@ -51,9 +51,7 @@ SVDImpl::~SVDImpl() {
         if (p != nullptr) (void)cusolverDnDestroyGesvdjInfo(p);
 }
 
-bool SVDImpl::batched_fits() const noexcept {
-    return orient.wm <= batched_max && fits_int(batch.count);
-}
+bool SVDImpl::batched_fits() const noexcept { return orient.wm <= batched_max && fits_int(batch.count); }
 
 void SVDImpl::plan_locked() {
     start_planning(options.memory_resource);
@@ -91,8 +89,8 @@ void SVDImpl::size_routines() {
     }
     if ((any && jacobi_fits) || want == linalg::Backend::jacobi) {
         int lwork = 0;
-        check_cusolver(gesvdj_size(h.get(), batch.dtype, eig_mode(vectors()), full() ? 0 : 1, int(wm), int(wn),
-                                   int(wm), int(wm), int(wn), &lwork, jacobi_params[0]),
+        check_cusolver(gesvdj_size(h.get(), batch.dtype, eig_mode(vectors()), full() ? 0 : 1, int(wm), int(wn), int(wm),
+                                   int(wm), int(wn), &lwork, jacobi_params[0]),
                        "cusolverDn<t>gesvdj_bufferSize", "sizing a Jacobi SVD");
         jacobi_bytes = std::size_t(lwork) * elem;
     }
@@ -123,8 +121,8 @@ void SVDImpl::choose_backend() {
                         device_model(device)};
     std::vector<linalg::Backend> candidates{linalg::Backend::looped, linalg::Backend::jacobi};
     if (batched_fits()) candidates.push_back(linalg::Backend::batched);
-    const TensorLayout packed = column_major(batch.dtype, batch.batch_shape(), batch.m, batch.n, batch.m,
-                                             batch.m * batch.n);
+    const TensorLayout packed =
+        column_major(batch.dtype, batch.batch_shape(), batch.m, batch.n, batch.m, batch.m * batch.n);
     Tensor a, u, s, vh, info;
     backend = measured_backend(
         key, candidates,
@@ -205,9 +203,9 @@ void SVDImpl::run(linalg::Backend with, const TensorView& a, const TensorView& u
     finish(vp, batch, v_routine && complex, stream);
 }
 
-void SVDImpl::call_routine(linalg::Backend with, std::byte* a, std::int64_t lda, std::int64_t a_stride,
-                           const Piece& sp, const Piece* up, const Piece* vp, std::byte* ws, std::size_t per_lane,
-                           int* info, core::StreamRef stream) {
+void SVDImpl::call_routine(linalg::Backend with, std::byte* a, std::int64_t lda, std::int64_t a_stride, const Piece& sp,
+                           const Piece* up, const Piece* vp, std::byte* ws, std::size_t per_lane, int* info,
+                           core::StreamRef stream) {
     const std::int64_t wm = orient.wm, wn = orient.wn, count = batch.count;
     const std::int64_t a_step = a_stride * std::int64_t(size_of(batch.dtype));
     const std::int64_t ldu = up != nullptr ? up->ld : wm, ldv = vp != nullptr ? vp->ld : wn;
@@ -216,9 +214,9 @@ void SVDImpl::call_routine(linalg::Backend with, std::byte* a, std::int64_t lda,
     std::unique_lock lock(host_mutex);  // the host workspaces and gesvdj's parameters
     if (with == linalg::Backend::batched) {
         const SolverHandle h(device, stream.handle());
-        check_cusolver(gesvdj_batched(h.get(), batch.dtype, eig_mode(vectors()), int(wm), int(wn), a, int(lda),
-                                      sp.data, u_at(0), int(ldu), v_at(0), int(ldv), ws,
-                                      int(per_lane / size_of(batch.dtype)), info, jacobi_params[0], int(count)),
+        check_cusolver(gesvdj_batched(h.get(), batch.dtype, eig_mode(vectors()), int(wm), int(wn), a, int(lda), sp.data,
+                                      u_at(0), int(ldu), v_at(0), int(ldv), ws, int(per_lane / size_of(batch.dtype)),
+                                      info, jacobi_params[0], int(count)),
                        "cusolverDn<t>gesvdjBatched", "a batched Jacobi SVD");
         return;
     }
@@ -277,9 +275,8 @@ SVD::SVD(const TensorLayout& a, const SVDOptions& options) : impl_(std::make_uni
                                           options.rank, to_string(options.backend)),
                               api);
     if (options.rank < 0 || options.rank > full_k)
-        detail::throw_invalid(fmt::format("options.rank: {}; give 1 to min(m, n) = {}, or 0 for min(m, n)",
-                                          options.rank, full_k),
-                              api);
+        detail::throw_invalid(
+            fmt::format("options.rank: {}; give 1 to min(m, n) = {}, or 0 for min(m, n)", options.rank, full_k), api);
     if (options.backend == Backend::batched && s.orient.wm > detail::batched_max)
         detail::throw_not_supported(fmt::format("options.backend: batched runs gesvdjBatched, for m and n at most {}; "
                                                 "this plan has {} x {} matrices (use jacobi, looped or automatic)",
@@ -373,10 +370,9 @@ std::size_t SVD::workspace_size() const noexcept {
     const std::int64_t wm = s.orient.wm, wn = s.orient.wn, count = s.batch.count;
     const std::size_t elem = size_of(s.batch.dtype);
     const std::size_t lanes = std::size_t(std::min<std::int64_t>(count, detail::Lanes::max_lanes));
-    const std::size_t solver = std::max({lanes * detail::aligned_bytes(s.gesvd_bytes),
-                                         lanes * detail::aligned_bytes(s.jacobi_bytes),
-                                         detail::aligned_bytes(s.batched_bytes),
-                                         detail::aligned_bytes(s.approximate_bytes)});
+    const std::size_t solver =
+        std::max({lanes * detail::aligned_bytes(s.gesvd_bytes), lanes * detail::aligned_bytes(s.jacobi_bytes),
+                  detail::aligned_bytes(s.batched_bytes), detail::aligned_bytes(s.approximate_bytes)});
     // A's copy, S, and U and V as wide as any routine writes them.
     return detail::aligned_bytes(std::size_t(count * wm * wn) * elem) +
            detail::aligned_bytes(std::size_t(count * s.k) * size_of(detail::real_of(s.batch.dtype))) +

@@ -130,8 +130,8 @@ void finish(const Piece& piece, const GeneralBatch& b, bool conj, core::StreamRe
                    .batch_stride = piece.stride},
                   piece.dtype, stream);
     if (piece.direct || piece.target.data() == nullptr) return;
-    const TensorView written(piece.data, column_major(piece.dtype, b.batch_shape(), piece.rows, piece.cols,
-                                                      piece.ld, piece.stride));
+    const TensorView written(
+        piece.data, column_major(piece.dtype, b.batch_shape(), piece.rows, piece.cols, piece.ld, piece.stride));
     copy_matrices(written, piece.target, stream);
 }
 
@@ -160,9 +160,9 @@ void check_svd_operands(const TensorView& a, const TensorView& u, const TensorVi
     if (!vectors) {
         for (const auto& [view, name] : {std::pair{&u, "u"}, std::pair{&vh, "vh"}})
             if (view->data() != nullptr)
-                throw_invalid(fmt::format("{}: given, but the plan computes singular values only; pass TensorView{{}}",
-                                          name),
-                              api);
+                throw_invalid(
+                    fmt::format("{}: given, but the plan computes singular values only; pass TensorView{{}}", name),
+                    api);
         return;
     }
     check_operand(u, u_layout.shape(), u_layout.dtype(), "u", true, api);
@@ -176,8 +176,8 @@ void check_svd_operands(const TensorView& a, const TensorView& u, const TensorVi
     check_apart(info, "info", vh, "vh", api);
 }
 
-bool empty_svd_done(const GeneralBatch& b, const TensorView& u, const TensorView& vh, bool full,
-                    const TensorView& info, core::StreamRef stream) {
+bool empty_svd_done(const GeneralBatch& b, const TensorView& u, const TensorView& vh, bool full, const TensorView& info,
+                    core::StreamRef stream) {
     if (b.count == 0) return true;
     if (b.m != 0 && b.n != 0) return false;
     check(cudaMemsetAsync(info.data(), 0, std::size_t(b.count) * sizeof(int), stream.handle()), "cudaMemsetAsync",
@@ -191,8 +191,8 @@ bool empty_svd_done(const GeneralBatch& b, const TensorView& u, const TensorView
 
 // The typed routines: one switch per entry point over S, D, C and Z.
 
-cusolverStatus_t gesvdj_size(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int econ, int m, int n,
-                             int lda, int ldu, int ldv, int* lwork, gesvdjInfo_t params) {
+cusolverStatus_t gesvdj_size(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int econ, int m, int n, int lda,
+                             int ldu, int ldv, int* lwork, gesvdjInfo_t params) {
     switch (t) {
         case DataType::f64:
             return cusolverDnDgesvdj_bufferSize(h, jobz, econ, m, n, nullptr, lda, nullptr, nullptr, ldu, nullptr, ldv,
@@ -237,17 +237,17 @@ cusolverStatus_t gesvdj_batched_size(cusolverDnHandle_t h, DataType t, cusolverE
                                      int ldu, int ldv, int* lwork, gesvdjInfo_t params, int count) {
     switch (t) {
         case DataType::f64:
-            return cusolverDnDgesvdjBatched_bufferSize(h, jobz, m, n, nullptr, lda, nullptr, nullptr, ldu, nullptr,
-                                                       ldv, lwork, params, count);
+            return cusolverDnDgesvdjBatched_bufferSize(h, jobz, m, n, nullptr, lda, nullptr, nullptr, ldu, nullptr, ldv,
+                                                       lwork, params, count);
         case DataType::c32:
-            return cusolverDnCgesvdjBatched_bufferSize(h, jobz, m, n, nullptr, lda, nullptr, nullptr, ldu, nullptr,
-                                                       ldv, lwork, params, count);
+            return cusolverDnCgesvdjBatched_bufferSize(h, jobz, m, n, nullptr, lda, nullptr, nullptr, ldu, nullptr, ldv,
+                                                       lwork, params, count);
         case DataType::c64:
-            return cusolverDnZgesvdjBatched_bufferSize(h, jobz, m, n, nullptr, lda, nullptr, nullptr, ldu, nullptr,
-                                                       ldv, lwork, params, count);
+            return cusolverDnZgesvdjBatched_bufferSize(h, jobz, m, n, nullptr, lda, nullptr, nullptr, ldu, nullptr, ldv,
+                                                       lwork, params, count);
         default:
-            return cusolverDnSgesvdjBatched_bufferSize(h, jobz, m, n, nullptr, lda, nullptr, nullptr, ldu, nullptr,
-                                                       ldv, lwork, params, count);
+            return cusolverDnSgesvdjBatched_bufferSize(h, jobz, m, n, nullptr, lda, nullptr, nullptr, ldu, nullptr, ldv,
+                                                       lwork, params, count);
     }
 }
 
@@ -293,9 +293,9 @@ cusolverStatus_t gesvda_size(cusolverDnHandle_t h, DataType t, cusolverEigMode_t
     }
 }
 
-cusolverStatus_t gesvda(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int rank, int m, int n,
-                        const void* a, int lda, void* s, void* u, int ldu, void* v, int ldv, const GesvdaStrides& st,
-                        void* work, int lwork, int* info, double* residuals, int count) {
+cusolverStatus_t gesvda(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int rank, int m, int n, const void* a,
+                        int lda, void* s, void* u, int ldu, void* v, int ldv, const GesvdaStrides& st, void* work,
+                        int lwork, int* info, double* residuals, int count) {
     switch (t) {
         case DataType::f64:
             return cusolverDnDgesvdaStridedBatched(h, jobz, rank, m, n, static_cast<const double*>(a), lda, st.a,
@@ -305,8 +305,8 @@ cusolverStatus_t gesvda(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz
         case DataType::c32:
             return cusolverDnCgesvdaStridedBatched(h, jobz, rank, m, n, static_cast<const cuComplex*>(a), lda, st.a,
                                                    static_cast<float*>(s), st.s, static_cast<cuComplex*>(u), ldu, st.u,
-                                                   static_cast<cuComplex*>(v), ldv, st.v,
-                                                   static_cast<cuComplex*>(work), lwork, info, residuals, count);
+                                                   static_cast<cuComplex*>(v), ldv, st.v, static_cast<cuComplex*>(work),
+                                                   lwork, info, residuals, count);
         case DataType::c64:
             return cusolverDnZgesvdaStridedBatched(
                 h, jobz, rank, m, n, static_cast<const cuDoubleComplex*>(a), lda, st.a, static_cast<double*>(s), st.s,

@@ -100,8 +100,8 @@ void check_svd_operands(const TensorView& a, const TensorView& u, const TensorVi
                                   const TensorView& info, core::StreamRef stream);
 
 // gesvdj, gesvdjBatched and gesvdaStridedBatched for `t` (lwork in elements of `t`).
-cusolverStatus_t gesvdj_size(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int econ, int m, int n,
-                             int lda, int ldu, int ldv, int* lwork, gesvdjInfo_t params);
+cusolverStatus_t gesvdj_size(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int econ, int m, int n, int lda,
+                             int ldu, int ldv, int* lwork, gesvdjInfo_t params);
 cusolverStatus_t gesvdj(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int econ, int m, int n, void* a,
                         int lda, void* s, void* u, int ldu, void* v, int ldv, void* work, int lwork, int* info,
                         gesvdjInfo_t params);
@@ -116,9 +116,9 @@ struct GesvdaStrides {
 };
 cusolverStatus_t gesvda_size(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int rank, int m, int n, int lda,
                              int ldu, int ldv, const GesvdaStrides& strides, int* lwork, int count);
-cusolverStatus_t gesvda(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int rank, int m, int n,
-                        const void* a, int lda, void* s, void* u, int ldu, void* v, int ldv,
-                        const GesvdaStrides& strides, void* work, int lwork, int* info, double* residuals, int count);
+cusolverStatus_t gesvda(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz, int rank, int m, int n, const void* a,
+                        int lda, void* s, void* u, int ldu, void* v, int ldv, const GesvdaStrides& strides, void* work,
+                        int lwork, int* info, double* residuals, int count);
 
 struct SVDImpl final : PlanState {
     GeneralBatch batch;
@@ -127,10 +127,10 @@ struct SVDImpl final : PlanState {
     std::int64_t k = 0;  // singular values per matrix
     TensorLayout s_layout, u_layout, vh_layout;
     linalg::Backend backend = linalg::Backend::automatic;
-    std::size_t gesvd_bytes = 0, gesvd_host = 0;  // Xgesvd per matrix
-    std::size_t jacobi_bytes = 0;                 // gesvdj per matrix
-    std::size_t batched_bytes = 0;                // gesvdjBatched for the batch
-    std::size_t approximate_bytes = 0;            // gesvdaStridedBatched for the batch
+    std::size_t gesvd_bytes = 0, gesvd_host = 0;                 // Xgesvd per matrix
+    std::size_t jacobi_bytes = 0;                                // gesvdj per matrix
+    std::size_t batched_bytes = 0;                               // gesvdjBatched for the batch
+    std::size_t approximate_bytes = 0;                           // gesvdaStridedBatched for the batch
     std::array<gesvdjInfo_t, Lanes::max_lanes> jacobi_params{};  // one per lane
 
     SVDImpl() = default;

@@ -28,10 +28,10 @@ void TruncatedSVDImpl::plan_locked() {
     const std::int64_t wm = orient.wm, wn = orient.wn;
     const cudaDataType t = to_cuda(batch.dtype), r = to_cuda(real_of(batch.dtype));
     const SolverHandle h(device, nullptr);
-    check_cusolver(cusolverDnXgesvdr_bufferSize(h.get(), h.params(), 'S', 'S', wm, wn, k, p, options.power_iterations,
-                                                t, nullptr, wm, r, nullptr, t, nullptr, wm, t, nullptr, wn, t,
-                                                &device_bytes, &host_bytes),
-                   "cusolverDnXgesvdr_bufferSize", "sizing a truncated SVD");
+    check_cusolver(
+        cusolverDnXgesvdr_bufferSize(h.get(), h.params(), 'S', 'S', wm, wn, k, p, options.power_iterations, t, nullptr,
+                                     wm, r, nullptr, t, nullptr, wm, t, nullptr, wn, t, &device_bytes, &host_bytes),
+        "cusolverDnXgesvdr_bufferSize", "sizing a truncated SVD");
     size_host(host_bytes);
 }
 

@@ -104,7 +104,7 @@ double rows_off_orthonormal(const Matrix& x, std::int64_t rows, std::int64_t col
 /// What one decomposition must satisfy: `u` m × ku, `s` k values (k ≤ min(m, n)), `vh` kv × n.
 /// With k < min(m, n) (a rank-k result), A − U·S·Vᴴ is the best rank-k residual (Eckart–Young).
 struct Expect {
-    double tol;            // relative to ‖A‖ and s[0]
+    double tol;             // relative to ‖A‖ and s[0]
     double residual_slack;  // absolute, for the rank-k residual
 };
 
@@ -119,13 +119,15 @@ void check_decomposition(const Matrix& a, std::int64_t m, std::int64_t n, const 
         if (i > 0) {
             EXPECT_LE(s[std::size_t(i)], s[std::size_t(i - 1)] * (1 + e.tol)) << what << ": not descending";
         }
-        EXPECT_NEAR(s[std::size_t(i)], ref[std::size_t(i)], e.tol * ref[0] + e.residual_slack) << what << ": s[" << i << "]";
+        EXPECT_NEAR(s[std::size_t(i)], ref[std::size_t(i)], e.tol * ref[0] + e.residual_slack)
+            << what << ": s[" << i << "]";
     }
     if (u == nullptr) return;
     // U·diag(S)·Vᴴ from the first k columns of U and rows of Vᴴ.
     Matrix us(std::size_t(m * k)), vk(std::size_t(k * n));
     for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < k; ++j) us[std::size_t(i * k + j)] = (*u)[std::size_t(i * ku + j)] * s[std::size_t(j)];
+        for (std::int64_t j = 0; j < k; ++j)
+            us[std::size_t(i * k + j)] = (*u)[std::size_t(i * ku + j)] * s[std::size_t(j)];
     std::copy(vh->begin(), vh->begin() + k * n, vk.begin());
     const Matrix r = product(us, vk, m, n, k);
     Matrix d(a.size());
@@ -353,9 +355,8 @@ void batched_replays_from_a_captured_graph() {
     const core::Stream stream;
     SVD plan(a.view().layout(), {.backend = Backend::batched});
     plan.plan();
-    core::Graph graph = core::Graph::capture(stream, [&](core::StreamRef) {
-        plan.execute(a.view(), u.view(), s.vector_view(), vh.view(), info, stream);
-    });
+    core::Graph graph = core::Graph::capture(
+        stream, [&](core::StreamRef) { plan.execute(a.view(), u.view(), s.vector_view(), vh.view(), info, stream); });
     // The other backends and TruncatedSVD refuse a capture before any work.
     for (const Backend b : {Backend::looped, Backend::jacobi, Backend::approximate}) {
         SVD other(a.view().layout(), {.backend = b});
@@ -396,8 +397,8 @@ void batched_replays_from_a_captured_graph() {
             std::vector<double> sv(static_cast<std::size_t>(m));
             for (std::int64_t i = 0; i < m; ++i) sv[std::size_t(i)] = double(s.at(b, i, 0));
             const Matrix um = u.get(b), vm = vh.get(b);
-            check_decomposition(ref[std::size_t(b)], m, n, &um, m, sv, &vm, m, {.tol = tolerance<T>(n), .residual_slack = 0},
-                                "replay " + std::to_string(round));
+            check_decomposition(ref[std::size_t(b)], m, n, &um, m, sv, &vm, m,
+                                {.tol = tolerance<T>(n), .residual_slack = 0}, "replay " + std::to_string(round));
         }
     }
 }

@@ -30,13 +30,22 @@ TEST(SvdValidation, PlansTakeMatricesOfTheFourSolverTypes) {
     expect_throw_with<InvalidArgument>([] { TruncatedSVD s(TensorLayout(DataType::f64, {7}), 1); },
                                        {"linalg::TruncatedSVD", "a: rank 1", "(..., m, n)"});
     for (const DataType t : {DataType::f16, DataType::bf16, DataType::i32, DataType::e4m3, DataType::i8}) {
-        expect_throw_with<NotSupported>([&] { SVD s(TensorLayout(t, {4, 3})); },
-                                        {"linalg::SVD", "a: dtype", std::string(to_string(t)), "f32, f64, c32 and c64"});
-        expect_throw_with<NotSupported>([&] { TruncatedSVD s(TensorLayout(t, {4, 3}), 1); },
-                                        {"linalg::TruncatedSVD", "a: dtype", std::string(to_string(t))});
+        expect_throw_with<NotSupported>(
+            [&] {
+                SVD s(TensorLayout(t, {4, 3}));
+            },
+            {"linalg::SVD", "a: dtype", std::string(to_string(t)), "f32, f64, c32 and c64"});
+        expect_throw_with<NotSupported>(
+            [&] {
+                TruncatedSVD s(TensorLayout(t, {4, 3}), 1);
+            },
+            {"linalg::TruncatedSVD", "a: dtype", std::string(to_string(t))});
     }
-    expect_throw_with<InvalidArgument>([] { SVD s(TensorLayout(DataType::f32, {4, 4}), {.job = SVDJob(7)}); },
-                                       {"linalg::SVD", "options.job", "7", "values, thin, full"});
+    expect_throw_with<InvalidArgument>(
+        [] {
+            SVD s(TensorLayout(DataType::f32, {4, 4}), {.job = SVDJob(7)});
+        },
+        {"linalg::SVD", "options.job", "7", "values, thin, full"});
     expect_throw_with<InvalidArgument>(
         [] {
             SVD s(TensorLayout(DataType::f32, {4, 4}), {.backend = Backend(9)});
@@ -54,15 +63,20 @@ TEST(SvdValidation, LayoutsFollowNumPy) {
             EXPECT_EQ(thin.workspace_size(), 0U);
             EXPECT_EQ(thin.backend(), Backend::automatic);
             EXPECT_EQ(thin.values_layout().dtype(), real);
-            EXPECT_EQ(gpumath::to_string(thin.values_layout().shape()), gpumath::to_string(std::vector<std::int64_t>{2, 3, k}));
-            EXPECT_EQ(gpumath::to_string(thin.u_layout().shape()), gpumath::to_string(std::vector<std::int64_t>{2, 3, m, k}));
-            EXPECT_EQ(gpumath::to_string(thin.vh_layout().shape()), gpumath::to_string(std::vector<std::int64_t>{2, 3, k, n}));
+            EXPECT_EQ(gpumath::to_string(thin.values_layout().shape()),
+                      gpumath::to_string(std::vector<std::int64_t>{2, 3, k}));
+            EXPECT_EQ(gpumath::to_string(thin.u_layout().shape()),
+                      gpumath::to_string(std::vector<std::int64_t>{2, 3, m, k}));
+            EXPECT_EQ(gpumath::to_string(thin.vh_layout().shape()),
+                      gpumath::to_string(std::vector<std::int64_t>{2, 3, k, n}));
             EXPECT_EQ(thin.u_layout().dtype(), t);
             EXPECT_EQ(thin.info_layout().dtype(), DataType::i32);
-            EXPECT_EQ(gpumath::to_string(thin.info_layout().shape()), gpumath::to_string(std::vector<std::int64_t>{2, 3}));
+            EXPECT_EQ(gpumath::to_string(thin.info_layout().shape()),
+                      gpumath::to_string(std::vector<std::int64_t>{2, 3}));
             const SVD full(TensorLayout(t, {m, n}), {.job = SVDJob::full});
             EXPECT_EQ(gpumath::to_string(full.u_layout().shape()), gpumath::to_string(std::vector<std::int64_t>{m, m}));
-            EXPECT_EQ(gpumath::to_string(full.vh_layout().shape()), gpumath::to_string(std::vector<std::int64_t>{n, n}));
+            EXPECT_EQ(gpumath::to_string(full.vh_layout().shape()),
+                      gpumath::to_string(std::vector<std::int64_t>{n, n}));
             EXPECT_EQ(full.info_layout().rank(), 0);
         }
     }
@@ -82,8 +96,9 @@ TEST(SvdValidation, LayoutsFollowNumPy) {
 
 TEST(SvdValidation, BackendsSayWhatTheyTake) {
     const TensorLayout l(DataType::f64, {8, 40, 12});
-    expect_throw_with<NotSupported>([&] { SVD s(l, {.backend = Backend::batched}); },
-                                    {"linalg::SVD", "options.backend: batched", "gesvdjBatched", "at most 32", "40 x 12"});
+    expect_throw_with<NotSupported>(
+        [&] { SVD s(l, {.backend = Backend::batched}); },
+        {"linalg::SVD", "options.backend: batched", "gesvdjBatched", "at most 32", "40 x 12"});
     EXPECT_NO_THROW(SVD(TensorLayout(DataType::f64, {8, 32, 12}), {.backend = Backend::batched}));
     expect_throw_with<NotSupported>([&] { SVD s(l, {.job = SVDJob::full, .backend = Backend::approximate}); },
                                     {"linalg::SVD", "approximate", "thin vectors only"});
@@ -106,8 +121,11 @@ TEST(SvdValidation, BackendsSayWhatTheyTake) {
             Eigh e(TensorLayout(DataType::f32, {4, 4}), {.backend = Backend::approximate});
         },
         {"linalg::Eigh", "options.backend: approximate", "linalg::SVD only"});
-    expect_throw_with<NotSupported>([] { LU lu(TensorLayout(DataType::f32, {4, 4}), {.backend = Backend::jacobi}); },
-                                    {"linalg::LU", "jacobi"});
+    expect_throw_with<NotSupported>(
+        [] {
+            LU lu(TensorLayout(DataType::f32, {4, 4}), {.backend = Backend::jacobi});
+        },
+        {"linalg::LU", "jacobi"});
 }
 
 TEST(SvdValidation, SizesAboveIntRangeAreRefusedForTheIntRoutines) {
@@ -148,31 +166,43 @@ TEST(SvdValidation, ExecuteChecksEveryOperandFirst) {
     const TensorView vh(fake(3 * mib), plan.vh_layout());
     const TensorView info(fake(4 * mib), plan.info_layout());
     expect_throw_with<InvalidArgument>(
-        [&] { plan.execute(TensorView(fake(), TensorLayout(DataType::c32, {2, 4, 6})), u, s, vh, info); },
+        [&] {
+            plan.execute(TensorView(fake(), TensorLayout(DataType::c32, {2, 4, 6})), u, s, vh, info);
+        },
         {api, "a: shape (2, 4, 6)", "(2, 6, 4)"});
     expect_throw_with<InvalidArgument>(
-        [&] { plan.execute(a, u, TensorView(fake(2 * mib), TensorLayout(DataType::c32, {2, 4})), vh, info); },
+        [&] {
+            plan.execute(a, u, TensorView(fake(2 * mib), TensorLayout(DataType::c32, {2, 4})), vh, info);
+        },
         {api, "s: dtype c32", "f32"});
     expect_throw_with<InvalidArgument>(
-        [&] { plan.execute(a, TensorView(fake(mib), TensorLayout(DataType::c32, {2, 6, 6})), s, vh, info); },
+        [&] {
+            plan.execute(a, TensorView(fake(mib), TensorLayout(DataType::c32, {2, 6, 6})), s, vh, info);
+        },
         {api, "u: shape (2, 6, 6)", "(2, 6, 4)"});
     expect_throw_with<InvalidArgument>(
-        [&] { plan.execute(a, u, s, TensorView(fake(3 * mib), TensorLayout(DataType::c64, {2, 4, 4})), info); },
+        [&] {
+            plan.execute(a, u, s, TensorView(fake(3 * mib), TensorLayout(DataType::c64, {2, 4, 4})), info);
+        },
         {api, "vh: dtype c64", "c32"});
     expect_throw_with<InvalidArgument>(
-        [&] { plan.execute(a, u, s, vh, TensorView(fake(4 * mib), TensorLayout(DataType::i32, {2, 1}))); },
+        [&] {
+            plan.execute(a, u, s, vh, TensorView(fake(4 * mib), TensorLayout(DataType::i32, {2, 1})));
+        },
         {api, "info: shape (2, 1)", "(2,)"});
     expect_throw_with<InvalidArgument>([&] { plan.execute(TensorView(fake(4), l), u, s, vh, info); },
                                        {api, "a: data", "not aligned", "8-byte"});
-    expect_throw_with<InvalidArgument>([&] { plan.execute(a, TensorView(fake(mib + 4), plan.u_layout()), s, vh, info); },
-                                       {api, "u: data", "not aligned"});
+    expect_throw_with<InvalidArgument>(
+        [&] { plan.execute(a, TensorView(fake(mib + 4), plan.u_layout()), s, vh, info); },
+        {api, "u: data", "not aligned"});
     expect_throw_with<InvalidArgument>([&] { plan.execute(a, TensorView(fake(64), plan.u_layout()), s, vh, info); },
                                        {api, "u: its memory", "overlaps a's"});
     expect_throw_with<InvalidArgument>(
         [&] { plan.execute(a, u, TensorView(fake(mib + 8), plan.values_layout()), vh, info); },
         {api, "s: its memory", "overlaps u's"});
-    expect_throw_with<InvalidArgument>([&] { plan.execute(a, u, s, TensorView(fake(mib + 64), plan.vh_layout()), info); },
-                                       {api, "u: its memory", "overlaps vh's"});
+    expect_throw_with<InvalidArgument>(
+        [&] { plan.execute(a, u, s, TensorView(fake(mib + 64), plan.vh_layout()), info); },
+        {api, "u: its memory", "overlaps vh's"});
     expect_throw_with<InvalidArgument>(
         [&] { plan.execute(a, u, s, vh, TensorView(fake(3 * mib + 8), plan.info_layout())); },
         {api, "info: its memory", "overlaps vh's"});
@@ -190,13 +220,15 @@ TEST(SvdValidation, ExecuteChecksEveryOperandFirst) {
     expect_throw_with<InvalidArgument>(
         [&] {
             t.execute(TensorView(fake(), t.layout()), TensorView(fake(mib), t.u_layout()),
-                      TensorView(fake(2 * mib), t.values_layout()), TensorView(), TensorView(fake(3 * mib), t.info_layout()));
+                      TensorView(fake(2 * mib), t.values_layout()), TensorView(),
+                      TensorView(fake(3 * mib), t.info_layout()));
         },
         {"linalg::TruncatedSVD::execute", "u: given"});
     expect_throw_with<InvalidArgument>(
         [&] {
-            t.execute(TensorView(fake(), t.layout()), TensorView(), TensorView(fake(2 * mib), TensorLayout(DataType::f64, {2, 4})),
-                      TensorView(), TensorView(fake(3 * mib), t.info_layout()));
+            t.execute(TensorView(fake(), t.layout()), TensorView(),
+                      TensorView(fake(2 * mib), TensorLayout(DataType::f64, {2, 4})), TensorView(),
+                      TensorView(fake(3 * mib), t.info_layout()));
         },
         {"linalg::TruncatedSVD::execute", "s: shape (2, 4)", "(2, 3)"});
 }
@@ -207,7 +239,9 @@ TEST(SvdValidation, MovedFromPlansSayWhatHappened) {
     EXPECT_EQ(taken.layout().shape(0), 4);
     expect_throw_with<InvalidArgument>([&] { s.plan(); }, {"linalg::SVD", "moved"});  // NOLINT(bugprone-use-after-move)
     expect_throw_with<InvalidArgument>(
-        [&] { s.execute(TensorView(), TensorView(), TensorView(), TensorView(), TensorView()); },  // NOLINT(bugprone-use-after-move)
+        [&] {
+            s.execute(TensorView(), TensorView(), TensorView(), TensorView(), TensorView());
+        },  // NOLINT(bugprone-use-after-move)
         {"linalg::SVD::execute", "moved"});
     EXPECT_FALSE(s.planned());
     EXPECT_EQ(s.layout().rank(), 0);
@@ -215,14 +249,18 @@ TEST(SvdValidation, MovedFromPlansSayWhatHappened) {
     EXPECT_EQ(s.backend(), Backend::automatic);
     TruncatedSVD t(TensorLayout(DataType::f32, {8, 6}), 2);
     TruncatedSVD other = std::move(t);
-    expect_throw_with<InvalidArgument>([&] { t.plan(); }, {"linalg::TruncatedSVD", "moved"});  // NOLINT(bugprone-use-after-move)
+    expect_throw_with<InvalidArgument>([&] { t.plan(); },
+                                       {"linalg::TruncatedSVD", "moved"});  // NOLINT(bugprone-use-after-move)
     EXPECT_EQ(t.rank(), 0);
     EXPECT_EQ(other.rank(), 2);
 }
 
 TEST(SvdValidation, StatelessSvdRejectsBadInputWithoutADevice) {
-    expect_throw_with<NotSupported>([] { (void)svd(TensorView(fake(), TensorLayout(DataType::f16, {4, 4}))); },
-                                    {"linalg::SVD", "f16"});
+    expect_throw_with<NotSupported>(
+        [] {
+            (void)svd(TensorView(fake(), TensorLayout(DataType::f16, {4, 4})));
+        },
+        {"linalg::SVD", "f16"});
     expect_throw_with<InvalidArgument>([] { (void)svd(TensorView(fake(), TensorLayout(DataType::f32, {4}))); },
                                        {"linalg::SVD", "rank 1"});
     expect_throw_with<NotSupported>(
