@@ -2,8 +2,9 @@
 // gpumath::linalg against raw cuSOLVER doing the same work on the same buffers, same process:
 // potrf and syevd on large matrices (in place, each call on a fresh copy of the input, made by
 // both sides alike), the host cost of a planned potrf, batched eigh against every cuSOLVER route,
-// and time per matrix over n for the batched backends (no cliff); the mixed-precision solve against
-// f64 getrf + getrs, and general eigendecompositions (Xgeev) against raw.
+// time per matrix over n for the batched backends (no cliff); the mixed-precision solve against
+// f64 getrf + getrs, general eigendecompositions (Xgeev) against raw, gesvd on a large matrix
+// against raw Xgesvd, and a batch of small SVDs by every backend.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -440,6 +441,69 @@ void general_eig(bench::Reporter& report, const core::Stream& stream, Raw& raw) 
     report.add({group, "gpumath complex", "ms", complex_ms, raw2_ms / complex_ms, "Eig, complex vectors unpacked"});
 }
 
+/// Xgesvd (thin U and Vᴴ) on one large column-major matrix, raw against the plan on the same
+/// buffers: each call copies A into the matrix cuSOLVER overwrites (gpumath into its workspace).
+/// Seconds per call: one warm-up and two timed pairs.
+void large_svd(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
+    const cudaStream_t s = stream.handle();
+    for (const DataType t : {DataType::f64, DataType::f32}) {
+        const std::int64_t n = report.quick() ? 2048 : 8192;
+        const std::string group = std::string("gesvd ") + std::string(to_string(t)) + " n=" + std::to_string(n);
+        if (!report.selected(group)) continue;
+        const Tensor a = matrices(t, 1, n, false, stream);
+        const core::Buffer w(bytes_of(t, 1, n), stream), u(bytes_of(t, 1, n), stream), vt(bytes_of(t, 1, n), stream);
+        const Tensor values = Tensor::empty(t, {n}, stream);
+        const Tensor info = Tensor::empty(TensorLayout(DataType::i32, std::span<const std::int64_t>()), stream);
+        const cudaDataType ct = t == DataType::f64 ? CUDA_R_64F : CUDA_R_32F;
+        std::size_t dev = 0, host = 0;
+        solver_check(cusolverDnXgesvd_bufferSize(raw.h, raw.p, 'S', 'S', n, n, ct, w.data(), n, ct, values.data(), ct,
+                                                 u.data(), n, ct, vt.data(), n, ct, &dev, &host),
+                     "bufferSize");
+        raw.reserve(dev, host, stream);
+        const TensorLayout l({t, {n, n}, {1, n}});
+        linalg::SVD plan(l, {.backend = linalg::Backend::looped});
+        plan.plan();
+        const auto raw_call = [&](int) {
+            bench::cuda_check(cudaMemcpyAsync(w.data(), a.data(), w.size_bytes(), cudaMemcpyDeviceToDevice, s), "copy");
+            solver_check(cusolverDnXgesvd(raw.h, raw.p, 'S', 'S', n, n, ct, w.data(), n, ct, values.data(), ct,
+                                          u.data(), n, ct, vt.data(), n, ct, raw.work.data(), dev, raw.host.data(),
+                                          host, static_cast<int*>(info.data())),
+                         "cusolverDnXgesvd");
+        };
+        // U and Vᴴ column-major: written in place, as the raw call writes them.
+        const auto ours = [&](int) {
+            plan.execute(a, TensorView(u.data(), l), values, TensorView(vt.data(), l), info, stream);
+        };
+        const bench::PairedMs m = bench::paired_gpu_ms(s, raw_call, ours, 1, 2, 1);
+        report.add({group, "raw cuSOLVER", "ms", m.a, 0, "copy + Xgesvd, thin U and Vh"});
+        report.add({group, "gpumath", "ms", m.a / m.ratio, m.ratio, "looped (Xgesvd)"});
+    }
+}
+
+/// A batch of small SVDs by every backend and by `automatic` (what it chose), in us per matrix.
+void batched_svd(bench::Reporter& report, const core::Stream& stream, DataType t, std::int64_t count, std::int64_t n) {
+    const std::string group = std::string("svd ") + std::string(to_string(t)) + " " + std::to_string(count) + " x " +
+                              std::to_string(n) + "x" + std::to_string(n);
+    if (!report.selected(group)) return;
+    const cudaStream_t s = stream.handle();
+    const Tensor a = matrices(t, count, n, false, stream);
+    const TensorLayout l = detail::packed_column_major(t, std::vector<std::int64_t>{count, n, n});
+    const TensorView av(a.data(), l);
+    for (const linalg::Backend b : {linalg::Backend::looped, linalg::Backend::jacobi, linalg::Backend::batched,
+                                    linalg::Backend::approximate, linalg::Backend::automatic}) {
+        auto plan = std::make_shared<linalg::SVD>(l, linalg::SVDOptions{.backend = b});
+        plan->plan();
+        auto u = std::make_shared<Tensor>(Tensor::empty(plan->u_layout(), stream));
+        auto sv = std::make_shared<Tensor>(Tensor::empty(plan->values_layout(), stream));
+        auto vh = std::make_shared<Tensor>(Tensor::empty(plan->vh_layout(), stream));
+        auto info = std::make_shared<Tensor>(Tensor::empty(plan->info_layout(), stream));
+        const double ms = bench::gpu_ms(
+            s, [&, plan, u, sv, vh, info](int) { plan->execute(av, *u, *sv, *vh, *info, stream); }, 2, 7, 1);
+        report.add({group, std::string(linalg::to_string(b)), "us/matrix", ms * 1e3 / double(count), 0,
+                    b == linalg::Backend::automatic ? "chose " + std::string(linalg::to_string(plan->backend())) : ""});
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -456,5 +520,8 @@ int main(int argc, char** argv) {
     large_factorizations(report, stream, raw);
     refined_solve(report, stream, raw);
     general_eig(report, stream, raw);
+    batched_svd(report, stream, DataType::f32, 1000, 16);
+    batched_svd(report, stream, DataType::f64, 1000, 16);
+    large_svd(report, stream, raw);
     return 0;
 }

@@ -16,3 +16,4 @@
 #include <gpumath/linalg/lu.hpp>
 #include <gpumath/linalg/options.hpp>
 #include <gpumath/linalg/refined_solve.hpp>
+#include <gpumath/linalg/svd.hpp>

@@ -10,6 +10,7 @@
 
 #include <gpumath/error.hpp>
 #include <gpumath/linalg/functions.hpp>
+#include <gpumath/linalg/svd.hpp>
 #include "detail/status.hpp"
 #include "linalg/matrices.hpp"
 
@@ -23,6 +24,8 @@ std::string meaning(std::string_view operation, int v) {
     if (operation.find("solve") != std::string_view::npos || operation.find("inv") != std::string_view::npos ||
         operation.find("LU") != std::string_view::npos || operation.find("lu") != std::string_view::npos)
         return fmt::format("singular: U({0}, {0}) is exactly zero", v);
+    if (operation.find("svd") != std::string_view::npos || operation.find("SVD") != std::string_view::npos)
+        return fmt::format("one whose singular value iteration did not converge (info {})", v);
     if (operation.find("igh") != std::string_view::npos)
         return fmt::format("one whose eigenvalue iteration did not converge ({} off-diagonal elements remained)", v);
     if (operation.find("eig") != std::string_view::npos || operation.find("Eig") != std::string_view::npos)
@@ -62,5 +65,7 @@ void SolveResult::check(core::StreamRef stream) const { check_info(info, "linalg
 void InverseResult::check(core::StreamRef stream) const { check_info(info, "linalg::inv", stream); }
 
 void EighResult::check(core::StreamRef stream) const { check_info(info, "linalg::eigh", stream); }
+
+void SVDResult::check(core::StreamRef stream) const { check_info(info, "linalg::svd", stream); }
 
 }  // namespace gpumath::linalg

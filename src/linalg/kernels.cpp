@@ -91,6 +91,8 @@ std::vector<std::string> linalg_kernel_names() {
         names.push_back(named("determinant", t));
         names.push_back(named("identity", t));
     }
+    names.emplace_back("gpumath::kernels::conjugate<float>");
+    names.emplace_back("gpumath::kernels::conjugate<double>");
     names.emplace_back("gpumath::kernels::pivots_narrow");
     names.emplace_back("gpumath::kernels::pivots_widen");
     return names;
@@ -152,6 +154,18 @@ void set_identity(const kernels::MatrixBatchParams& m, DataType type, core::Stre
                  {.grid = core::Dim3((elements + threads - 1) / threads, std::min<std::int64_t>(m.count, max_grid_y)),
                   .block = threads},
                  k, p);
+}
+
+void conjugate(const kernels::ConjugateParams& m, DataType type, core::StreamRef stream) {
+    const std::int64_t elements = m.rows * m.cols;
+    if (elements == 0 || m.count == 0 || (type != DataType::c32 && type != DataType::c64)) return;
+    const core::Kernel k = device_kernel(
+        current(), program(),
+        type == DataType::c64 ? "gpumath::kernels::conjugate<double>" : "gpumath::kernels::conjugate<float>");
+    core::launch(stream,
+                 {.grid = core::Dim3((elements + threads - 1) / threads, std::min<std::int64_t>(m.count, max_grid_y)),
+                  .block = threads},
+                 k, m);
 }
 
 }  // namespace gpumath::detail

@@ -44,4 +44,8 @@ void determinants(const kernels::MatrixBatchParams& lu, DataType type, const int
 /// Sets every matrix of `m` (elements of `type`) to the identity, on `stream`.
 void set_identity(const kernels::MatrixBatchParams& m, DataType type, core::StreamRef stream);
 
+/// Conjugates every element of `m` (elements of `type`, c32 or c64; nothing for a real type) in
+/// place, on `stream`.
+void conjugate(const kernels::ConjugateParams& m, DataType type, core::StreamRef stream);
+
 }  // namespace gpumath::detail

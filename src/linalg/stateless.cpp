@@ -14,6 +14,7 @@
 #include <gpumath/linalg/eigh.hpp>
 #include <gpumath/linalg/lu.hpp>
 #include <gpumath/linalg/refined_solve.hpp>
+#include <gpumath/linalg/svd.hpp>
 #include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
 #include "linalg/kernels.hpp"
@@ -30,6 +31,7 @@ struct LinalgPlan {
     std::optional<linalg::LU> lu;
     std::optional<linalg::Eig> eig;
     std::optional<linalg::RefinedSolve> refined_solve;
+    std::optional<linalg::SVD> svd;
 };
 
 using PlanCache = ControlledLruCache<std::string, LinalgPlan>;
@@ -174,6 +176,24 @@ RefinedSolveResult refined_solve(const TensorView& a, const TensorView& b, const
     r.x = Tensor::empty(TensorLayout(b.dtype(), b.shape()), stream, options.memory_resource);
     r.info = Tensor::empty(s.info_layout(), stream, options.memory_resource);
     r.refinement = s.execute(a, b, r.x, r.info, stream);
+    return r;
+}
+
+SVDResult svd(const TensorView& a, const SVDOptions& options, core::StreamRef stream) {
+    SVD fresh(a, options);
+    // The rank rides in the triangle's place of the key (it is at most min(m, n), an int for gesvda).
+    const auto plan = detail::cached(fresh, &detail::LinalgPlan::svd, "svd", a, int(options.rank), int(options.backend),
+                                     int(options.job), options.memory_resource.get());
+    SVD& p = *plan->svd;
+    SVDResult r;
+    r.s = Tensor::empty(p.values_layout(), stream, options.memory_resource);
+    if (options.job != SVDJob::values) {
+        r.u = Tensor::empty(p.u_layout(), stream, options.memory_resource);
+        r.vh = Tensor::empty(p.vh_layout(), stream, options.memory_resource);
+    }
+    r.info = Tensor::empty(p.info_layout(), stream, options.memory_resource);
+    const bool vectors = options.job != SVDJob::values;
+    p.execute(a, vectors ? r.u.view() : TensorView(), r.s, vectors ? r.vh.view() : TensorView(), r.info, stream);
     return r;
 }
 

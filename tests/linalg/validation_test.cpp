@@ -267,7 +267,7 @@ TEST(LinalgValidation, BackendChoicesRoundTripThroughAFile) {
                                        {api, "line 1", "header"});
     expect_throw_with<InvalidArgument>(
         [&] { (void)load_backend_choices(write("b.txt", header + "G\tcholesky\tf64\t1\t2\tfast\n")); },
-        {api, "line 2", "a backend other than looped and batched"});
+        {api, "line 2", "a backend other than looped, batched, jacobi and approximate"});
     expect_throw_with<InvalidArgument>(
         [&] { (void)load_backend_choices(write("c.txt", header + "\nG\tqr\tf64\t1\t2\tlooped\n")); },
         {api, "line 3", "unknown operation"});

@@ -32,13 +32,19 @@ enum class Backend : std::uint8_t {
     /// cuSOLVER's single-matrix routine once per matrix, the matrices spread over the caller's
     /// stream and up to four side streams forked from it and joined back.
     looped,
-    /// cuSOLVER's batched routine: potrfBatched (Cholesky), XsyevBatched (eigh). Not offered for LU
-    /// yet (NotSupported).
-    batched
+    /// cuSOLVER's batched routine: potrfBatched (Cholesky), XsyevBatched (eigh), gesvdjBatched (SVD,
+    /// m and n at most 32). Not offered for LU yet (NotSupported).
+    batched,
+    /// SVD only: cuSOLVER's one-sided Jacobi gesvdj once per matrix, spread like `looped`.
+    jacobi,
+    /// SVD only: cuSOLVER's gesvdaStridedBatched, an approximate SVD of tall matrices (the wide are
+    /// decomposed through their transposes) whose accuracy degrades with the condition number; thin
+    /// vectors or values only, with an optional rank (SVDOptions::rank).
+    approximate
 };
 
 /// Number of Backend enumerators.
-inline constexpr int backend_count = 3;
+inline constexpr int backend_count = 5;
 
 /// "lower" or "upper" ("?" for a value that is not an enumerator).
 [[nodiscard]] constexpr std::string_view to_string(Triangle t) noexcept {
@@ -51,7 +57,8 @@ inline constexpr int backend_count = 3;
     return "?";
 }
 
-/// "automatic", "looped" or "batched" ("?" for a value that is not an enumerator).
+/// "automatic", "looped", "batched", "jacobi" or "approximate" ("?" for a value that is not an
+/// enumerator).
 [[nodiscard]] constexpr std::string_view to_string(Backend b) noexcept {
     switch (b) {
         case Backend::automatic:
@@ -60,6 +67,10 @@ inline constexpr int backend_count = 3;
             return "looped";
         case Backend::batched:
             return "batched";
+        case Backend::jacobi:
+            return "jacobi";
+        case Backend::approximate:
+            return "approximate";
     }
     return "?";
 }
@@ -127,6 +138,29 @@ inline constexpr int eig_vectors_count = 3;
     return "?";
 }
 
+/// What an SVD computes besides the singular values (SVD, svd).
+enum class SVDJob : std::uint8_t {
+    values,  ///< The singular values only.
+    thin,    ///< With U `(..., m, k)` and Vᴴ `(..., k, n)`, k = min(m, n) (NumPy's full_matrices=False).
+    full     ///< With U `(..., m, m)` and Vᴴ `(..., n, n)` (NumPy's full_matrices=True).
+};
+
+/// Number of SVDJob enumerators.
+inline constexpr int svd_job_count = 3;
+
+/// "values", "thin" or "full" ("?" for a value that is not an enumerator).
+[[nodiscard]] constexpr std::string_view to_string(SVDJob j) noexcept {
+    switch (j) {
+        case SVDJob::values:
+            return "values";
+        case SVDJob::thin:
+            return "thin";
+        case SVDJob::full:
+            return "full";
+    }
+    return "?";
+}
+
 /// Options of a general (non-symmetric) eigendecomposition (Eig, eig).
 struct EigOptions {
     /// Which eigenvectors are computed and how they are stored.
@@ -134,6 +168,21 @@ struct EigOptions {
     /// How a batch runs: `looped` (and `automatic`, which is `looped`: cuSOLVER has no batched
     /// Xgeev); `batched` is NotSupported.
     Backend backend = Backend::automatic;
+    /// Where workspace comes from (default: the device's memory pool), one area per stream.
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
+};
+
+/// Options of a singular value decomposition (SVD, svd).
+struct SVDOptions {
+    /// What is computed besides the singular values.
+    SVDJob job = SVDJob::thin;
+    /// How a batch runs: `looped` (cusolverDnXgesvd per matrix), `jacobi` (gesvdj per matrix),
+    /// `batched` (gesvdjBatched, m and n at most 32), `approximate` (gesvdaStridedBatched), or
+    /// `automatic`: the fastest exact one, measured.
+    Backend backend = Backend::automatic;
+    /// Backend::approximate only: how many singular values (and vectors) are computed, 1 to
+    /// min(m, n); 0 means min(m, n).
+    std::int64_t rank = 0;
     /// Where workspace comes from (default: the device's memory pool), one area per stream.
     std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };
@@ -220,6 +269,19 @@ struct RefinedSolveOptions {
     /// When the refinement does not converge, solve again by LU in the matrices' own precision
     /// (cuSOLVER's default); when false, x is what the refinement reached.
     bool fallback = true;
+    /// Where workspace comes from (default: the device's memory pool), one area per stream.
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
+};
+
+/// Options of a truncated randomized SVD (TruncatedSVD).
+struct TruncatedSVDOptions {
+    /// Extra random directions sampled beyond the rank k; -1 (default) takes min(10, min(m, n) - k).
+    /// k + oversampling must not exceed min(m, n).
+    std::int64_t oversampling = -1;
+    /// Power iterations, 0 or more: more sharpen a slowly decaying spectrum, at one pass over A each.
+    std::int64_t power_iterations = 2;
+    /// Compute U and Vᴴ as well as the singular values.
+    bool vectors = true;
     /// Where workspace comes from (default: the device's memory pool), one area per stream.
     std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };

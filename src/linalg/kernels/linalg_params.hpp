@@ -58,4 +58,16 @@ struct IdentityParams {
     MatrixBatchParams m;
 };
 
+/// conjugate: negates the imaginary part of every element of `count` rows × cols matrices, element
+/// (i, j) of matrix b at `data + b * batch_stride + i * row_stride + j * col_stride` (in elements).
+struct ConjugateParams {
+    void* data = nullptr;
+    long long rows = 0;
+    long long cols = 0;
+    long long row_stride = 0;
+    long long col_stride = 0;
+    long long count = 0;
+    long long batch_stride = 0;
+};
+
 }  // namespace gpumath::kernels

@@ -4,7 +4,7 @@
 // makes the matrices `automatic` measures on positive definite, pivot conversions, determinants
 // from LU factors and identity matrices. Instantiated by name expression per element size
 // (zero_triangle<4|8|16>) or element type (add_diagonal<Real, Complex>, determinant<Real, Complex>,
-// identity<Real, Complex>).
+// identity<Real, Complex>), conjugate<Real>.
 #include "linalg_params.hpp"
 
 namespace gpumath::kernels {
@@ -108,6 +108,18 @@ __global__ void __launch_bounds__(256) identity(IdentityParams p) {
             static_cast<Real*>(p.m.data) + width * (b * p.m.batch_stride + i * p.m.row_stride + j * p.m.col_stride);
         at[0] = i == j ? Real(1) : Real(0);
         if (Complex) at[1] = Real(0);
+    }
+}
+
+/// One thread per element of a matrix (x), matrices over y (grid-stride); complex elements only.
+template <class Real>
+__global__ void __launch_bounds__(256) conjugate(ConjugateParams p) {
+    const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= p.rows * p.cols) return;
+    const long long i = e % p.rows, j = e / p.rows;
+    for (long long b = blockIdx.y; b < p.count; b += gridDim.y) {
+        Real* at = static_cast<Real*>(p.data) + 2 * (b * p.batch_stride + i * p.row_stride + j * p.col_stride);
+        at[1] = -at[1];
     }
 }
 
