@@ -3,6 +3,7 @@
 #include "linalg/small.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -30,17 +31,6 @@ const DeviceProgram& program() {
     return p;
 }
 
-const char* op_name(SmallOp op) {
-    switch (op) {
-        case SmallOp::cholesky:
-            return "small_cholesky";
-        case SmallOp::lu:
-            return "small_lu";
-        default:
-            return "small_eigh";
-    }
-}
-
 int kernel_of(SmallOp op) {
     switch (op) {
         case SmallOp::cholesky:
@@ -52,13 +42,30 @@ int kernel_of(SmallOp op) {
     }
 }
 
-/// "gpumath::kernels::small_lu<double, true>" and so on.
-std::string kernel_name(SmallOp op, DataType type) {
-    const char* args = "<float, false>";
-    if (type == DataType::f64) args = "<double, false>";
-    if (type == DataType::c32) args = "<float, true>";
-    if (type == DataType::c64) args = "<double, true>";
-    return std::string("gpumath::kernels::") + op_name(op) + args;
+/// The name expressions of the kernels, by operation (small_kernel_*) and element type.
+constexpr std::array<std::array<const char*, 4>, 3> kernel_names{
+    {{{"gpumath::kernels::small_cholesky<float, false>", "gpumath::kernels::small_cholesky<double, false>",
+       "gpumath::kernels::small_cholesky<float, true>", "gpumath::kernels::small_cholesky<double, true>"}},
+     {{"gpumath::kernels::small_lu<float, false>", "gpumath::kernels::small_lu<double, false>",
+       "gpumath::kernels::small_lu<float, true>", "gpumath::kernels::small_lu<double, true>"}},
+     {{"gpumath::kernels::small_eigh<float, false>", "gpumath::kernels::small_eigh<double, false>",
+       "gpumath::kernels::small_eigh<float, true>", "gpumath::kernels::small_eigh<double, true>"}}}};
+
+int type_index(DataType type) {
+    switch (type) {
+        case DataType::f64:
+            return 1;
+        case DataType::c32:
+            return 2;
+        case DataType::c64:
+            return 3;
+        default:
+            return 0;
+    }
+}
+
+const char* kernel_name(SmallOp op, DataType type) {
+    return kernel_names[std::size_t(kernel_of(op))][std::size_t(type_index(type))];
 }
 
 bool solver_type(DataType t) noexcept {
@@ -136,7 +143,7 @@ std::vector<std::string> small_kernel_names() {
     std::vector<std::string> names;
     for (const SmallOp op : {SmallOp::cholesky, SmallOp::lu, SmallOp::eigh})
         for (const DataType t : {DataType::f32, DataType::f64, DataType::c32, DataType::c64})
-            names.push_back(kernel_name(op, t));
+            names.emplace_back(kernel_name(op, t));
     return names;
 }
 
