@@ -41,7 +41,7 @@ void LUImpl::plan_locked() {
     backend = options.backend;
     if (backend != linalg::Backend::automatic) return;
     backend = linalg::Backend::looped;
-    if (batch.count <= 1 || !small_kernel_supported(SmallOp::lu, batch.dtype, batch.n) ||
+    if (batch.count <= 1 || batch.n == 0 || !small_kernel_supported(SmallOp::lu, batch.dtype, batch.n) ||
         batch.n * batch.n * batch.count > measured_elements)
         return;
     const ChoiceKey key{"lu", batch.dtype, batch.n, batch.count, device_model(device)};
