@@ -504,6 +504,86 @@ void batched_svd(bench::Reporter& report, const core::Stream& stream, DataType t
     }
 }
 
+/// A (512, 3, 3) f64 eigendecomposition (values and vectors) on each backend and `automatic`, in ms.
+void tiny_eigh_backends(bench::Reporter& report, const core::Stream& stream) {
+    const std::string group = "eigh f64 512 x 3x3 by backend";
+    if (!report.selected(group)) return;
+    const cudaStream_t s = stream.handle();
+    const std::int64_t count = 512, n = 3;
+    const Tensor a = matrices(DataType::f64, count, n, false, stream);
+    const core::Buffer w(bytes_of(DataType::f64, count, n), stream);
+    const Tensor values = Tensor::empty(DataType::f64, {count, n}, stream);
+    const Tensor info = Tensor::empty(DataType::i32, {count}, stream);
+    const TensorLayout l = detail::packed_column_major(DataType::f64, std::vector<std::int64_t>{count, n, n});
+    const TensorView av(a.data(), l), wv(w.data(), l);
+    for (const linalg::Backend b :
+         {linalg::Backend::warp, linalg::Backend::batched, linalg::Backend::looped, linalg::Backend::automatic}) {
+        linalg::Eigh plan(l, {.backend = b});
+        plan.plan();
+        const double ms = bench::gpu_ms(
+            s, [&](int) { plan.execute(av, values, wv, info, stream); }, 3, 15, 1);
+        report.add({group, std::string(linalg::to_string(b)), "ms", ms, 0,
+                    b == linalg::Backend::automatic ? "chose " + std::string(linalg::to_string(plan.backend()))
+                    : b == linalg::Backend::batched ? "XsyevBatched"
+                                                    : ""});
+    }
+}
+
+/// Time per matrix over n = 1 ... 128, batch 128, f32, for Cholesky, LU and eigh on each backend that
+/// takes them (warp up to n = 32) and `automatic`: where the warp backend ends, no cliff.
+void no_cliff_small(bench::Reporter& report, const core::Stream& stream) {
+    const cudaStream_t s = stream.handle();
+    const std::int64_t count = 128;
+    const std::vector<std::int64_t> orders =
+        report.quick() ? std::vector<std::int64_t>{1, 3, 8, 16, 32, 33, 64}
+                       : std::vector<std::int64_t>{1,  2,  3,  4,  5,  6,  8,  10, 12, 16, 20,
+                                                   24, 28, 31, 32, 33, 36, 40, 48, 64, 96, 128};
+    for (const std::string op : {"cholesky", "lu", "eigh"})
+        for (const std::int64_t n : orders) {
+            const std::string group = "small " + op + " f32 batch 128 n=" + std::to_string(n);
+            if (!report.selected(group)) continue;
+            const Tensor a = matrices(DataType::f32, count, n, op == "cholesky", stream);
+            if (op == "lu")  // comfortably invertible
+                detail::add_diagonal(detail::matrix_params(a, count), DataType::f32, double(n) / 4, stream);
+            const core::Buffer w(bytes_of(DataType::f32, count, n), stream);
+            const Tensor values = Tensor::empty(DataType::f32, {count, n}, stream);
+            const Tensor pivots = Tensor::empty(DataType::i32, {count, n}, stream);
+            const Tensor info = Tensor::empty(DataType::i32, {count}, stream);
+            const TensorLayout l = detail::packed_column_major(DataType::f32, std::vector<std::int64_t>{count, n, n});
+            const TensorView av(a.data(), l), wv(w.data(), l);
+            for (const linalg::Backend b : {linalg::Backend::warp, linalg::Backend::batched, linalg::Backend::looped,
+                                            linalg::Backend::automatic}) {
+                if (b == linalg::Backend::warp && n > 32) continue;
+                if (b == linalg::Backend::batched && op == "lu") continue;
+                std::function<void(int)> fn;
+                std::string chosen;
+                if (op == "eigh") {
+                    auto plan = std::make_shared<linalg::Eigh>(l, linalg::EighOptions{.backend = b});
+                    plan->plan();
+                    chosen = linalg::to_string(plan->backend());
+                    fn = [plan, &av, &values, &wv, &info, &stream](int) {
+                        plan->execute(av, values, wv, info, stream);
+                    };
+                } else if (op == "lu") {
+                    auto plan = std::make_shared<linalg::LU>(l, linalg::LUOptions{.backend = b});
+                    plan->plan();
+                    chosen = linalg::to_string(plan->backend());
+                    fn = [plan, &av, &wv, &pivots, &info, &stream](int) {
+                        plan->factorize(av, wv, pivots, info, stream);
+                    };
+                } else {
+                    auto plan = std::make_shared<linalg::Cholesky>(l, linalg::CholeskyOptions{.backend = b});
+                    plan->plan();
+                    chosen = linalg::to_string(plan->backend());
+                    fn = [plan, &av, &wv, &info, &stream](int) { plan->factorize(av, wv, info, stream); };
+                }
+                const double ms = bench::gpu_ms(s, fn, 2, 7, 1);
+                report.add({group, std::string(linalg::to_string(b)), "us/matrix", ms * 1e3 / double(count), 0,
+                            b == linalg::Backend::automatic ? "chose " + chosen : ""});
+            }
+        }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -517,6 +597,8 @@ int main(int argc, char** argv) {
     batched_eigh(report, stream, raw, DataType::f64, 500, 100, "eigh f64 500 x 100x100");
     batched_eigh(report, stream, raw, DataType::f64, 512, 3, "eigh f64 512 x 3x3");
     no_cliff(report, stream);
+    tiny_eigh_backends(report, stream);
+    no_cliff_small(report, stream);
     large_factorizations(report, stream, raw);
     refined_solve(report, stream, raw);
     general_eig(report, stream, raw);

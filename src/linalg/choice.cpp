@@ -99,7 +99,7 @@ std::size_t add_choices(std::string_view text, const char* api) {
         if (f.size() != 6) bad("not six fields");
         if (f[0].empty()) bad("no device");
         // SVD keys carry the row count in the operation ("svd thin m=100"); n is the column count.
-        if (f[1] != "cholesky" && f[1] != "eigh" && f[1] != "eigh values" && !f[1].starts_with("svd "))
+        if (f[1] != "cholesky" && f[1] != "eigh" && f[1] != "eigh values" && f[1] != "lu" && !f[1].starts_with("svd "))
             bad("an unknown operation");
         int dtype = -1;
         for (const DataType t : {DataType::f32, DataType::f64, DataType::c32, DataType::c64})
@@ -107,11 +107,12 @@ std::size_t add_choices(std::string_view text, const char* api) {
         if (dtype < 0) bad("a dtype other than f32, f64, c32 and c64");
         std::int64_t n = 0, count = 0;
         if (!parse_count(f[3], n) || !parse_count(f[4], count)) bad("n or batch is not a count");
-        int backend = 0;  // automatic is never a choice
+        linalg::Backend backend = linalg::Backend::automatic;
         for (int b = 1; b < linalg::backend_count; ++b)
-            if (f[5] == to_string(linalg::Backend(b))) backend = b;
-        if (backend == 0) bad("a backend other than looped, batched, jacobi and approximate");
-        parsed.emplace_back(Key{std::string(f[1]), dtype, n, count, std::string(f[0])}, linalg::Backend(backend));
+            if (f[5] == to_string(linalg::Backend(b))) backend = linalg::Backend(b);
+        if (backend == linalg::Backend::automatic)
+            bad("a backend other than looped, batched, jacobi and approximate (cuSOLVER's) and warp (gpumath's)");
+        parsed.emplace_back(Key{std::string(f[1]), dtype, n, count, std::string(f[0])}, backend);
     }
     if (line_number == 0) throw_invalid("the file is empty; it has no header", api);
     Choices& c = choices();

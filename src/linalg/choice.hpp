@@ -17,7 +17,7 @@ namespace gpumath::detail {
 /// What a measurement is kept under: the device by its name, so that a saved choice serves every
 /// card of that model.
 struct ChoiceKey {
-    std::string operation;  // "cholesky", "eigh", "eigh values" or "svd <job> m=<rows>"
+    std::string operation;  // "cholesky", "lu", "eigh", "eigh values" or "svd <job> m=<rows>"
     DataType dtype = DataType::f32;
     std::int64_t n = 0;
     std::int64_t count = 0;

@@ -3,9 +3,9 @@
 #include <gpumath/linalg/cholesky.hpp>
 
 #include <algorithm>
-#include <array>
 #include <climits>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -18,6 +18,7 @@
 #include "linalg/cusolver.hpp"
 #include "linalg/kernels.hpp"
 #include "linalg/lanes.hpp"
+#include "linalg/small.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -62,15 +63,17 @@ void CholeskyImpl::plan_locked() {
     size_host(host_bytes);
     backend = options.backend;
     if (backend == linalg::Backend::automatic) {
-        const bool batched_fits = fits_int(batch.n) && fits_int(batch.count);
-        const bool measure = batch.count > 1 && batched_fits && batch.n <= measured_n &&
+        std::vector<linalg::Backend> candidates{linalg::Backend::looped};
+        if (fits_int(batch.n) && fits_int(batch.count)) candidates.push_back(linalg::Backend::batched);
+        if (small_kernel_supported(SmallOp::cholesky, batch.dtype, batch.n))
+            candidates.push_back(linalg::Backend::warp);
+        const bool measure = batch.count > 1 && candidates.size() > 1 && batch.n <= measured_n &&
                              batch.n * batch.n * batch.count <= measured_elements;
         backend = linalg::Backend::looped;
         if (measure) {
             const ChoiceKey key{"cholesky", batch.dtype, batch.n, batch.count, device_model(device)};
             const TensorLayout packed = packed_column_major(batch.dtype, batch.a.shape());
             Tensor a, f, info;
-            const std::array candidates{linalg::Backend::looped, linalg::Backend::batched};
             backend = measured_backend(
                 key, candidates,
                 [&](core::StreamRef s) {
@@ -96,6 +99,11 @@ void CholeskyImpl::plan_locked() {
 
 void CholeskyImpl::factorize(linalg::Backend with, const TensorView& a, const TensorView& factor,
                              const TensorView& info, core::StreamRef stream) {
+    if (with == linalg::Backend::warp) {  // reads a and writes factor where they are
+        small_cholesky(batch, a, factor, static_cast<int*>(info.data()), options.triangle == linalg::Triangle::upper,
+                       stream);
+        return;
+    }
     const std::int64_t n = batch.n, count = batch.count;
     const std::size_t elem = size_of(batch.dtype);
     const Storage fs = storage_of(factor);
@@ -166,6 +174,7 @@ Cholesky::Cholesky(const TensorLayout& a, const CholeskyOptions& options) : impl
                         "this plan has n {} and {} matrices (use looped or automatic)",
                         impl_->batch.n, impl_->batch.count),
             api);
+    if (options.backend == Backend::warp) detail::check_small_backend(detail::SmallOp::cholesky, impl_->batch, api);
 }
 
 Cholesky::~Cholesky() = default;

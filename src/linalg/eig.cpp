@@ -184,6 +184,11 @@ Eig::Eig(const TensorLayout& a, const EigOptions& options) : impl_(std::make_uni
     detail::check_backend(options.backend, "options.backend", api);
     if (options.backend == Backend::batched)
         detail::throw_not_supported("options.backend: cuSOLVER has no batched Xgeev; use looped or automatic", api);
+    if (options.backend == Backend::warp)
+        detail::throw_not_supported(
+            "options.backend: warp (gpumath's small-matrix kernel) covers Cholesky, LU and eigh only; use looped or "
+            "automatic",
+            api);
     impl_->batch = detail::square_batch(a, api);
     const DataType t = impl_->batch.dtype;
     if (options.vectors == EigVectors::real_packed && detail::complex_dtype(t))

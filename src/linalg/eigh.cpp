@@ -3,7 +3,6 @@
 #include <gpumath/linalg/eigh.hpp>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "linalg/lanes.hpp"
 #include "linalg/matrices.hpp"
 #include "linalg/plan_state.hpp"
+#include "linalg/small.hpp"
 
 namespace gpumath::detail {
 namespace {
@@ -57,7 +57,7 @@ void EighImpl::plan_locked() {
         check_cusolver(cusolverDnXsyevd_bufferSize(h.get(), h.params(), jobz(), fill, batch.n, t, nullptr, n, w,
                                                    nullptr, t, &single_bytes, &single_host),
                        "cusolverDnXsyevd_bufferSize", "sizing an eigendecomposition");
-        if (batch.count > 1 && options.backend != linalg::Backend::looped)
+        if (batch.count > 1 && options.backend != linalg::Backend::looped && options.backend != linalg::Backend::warp)
             check_cusolver(cusolverDnXsyevBatched_bufferSize(h.get(), h.params(), jobz(), fill, batch.n, t, nullptr, n,
                                                              w, nullptr, t, &batched_bytes, &batched_host, batch.count),
                            "cusolverDnXsyevBatched_bufferSize", "sizing a batched eigendecomposition");
@@ -73,7 +73,9 @@ void EighImpl::plan_locked() {
                                 device_model(device)};
             const TensorLayout packed = packed_column_major(batch.dtype, batch.a.shape());
             Tensor a, v, wv, info;
-            const std::array candidates{linalg::Backend::looped, linalg::Backend::batched};
+            std::vector<linalg::Backend> candidates{linalg::Backend::looped, linalg::Backend::batched};
+            if (small_kernel_supported(SmallOp::eigh, batch.dtype, batch.n))
+                candidates.push_back(linalg::Backend::warp);
             backend = measured_backend(
                 key, candidates,
                 [&](core::StreamRef s) {
@@ -99,6 +101,11 @@ void EighImpl::plan_locked() {
 
 void EighImpl::run(linalg::Backend with, const TensorView& a, const TensorView& values, const TensorView& vectors,
                    const TensorView& info, core::StreamRef stream) {
+    if (with == linalg::Backend::warp) {  // reads a and writes values and vectors where they are
+        small_eigh(batch, a, values, vectors, static_cast<int*>(info.data()),
+                   options.triangle == linalg::Triangle::upper, stream);
+        return;
+    }
     const std::int64_t n = batch.n, count = batch.count;
     const std::size_t elem = size_of(batch.dtype), welem = size_of(real_of(batch.dtype));
     const bool batched = with == linalg::Backend::batched && count > 1;
@@ -182,6 +189,7 @@ Eigh::Eigh(const TensorLayout& a, const EighOptions& options) : impl_(std::make_
     impl_->options = options;
     impl_->backend = options.backend;
     impl_->values_layout = TensorLayout(detail::real_of(a.dtype()), a.shape().first(std::size_t(a.rank() - 1)));
+    if (options.backend == Backend::warp) detail::check_small_backend(detail::SmallOp::eigh, impl_->batch, api);
 }
 
 Eigh::~Eigh() = default;
@@ -226,7 +234,8 @@ void Eigh::execute(const TensorView& a, const TensorView& values, const TensorVi
     if (state.backend == Backend::looped && detail::capturing(stream))
         detail::throw_not_supported(
             "the stream is capturing a CUDA graph, and the looped backend (cuSOLVER's syevd) "
-            "cannot be captured; plan with Backend::batched (XsyevBatched) to capture",
+            "cannot be captured; plan with Backend::batched (XsyevBatched) or, for n <= 32, Backend::warp to "
+            "capture",
             api);
     detail::check_plan_device(state.device, api);
     state.run(state.backend, a, values, vectors, info, stream);

@@ -11,18 +11,22 @@
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
+#include <gpumath/tensor.hpp>
 #include <gpumath/tensor_ops.hpp>
 #include "core/stream_workspace.hpp"
 #include "detail/status.hpp"
+#include "linalg/choice.hpp"
 #include "linalg/cusolver.hpp"
 #include "linalg/kernels.hpp"
 #include "linalg/lanes.hpp"
 #include "linalg/lu_impl.hpp"
+#include "linalg/small.hpp"
 
 namespace gpumath::detail {
 namespace {
 
 constexpr const char* plan_api = "linalg::LU";
+constexpr std::int64_t measured_elements = std::int64_t(1) << 26;
 
 }  // namespace
 
@@ -34,10 +38,47 @@ void LUImpl::plan_locked() {
                                                std::max<std::int64_t>(batch.n, 1), t, &device_bytes, &host_bytes),
                    "cusolverDnXgetrf_bufferSize", "sizing an LU factorization");
     size_host(host_bytes);
+    backend = options.backend;
+    if (backend != linalg::Backend::automatic) return;
+    backend = linalg::Backend::looped;
+    if (batch.count <= 1 || batch.n == 0 || !small_kernel_supported(SmallOp::lu, batch.dtype, batch.n) ||
+        batch.n * batch.n * batch.count > measured_elements)
+        return;
+    const ChoiceKey key{"lu", batch.dtype, batch.n, batch.count, device_model(device)};
+    const TensorLayout packed = packed_column_major(batch.dtype, batch.a.shape());
+    const Storage s{.direct = true, .row_major = false, .ld = batch.n, .batch_stride = batch.n * batch.n};
+    Tensor a, f, pivots, info;
+    const std::array candidates{linalg::Backend::looped, linalg::Backend::warp};
+    backend = measured_backend(
+        key, candidates,
+        [&](core::StreamRef st) {
+            a = Tensor::empty(packed, st, options.memory_resource);
+            f = Tensor::empty(packed, st, options.memory_resource);
+            pivots = Tensor::empty(pivots_layout, st, options.memory_resource);
+            info = Tensor::empty(batch.info, st, options.memory_resource);
+            const TensorView av(a.data(), packed);
+            fill_random(av, st);
+            add_diagonal(matrix_params(av, batch.count), batch.dtype, double(batch.n) / 4, st);
+        },
+        [&](linalg::Backend with, core::StreamRef st) {
+            factorize(with, TensorView(a.data(), packed), TensorView(f.data(), packed), s,
+                      static_cast<int*>(pivots.data()), static_cast<int*>(info.data()), st);
+        },
+        [&] {
+            a = Tensor();
+            f = Tensor();
+            pivots = Tensor();
+            info = Tensor();
+        });
 }
 
-void LUImpl::factorize(const TensorView& a, const TensorView& lu, const Storage& s, int* pivots, int* info,
-                       core::StreamRef stream) {
+void LUImpl::factorize(linalg::Backend with, const TensorView& a, const TensorView& lu, const Storage& s, int* pivots,
+                       int* info, core::StreamRef stream) {
+    if (with == linalg::Backend::warp) {
+        // The matrices cuSOLVER would factorize: lu's memory seen column-major (Aᵀ for row-major).
+        small_lu(batch, s.row_major ? a.transposed() : a, s.row_major ? lu.transposed() : lu, pivots, info, stream);
+        return;
+    }
     const std::int64_t n = batch.n, count = batch.count;
     const std::size_t elem = size_of(batch.dtype);
     const int lanes_wanted = int(std::min<std::int64_t>(count, Lanes::max_lanes));
@@ -90,7 +131,9 @@ LU::LU(const TensorLayout& a, const LUOptions& options) : impl_(std::make_unique
             api);
     impl_->batch = detail::square_batch(a, api);
     impl_->options = options;
+    impl_->backend = options.backend;
     impl_->pivots_layout = TensorLayout(DataType::i32, a.shape().first(std::size_t(a.rank() - 1)));
+    if (options.backend == Backend::warp) detail::check_small_backend(detail::SmallOp::lu, impl_->batch, api);
 }
 
 LU::~LU() = default;
@@ -130,7 +173,7 @@ void LU::factorize(const TensorView& a, const TensorView& lu, const TensorView& 
     detail::check_apart(info, "info", pivots, "pivots", api);
     if (detail::empty_batch_done(batch, info, stream)) return;
     state.ensure_planned(api);
-    state.factorize(a, lu, s, static_cast<int*>(pivots.data()), static_cast<int*>(info.data()), stream);
+    state.factorize(state.backend, a, lu, s, static_cast<int*>(pivots.data()), static_cast<int*>(info.data()), stream);
 }
 
 void LU::solve(const TensorView& lu, const TensorView& pivots, const TensorView& b, const TensorView& x,
@@ -202,6 +245,11 @@ const TensorLayout& LU::info_layout() const noexcept {
 const LUOptions& LU::options() const noexcept {
     static const LUOptions empty;
     return impl_ ? impl_->options : empty;
+}
+
+Backend LU::backend() const noexcept {
+    if (!impl_) return Backend::automatic;
+    return planned() ? impl_->backend : impl_->options.backend;
 }
 
 std::size_t LU::workspace_size() const noexcept {

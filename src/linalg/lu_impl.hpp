@@ -20,14 +20,16 @@ namespace gpumath::detail {
 struct LUImpl final : PlanState {
     SquareBatch batch;
     linalg::LUOptions options;
-    TensorLayout pivots_layout;    // i32 (..., n)
+    TensorLayout pivots_layout;                            // i32 (..., n)
+    linalg::Backend backend = linalg::Backend::automatic;  // the chosen one once planned
     std::size_t device_bytes = 0;  // Xgetrf's device workspace per matrix in flight, leading dimension n
     std::size_t host_bytes = 0;
 
     void plan_locked() override;
-    /// The factorization of checked operands: `lu` stored as `s` (direct), 32-bit `pivots`.
-    void factorize(const TensorView& a, const TensorView& lu, const Storage& s, int* pivots, int* info,
-                   core::StreamRef stream);
+    /// The factorization of checked operands with `with` (planned): `lu` stored as `s` (direct),
+    /// 32-bit `pivots`.
+    void factorize(linalg::Backend with, const TensorView& a, const TensorView& lu, const Storage& s, int* pivots,
+                   int* info, core::StreamRef stream);
 };
 
 }  // namespace gpumath::detail

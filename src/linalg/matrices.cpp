@@ -249,8 +249,8 @@ void check_triangle(linalg::Triangle t, const char* field, const char* api) {
 void check_backend(linalg::Backend b, const char* field, const char* api) {
     check_enum(b, linalg::backend_count, "a linalg::Backend", field, api);
     if (b == linalg::Backend::jacobi || b == linalg::Backend::approximate)
-        throw_not_supported(fmt::format("{}: {} is a backend of linalg::SVD only; this plan takes automatic, looped "
-                                        "or batched",
+        throw_not_supported(fmt::format("{}: {} is a backend of linalg::SVD only; this plan takes automatic, looped, "
+                                        "batched or warp",
                                         field, to_string(b)),
                             api);
 }

@@ -263,6 +263,11 @@ SVD::SVD(const TensorLayout& a, const SVDOptions& options) : impl_(std::make_uni
     const char* api = detail::plan_api;
     detail::check_enum(options.job, svd_job_count, "a linalg::SVDJob", "options.job", api);
     detail::check_enum(options.backend, backend_count, "a linalg::Backend", "options.backend", api);
+    if (options.backend == Backend::warp)
+        detail::throw_not_supported(
+            "options.backend: warp (gpumath's small-matrix kernel) covers Cholesky, LU and eigh only; for small SVDs "
+            "use batched (gesvdjBatched) or automatic",
+            api);
     SVDImpl& s = *impl_;
     s.batch = detail::general_batch(a, api);
     s.options = options;

@@ -49,10 +49,11 @@ public:
     [[nodiscard]] bool planned() const noexcept;
 
     /// Factorizes `a` into `factor` on `stream`: the factor in the planned triangle; what the other
-    /// triangle holds afterwards is unspecified (the single-matrix routine leaves A's values there,
-    /// the batched one overwrites them; the stateless `cholesky` zeroes it). `factor` has `a`'s shape and dtype with
-    /// any strides, and may be `a` itself (in place, exactly cuSOLVER's in-place potrf); otherwise it must not overlap
-    /// `a` (InvalidArgument) and `a` is copied to it first. `info` is a contiguous i32 tensor of the batch shape
+    /// triangle holds afterwards is unspecified (the single-matrix routine and the warp kernel leave
+    /// A's values there, the batched one overwrites them; the stateless `cholesky` zeroes it). `factor` has `a`'s
+    /// shape and dtype with any strides, and may be `a` itself (in place, exactly cuSOLVER's in-place potrf);
+    /// otherwise it must not overlap `a` (InvalidArgument) and `a` is copied to it first (the warp backend reads `a`
+    /// and writes `factor` without a copy). `info` is a contiguous i32 tensor of the batch shape
     /// (`info_layout()`), written for every matrix: 0, or the order of the leading minor that is not positive definite.
     /// Without a copy when `factor` has unit stride along rows or columns and one stride between matrices; otherwise
     /// through a workspace copy.

@@ -27,7 +27,8 @@ namespace gpumath::linalg {
 /// measures the backends once per (n, batch, dtype, device) (it then blocks on a private stream).
 ///
 /// `execute` enqueues on the caller's stream, never synchronizes, and leaves A untouched unless
-/// `vectors` is A itself. Planned with Backend::batched it may be captured into a CUDA graph; the
+/// `vectors` is A itself. Planned with Backend::batched or Backend::warp (n ≤ 32, which copies
+/// nothing) it may be captured into a CUDA graph; the
 /// looped backend (cuSOLVER's syevd, which waits on the host inside) refuses a capturing stream
 /// with NotSupported before any work.
 class Eigh {

@@ -33,8 +33,8 @@ namespace gpumath::linalg {
 class LU {
 public:
     /// Plans the factorization of matrices laid out as `a`. InvalidArgument for a rank below 2,
-    /// non-square matrices, an enum value outside its enumerators; NotSupported for other dtypes and
-    /// for Backend::batched.
+    /// non-square matrices, an enum value outside its enumerators; NotSupported for other dtypes,
+    /// for Backend::batched and for Backend::warp with n > 32.
     explicit LU(const TensorLayout& a, const LUOptions& options = {});
     ~LU();
     /// Moves the plan; the moved-from plan is empty.
@@ -44,8 +44,10 @@ public:
     LU(const LU&) = delete;
     LU& operator=(const LU&) = delete;
 
-    /// Sizes the workspace on the current device now (idempotent, thread-safe; implicit on the first
-    /// factorize). CusolverError or CudaError on failure.
+    /// Sizes the workspace on the current device now and, for Backend::automatic, more than one
+    /// matrix and n ≤ 32, measures `looped` against `warp` once per (n, batch, dtype, device) (it
+    /// then blocks on a private stream); idempotent, thread-safe, implicit on the first factorize.
+    /// CusolverError or CudaError on failure.
     void plan();
     /// True once `plan()` has run (false when moved from).
     [[nodiscard]] bool planned() const noexcept;
@@ -74,6 +76,8 @@ public:
     [[nodiscard]] const TensorLayout& info_layout() const noexcept;
     /// The options the plan was made with (default LUOptions when moved from).
     [[nodiscard]] const LUOptions& options() const noexcept;
+    /// The backend that runs the batch: `options().backend` until planned, then the one chosen.
+    [[nodiscard]] Backend backend() const noexcept;
     /// Bytes of workspace one factorization takes at most (0 before `plan()` or when moved from).
     [[nodiscard]] std::size_t workspace_size() const noexcept;
 

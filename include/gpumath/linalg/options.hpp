@@ -40,11 +40,15 @@ enum class Backend : std::uint8_t {
     /// SVD only: cuSOLVER's gesvdaStridedBatched, an approximate SVD of tall matrices (the wide are
     /// decomposed through their transposes) whose accuracy degrades with the condition number; thin
     /// vectors or values only, with an optional rank (SVDOptions::rank).
-    approximate
+    approximate,
+    /// gpumath's own kernel, one matrix per warp, n ≤ 32 (Cholesky, LU, eigh by cyclic Jacobi; f32,
+    /// f64, c32, c64): compiled at run time, works on the operands where they are (any strides, no
+    /// copy, no workspace). NotSupported at plan construction for n > 32.
+    warp
 };
 
 /// Number of Backend enumerators.
-inline constexpr int backend_count = 5;
+inline constexpr int backend_count = 6;
 
 /// "lower" or "upper" ("?" for a value that is not an enumerator).
 [[nodiscard]] constexpr std::string_view to_string(Triangle t) noexcept {
@@ -57,8 +61,8 @@ inline constexpr int backend_count = 5;
     return "?";
 }
 
-/// "automatic", "looped", "batched", "jacobi" or "approximate" ("?" for a value that is not an
-/// enumerator).
+/// "automatic", "looped", "batched", "jacobi", "approximate" or "warp" ("?" for a value that is not
+/// an enumerator).
 [[nodiscard]] constexpr std::string_view to_string(Backend b) noexcept {
     switch (b) {
         case Backend::automatic:
@@ -71,6 +75,8 @@ inline constexpr int backend_count = 5;
             return "jacobi";
         case Backend::approximate:
             return "approximate";
+        case Backend::warp:
+            return "warp";
     }
     return "?";
 }
@@ -87,8 +93,8 @@ struct CholeskyOptions {
 
 /// Options of an LU factorization with partial pivoting (LU, solve, inv, det).
 struct LUOptions {
-    /// How a batch runs: `looped` (and `automatic`, which is `looped` until gpumath has a batched
-    /// LU); `batched` is NotSupported.
+    /// How a batch runs: `looped`, `warp` (n ≤ 32), or `automatic`, which measures the two for a
+    /// batch of matrices of n ≤ 32 and is `looped` otherwise; `batched` is NotSupported.
     Backend backend = Backend::automatic;
     /// Where workspace comes from (default: the device's memory pool), one area per stream.
     std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
