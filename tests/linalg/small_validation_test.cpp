@@ -127,8 +127,9 @@ TEST(LinalgSmallValidation, ChoicesOfTheWarpBackendAndOfLULoad) {
     EXPECT_NE(text.find("Test_GPU\teigh\tc32\t8\t100\twarp\n"), std::string::npos) << text;
     const std::string bad = (dir / "bad.txt").string();
     std::ofstream(bad, std::ios::binary) << header << "G\tlu\tf64\t3\t4\tautomatic\n";
-    expect_throw_with<InvalidArgument>([&] { (void)load_backend_choices(bad); },
-                                       {"linalg::load_backend_choices", "line 2", "looped and batched", "warp"});
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)load_backend_choices(bad); },
+        {"linalg::load_backend_choices", "line 2", "looped, batched, jacobi and approximate", "warp"});
     std::filesystem::remove_all(dir);
 }
 
