@@ -93,7 +93,9 @@ Piece make_piece(const TensorView& target, const GeneralBatch& b, std::int64_t r
     p.ld = rows;
     if (p.direct) {
         p.data = static_cast<std::byte*>(target.data());
-        p.stride = st.batch_stride;
+        // One matrix has no stride between matrices (0); the strided-batch routines still want at
+        // least a matrix's extent.
+        p.stride = b.count > 1 ? st.batch_stride : rows * p.cols;
     } else {
         p.stride = rows * routine_cols;
         p.bytes = aligned_bytes(std::size_t(b.count * p.stride) * size_of(target.dtype()));

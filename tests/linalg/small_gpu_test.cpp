@@ -288,7 +288,9 @@ TEST(LinalgSmallGpu, ASingularMatrixIsReportedAsTheLoopedBackendReportsIt) {
     EXPECT_EQ(info[0], 0);
     EXPECT_GT(info[1], 0);
     EXPECT_EQ(info[2], 1);
-    EXPECT_EQ(info[3], 1);
+    // Row-major A is factorized as Aᵀ (docs/linalg.md), whose zero row is eliminated last: both
+    // backends report the singularity, at the same step.
+    EXPECT_GT(info[3], 0);
     EXPECT_EQ(info, infos(looped.info));
     const std::vector<double> d = det(a, {.backend = Backend::warp}).to_host<double>();
     const std::vector<double> dl = det(a, {.backend = Backend::looped}).to_host<double>();

@@ -225,6 +225,7 @@ __global__ void __launch_bounds__(32 * small_max_warps) small_lu(SmallLUParams p
         int info = 0, pivot = 0;
         for (int k = 0; k < n; ++k) {
             Real best = i >= k && i < n ? magnitude1(s[i + k * ld]) : Real(-1);
+            if (best != best) best = Real(1) / Real(0);  // NaN as the largest: every lane picks the same row
             int at = i;
             for (int offset = 16; offset > 0; offset /= 2) {
                 const Real other = __shfl_xor_sync(0xffffffffU, best, offset);
@@ -383,9 +384,9 @@ __global__ void __launch_bounds__(32 * small_max_warps) small_eigh(SmallEighPara
             if (sweep + 1 >= p.max_sweeps) {
                 int above = 0;
                 if (i < n)
-                    for (int j = i + 1; j < n; ++j) above += magnitude(a[i + j * ld]) > threshold ? 1 : 0;
-                info = int(warp_sum(Real(above)));
-                info = info > 0 ? info : 1;
+                    for (int j = i + 1; j < n; ++j)
+                        above += magnitude(a[i + j * ld]) <= threshold ? 0 : 1;  // NaN: above
+                info = int(warp_sum(Real(above)));  // 0 when the last allowed sweep converged
                 break;
             }
         }
