@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // gpumath::linalg against raw cuSOLVER doing the same work on the same buffers, same process:
-// potrf and syevd on large matrices (in place, each call on a fresh copy of the input, made by
-// both sides alike), the host cost of a planned potrf, batched eigh against every cuSOLVER route,
-// time per matrix over n for the batched backends (no cliff); the mixed-precision solve against
-// f64 getrf + getrs, general eigendecompositions (Xgeev) against raw, gesvd on a large matrix
-// against raw Xgesvd, and a batch of small SVDs by every backend.
+// potrf, geqrf and syevd on large matrices (in place, each call on a fresh copy of the input, made
+// by both sides alike), the host cost of a planned potrf, batched eigh against every cuSOLVER
+// route, time per matrix over n for the batched backends (no cliff); the mixed-precision solve
+// against f64 getrf + getrs, general eigendecompositions (Xgeev) against raw, gesvd on a large
+// matrix against raw Xgesvd, and a batch of small SVDs by every backend.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cusolverDn.h>
@@ -144,6 +145,61 @@ void large_factorizations(bench::Reporter& report, const core::Stream& stream, R
         report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, "copy + Xsyevd in place, vectors"});
         report.add({group, "gpumath", "ms", ours_ms, raw_ms / ours_ms, ""});
     }
+}
+
+/// Xgeqrf in place on one n × n column-major matrix: raw cuSOLVER against QR::factorize with `qr`
+/// = `a` (no copy), the same tau. The 16384 cases take long per call: few samples.
+void large_qr(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
+    const cudaStream_t s = stream.handle();
+    for (const DataType t : {DataType::f64, DataType::f32})
+        for (const std::int64_t n :
+             report.quick() ? std::vector<std::int64_t>{2048} : std::vector<std::int64_t>{4096, 16384}) {
+            const std::string group = std::string("geqrf ") + std::string(to_string(t)) + " n=" + std::to_string(n);
+            if (!report.selected(group)) continue;
+            const Tensor a = matrices(t, 1, n, false, stream);
+            const core::Buffer w(bytes_of(t, 1, n), stream);
+            const Tensor tau = Tensor::empty(t, {n}, stream);
+            const Tensor info = Tensor::empty(TensorLayout(DataType::i32, std::span<const std::int64_t>()), stream);
+            const cudaDataType ct = t == DataType::f64 ? CUDA_R_64F : CUDA_R_32F;
+            std::size_t dev = 0, host = 0;
+            solver_check(
+                cusolverDnXgeqrf_bufferSize(raw.h, raw.p, n, n, ct, w.data(), n, ct, tau.data(), ct, &dev, &host),
+                "bufferSize");
+            raw.reserve(dev, host, stream);
+            const TensorLayout l({t, {n, n}, {1, n}});
+            linalg::QR plan(l);
+            plan.plan();
+            const TensorView wv(w.data(), l);
+            const auto fresh = [&] {
+                bench::cuda_check(cudaMemcpyAsync(w.data(), a.data(), w.size_bytes(), cudaMemcpyDeviceToDevice, s),
+                                  "copy");
+            };
+            const auto raw_call = [&](int) {
+                fresh();
+                solver_check(cusolverDnXgeqrf(raw.h, raw.p, n, n, ct, w.data(), n, ct, tau.data(), ct, raw.work.data(),
+                                              dev, raw.host.data(), host, static_cast<int*>(info.data())),
+                             "cusolverDnXgeqrf");
+            };
+            const auto ours = [&](int) {
+                fresh();
+                plan.factorize(wv, wv, tau, stream);
+            };
+            // A call at n = 16384 takes over a second: one warm-up and three interleaved pairs, one
+            // call per sample (compare would first time 22 calls to size its samples).
+            double raw_ms = 0, ours_ms = 0;
+            if (n > 8192) {
+                const bench::PairedMs m = bench::paired_gpu_ms(s, raw_call, ours, 1, 3, 1);
+                raw_ms = m.a;
+                ours_ms = m.a / m.ratio;
+            } else {
+                std::tie(raw_ms, ours_ms) =
+                    bench::compare(s, raw_call, ours, {.warmup = 2, .samples = 7, .rounds = 1, .max_seconds = 20});
+            }
+            const double flops = 4.0 / 3.0 * double(n) * double(n) * double(n);
+            report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, "copy + Xgeqrf in place"});
+            report.add({group, "gpumath", "ms", ours_ms, raw_ms / ours_ms,
+                        std::to_string(int(flops / (ours_ms * 1e-3) / 1e12)) + " TFLOP/s"});
+        }
 }
 
 void host_cost(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
@@ -600,6 +656,7 @@ int main(int argc, char** argv) {
     tiny_eigh_backends(report, stream);
     no_cliff_small(report, stream);
     large_factorizations(report, stream, raw);
+    large_qr(report, stream, raw);
     refined_solve(report, stream, raw);
     general_eig(report, stream, raw);
     batched_svd(report, stream, DataType::f32, 1000, 16);

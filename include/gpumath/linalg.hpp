@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file
-/// gpumath::linalg, dense linear algebra on cuSOLVER: Cholesky, LU and symmetric/Hermitian
-/// eigendecomposition as plans (Cholesky, LU, Eigh) and stateless calls (cholesky, solve, inv,
-/// det, eigh), per-matrix
-/// `info` left on the device with a blocking check, batches run by measurement. Link
-/// gpumath::linalg.
+/// gpumath::linalg, dense linear algebra on cuSOLVER: Cholesky, LU, QR, least squares and
+/// symmetric/Hermitian eigendecomposition as plans (Cholesky, LU, QR, LeastSquares, Eigh) and
+/// stateless calls (cholesky, solve, inv, det, qr, lstsq, eigh), per-matrix `info` left on the
+/// device with a blocking check, batches run by measurement. Link gpumath::linalg.
 #pragma once
 
 #include <gpumath/error.hpp>
@@ -15,5 +14,6 @@
 #include <gpumath/linalg/info.hpp>
 #include <gpumath/linalg/lu.hpp>
 #include <gpumath/linalg/options.hpp>
+#include <gpumath/linalg/qr.hpp>
 #include <gpumath/linalg/refined_solve.hpp>
 #include <gpumath/linalg/svd.hpp>

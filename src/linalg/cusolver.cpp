@@ -2,62 +2,31 @@
 // cuSOLVER handles, statuses and types (linalg/cusolver.hpp).
 #include "linalg/cusolver.hpp"
 
-#include <memory>
-#include <mutex>
 #include <utility>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include <gpumath/error.hpp>
-#include "detail/capture_mode.hpp"
-#include "detail/device_registry.hpp"
 #include "detail/status.hpp"
+#include "linalg/handle_pool.hpp"
 
 namespace gpumath::detail {
 namespace {
 
-/// One device's idle handles with their parameter objects.
-class HandlePool {
-public:
-    static HandlePool& of(int device) {
-        static auto& pools = *new DeviceRegistry<HandlePool>();  // never destroyed (see the header)
-        return pools.get(device, "gpumath::linalg", [](int) { return new HandlePool; });
-    }
+using SolverHandles = std::pair<cusolverDnHandle_t, cusolverDnParams_t>;
 
-    std::pair<cusolverDnHandle_t, cusolverDnParams_t> take(int device) {
-        {
-            std::lock_guard lock(mutex_);
-            if (!idle_.empty()) {
-                const auto h = idle_.back();
-                idle_.pop_back();
-                return h;
-            }
-        }
-        const RelaxedCaptureMode relaxed("creating a cuSOLVER handle");
-        cusolverDnHandle_t handle = nullptr;
-        check_cusolver(cusolverDnCreate(&handle), "cusolverDnCreate",
-                       fmt::format("creating a cuSOLVER handle on device {}", device));
-        cusolverDnParams_t params = nullptr;
-        if (const cusolverStatus_t s = cusolverDnCreateParams(&params); s != CUSOLVER_STATUS_SUCCESS) {
-            (void)cusolverDnDestroy(handle);
-            check_cusolver(s, "cusolverDnCreateParams", "creating cuSOLVER's parameters");
-        }
-        return {handle, params};
+/// A new cuSOLVER handle of `device` (current) with default parameters.
+SolverHandles make_solver_handle(int device) {
+    cusolverDnHandle_t handle = nullptr;
+    check_cusolver(cusolverDnCreate(&handle), "cusolverDnCreate",
+                   fmt::format("creating a cuSOLVER handle on device {}", device));
+    cusolverDnParams_t params = nullptr;
+    if (const cusolverStatus_t s = cusolverDnCreateParams(&params); s != CUSOLVER_STATUS_SUCCESS) {
+        (void)cusolverDnDestroy(handle);
+        check_cusolver(s, "cusolverDnCreateParams", "creating cuSOLVER's parameters");
     }
-
-    void give_back(cusolverDnHandle_t handle, cusolverDnParams_t params) noexcept {
-        try {
-            std::lock_guard lock(mutex_);
-            idle_.emplace_back(handle, params);
-        } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory; the handle is dropped
-        }
-    }
-
-private:
-    std::mutex mutex_;
-    std::vector<std::pair<cusolverDnHandle_t, cusolverDnParams_t>> idle_;
-};
+    return {handle, params};
+}
 
 }  // namespace
 
@@ -108,16 +77,17 @@ cublasFillMode_t fill_mode(linalg::Triangle t, bool row_major) noexcept {
 }
 
 SolverHandle::SolverHandle(int device, cudaStream_t stream) : device_(device) {
-    std::tie(handle_, params_) = HandlePool::of(device).take(device);
+    std::tie(handle_, params_) = HandlePool<SolverHandles>::of(device).take("creating a cuSOLVER handle",
+                                                                            [&] { return make_solver_handle(device); });
     try {
         set_stream(stream);
     } catch (...) {
-        HandlePool::of(device_).give_back(handle_, params_);
+        HandlePool<SolverHandles>::of(device_).give_back({handle_, params_});
         throw;
     }
 }
 
-SolverHandle::~SolverHandle() { HandlePool::of(device_).give_back(handle_, params_); }
+SolverHandle::~SolverHandle() { HandlePool<SolverHandles>::of(device_).give_back({handle_, params_}); }
 
 void SolverHandle::set_stream(cudaStream_t stream) const {
     check_cusolver(cusolverDnSetStream(handle_, stream), "cusolverDnSetStream", "setting a cuSOLVER handle's stream");

@@ -10,6 +10,7 @@
 
 #include <gpumath/error.hpp>
 #include <gpumath/linalg/functions.hpp>
+#include <gpumath/linalg/qr.hpp>
 #include <gpumath/linalg/svd.hpp>
 #include "detail/status.hpp"
 #include "linalg/matrices.hpp"
@@ -19,6 +20,8 @@ namespace {
 
 /// What a positive info means for `operation`, by cuSOLVER's conventions.
 std::string meaning(std::string_view operation, int v) {
+    if (operation.find("lstsq") != std::string_view::npos || operation.find("LeastSquares") != std::string_view::npos)
+        return fmt::format("rank deficient: R({0}, {0}) is exactly zero", v);
     if (operation.find("holesky") != std::string_view::npos)
         return fmt::format("not positive definite: its leading minor of order {} is not", v);
     if (operation.find("solve") != std::string_view::npos || operation.find("inv") != std::string_view::npos ||
@@ -67,5 +70,6 @@ void InverseResult::check(core::StreamRef stream) const { check_info(info, "lina
 void EighResult::check(core::StreamRef stream) const { check_info(info, "linalg::eigh", stream); }
 
 void SVDResult::check(core::StreamRef stream) const { check_info(info, "linalg::svd", stream); }
+void LstsqResult::check(core::StreamRef stream) const { check_info(info, "linalg::lstsq", stream); }
 
 }  // namespace gpumath::linalg

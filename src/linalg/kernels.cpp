@@ -90,6 +90,8 @@ std::vector<std::string> linalg_kernel_names() {
         names.emplace_back(diagonal_name(t));
         names.push_back(named("determinant", t));
         names.push_back(named("identity", t));
+        names.push_back(named("first_zero_diagonal", t));
+        names.push_back(named("column_norms", t));
     }
     names.emplace_back("gpumath::kernels::conjugate<float>");
     names.emplace_back("gpumath::kernels::conjugate<double>");
@@ -166,6 +168,22 @@ void conjugate(const kernels::ConjugateParams& m, DataType type, core::StreamRef
                  {.grid = core::Dim3((elements + threads - 1) / threads, std::min<std::int64_t>(m.count, max_grid_y)),
                   .block = threads},
                  k, m);
+}
+
+void first_zero_diagonal(const kernels::ColumnMajorBatchParams& m, DataType type, int* info, core::StreamRef stream) {
+    if (m.count == 0) return;
+    const core::Kernel k = device_kernel(current(), program(), named("first_zero_diagonal", type));
+    const kernels::ZeroDiagonalParams p{.m = m, .info = info};
+    core::launch(stream, {.grid = std::min<std::int64_t>(m.count, 65535), .block = threads}, k, p);
+}
+
+void column_norms(const kernels::ColumnMajorBatchParams& m, DataType type, std::int64_t row0, void* out,
+                  core::StreamRef stream) {
+    if (m.count == 0 || m.cols == 0) return;
+    const core::Kernel k = device_kernel(current(), program(), named("column_norms", type));
+    const kernels::ColumnNormParams p{.m = m, .row0 = row0, .out = out};
+    core::launch(stream, {.grid = core::Dim3(m.cols, std::min<std::int64_t>(m.count, max_grid_y)), .block = threads}, k,
+                 p);
 }
 
 }  // namespace gpumath::detail

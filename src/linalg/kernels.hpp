@@ -48,4 +48,13 @@ void set_identity(const kernels::MatrixBatchParams& m, DataType type, core::Stre
 /// place, on `stream`.
 void conjugate(const kernels::ConjugateParams& m, DataType type, core::StreamRef stream);
 
+/// `info[b]` = the 1-based index of the first exact zero on the diagonal of matrix b of `m`
+/// (elements of `type`), or 0, for every matrix, on `stream`.
+void first_zero_diagonal(const kernels::ColumnMajorBatchParams& m, DataType type, int* info, core::StreamRef stream);
+
+/// `out[b * m.cols + j]` = the 2-norm of rows [row0, m.rows) of column j of matrix b of `m`
+/// (elements of `type`; `out` of its real type), on `stream`.
+void column_norms(const kernels::ColumnMajorBatchParams& m, DataType type, std::int64_t row0, void* out,
+                  core::StreamRef stream);
+
 }  // namespace gpumath::detail

@@ -16,30 +16,37 @@
 
 namespace gpumath::detail {
 
-SquareBatch square_batch(const TensorLayout& a, const char* api) {
+MatrixBatch matrix_batch(const TensorLayout& a, const char* api, const char* form) {
     check_enum(a.dtype(), data_type_count, "a DataType", "a.dtype()", api);
     if (a.rank() < 2)
         throw_invalid(
-            fmt::format("a: rank {} (shape {}); give matrices as (..., n, n)", a.rank(), to_string(a.shape())), api);
-    if (a.shape(-1) != a.shape(-2))
-        throw_invalid(fmt::format("a: matrices of {} x {} (shape {}); this operation takes square matrices",
-                                  a.shape(-2), a.shape(-1), to_string(a.shape())),
-                      api);
+            fmt::format("a: rank {} (shape {}); give matrices as (..., {})", a.rank(), to_string(a.shape()), form),
+            api);
     const DataType t = a.dtype();
     if (t != DataType::f32 && t != DataType::f64 && t != DataType::c32 && t != DataType::c64)
         throw_not_supported(
             fmt::format("a: dtype {} is not supported; f32, f64, c32 and c64 are (cast first, gpumath::cast)",
                         to_string(t)),
             api);
-    SquareBatch s;
-    s.a = a;
-    s.dtype = t;
-    s.n = a.shape(-1);
-    s.batch_rank = a.rank() - 2;
-    s.count = 1;
-    for (int d = 0; d < s.batch_rank; ++d) s.count *= a.shape(d);
-    s.info = TensorLayout(DataType::i32, a.shape().first(std::size_t(s.batch_rank)));
-    return s;
+    MatrixBatch b;
+    b.a = a;
+    b.dtype = t;
+    b.m = a.shape(-2);
+    b.n = a.shape(-1);
+    b.batch_rank = a.rank() - 2;
+    b.count = 1;
+    for (int d = 0; d < b.batch_rank; ++d) b.count *= a.shape(d);
+    b.info = TensorLayout(DataType::i32, a.shape().first(std::size_t(b.batch_rank)));
+    return b;
+}
+
+SquareBatch square_batch(const TensorLayout& a, const char* api) {
+    if (a.rank() >= 2 && a.shape(-1) != a.shape(-2))
+        throw_invalid(fmt::format("a: matrices of {} x {} (shape {}); this operation takes square matrices",
+                                  a.shape(-2), a.shape(-1), to_string(a.shape())),
+                      api);
+    const MatrixBatch b = matrix_batch(a, api, "n, n");
+    return {.a = b.a, .dtype = b.dtype, .n = b.n, .batch_rank = b.batch_rank, .count = b.count, .info = b.info};
 }
 
 std::optional<std::int64_t> uniform_batch_stride(const TensorLayout& layout, int batch_rank) {
@@ -61,7 +68,8 @@ Storage storage_of(const TensorLayout& layout) {
     Storage s;
     const std::int64_t rows = layout.shape(-2), cols = layout.shape(-1);
     const std::int64_t rs = layout.stride(-2), cs = layout.stride(-1);
-    const bool col = (rows <= 1 || rs == 1) && cs >= std::max<std::int64_t>(1, rows);
+    // A single column is column-major whatever its column stride.
+    const bool col = (rows <= 1 || rs == 1) && (cols <= 1 || cs >= std::max<std::int64_t>(1, rows));
     const bool row = (cols <= 1 || cs == 1) && rs >= std::max<std::int64_t>(1, cols);
     const std::optional<std::int64_t> batch = uniform_batch_stride(layout, layout.rank() - 2);
     if ((!col && !row) || !batch) return s;
@@ -121,12 +129,41 @@ void check_operand(const TensorView& view, std::span<const std::int64_t> shape, 
     if (written) check_written(view, name, api);
 }
 
-void check_info_operand(const TensorView& info, const TensorLayout& expected, const char* name, const char* api) {
-    check_operand(info, expected.shape(), DataType::i32, name, true, api);
-    if (!info.is_contiguous())
-        throw_invalid(fmt::format("{}: strides {} are not contiguous (row-major); info is written as one array", name,
-                                  to_string(info.strides())),
+void check_contiguous_operand(const TensorView& view, const TensorLayout& expected, const char* name, bool written,
+                              const char* api) {
+    check_operand(view, expected.shape(), expected.dtype(), name, written, api);
+    if (!view.is_contiguous())
+        throw_invalid(fmt::format("{}: strides {} are not contiguous (row-major); {} is {} as one array", name,
+                                  to_string(view.strides()), name, written ? "written" : "read"),
                       api);
+}
+
+void check_info_operand(const TensorView& info, const TensorLayout& expected, const char* name, const char* api) {
+    check_contiguous_operand(info, TensorLayout(DataType::i32, expected.shape()), name, true, api);
+}
+
+TensorView sub_matrices(const TensorView& view, std::int64_t row0, std::int64_t rows, std::int64_t col0,
+                        std::int64_t cols) {
+    std::array<std::int64_t, max_rank> shape{};
+    std::copy(view.shape().begin(), view.shape().end(), shape.begin());
+    const std::size_t r = std::size_t(view.rank());
+    shape[r - 2] = rows;
+    shape[r - 1] = cols;
+    const std::int64_t offset = rows == 0 || cols == 0 ? 0 : row0 * view.stride(-2) + col0 * view.stride(-1);
+    return {static_cast<std::byte*>(view.data()) + offset * std::int64_t(size_of(view.dtype())), view.dtype(),
+            std::span<const std::int64_t>(shape.data(), r), view.strides()};
+}
+
+TensorView as_columns(const TensorView& view) {
+    std::array<std::int64_t, max_rank> shape{}, strides{};
+    const std::size_t r = std::size_t(view.rank());
+    std::copy(view.shape().begin(), view.shape().end(), shape.begin());
+    std::copy(view.strides().begin(), view.strides().end(), strides.begin());
+    shape[r] = 1;
+    // Any stride serves a dimension of extent 1; this one makes a unit-stride vector column-major.
+    strides[r] = std::max<std::int64_t>(1, view.shape(-1));
+    return {view.data(), view.dtype(), std::span<const std::int64_t>(shape.data(), r + 1),
+            std::span<const std::int64_t>(strides.data(), r + 1)};
 }
 
 bool same_operand(const TensorView& a, const TensorView& b) noexcept {
@@ -197,9 +234,12 @@ RightHandSides right_hand_sides(const SquareBatch& batch, const TensorView& b, c
 }
 
 void copy_matrices(const TensorView& in, const TensorView& out, core::StreamRef stream) {
+    // Nothing to copy, whatever the strides of no elements are (packed layouts of empty matrices
+    // repeat addresses, which gpumath::copy refuses for an output).
+    if (in.size() == 0) return;
     const bool same_strides =
         std::equal(in.strides().begin(), in.strides().end(), out.strides().begin(), out.strides().end());
-    if (same_strides && in.span_elements() == in.size() && in.size() > 0) {
+    if (same_strides && in.span_elements() == in.size()) {
         check(cudaMemcpyAsync(out.data(), in.data(), std::size_t(in.span_bytes()), cudaMemcpyDeviceToDevice,
                               stream.handle()),
               "cudaMemcpyAsync", "copying matrices for cuSOLVER");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to src/linalg: batches of square matrices as the plans see them, how an operand's matrices
-// are stored (whether cuSOLVER can work on them where they are), and the checks of operands.
+// Private to src/linalg: batches of matrices as the plans see them, how an operand's matrices are
+// stored (whether cuSOLVER can work on them where they are), and the checks of operands.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +16,21 @@
 #include "linalg/kernels/linalg_params.hpp"
 
 namespace gpumath::detail {
+
+/// A batch of m×n matrices: A's layout checked at a plan's construction.
+struct MatrixBatch {
+    TensorLayout a;
+    DataType dtype = DataType::f32;
+    std::int64_t m = 0;  // rows
+    std::int64_t n = 0;  // columns
+    int batch_rank = 0;
+    std::int64_t count = 0;  // matrices
+    TensorLayout info;       // i32 of the batch shape, row-major
+};
+
+/// `a` as a batch of matrices of f32, f64, c32 or c64: InvalidArgument for a rank below 2 (saying
+/// that matrices are `(..., <form>)`), NotSupported for other dtypes, both naming `api`.
+[[nodiscard]] MatrixBatch matrix_batch(const TensorLayout& a, const char* api, const char* form = "m, n");
 
 /// A batch of n×n matrices: A's layout checked at a plan's construction.
 struct SquareBatch {
@@ -61,8 +76,21 @@ struct Storage {
 void check_operand(const TensorView& view, std::span<const std::int64_t> shape, DataType dtype, const char* name,
                    bool written, const char* api);
 
+/// InvalidArgument naming `name` unless `view` is a contiguous (row-major) tensor of `expected`'s
+/// shape and dtype (see check_operand).
+void check_contiguous_operand(const TensorView& view, const TensorLayout& expected, const char* name, bool written,
+                              const char* api);
+
 /// InvalidArgument naming `name` unless `info` is a contiguous i32 tensor of `expected`'s shape.
 void check_info_operand(const TensorView& info, const TensorLayout& expected, const char* name, const char* api);
+
+/// Rows [row0, row0 + rows) and columns [col0, col0 + cols) of every matrix of `view` (its last two
+/// dimensions), with `view`'s strides.
+[[nodiscard]] TensorView sub_matrices(const TensorView& view, std::int64_t row0, std::int64_t rows, std::int64_t col0,
+                                      std::int64_t cols);
+
+/// The vectors `(..., m)` of `view` as m × 1 matrices `(..., m, 1)`.
+[[nodiscard]] TensorView as_columns(const TensorView& view);
 
 /// True when `a` and `b` are the same operand (same data, shape and strides).
 [[nodiscard]] bool same_operand(const TensorView& a, const TensorView& b) noexcept;
@@ -94,9 +122,9 @@ void check_right_hand_side(const SquareBatch& batch, const TensorView& b, const 
 /// imaginary parts alike), for the matrices `automatic` measures on.
 void fill_random(const TensorView& view, core::StreamRef stream);
 
-/// Copies `in` to `out` (same shape and dtype, checked by the caller) on `stream`: one device copy
-/// when both have the same strides and are dense (no gaps, any order: a column-major batch is one
-/// run of memory too), else gpumath::copy's kernels.
+/// Copies `in` to `out` (same shape and dtype, checked by the caller) on `stream`: nothing when
+/// they are empty, one device copy when both have the same strides and are dense (no gaps, any
+/// order: a column-major batch is one run of memory too), else gpumath::copy's kernels.
 void copy_matrices(const TensorView& in, const TensorView& out, core::StreamRef stream);
 
 /// True when `batch` leaves nothing for cuSOLVER to do: no matrices, or matrices of order 0, whose

@@ -3,8 +3,10 @@
 // and options, outputs allocated on the caller's stream.
 #include <gpumath/linalg/functions.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -13,12 +15,16 @@
 #include <gpumath/linalg/eig.hpp>
 #include <gpumath/linalg/eigh.hpp>
 #include <gpumath/linalg/lu.hpp>
+#include <gpumath/linalg/qr.hpp>
 #include <gpumath/linalg/refined_solve.hpp>
 #include <gpumath/linalg/svd.hpp>
+#include <gpumath/tensor_ops.hpp>
 #include "detail/lru_cache.hpp"
 #include "detail/status.hpp"
+#include "linalg/cusolver.hpp"
 #include "linalg/kernels.hpp"
 #include "linalg/matrices.hpp"
+#include "linalg/qr_impl.hpp"
 
 namespace gpumath {
 namespace detail {
@@ -32,6 +38,8 @@ struct LinalgPlan {
     std::optional<linalg::Eig> eig;
     std::optional<linalg::RefinedSolve> refined_solve;
     std::optional<linalg::SVD> svd;
+    std::optional<linalg::QR> qr;
+    std::optional<linalg::LeastSquares> lstsq;
 };
 
 using PlanCache = ControlledLruCache<std::string, LinalgPlan>;
@@ -194,6 +202,55 @@ SVDResult svd(const TensorView& a, const SVDOptions& options, core::StreamRef st
     r.info = Tensor::empty(p.info_layout(), stream, options.memory_resource);
     const bool vectors = options.job != SVDJob::values;
     p.execute(a, vectors ? r.u.view() : TensorView(), r.s, vectors ? r.vh.view() : TensorView(), r.info, stream);
+    return r;
+}
+
+QRResult qr(const TensorView& a, const QROptions& options, core::StreamRef stream) {
+    QR fresh(a, options);
+    const std::int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+    if (options.mode != QRMode::r) detail::check_q_sizes(m, fresh.q_layout().shape(-1), "linalg::qr");
+    // The mode keys the plan as `vectors` does eigh's: what is formed besides R.
+    const auto plan =
+        detail::cached(fresh, &detail::LinalgPlan::qr, "qr", a, 0, 0, int(options.mode), options.memory_resource.get());
+    QR& q = *plan->qr;
+    // Factorized in a column-major temporary: in place, then Q formed from it and R copied out.
+    Tensor f = Tensor::empty(detail::packed_column_major(a.dtype(), a.shape()), stream, options.memory_resource);
+    Tensor tau = Tensor::empty(q.tau_layout(), stream, options.memory_resource);
+    q.factorize(a, f, tau, stream);
+    QRResult r;
+    if (options.mode != QRMode::r) {
+        r.q = Tensor::empty(TensorLayout(a.dtype(), q.q_layout().shape()), stream, options.memory_resource);
+        q.form_q(f, tau, r.q, stream);
+    }
+    const std::int64_t r_rows = options.mode == QRMode::complete ? m : k;
+    std::vector<std::int64_t> shape(a.shape().begin(), a.shape().end());
+    shape[shape.size() - 2] = r_rows;
+    r.r = Tensor::empty(a.dtype(), shape, stream, options.memory_resource);
+    if (r.r.size() == 0) return r;
+    copy(detail::sub_matrices(f, 0, r_rows, 0, n), r.r, stream);
+    // Zeros below the diagonal: the square part by the triangle kernel, rows past n (complete) whole.
+    const std::int64_t square = std::min(r_rows, n);
+    const std::int64_t count = r.r.size() / (r_rows * n);
+    detail::zero_triangle(detail::matrix_params(detail::sub_matrices(r.r, 0, square, 0, square), count), a.dtype(),
+                          false, stream);
+    if (r_rows > square) fill(detail::sub_matrices(r.r, square, r_rows - square, 0, n), 0.0, stream);
+    return r;
+}
+
+LstsqResult lstsq(const TensorView& a, const TensorView& b, const LeastSquaresOptions& options,
+                  core::StreamRef stream) {
+    LeastSquares fresh(a, options);
+    // b's rules before any CUDA call (the plan's execute checks them again, cheaply).
+    const detail::LstsqShapes shapes =
+        detail::lstsq_shapes(detail::matrix_batch(a, "linalg::LeastSquares"), b, "linalg::lstsq");
+    const auto plan =
+        detail::cached(fresh, &detail::LinalgPlan::lstsq, "lstsq", a, 0, 0, 0, options.memory_resource.get());
+    LeastSquares& ls = *plan->lstsq;
+    LstsqResult r;
+    r.x = Tensor::empty(a.dtype(), shapes.x_shape(), stream, options.memory_resource);
+    r.residuals = Tensor::empty(detail::real_of(a.dtype()), shapes.residuals_shape(), stream, options.memory_resource);
+    r.info = Tensor::empty(ls.info_layout(), stream, options.memory_resource);
+    ls.execute(a, b, r.x, r.residuals, r.info, stream);
     return r;
 }
 

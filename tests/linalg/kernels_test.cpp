@@ -21,9 +21,9 @@ TEST(LinalgKernels, EveryKernelCompilesAndIsFoundByItsName) {
     options.arch = GPUMATH_TEST_ARCH;
     core::Program program(std::string(linalg_kernel_source()), options);
     const auto names = linalg_kernel_names();
-    // batch_pointers, zero_triangle for 3 sizes, add_diagonal, determinant and identity for 4 types,
-    // conjugate for 2 real types, the two pivot conversions
-    ASSERT_EQ(names.size(), 20U);
+    // batch_pointers, zero_triangle for 3 sizes, add_diagonal, determinant, identity,
+    // first_zero_diagonal and column_norms for 4 types, conjugate for 2, the two pivot conversions
+    ASSERT_EQ(names.size(), 28U);
     for (const std::string& name : names) program.add_name_expression(name);
     const core::ObjectCode code = program.compile(core::CodeType::cubin);
     for (const std::string& name : names) {

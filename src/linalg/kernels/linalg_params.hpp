@@ -70,4 +70,30 @@ struct ConjugateParams {
     long long batch_stride = 0;
 };
 
+/// A batch of `count` column-major matrices, rows × cols: element (i, j) of matrix b at
+/// `data + b * batch_stride + i + j * ld` (in elements).
+struct ColumnMajorBatchParams {
+    void* data = nullptr;
+    long long rows = 0;
+    long long cols = 0;
+    long long ld = 0;
+    long long count = 0;
+    long long batch_stride = 0;
+};
+
+/// first_zero_diagonal: info[b] = the 1-based index of the first exact zero on the diagonal of
+/// matrix b (its min(rows, cols) elements), or 0.
+struct ZeroDiagonalParams {
+    ColumnMajorBatchParams m;
+    int* info = nullptr;
+};
+
+/// column_norms: out[b * cols + j] = the 2-norm of rows [row0, rows) of column j of matrix b, in
+/// the real type of the elements.
+struct ColumnNormParams {
+    ColumnMajorBatchParams m;
+    long long row0 = 0;
+    void* out = nullptr;
+};
+
 }  // namespace gpumath::kernels

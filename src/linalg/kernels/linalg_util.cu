@@ -2,9 +2,11 @@
 // linalg's own small kernels around cuSOLVER's routines: zeroing the triangle a Cholesky factor
 // leaves untouched, the pointer arrays of cuSOLVER's batched routines, and the diagonal shift that
 // makes the matrices `automatic` measures on positive definite, pivot conversions, determinants
-// from LU factors and identity matrices. Instantiated by name expression per element size
-// (zero_triangle<4|8|16>) or element type (add_diagonal<Real, Complex>, determinant<Real, Complex>,
-// identity<Real, Complex>), conjugate<Real>.
+// from LU factors and identity matrices, and around QR: the rank check of R's diagonal, the
+// residual norms of least squares and the conjugation of a copied matrix. Instantiated by name
+// expression per element size (zero_triangle<4|8|16>) or element type (add_diagonal<Real, Complex>,
+// determinant<Real, Complex>, identity<Real, Complex>, first_zero_diagonal<Real, Complex>,
+// column_norms<Real, Complex>, conjugate<Real>).
 #include "linalg_params.hpp"
 
 namespace gpumath::kernels {
@@ -120,6 +122,56 @@ __global__ void __launch_bounds__(256) conjugate(ConjugateParams p) {
     for (long long b = blockIdx.y; b < p.count; b += gridDim.y) {
         Real* at = static_cast<Real*>(p.data) + 2 * (b * p.batch_stride + i * p.row_stride + j * p.col_stride);
         at[1] = -at[1];
+    }
+}
+
+/// One block per matrix (grid-stride over x): its threads look at the diagonal together and keep
+/// the first zero.
+template <class Real, bool Complex>
+__global__ void __launch_bounds__(256) first_zero_diagonal(ZeroDiagonalParams p) {
+    __shared__ long long first;
+    const long long k = p.m.rows < p.m.cols ? p.m.rows : p.m.cols;
+    const int width = Complex ? 2 : 1;
+    for (long long b = blockIdx.x; b < p.m.count; b += gridDim.x) {
+        if (threadIdx.x == 0) first = k;
+        __syncthreads();
+        const Real* data = static_cast<const Real*>(p.m.data) + width * b * p.m.batch_stride;
+        for (long long i = threadIdx.x; i < k; i += blockDim.x) {
+            const Real* d = data + width * i * (p.m.ld + 1);
+            if (d[0] == Real(0) && (!Complex || d[Complex ? 1 : 0] == Real(0)))
+                atomicMin(reinterpret_cast<unsigned long long*>(&first), (unsigned long long)i);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) p.info[b] = first == k ? 0 : int(first + 1);
+        __syncthreads();
+    }
+}
+
+/// One block per column (x) of a matrix (y, grid-stride), its threads summing squares in double.
+template <class Real, bool Complex>
+__global__ void __launch_bounds__(256) column_norms(ColumnNormParams p) {
+    __shared__ double partial[256];
+    const long long j = blockIdx.x;
+    const int width = Complex ? 2 : 1;
+    for (long long b = blockIdx.y; b < p.m.count; b += gridDim.y) {
+        const Real* column = static_cast<const Real*>(p.m.data) + width * (b * p.m.batch_stride + j * p.m.ld);
+        double sum = 0;
+        for (long long i = p.row0 + threadIdx.x; i < p.m.rows; i += blockDim.x) {
+            const double re = double(column[width * i]);
+            sum += re * re;
+            if (Complex) {
+                const double im = double(column[width * i + (Complex ? 1 : 0)]);
+                sum += im * im;
+            }
+        }
+        partial[threadIdx.x] = sum;
+        __syncthreads();
+        for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+            if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) static_cast<Real*>(p.out)[b * p.m.cols + j] = Real(sqrt(partial[0]));
+        __syncthreads();
     }
 }
 

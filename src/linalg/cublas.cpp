@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// cuBLAS handles, statuses and the triangular solve (linalg/cublas.hpp).
+#include "linalg/cublas.hpp"
+
+#include <fmt/format.h>
+
+#include <gpumath/error.hpp>
+#include "detail/status.hpp"
+#include "linalg/handle_pool.hpp"
+
+namespace gpumath::detail {
+
+void check_blas(cublasStatus_t status, const char* api, std::string_view context) {
+    if (status == CUBLAS_STATUS_SUCCESS) [[likely]]
+        return;
+    throw CublasError(status_message(api, cublasGetStatusName(status), int(status), context), int(status), api);
+}
+
+BlasHandle::BlasHandle(int device, cudaStream_t stream) : device_(device) {
+    handle_ = HandlePool<cublasHandle_t>::of(device).take("creating a cuBLAS handle", [&] {
+        cublasHandle_t h = nullptr;
+        check_blas(cublasCreate(&h), "cublasCreate", fmt::format("creating a cuBLAS handle on device {}", device));
+        return h;
+    });
+    if (const cublasStatus_t s = cublasSetStream(handle_, stream); s != CUBLAS_STATUS_SUCCESS) {
+        HandlePool<cublasHandle_t>::of(device_).give_back(handle_);
+        check_blas(s, "cublasSetStream", "setting a cuBLAS handle's stream");
+    }
+}
+
+BlasHandle::~BlasHandle() { HandlePool<cublasHandle_t>::of(device_).give_back(handle_); }
+
+void trsm(cublasHandle_t handle, DataType type, cublasSideMode_t side, cublasFillMode_t fill, cublasOperation_t op,
+          int m, int n, const void* a, int lda, void* b, int ldb) {
+    const cublasDiagType_t diag = CUBLAS_DIAG_NON_UNIT;
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    const char* api = "cublasStrsm";
+    switch (type) {
+        case DataType::f64: {
+            const double one = 1;
+            api = "cublasDtrsm";
+            s = cublasDtrsm(handle, side, fill, op, diag, m, n, &one, static_cast<const double*>(a), lda,
+                            static_cast<double*>(b), ldb);
+            break;
+        }
+        case DataType::c32: {
+            const cuComplex one{1, 0};
+            api = "cublasCtrsm";
+            s = cublasCtrsm(handle, side, fill, op, diag, m, n, &one, static_cast<const cuComplex*>(a), lda,
+                            static_cast<cuComplex*>(b), ldb);
+            break;
+        }
+        case DataType::c64: {
+            const cuDoubleComplex one{1, 0};
+            api = "cublasZtrsm";
+            s = cublasZtrsm(handle, side, fill, op, diag, m, n, &one, static_cast<const cuDoubleComplex*>(a), lda,
+                            static_cast<cuDoubleComplex*>(b), ldb);
+            break;
+        }
+        default: {
+            const float one = 1;
+            s = cublasStrsm(handle, side, fill, op, diag, m, n, &one, static_cast<const float*>(a), lda,
+                            static_cast<float*>(b), ldb);
+            break;
+        }
+    }
+    check_blas(s, api, "a triangular solve with R");
+}
+
+}  // namespace gpumath::detail
