@@ -26,6 +26,8 @@ struct MatrixBatch {
     int batch_rank = 0;
     std::int64_t count = 0;  // matrices
     TensorLayout info;       // i32 of the batch shape, row-major
+
+    [[nodiscard]] std::span<const std::int64_t> batch_shape() const { return a.shape().first(std::size_t(batch_rank)); }
 };
 
 /// `a` as a batch of matrices of f32, f64, c32 or c64: InvalidArgument for a rank below 2 (saying

@@ -36,7 +36,7 @@ signed char gesvd_job(linalg::SVDJob job) {
 cusolverEigMode_t eig_mode(bool vectors) { return vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR; }
 
 /// NotSupported naming the backend unless every size an int routine takes fits in int.
-void check_int_sizes(const GeneralBatch& b, const Orientation& o, linalg::Backend backend, const char* api) {
+void check_int_sizes(const MatrixBatch& b, const Orientation& o, linalg::Backend backend, const char* api) {
     if (fits_int(o.wm * std::max<std::int64_t>(o.wm, o.wn)) && fits_int(b.count)) return;
     throw_not_supported(fmt::format("options.backend: {} runs a cuSOLVER routine whose sizes are int; this plan has "
                                     "{} x {} matrices and {} of them (use looped)",
@@ -269,7 +269,7 @@ SVD::SVD(const TensorLayout& a, const SVDOptions& options) : impl_(std::make_uni
             "use batched (gesvdjBatched) or automatic",
             api);
     SVDImpl& s = *impl_;
-    s.batch = detail::general_batch(a, api);
+    s.batch = detail::matrix_batch(a, api);
     s.options = options;
     s.backend = options.backend;
     s.orient = detail::orientation_of(s.batch);

@@ -17,35 +17,12 @@
 
 namespace gpumath::detail {
 
-GeneralBatch general_batch(const TensorLayout& a, const char* api) {
-    check_enum(a.dtype(), data_type_count, "a DataType", "a.dtype()", api);
-    if (a.rank() < 2)
-        throw_invalid(
-            fmt::format("a: rank {} (shape {}); give matrices as (..., m, n)", a.rank(), to_string(a.shape())), api);
-    const DataType t = a.dtype();
-    if (t != DataType::f32 && t != DataType::f64 && t != DataType::c32 && t != DataType::c64)
-        throw_not_supported(
-            fmt::format("a: dtype {} is not supported; f32, f64, c32 and c64 are (cast first, gpumath::cast)",
-                        to_string(t)),
-            api);
-    GeneralBatch b;
-    b.a = a;
-    b.dtype = t;
-    b.m = a.shape(-2);
-    b.n = a.shape(-1);
-    b.batch_rank = a.rank() - 2;
-    b.count = 1;
-    for (int d = 0; d < b.batch_rank; ++d) b.count *= a.shape(d);
-    b.info = TensorLayout(DataType::i32, b.batch_shape());
-    return b;
-}
-
-Orientation orientation_of(const GeneralBatch& b) noexcept {
+Orientation orientation_of(const MatrixBatch& b) noexcept {
     const bool flip = b.m < b.n;
     return {.flip = flip, .wm = flip ? b.n : b.m, .wn = flip ? b.m : b.n};
 }
 
-TensorLayout batch_layout(const GeneralBatch& b, DataType dtype, std::int64_t rows, std::int64_t cols) {
+TensorLayout batch_layout(const MatrixBatch& b, DataType dtype, std::int64_t rows, std::int64_t cols) {
     std::array<std::int64_t, max_rank> shape{};
     std::copy(b.batch_shape().begin(), b.batch_shape().end(), shape.begin());
     shape[std::size_t(b.batch_rank)] = rows;
@@ -53,7 +30,7 @@ TensorLayout batch_layout(const GeneralBatch& b, DataType dtype, std::int64_t ro
     return {dtype, std::span<const std::int64_t>(shape.data(), std::size_t(b.batch_rank + 2))};
 }
 
-TensorLayout batch_vector_layout(const GeneralBatch& b, DataType dtype, std::int64_t cols) {
+TensorLayout batch_vector_layout(const MatrixBatch& b, DataType dtype, std::int64_t cols) {
     std::array<std::int64_t, max_rank> shape{};
     std::copy(b.batch_shape().begin(), b.batch_shape().end(), shape.begin());
     shape[std::size_t(b.batch_rank)] = cols;
@@ -78,7 +55,7 @@ TensorLayout column_major(DataType dtype, std::span<const std::int64_t> batch_sh
             std::span<const std::int64_t>(strides.data(), r + 2)};
 }
 
-Piece make_piece(const TensorView& target, const GeneralBatch& b, std::int64_t routine_cols, bool packed,
+Piece make_piece(const TensorView& target, const MatrixBatch& b, std::int64_t routine_cols, bool packed,
                  bool allow_direct) {
     Piece p;
     p.target = target;
@@ -103,7 +80,7 @@ Piece make_piece(const TensorView& target, const GeneralBatch& b, std::int64_t r
     return p;
 }
 
-Piece scratch_piece(DataType dtype, const GeneralBatch& b, std::int64_t rows, std::int64_t cols) {
+Piece scratch_piece(DataType dtype, const MatrixBatch& b, std::int64_t rows, std::int64_t cols) {
     Piece p;
     p.dtype = dtype;
     p.rows = rows;
@@ -121,7 +98,7 @@ void bind(Piece& piece, std::byte*& cursor) noexcept {
     cursor += piece.bytes;
 }
 
-void finish(const Piece& piece, const GeneralBatch& b, bool conj, core::StreamRef stream) {
+void finish(const Piece& piece, const MatrixBatch& b, bool conj, core::StreamRef stream) {
     if (conj)
         conjugate({.data = piece.data,
                    .rows = piece.rows,
@@ -151,7 +128,7 @@ TensorView values_as_rows(const TensorView& s) {
 }
 
 void check_svd_operands(const TensorView& a, const TensorView& u, const TensorView& s, const TensorView& vh,
-                        const TensorView& info, const GeneralBatch& b, const TensorLayout& u_layout,
+                        const TensorView& info, const MatrixBatch& b, const TensorLayout& u_layout,
                         const TensorLayout& s_layout, const TensorLayout& vh_layout, bool vectors, const char* api) {
     check_operand(a, b.a.shape(), b.dtype, "a", false, api);
     check_operand(s, s_layout.shape(), s_layout.dtype(), "s", true, api);
@@ -178,7 +155,7 @@ void check_svd_operands(const TensorView& a, const TensorView& u, const TensorVi
     check_apart(info, "info", vh, "vh", api);
 }
 
-bool empty_svd_done(const GeneralBatch& b, const TensorView& u, const TensorView& vh, bool full, const TensorView& info,
+bool empty_svd_done(const MatrixBatch& b, const TensorView& u, const TensorView& vh, bool full, const TensorView& info,
                     core::StreamRef stream) {
     if (b.count == 0) return true;
     if (b.m != 0 && b.n != 0) return false;

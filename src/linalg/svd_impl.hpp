@@ -20,22 +20,6 @@
 
 namespace gpumath::detail {
 
-/// A batch of m × n matrices: A's layout checked at a plan's construction.
-struct GeneralBatch {
-    TensorLayout a;
-    DataType dtype = DataType::f32;
-    std::int64_t m = 0, n = 0;
-    int batch_rank = 0;
-    std::int64_t count = 0;  // matrices
-    TensorLayout info;       // i32 of the batch shape, row-major
-
-    [[nodiscard]] std::span<const std::int64_t> batch_shape() const { return a.shape().first(std::size_t(batch_rank)); }
-};
-
-/// `a` as a batch of matrices of f32, f64, c32 or c64: InvalidArgument for a rank below 2,
-/// NotSupported for other dtypes, both naming `api`.
-[[nodiscard]] GeneralBatch general_batch(const TensorLayout& a, const char* api);
-
 /// The matrix cuSOLVER decomposes, column-major with wm ≥ wn rows: A, or Aᵀ (`flip`) when A is
 /// wide. Aᵀ = U'·S·V'ᴴ gives A = conj(V')·S·U'ᵀ: the routine's left vectors are Vᴴ transposed,
 /// its right ones U conjugated (its Vᴴ, U transposed).
@@ -43,12 +27,12 @@ struct Orientation {
     bool flip = false;
     std::int64_t wm = 0, wn = 0;
 };
-[[nodiscard]] Orientation orientation_of(const GeneralBatch& b) noexcept;
+[[nodiscard]] Orientation orientation_of(const MatrixBatch& b) noexcept;
 
 /// `(batch..., rows, cols)` of `dtype`, row-major.
-[[nodiscard]] TensorLayout batch_layout(const GeneralBatch& b, DataType dtype, std::int64_t rows, std::int64_t cols);
+[[nodiscard]] TensorLayout batch_layout(const MatrixBatch& b, DataType dtype, std::int64_t rows, std::int64_t cols);
 /// `(batch..., cols)` of `dtype`, row-major.
-[[nodiscard]] TensorLayout batch_vector_layout(const GeneralBatch& b, DataType dtype, std::int64_t cols);
+[[nodiscard]] TensorLayout batch_vector_layout(const MatrixBatch& b, DataType dtype, std::int64_t cols);
 
 /// `(batch..., rows, cols)` column-major with leading dimension `ld`, `stride` elements between
 /// matrices (the batch dimensions row-major over the matrices).
@@ -77,26 +61,26 @@ struct Piece {
 /// The piece of `target` for a routine that writes `routine_cols` columns per matrix; written in
 /// place only when `allow_direct` and the target is column-major with leading dimension `rows`
 /// (and `packed`, for the batched routines).
-[[nodiscard]] Piece make_piece(const TensorView& target, const GeneralBatch& b, std::int64_t routine_cols, bool packed,
+[[nodiscard]] Piece make_piece(const TensorView& target, const MatrixBatch& b, std::int64_t routine_cols, bool packed,
                                bool allow_direct);
 /// Workspace of rows × cols matrices of `dtype` a routine writes but nobody reads.
-[[nodiscard]] Piece scratch_piece(DataType dtype, const GeneralBatch& b, std::int64_t rows, std::int64_t cols);
+[[nodiscard]] Piece scratch_piece(DataType dtype, const MatrixBatch& b, std::int64_t rows, std::int64_t cols);
 /// Points a piece that is not direct at `cursor`, which moves past it.
 void bind(Piece& piece, std::byte*& cursor) noexcept;
 /// Conjugates what the routine wrote (when `conj`) and copies its first `cols` columns out (when
 /// not direct).
-void finish(const Piece& piece, const GeneralBatch& b, bool conj, core::StreamRef stream);
+void finish(const Piece& piece, const MatrixBatch& b, bool conj, core::StreamRef stream);
 /// The values `s` (batch..., k) as the row matrices (batch..., 1, k) a piece takes.
 [[nodiscard]] TensorView values_as_rows(const TensorView& s);
 
 /// Checks shared by the plans' execute: shapes, dtypes, alignment and disjointness of every
 /// operand, `u` and `vh` empty when `vectors` is false.
 void check_svd_operands(const TensorView& a, const TensorView& u, const TensorView& s, const TensorView& vh,
-                        const TensorView& info, const GeneralBatch& b, const TensorLayout& u_layout,
+                        const TensorView& info, const MatrixBatch& b, const TensorLayout& u_layout,
                         const TensorLayout& s_layout, const TensorLayout& vh_layout, bool vectors, const char* api);
 /// True when the batch leaves nothing for cuSOLVER: no matrices, or min(m, n) = 0; `info` is
 /// then set to 0 and, with `full`, U and Vᴴ to the identity (NumPy's answer), on `stream`.
-[[nodiscard]] bool empty_svd_done(const GeneralBatch& b, const TensorView& u, const TensorView& vh, bool full,
+[[nodiscard]] bool empty_svd_done(const MatrixBatch& b, const TensorView& u, const TensorView& vh, bool full,
                                   const TensorView& info, core::StreamRef stream);
 
 // gesvdj, gesvdjBatched and gesvdaStridedBatched for `t` (lwork in elements of `t`).
@@ -121,7 +105,7 @@ cusolverStatus_t gesvda(cusolverDnHandle_t h, DataType t, cusolverEigMode_t jobz
                         int lwork, int* info, double* residuals, int count);
 
 struct SVDImpl final : PlanState {
-    GeneralBatch batch;
+    MatrixBatch batch;
     linalg::SVDOptions options;
     Orientation orient;
     std::int64_t k = 0;  // singular values per matrix
@@ -157,7 +141,7 @@ struct SVDImpl final : PlanState {
 };
 
 struct TruncatedSVDImpl final : PlanState {
-    GeneralBatch batch;
+    MatrixBatch batch;
     linalg::TruncatedSVDOptions options;
     Orientation orient;
     std::int64_t k = 0, p = 0;

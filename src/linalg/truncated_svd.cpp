@@ -95,7 +95,7 @@ TruncatedSVD::TruncatedSVD(const TensorLayout& a, std::int64_t rank, const Trunc
     : impl_(std::make_unique<TruncatedSVDImpl>()) {
     const char* api = detail::truncated_api;
     TruncatedSVDImpl& s = *impl_;
-    s.batch = detail::general_batch(a, api);
+    s.batch = detail::matrix_batch(a, api);
     s.options = options;
     s.orient = detail::orientation_of(s.batch);
     const std::int64_t min_mn = std::min(s.batch.m, s.batch.n);

@@ -76,28 +76,6 @@ bool host_solve(Matrix m, Matrix& r, std::int64_t n, std::int64_t k) {
     return true;
 }
 
-/// The determinant by Gaussian elimination with partial pivoting, in double.
-cd host_determinant(Matrix m, std::int64_t n) {
-    cd det = 1;
-    for (std::int64_t c = 0; c < n; ++c) {
-        std::int64_t p = c;
-        for (std::int64_t i = c + 1; i < n; ++i)
-            if (std::abs(m[std::size_t(i * n + c)]) > std::abs(m[std::size_t(p * n + c)])) p = i;
-        if (p != c) {
-            for (std::int64_t j = 0; j < n; ++j) std::swap(m[std::size_t(p * n + j)], m[std::size_t(c * n + j)]);
-            det = -det;
-        }
-        const cd pivot = m[std::size_t(c * n + c)];
-        det *= pivot;
-        if (pivot == cd(0)) return 0;
-        for (std::int64_t i = c + 1; i < n; ++i) {
-            const cd f = m[std::size_t(i * n + c)] / pivot;
-            for (std::int64_t j = c; j < n; ++j) m[std::size_t(i * n + j)] -= f * m[std::size_t(c * n + j)];
-        }
-    }
-    return det;
-}
-
 /// Checks that `w` are A's eigenvalues: each makes A − λI singular to working accuracy (one step
 /// of inverse iteration from random vectors gives a residual of at most tol·‖A‖: λ is an exact
 /// eigenvalue of a matrix that near A), and their sum, sum of squares and product are trace(A),

@@ -144,4 +144,26 @@ inline Matrix general(std::int64_t n, std::mt19937_64& rng) {
     return m;
 }
 
+/// The determinant by Gaussian elimination with partial pivoting on the host, in double.
+inline cd host_determinant(Matrix m, std::int64_t n) {
+    cd det = 1;
+    for (std::int64_t c = 0; c < n; ++c) {
+        std::int64_t p = c;
+        for (std::int64_t r = c + 1; r < n; ++r)
+            if (std::abs(m[std::size_t(r * n + c)]) > std::abs(m[std::size_t(p * n + c)])) p = r;
+        if (p != c) {
+            for (std::int64_t j = 0; j < n; ++j) std::swap(m[std::size_t(p * n + j)], m[std::size_t(c * n + j)]);
+            det = -det;
+        }
+        const cd pivot = m[std::size_t(c * n + c)];
+        det *= pivot;
+        if (pivot == cd(0)) return 0;
+        for (std::int64_t r = c + 1; r < n; ++r) {
+            const cd f = m[std::size_t(r * n + c)] / pivot;
+            for (std::int64_t j = c; j < n; ++j) m[std::size_t(r * n + j)] -= f * m[std::size_t(c * n + j)];
+        }
+    }
+    return det;
+}
+
 }  // namespace gpumath::linalg::reference
