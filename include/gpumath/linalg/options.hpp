@@ -10,8 +10,9 @@
 
 #include <gpumath/core/memory.hpp>
 
-/// Dense linear algebra on cuSOLVER: Cholesky, LU and symmetric/Hermitian eigendecompositions as
-/// plans and stateless calls, per-matrix `info` left on the device, batches run by measurement.
+/// Dense linear algebra on cuSOLVER: Cholesky, LU, QR, least squares, symmetric/Hermitian and
+/// general eigendecompositions, SVD and mixed-precision solves as plans and stateless calls,
+/// per-matrix `info` left on the device, batches run by measurement.
 namespace gpumath::linalg {
 
 /// The triangle of a symmetric or Hermitian matrix that is read (the other is never touched), and
