@@ -610,7 +610,6 @@ void no_cliff_small(bench::Reporter& report, const core::Stream& stream) {
             for (const linalg::Backend b : {linalg::Backend::warp, linalg::Backend::batched, linalg::Backend::looped,
                                             linalg::Backend::automatic}) {
                 if (b == linalg::Backend::warp && n > 32) continue;
-                if (b == linalg::Backend::batched && op == "lu") continue;
                 std::function<void(int)> fn;
                 std::string chosen;
                 if (op == "eigh") {

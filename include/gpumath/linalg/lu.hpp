@@ -24,7 +24,9 @@ namespace gpumath::linalg {
 /// The constructor validates only (no GPU work); `plan()` sizes the workspace on the current device.
 /// `factorize` and `solve` enqueue on the caller's stream, never synchronize, and may be captured
 /// into a CUDA graph once planned. A singular matrix is not an error there: its `info` entry says
-/// so (see check_info).
+/// so (see check_info). Backend::batched runs cuBLAS's getrfBatched and getrsBatched (in place,
+/// through device arrays of the matrices' addresses); its pivots, factors and info are the same as
+/// the other backends', so factors of one backend may be solved by a plan of another.
 ///
 /// The factors are stored as cuSOLVER stores them, in the factor's own memory order: for a
 /// column-major `lu` they are A's; for a row-major `lu` (a row-major A is Aᵀ in column-major order)
@@ -34,7 +36,8 @@ class LU {
 public:
     /// Plans the factorization of matrices laid out as `a`. InvalidArgument for a rank below 2,
     /// non-square matrices, an enum value outside its enumerators; NotSupported for other dtypes,
-    /// for Backend::batched and for Backend::warp with n > 32.
+    /// for Backend::batched with n or the number of matrices above INT_MAX (cuBLAS's int sizes) and
+    /// for Backend::warp with n > 32.
     explicit LU(const TensorLayout& a, const LUOptions& options = {});
     ~LU();
     /// Moves the plan; the moved-from plan is empty.
@@ -45,8 +48,9 @@ public:
     LU& operator=(const LU&) = delete;
 
     /// Sizes the workspace on the current device now and, for Backend::automatic, more than one
-    /// matrix and n ≤ 32, measures `looped` against `warp` once per (n, batch, dtype, device) (it
-    /// then blocks on a private stream); idempotent, thread-safe, implicit on the first factorize.
+    /// matrix and n ≤ 1024, measures `looped`, `batched` and (n ≤ 32) `warp` once per (n, batch,
+    /// dtype, device) (it then blocks on a private stream); idempotent, thread-safe, implicit on the
+    /// first factorize.
     /// CusolverError or CudaError on failure.
     void plan();
     /// True once `plan()` has run (false when moved from).
@@ -58,6 +62,8 @@ public:
     /// `pivots` is a contiguous i32 tensor `(..., n)` (`pivots_layout()`): 1-based row
     /// interchanges, as LAPACK writes them. `info` is a contiguous i32 tensor of the batch shape
     /// (`info_layout()`): 0, or the 1-based index of the first zero on U's diagonal (singular).
+    /// Backend::batched takes `lu`'s leading dimension as an int: NotSupported above INT_MAX (under
+    /// `automatic` such a call runs looped).
     void factorize(const TensorView& a, const TensorView& lu, const TensorView& pivots, const TensorView& info,
                    core::StreamRef stream = core::current_stream());
 
@@ -65,6 +71,8 @@ public:
     /// planned batch shape and dtype; `x` of the same shape and dtype (any strides) may be `b`
     /// itself, otherwise must not overlap `b`, `lu` or `pivots`. In place when `x` has unit stride
     /// along its columns (n) and one stride between matrices; otherwise through workspace copies.
+    /// Backend::batched takes k and the leading dimensions of `lu` and `x` as ints: NotSupported
+    /// above INT_MAX (under `automatic` such a call runs looped).
     void solve(const TensorView& lu, const TensorView& pivots, const TensorView& b, const TensorView& x,
                core::StreamRef stream = core::current_stream());
 

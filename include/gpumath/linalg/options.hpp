@@ -33,8 +33,8 @@ enum class Backend : std::uint8_t {
     /// cuSOLVER's single-matrix routine once per matrix, the matrices spread over the caller's
     /// stream and up to four side streams forked from it and joined back.
     looped,
-    /// cuSOLVER's batched routine: potrfBatched (Cholesky), XsyevBatched (eigh), gesvdjBatched (SVD,
-    /// m and n at most 32). Not offered for LU yet (NotSupported).
+    /// The batched routine: cuSOLVER's potrfBatched (Cholesky), XsyevBatched (eigh), gesvdjBatched
+    /// (SVD, m and n at most 32); cuBLAS's getrfBatched and getrsBatched (LU).
     batched,
     /// SVD only: cuSOLVER's one-sided Jacobi gesvdj once per matrix, spread like `looped`.
     jacobi,
@@ -94,8 +94,9 @@ struct CholeskyOptions {
 
 /// Options of an LU factorization with partial pivoting (LU, solve, inv, det).
 struct LUOptions {
-    /// How a batch runs: `looped`, `warp` (n ≤ 32), or `automatic`, which measures the two for a
-    /// batch of matrices of n ≤ 32 and is `looped` otherwise; `batched` is NotSupported.
+    /// How a batch runs: `looped`, `batched` (cuBLAS's getrfBatched and getrsBatched), `warp`
+    /// (n ≤ 32), or `automatic`, which measures `looped`, `batched` and (n ≤ 32) `warp` for a batch
+    /// of matrices of n ≤ 1024 and is `looped` otherwise.
     Backend backend = Backend::automatic;
     /// Where workspace comes from (default: the device's memory pool), one area per stream.
     std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
