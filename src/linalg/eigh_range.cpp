@@ -37,9 +37,8 @@ TensorView leading_values(const TensorView& w, std::int64_t k) {
 
 void check_not_given(const char* field, bool given, const std::string& value, const char* range, const char* api) {
     if (given)
-        throw_invalid(fmt::format("{}: {} is for EighRange::{} only; leave it 0 or set options.range", field, value,
-                                  range),
-                      api);
+        throw_invalid(
+            fmt::format("{}: {} is for EighRange::{} only; leave it 0 or set options.range", field, value, range), api);
 }
 
 }  // namespace
@@ -74,10 +73,11 @@ void EighImpl::set_range(const char* api) {
                                       std::isnan(options.low) ? "low" : "high"),
                           api);
         if (!(options.low < options.high))
-            throw_invalid(fmt::format("options.low: {} is not below options.high: {}; the interval (low, high] must not "
-                                      "be empty",
-                                      options.low, options.high),
-                          api);
+            throw_invalid(
+                fmt::format("options.low: {} is not below options.high: {}; the interval (low, high] must not "
+                            "be empty",
+                            options.low, options.high),
+                api);
         bounds = {options.low, options.high};
         bounds32 = {float(options.low), float(options.high)};
     }
@@ -125,9 +125,9 @@ void EighImpl::size_range(const SolverHandle& h, std::int64_t ld, std::size_t& d
     const cudaDataType t = to_cuda(batch.dtype), w = to_cuda(real_of(batch.dtype));
     const RangeArguments r = range_arguments(options, real_of(batch.dtype), batch.n, bounds, bounds32);
     std::int64_t found = 0;
-    check_cusolver(cusolverDnXsyevdx_bufferSize(h.get(), h.params(), jobz(), r.range, fill_mode(options.triangle, false),
-                                                batch.n, t, nullptr, ld, r.low, r.high, r.il, r.iu, &found, w, nullptr,
-                                                t, &device_bytes, &host_bytes),
+    check_cusolver(cusolverDnXsyevdx_bufferSize(h.get(), h.params(), jobz(), r.range,
+                                                fill_mode(options.triangle, false), batch.n, t, nullptr, ld, r.low,
+                                                r.high, r.il, r.iu, &found, w, nullptr, t, &device_bytes, &host_bytes),
                    "cusolverDnXsyevdx_bufferSize", "sizing an eigendecomposition of a range");
 }
 
@@ -145,16 +145,14 @@ void EighImpl::run_range(const TensorView& a, const TensorView& values, const Te
         v_direct = vs.direct && !vs.row_major && vs.ld == std::max<std::int64_t>(n, 1);  // the planned workspace's
     }
     const auto w_stride = uniform_batch_stride(values, batch.batch_rank);
-    const bool w_direct =
-        by_value && (n <= 1 || values.stride(-1) == 1) && w_stride && (count <= 1 || *w_stride == n);
+    const bool w_direct = by_value && (n <= 1 || values.stride(-1) == 1) && w_stride && (count <= 1 || *w_stride == n);
     const std::size_t a_bytes = v_direct ? 0 : aligned_bytes(std::size_t(count * n * n) * elem);
     const std::size_t w_bytes = w_direct ? 0 : aligned_bytes(std::size_t(count * n) * welem);
-    const StreamWorkspace::Lease lease =
-        workspace->acquire(a_bytes + w_bytes + aligned_bytes(single_bytes), stream);
+    const StreamWorkspace::Lease lease = workspace->acquire(a_bytes + w_bytes + aligned_bytes(single_bytes), stream);
     auto* area = static_cast<std::byte*>(lease.data);
     const TensorView target = v_direct ? vectors : TensorView(area, packed_column_major(batch.dtype, batch.a.shape()));
-    const TensorView w = w_direct ? values : TensorView(area + a_bytes, with_last(values_layout.dtype(),
-                                                                                   values_layout.shape(), n));
+    const TensorView w =
+        w_direct ? values : TensorView(area + a_bytes, with_last(values_layout.dtype(), values_layout.shape(), n));
     if (!same_operand(a, target)) copy_matrices(a, target, stream);
     const Storage ts = storage_of(target);
     const std::int64_t ld = std::max<std::int64_t>(n, 1);
@@ -174,8 +172,8 @@ void EighImpl::run_range(const TensorView& a, const TensorView& values, const Te
         for (std::int64_t b = 0; b < count; ++b) {
             std::int64_t meig = 0;
             check_cusolver(cusolverDnXsyevdx(h.get(), h.params(), jobz(), r.range, fill, n, t, data + b * a_step, ld,
-                                             r.low, r.high, r.il, r.iu, &meig, wt, wdata + b * w_step, t, ws, single_bytes,
-                                             host[0].data(), single_host, infos + b),
+                                             r.low, r.high, r.il, r.iu, &meig, wt, wdata + b * w_step, t, ws,
+                                             single_bytes, host[0].data(), single_host, infos + b),
                            "cusolverDnXsyevdx", "an eigendecomposition of a range");
             found[std::size_t(b)] = int(meig);
         }
@@ -188,8 +186,9 @@ void EighImpl::run_range(const TensorView& a, const TensorView& values, const Te
             if (m >= n) continue;
             gpumath::fill(TensorView(wdata + b * w_step + m * std::int64_t(welem), w.dtype(), {n - m}), nan, stream);
             if (options.vectors)
-                gpumath::fill(TensorView(data + b * a_step + m * ld * std::int64_t(elem), batch.dtype, {n, n - m}, {1, ld}),
-                     std::complex<double>(nan, nan), stream);
+                gpumath::fill(
+                    TensorView(data + b * a_step + m * ld * std::int64_t(elem), batch.dtype, {n, n - m}, {1, ld}),
+                    std::complex<double>(nan, nan), stream);
         }
         // From pageable memory: the copy has staged `found` when it returns.
         check(cudaMemcpyAsync(counts.data(), found.data(), std::size_t(count) * sizeof(int), cudaMemcpyHostToDevice,

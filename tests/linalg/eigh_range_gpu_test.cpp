@@ -76,7 +76,8 @@ std::vector<double> host_eigenvalues(const Matrix& a, std::int64_t n, bool compl
     std::sort(all.begin(), all.end());
     if (!complex) return all;
     std::vector<double> values(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) values[std::size_t(i)] = 0.5 * (all[std::size_t(2 * i)] + all[std::size_t(2 * i + 1)]);
+    for (std::int64_t i = 0; i < n; ++i)
+        values[std::size_t(i)] = 0.5 * (all[std::size_t(2 * i)] + all[std::size_t(2 * i + 1)]);
     return values;
 }
 
@@ -91,7 +92,8 @@ Matrix with_spectrum(const std::vector<double>& lambda, std::mt19937_64& rng) {
         for (int pass = 0; pass < 2; ++pass)
             for (std::int64_t p = 0; p < j; ++p) {
                 cd dot = 0;
-                for (std::int64_t i = 0; i < n; ++i) dot += std::conj(q[std::size_t(i * n + p)]) * q[std::size_t(i * n + j)];
+                for (std::int64_t i = 0; i < n; ++i)
+                    dot += std::conj(q[std::size_t(i * n + p)]) * q[std::size_t(i * n + j)];
                 for (std::int64_t i = 0; i < n; ++i) q[std::size_t(i * n + j)] -= dot * q[std::size_t(i * n + p)];
             }
         double norm = 0;
@@ -122,8 +124,8 @@ Matrix poisoned(Matrix m, std::int64_t n, Triangle tri) {
 /// Checks that the n × k columns `v` are eigenvectors of `a` for `lambda` (‖A·V − V·Λ‖/‖A‖) and
 /// orthonormal (‖Vᴴ·V − I‖).
 template <class T>
-void check_vectors(const Matrix& a, const Matrix& v, const std::vector<double>& lambda, std::int64_t n,
-                   std::int64_t k, const std::string& what) {
+void check_vectors(const Matrix& a, const Matrix& v, const std::vector<double>& lambda, std::int64_t n, std::int64_t k,
+                   const std::string& what) {
     const Matrix av = product(a, v, n, k, n);
     Matrix d(av.size());
     for (std::int64_t i = 0; i < n; ++i)
@@ -300,8 +302,8 @@ void value_ranges() {
                             if (j < c) {
                                 kept[std::size_t(i * c + j)] = x;
                             } else {
-                                EXPECT_TRUE(std::isnan(x.real())) << what << " matrix " << b << " (" << i << ", " << j
-                                                                  << ")";
+                                EXPECT_TRUE(std::isnan(x.real()))
+                                    << what << " matrix " << b << " (" << i << ", " << j << ")";
                                 if (is_complex<T>) {
                                     EXPECT_TRUE(std::isnan(x.imag())) << what;
                                 }
@@ -407,9 +409,8 @@ TEST(LinalgEighRangeGpu, RangesRefuseACapturingStream) {
     const core::Stream stream;
     test::expect_throw_with<NotSupported>(
         [&] {
-            core::Graph g = core::Graph::capture(stream, [&](core::StreamRef) {
-                plan.execute(a.view(), w.vector_view(), TensorView(), info, stream);
-            });
+            core::Graph g = core::Graph::capture(
+                stream, [&](core::StreamRef) { plan.execute(a.view(), w.vector_view(), TensorView(), info, stream); });
         },
         {"linalg::Eigh::execute", "capturing", "Xsyevdx"});
 }
@@ -424,8 +425,8 @@ void jacobi_batched() {
         for (const std::int64_t n : {3, 16, 32})
             for (const bool vectors : {true, false})
                 for (int layout = 0; layout < 3; ++layout) {
-                    const std::string what = label<T>("jacobi_batched", n, layout, vectors) + " count " +
-                                             std::to_string(count);
+                    const std::string what =
+                        label<T>("jacobi_batched", n, layout, vectors) + " count " + std::to_string(count);
                     // 0: row-major A and V (through workspace); 1: column-major A decomposed in
                     // place (vectors = a); 2: row-major A, padded column-major V and values with a
                     // stride of 2 (through workspace).
@@ -442,7 +443,8 @@ void jacobi_batched() {
                     Batch<T> vm = Batch<T>::make(count, n, n, layout == 2, layout == 2 ? 2 : 0);
                     Batch<T>& v = layout == 1 ? a : vm;
                     Batch<R> w = Batch<R>::make(count, n, 1, false, layout == 2 ? 1 : 0);
-                    Eigh plan(a.view().layout(), {.triangle = tri, .vectors = vectors, .backend = Backend::jacobi_batched});
+                    Eigh plan(a.view().layout(),
+                              {.triangle = tri, .vectors = vectors, .backend = Backend::jacobi_batched});
                     Tensor info = Tensor::empty(DataType::i32, {count});
                     fill(info, -7);
                     plan.execute(a.view(), w.vector_view(), vectors ? v.view() : TensorView(), info);

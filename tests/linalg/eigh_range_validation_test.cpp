@@ -199,10 +199,9 @@ TEST(LinalgEighRangeValidation, JacobiBatchedIsEighsUpTo32) {
         },
         {plan_api, "options.backend: jacobi_batched", "syevjBatched", "n <= 32", "n 33", "4 matrices"});
     const TensorLayout l(DataType::f32, {4, 4});
-    expect_throw_with<NotSupported>(
-        [&] { Cholesky c(l, {.backend = Backend::jacobi_batched}); },
-        {"linalg::Cholesky", "options.backend: jacobi_batched", "linalg::Eigh only",
-         "this plan takes automatic, looped, batched or warp"});
+    expect_throw_with<NotSupported>([&] { Cholesky c(l, {.backend = Backend::jacobi_batched}); },
+                                    {"linalg::Cholesky", "options.backend: jacobi_batched", "linalg::Eigh only",
+                                     "this plan takes automatic, looped, batched or warp"});
     expect_throw_with<NotSupported>([&] { LU lu(l, {.backend = Backend::jacobi_batched}); },
                                     {"linalg::LU", "jacobi_batched", "linalg::Eigh only", "automatic, looped or warp"});
     expect_throw_with<NotSupported>(
@@ -211,9 +210,9 @@ TEST(LinalgEighRangeValidation, JacobiBatchedIsEighsUpTo32) {
     expect_throw_with<NotSupported>([&] { Eig e(l, {.backend = Backend::jacobi_batched}); },
                                     {"linalg::Eig", "jacobi_batched", "linalg::Eigh only", "automatic or looped"});
     // And Eigh takes none of SVD's own.
-    expect_throw_with<NotSupported>(
-        [&] { Eigh e(l, {.backend = Backend::jacobi}); },
-        {plan_api, "options.backend: jacobi", "linalg::SVD only", "automatic, looped, batched, warp or jacobi_batched"});
+    expect_throw_with<NotSupported>([&] { Eigh e(l, {.backend = Backend::jacobi}); },
+                                    {plan_api, "options.backend: jacobi", "linalg::SVD only",
+                                     "automatic, looped, batched, warp or jacobi_batched"});
     const TensorView a(fake(), TensorLayout(DataType::f32, {3, 4, 4}));
     expect_throw_with<NotSupported>([&] { (void)cholesky(a, {.backend = Backend::jacobi_batched}); },
                                     {"linalg::Cholesky", "jacobi_batched"});

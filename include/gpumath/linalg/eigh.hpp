@@ -29,10 +29,10 @@ namespace gpumath::linalg {
 /// `options.range` computes some of the eigenvalues (EighRange::index: the k of ascending
 /// positions first to last; EighRange::value: those in (low, high]) with cuSOLVER's Xsyevdx once
 /// per matrix (Backend::looped only). Xsyevdx returns the number it found to the host, so a range
-/// blocks the calling thread until the matrices before it on the stream are done, and refuses a
-/// capturing stream.
+/// blocks the calling thread until the stream has run the decomposition, and refuses a capturing
+/// stream with NotSupported.
 ///
-/// `execute` enqueues on the caller's stream, never synchronizes (but with a range), and leaves A
+/// `execute` enqueues on the caller's stream, never synchronizes (ranges aside), and leaves A
 /// untouched unless `vectors` is A itself. Planned with Backend::batched, Backend::warp or
 /// Backend::jacobi_batched (n ≤ 32; warp copies nothing) it may be captured into a CUDA graph
 /// (jacobi_batched reads its Jacobi parameters on the host when called, not when replayed); the
