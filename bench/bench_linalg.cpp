@@ -572,16 +572,17 @@ void tiny_eigh_backends(bench::Reporter& report, const core::Stream& stream) {
     const Tensor info = Tensor::empty(DataType::i32, {count}, stream);
     const TensorLayout l = detail::packed_column_major(DataType::f64, std::vector<std::int64_t>{count, n, n});
     const TensorView av(a.data(), l), wv(w.data(), l);
-    for (const linalg::Backend b :
-         {linalg::Backend::warp, linalg::Backend::batched, linalg::Backend::looped, linalg::Backend::automatic}) {
+    for (const linalg::Backend b : {linalg::Backend::warp, linalg::Backend::batched, linalg::Backend::jacobi_batched,
+                                    linalg::Backend::looped, linalg::Backend::automatic}) {
         linalg::Eigh plan(l, {.backend = b});
         plan.plan();
         const double ms = bench::gpu_ms(
             s, [&](int) { plan.execute(av, values, wv, info, stream); }, 3, 15, 1);
         report.add({group, std::string(linalg::to_string(b)), "ms", ms, 0,
-                    b == linalg::Backend::automatic ? "chose " + std::string(linalg::to_string(plan.backend()))
-                    : b == linalg::Backend::batched ? "XsyevBatched"
-                                                    : ""});
+                    b == linalg::Backend::automatic        ? "chose " + std::string(linalg::to_string(plan.backend()))
+                    : b == linalg::Backend::batched        ? "XsyevBatched"
+                    : b == linalg::Backend::jacobi_batched ? "syevjBatched"
+                                                           : ""});
     }
 }
 
@@ -607,9 +608,11 @@ void no_cliff_small(bench::Reporter& report, const core::Stream& stream) {
             const Tensor info = Tensor::empty(DataType::i32, {count}, stream);
             const TensorLayout l = detail::packed_column_major(DataType::f32, std::vector<std::int64_t>{count, n, n});
             const TensorView av(a.data(), l), wv(w.data(), l);
-            for (const linalg::Backend b : {linalg::Backend::warp, linalg::Backend::batched, linalg::Backend::looped,
-                                            linalg::Backend::automatic}) {
+            for (const linalg::Backend b :
+                 {linalg::Backend::warp, linalg::Backend::batched, linalg::Backend::jacobi_batched,
+                  linalg::Backend::looped, linalg::Backend::automatic}) {
                 if (b == linalg::Backend::warp && n > 32) continue;
+                if (b == linalg::Backend::jacobi_batched && (op != "eigh" || n > 32)) continue;
                 std::function<void(int)> fn;
                 std::string chosen;
                 if (op == "eigh") {

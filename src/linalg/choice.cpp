@@ -111,7 +111,8 @@ std::size_t add_choices(std::string_view text, const char* api) {
         for (int b = 1; b < linalg::backend_count; ++b)
             if (f[5] == to_string(linalg::Backend(b))) backend = linalg::Backend(b);
         if (backend == linalg::Backend::automatic)
-            bad("a backend other than looped, batched, jacobi and approximate (cuSOLVER's) and warp (gpumath's)");
+            bad("a backend other than looped, batched, jacobi and approximate (cuSOLVER's), warp (gpumath's) and "
+                "jacobi_batched (cuSOLVER's syevjBatched)");
         parsed.emplace_back(Key{std::string(f[1]), dtype, n, count, std::string(f[0])}, backend);
     }
     if (line_number == 0) throw_invalid("the file is empty; it has no header", api);

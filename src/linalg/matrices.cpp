@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -286,12 +288,47 @@ void check_triangle(linalg::Triangle t, const char* field, const char* api) {
     check_enum(t, linalg::triangle_count, "a linalg::Triangle", field, api);
 }
 
+namespace {
+
+/// The one plan that takes `b` (its api name), or empty for a backend several plans take.
+std::string_view only_plan_of(linalg::Backend b) noexcept {
+    switch (b) {
+        case linalg::Backend::jacobi:
+        case linalg::Backend::approximate:
+            return "linalg::SVD";
+        case linalg::Backend::jacobi_batched:
+            return "linalg::Eigh";
+        default:
+            return {};
+    }
+}
+
+/// The backends `plan` offers, for messages: "automatic, looped, batched or warp".
+std::string offered_by(std::string_view plan) {
+    std::vector<std::string_view> names;
+    for (int i = 0; i < linalg::backend_count; ++i) {
+        const auto b = linalg::Backend(i);
+        const std::string_view only = only_plan_of(b);
+        if (!only.empty() && only != plan) continue;
+        // The shared backends that a plan refuses with a rule of its own.
+        if (b == linalg::Backend::batched && plan == "linalg::Eig") continue;
+        if (b == linalg::Backend::warp && (plan == "linalg::SVD" || plan == "linalg::Eig")) continue;
+        names.push_back(to_string(b));
+    }
+    std::string text;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        text += fmt::format("{}{}", i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", names[i]);
+    return text;
+}
+
+}  // namespace
+
 void check_backend(linalg::Backend b, const char* field, const char* api) {
     check_enum(b, linalg::backend_count, "a linalg::Backend", field, api);
-    if (b == linalg::Backend::jacobi || b == linalg::Backend::approximate)
-        throw_not_supported(fmt::format("{}: {} is a backend of linalg::SVD only; this plan takes automatic, looped, "
-                                        "batched or warp",
-                                        field, to_string(b)),
+    const std::string_view only = only_plan_of(b);
+    if (!only.empty() && only != std::string_view(api))
+        throw_not_supported(fmt::format("{}: {} is a backend of {} only; this plan takes {}", field, to_string(b), only,
+                                        offered_by(api)),
                             api);
 }
 

@@ -101,8 +101,9 @@ void check_info_operand(const TensorView& info, const TensorLayout& expected, co
 /// overlap).
 void check_apart(const TensorView& a, const char* a_name, const TensorView& b, const char* b_name, const char* api);
 
-/// InvalidArgument for a Triangle or Backend outside its enumerators, naming `field`; NotSupported
-/// for the backends of SVD alone (jacobi, approximate) in check_backend.
+/// InvalidArgument for a Triangle or Backend outside its enumerators, naming `field`. check_backend
+/// also refuses, with NotSupported, a backend that one plan alone takes (jacobi and approximate:
+/// linalg::SVD; jacobi_batched: linalg::Eigh) when `api`, the plan's name, is another plan's.
 void check_triangle(linalg::Triangle t, const char* field, const char* api);
 void check_backend(linalg::Backend b, const char* field, const char* api);
 

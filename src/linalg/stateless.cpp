@@ -99,13 +99,25 @@ CholeskyResult cholesky(const TensorView& a, const CholeskyOptions& options, cor
 
 EighResult eigh(const TensorView& a, const EighOptions& options, core::StreamRef stream) {
     Eigh fresh(a, options);
-    const auto plan = detail::cached(fresh, &detail::LinalgPlan::eigh, "eigh", a, int(options.triangle),
+    // A range's bounds are part of the plan.
+    const std::string operation = options.range == EighRange::all
+                                      ? std::string("eigh")
+                                      : fmt::format("eigh {} {} {} {} {}", to_string(options.range), options.first,
+                                                    options.last, options.low, options.high);
+    const auto plan = detail::cached(fresh, &detail::LinalgPlan::eigh, operation.c_str(), a, int(options.triangle),
                                      int(options.backend), options.vectors ? 1 : 0, options.memory_resource.get());
+    Eigh& solver = *plan->eigh;
     EighResult r;
-    r.values = Tensor::empty(plan->eigh->values_layout(), stream, options.memory_resource);
-    if (options.vectors) r.vectors = Tensor::empty(TensorLayout(a.dtype(), a.shape()), stream, options.memory_resource);
-    r.info = Tensor::empty(plan->eigh->info_layout(), stream, options.memory_resource);
-    plan->eigh->execute(a, r.values, options.vectors ? r.vectors.view() : TensorView(), r.info, stream);
+    r.values = Tensor::empty(solver.values_layout(), stream, options.memory_resource);
+    if (options.vectors) r.vectors = Tensor::empty(solver.vectors_layout(), stream, options.memory_resource);
+    r.info = Tensor::empty(solver.info_layout(), stream, options.memory_resource);
+    const TensorView vectors = options.vectors ? r.vectors.view() : TensorView();
+    if (options.range == EighRange::value) {
+        r.counts = Tensor::empty(solver.info_layout(), stream, options.memory_resource);
+        solver.execute(a, r.values, vectors, r.info, r.counts, stream);
+    } else {
+        solver.execute(a, r.values, vectors, r.info, stream);
+    }
     return r;
 }
 

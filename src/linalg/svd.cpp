@@ -262,7 +262,7 @@ using detail::SVDImpl;
 SVD::SVD(const TensorLayout& a, const SVDOptions& options) : impl_(std::make_unique<SVDImpl>()) {
     const char* api = detail::plan_api;
     detail::check_enum(options.job, svd_job_count, "a linalg::SVDJob", "options.job", api);
-    detail::check_enum(options.backend, backend_count, "a linalg::Backend", "options.backend", api);
+    detail::check_backend(options.backend, "options.backend", api);
     if (options.backend == Backend::warp)
         detail::throw_not_supported(
             "options.backend: warp (gpumath's small-matrix kernel) covers Cholesky, LU and eigh only; for small SVDs "

@@ -54,13 +54,13 @@ TEST(LinalgSmallKernels, SupportedUpToOrder32OfTheFourSolverTypes) {
 }
 
 TEST(LinalgSmallValidation, TheWarpBackendIsAnEnumerator) {
-    EXPECT_EQ(backend_count, 6);
+    EXPECT_EQ(backend_count, 7);
     EXPECT_EQ(to_string(Backend::warp), "warp");
     expect_throw_with<InvalidArgument>(
         [] {
-            LU lu(TensorLayout(DataType::f32, {4, 4}), {.backend = Backend(6)});
+            LU lu(TensorLayout(DataType::f32, {4, 4}), {.backend = Backend(7)});
         },
-        {"linalg::LU", "options.backend", "6", "automatic, looped, batched, jacobi, approximate, warp"});
+        {"linalg::LU", "options.backend", "7", "automatic, looped, batched, jacobi, approximate, warp"});
 }
 
 TEST(LinalgSmallValidation, SVDAndEigRefuseTheWarpBackend) {

@@ -26,12 +26,17 @@ struct CholeskyResult {
 
 /// Eigenvalues (and eigenvectors) with each matrix's status.
 struct EighResult {
-    /// `(..., n)` of A's real dtype, ascending.
+    /// `(..., n)` of A's real dtype, ascending (`(..., k)` for EighRange::index).
     Tensor values;
-    /// A's shape and dtype, eigenvectors as columns; empty without `options.vectors`.
+    /// A's shape and dtype, eigenvectors as columns (`(..., n, k)` for EighRange::index); empty
+    /// without `options.vectors`.
     Tensor vectors;
     /// i32 of A's batch shape: 0, or positive when the algorithm did not converge.
     Tensor info;
+    /// EighRange::value only (empty otherwise): i32 of A's batch shape, how many eigenvalues of each
+    /// matrix lie in (low, high], the leading entries of `values` (columns of `vectors`); the rest
+    /// are NaN.
+    Tensor counts;
     /// `check_info(info, "linalg::eigh", stream)`: blocks, throws NumericalError on a failure.
     void check(core::StreamRef stream = core::current_stream()) const;
 };
@@ -64,8 +69,9 @@ struct InverseResult {
                                       core::StreamRef stream = core::current_stream());
 
 /// The eigenvalues and, with `options.vectors`, eigenvectors of each matrix of `a` (see Eigh), in
-/// new tensors allocated on `stream`, through the plan cache. Does not check `info`: call the
-/// result's `check()`. InvalidArgument / NotSupported as Eigh, before any CUDA call.
+/// new tensors allocated on `stream`, through the plan cache; all of them, or `options.range`'s
+/// (which blocks the calling thread: see Eigh). Does not check `info`: call the result's `check()`.
+/// InvalidArgument / NotSupported as Eigh, before any CUDA call.
 [[nodiscard]] EighResult eigh(const TensorView& a, const EighOptions& options = {},
                               core::StreamRef stream = core::current_stream());
 

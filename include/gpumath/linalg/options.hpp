@@ -45,11 +45,14 @@ enum class Backend : std::uint8_t {
     /// gpumath's own kernel, one matrix per warp, n ≤ 32 (Cholesky, LU, eigh by cyclic Jacobi; f32,
     /// f64, c32, c64): compiled at run time, works on the operands where they are (any strides, no
     /// copy, no workspace). NotSupported at plan construction for n > 32.
-    warp
+    warp,
+    /// Eigh only: cuSOLVER's syevjBatched / heevjBatched (one-sided Jacobi, the whole batch in one
+    /// call), n ≤ 32, all eigenvalues (EighRange::all) only. It only enqueues, so it may be captured.
+    jacobi_batched
 };
 
 /// Number of Backend enumerators.
-inline constexpr int backend_count = 6;
+inline constexpr int backend_count = 7;
 
 /// "lower" or "upper" ("?" for a value that is not an enumerator).
 [[nodiscard]] constexpr std::string_view to_string(Triangle t) noexcept {
@@ -62,8 +65,8 @@ inline constexpr int backend_count = 6;
     return "?";
 }
 
-/// "automatic", "looped", "batched", "jacobi", "approximate" or "warp" ("?" for a value that is not
-/// an enumerator).
+/// "automatic", "looped", "batched", "jacobi", "approximate", "warp" or "jacobi_batched" ("?" for a
+/// value that is not an enumerator).
 [[nodiscard]] constexpr std::string_view to_string(Backend b) noexcept {
     switch (b) {
         case Backend::automatic:
@@ -78,6 +81,8 @@ inline constexpr int backend_count = 6;
             return "approximate";
         case Backend::warp:
             return "warp";
+        case Backend::jacobi_batched:
+            return "jacobi_batched";
     }
     return "?";
 }
@@ -102,14 +107,56 @@ struct LUOptions {
     std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };
 
+/// Which eigenvalues (and eigenvectors) of a symmetric or Hermitian matrix are computed (Eigh,
+/// eigh), as LAPACK's syevx: ranges run cuSOLVER's Xsyevdx once per matrix.
+enum class EighRange : std::uint8_t {
+    /// All n eigenvalues: values `(..., n)`, vectors `(..., n, n)`.
+    all,
+    /// The eigenvalues of ascending positions `first` to `last` (0-based, both included): values
+    /// `(..., k)` and vectors `(..., n, k)`, k = last - first + 1.
+    index,
+    /// The eigenvalues in the half-open interval (low, high]: values `(..., n)` and vectors
+    /// `(..., n, n)` whose first `count` entries (columns) hold them and the rest NaN; the count of
+    /// each matrix is written to an i32 `counts` tensor of the batch shape.
+    value
+};
+
+/// Number of EighRange enumerators.
+inline constexpr int eigh_range_count = 3;
+
+/// "all", "index" or "value" ("?" for a value that is not an enumerator).
+[[nodiscard]] constexpr std::string_view to_string(EighRange r) noexcept {
+    switch (r) {
+        case EighRange::all:
+            return "all";
+        case EighRange::index:
+            return "index";
+        case EighRange::value:
+            return "value";
+    }
+    return "?";
+}
+
 /// Options of a symmetric or Hermitian eigendecomposition (Eigh, eigh).
 struct EighOptions {
     /// The triangle of A read.
     Triangle triangle = Triangle::lower;
     /// Compute the eigenvectors as well as the eigenvalues.
     bool vectors = true;
-    /// How a batch runs.
+    /// How a batch runs: `looped` (syevd per matrix), `batched` (XsyevBatched), `warp` and
+    /// `jacobi_batched` (n ≤ 32), or `automatic`, which measures them; a range other than `all`
+    /// runs `looped` only (and `automatic` is `looped`).
     Backend backend = Backend::automatic;
+    /// Which eigenvalues are computed: all, by index or by value.
+    EighRange range = EighRange::all;
+    /// EighRange::index: the 0-based position of the first (smallest) eigenvalue computed.
+    std::int64_t first = 0;
+    /// EighRange::index: the 0-based position of the last eigenvalue computed, first to n - 1.
+    std::int64_t last = 0;
+    /// EighRange::value: the interval's lower bound, excluded (may be -infinity).
+    double low = 0.0;
+    /// EighRange::value: the interval's upper bound, included (may be +infinity); above `low`.
+    double high = 0.0;
     /// Where workspace comes from (default: the device's memory pool), one area per stream.
     std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };
