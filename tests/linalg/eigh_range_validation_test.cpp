@@ -203,7 +203,7 @@ TEST(LinalgEighRangeValidation, JacobiBatchedIsEighsUpTo32) {
                                     {"linalg::Cholesky", "options.backend: jacobi_batched", "linalg::Eigh only",
                                      "this plan takes automatic, looped, batched or warp"});
     expect_throw_with<NotSupported>([&] { LU lu(l, {.backend = Backend::jacobi_batched}); },
-                                    {"linalg::LU", "jacobi_batched", "linalg::Eigh only", "automatic, looped or warp"});
+                                    {"linalg::LU", "jacobi_batched", "linalg::Eigh only", "automatic, looped, batched or warp"});
     expect_throw_with<NotSupported>(
         [&] { SVD s(l, {.backend = Backend::jacobi_batched}); },
         {"linalg::SVD", "jacobi_batched", "linalg::Eigh only", "automatic, looped, batched, jacobi or approximate"});
