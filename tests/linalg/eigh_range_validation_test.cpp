@@ -202,8 +202,9 @@ TEST(LinalgEighRangeValidation, JacobiBatchedIsEighsUpTo32) {
     expect_throw_with<NotSupported>([&] { Cholesky c(l, {.backend = Backend::jacobi_batched}); },
                                     {"linalg::Cholesky", "options.backend: jacobi_batched", "linalg::Eigh only",
                                      "this plan takes automatic, looped, batched or warp"});
-    expect_throw_with<NotSupported>([&] { LU lu(l, {.backend = Backend::jacobi_batched}); },
-                                    {"linalg::LU", "jacobi_batched", "linalg::Eigh only", "automatic, looped, batched or warp"});
+    expect_throw_with<NotSupported>(
+        [&] { LU lu(l, {.backend = Backend::jacobi_batched}); },
+        {"linalg::LU", "jacobi_batched", "linalg::Eigh only", "automatic, looped, batched or warp"});
     expect_throw_with<NotSupported>(
         [&] { SVD s(l, {.backend = Backend::jacobi_batched}); },
         {"linalg::SVD", "jacobi_batched", "linalg::Eigh only", "automatic, looped, batched, jacobi or approximate"});
