@@ -37,30 +37,6 @@ Matrix transposed(const Matrix& a, std::int64_t n) {
     return t;
 }
 
-/// ‖P·M − L·U‖/‖M‖ for the factors `f` of M (unit lower L below the diagonal, U on and above it)
-/// and 1-based LAPACK pivots `piv` (row i swapped with row piv[i] − 1, in order), which must lie in
-/// [i + 1, n].
-double factor_error(const Matrix& m, const Matrix& f, const int* piv, std::int64_t n, const std::string& what) {
-    Matrix lower(std::size_t(n * n)), upper(std::size_t(n * n));
-    for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t j = 0; j < n; ++j) {
-            if (j < i) lower[std::size_t(i * n + j)] = f[std::size_t(i * n + j)];
-            else upper[std::size_t(i * n + j)] = f[std::size_t(i * n + j)];
-        }
-    for (std::int64_t i = 0; i < n; ++i) lower[std::size_t(i * n + i)] = 1;
-    Matrix pm = m;
-    for (std::int64_t i = 0; i < n; ++i) {
-        const std::int64_t p = piv[i] - 1;
-        EXPECT_TRUE(p >= i && p < n) << what << ": pivot " << piv[i] << " of row " << i + 1;
-        if (p < i || p >= n) return 1e300;
-        for (std::int64_t j = 0; j < n; ++j) std::swap(pm[std::size_t(i * n + j)], pm[std::size_t(p * n + j)]);
-    }
-    const Matrix lu = product(lower, upper, n, n, n);
-    Matrix d(pm.size());
-    for (std::size_t i = 0; i < d.size(); ++i) d[i] = lu[i] - pm[i];
-    return frobenius(d) / frobenius(pm);
-}
-
 /// ‖A·X − B‖/(‖A‖·‖X‖) for n × k X and B.
 double residual(const Matrix& a, const Matrix& x, const Matrix& b, std::int64_t n, std::int64_t k) {
     const Matrix ax = product(a, x, n, k, n);
@@ -141,8 +117,7 @@ void factorize_and_solve(std::int64_t n) {
         for (std::int64_t b = 0; b < count; ++b) {
             const Matrix f = lu_col ? lu.get(b) : transposed(lu.get(b), n);
             const Matrix m = lu_col ? ref[std::size_t(b)] : transposed(ref[std::size_t(b)], n);
-            EXPECT_LE(factor_error(m, f, piv.data() + b * n, n, what), tolerance<T>(n))
-                << what << " P·A = L·U, matrix " << b;
+            EXPECT_LE(factor_error(m, f, piv.data() + b * n, n), tolerance<T>(n)) << what << " P·A = L·U, matrix " << b;
         }
 
         // Three right-hand sides from row-major B into X (padded column-major, in place, or
@@ -391,7 +366,7 @@ void replays_from_a_captured_graph() {
         EXPECT_EQ(infos(info), std::vector<int>(std::size_t(count), 0)) << what;
         const std::vector<int> piv = pivots.to_host<int>();
         for (std::int64_t b = 0; b < count; ++b) {
-            EXPECT_LE(factor_error(ref[std::size_t(b)], lu.get(b), piv.data() + b * n, n, what), tolerance<T>(n))
+            EXPECT_LE(factor_error(ref[std::size_t(b)], lu.get(b), piv.data() + b * n, n), tolerance<T>(n))
                 << what << " P·A = L·U, matrix " << b;
             EXPECT_LE(residual(ref[std::size_t(b)], x.get(b), rhs[std::size_t(b)], n, k), tolerance<T>(n))
                 << what << " solve, matrix " << b;

@@ -166,4 +166,27 @@ inline cd host_determinant(Matrix m, std::int64_t n) {
     return det;
 }
 
+/// ‖P·M − L·U‖/‖M‖ for the factors `f` of M (unit lower L below the diagonal, U on and above it)
+/// and 1-based LAPACK pivots `piv` (row i swapped with row piv[i] − 1, in order), which must lie in
+/// [i + 1, n] (infinity when one does not).
+inline double factor_error(const Matrix& m, const Matrix& f, const int* piv, std::int64_t n) {
+    Matrix lower(std::size_t(n * n)), upper(std::size_t(n * n));
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+            if (j < i) lower[std::size_t(i * n + j)] = f[std::size_t(i * n + j)];
+            else upper[std::size_t(i * n + j)] = f[std::size_t(i * n + j)];
+        }
+    for (std::int64_t i = 0; i < n; ++i) lower[std::size_t(i * n + i)] = 1;
+    Matrix pm = m;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t p = piv[i] - 1;
+        if (p < i || p >= n) return std::numeric_limits<double>::infinity();
+        for (std::int64_t j = 0; j < n; ++j) std::swap(pm[std::size_t(i * n + j)], pm[std::size_t(p * n + j)]);
+    }
+    const Matrix lu = product(lower, upper, n, n, n);
+    Matrix d(pm.size());
+    for (std::size_t i = 0; i < d.size(); ++i) d[i] = lu[i] - pm[i];
+    return frobenius(d) / frobenius(pm);
+}
+
 }  // namespace gpumath::linalg::reference
