@@ -136,7 +136,15 @@ linalg::Backend measured_backend(const ChoiceKey& key, std::span<const linalg::B
                                  const std::function<void(linalg::Backend, core::StreamRef)>& run,
                                  const std::function<void()>& release) {
     linalg::Backend chosen = candidates.front();
-    if (find_choice(key, chosen)) return chosen;
+    if (find_choice(key, chosen)) {
+        // A loaded file may name a backend this plan cannot run here (warp above n = 32, another
+        // plan's backend): only a candidate is taken; anything else is measured again and replaced.
+        if (std::find(candidates.begin(), candidates.end(), chosen) != candidates.end()) return chosen;
+        log(LogLevel::warn,
+            "linalg {} {} n={} batch={} on {}: the saved backend {} is not one this plan can run; "
+            "measuring again",
+            key.operation, to_string(key.dtype), key.n, key.count, key.device, to_string(chosen));
+    }
     const RelaxedCaptureMode relaxed("measuring linalg backends");
     const core::Stream stream;
     std::vector<std::array<float, rounds>> times(candidates.size());
@@ -173,7 +181,12 @@ linalg::Backend measured_backend(const ChoiceKey& key, std::span<const linalg::B
         key.count, key.device, report, to_string(chosen));
     Choices& c = choices();
     std::lock_guard lock(c.mutex);
-    return c.kept.emplace(key_of(key), chosen).first->second;
+    // The first measurement of a key wins (plans made at once agree), unless what is kept is not a
+    // candidate (a loaded choice refused above).
+    const auto [it, inserted] = c.kept.emplace(key_of(key), chosen);
+    if (!inserted && std::find(candidates.begin(), candidates.end(), it->second) == candidates.end())
+        it->second = chosen;
+    return it->second;
 }
 
 }  // namespace gpumath::detail

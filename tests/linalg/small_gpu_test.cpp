@@ -11,10 +11,15 @@
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <fstream>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <gpumath/core/device.hpp>
 #include <gpumath/core/graph.hpp>
 #include <gpumath/tensor.hpp>
 #include <gpumath/tensor_ops.hpp>
@@ -256,6 +261,50 @@ TEST(LinalgSmallGpu, LUC32) {
 TEST(LinalgSmallGpu, LUC64) {
     GPUMATH_REQUIRE_GPU();
     lu_small<std::complex<double>>();
+}
+
+TEST(LinalgSmallGpu, ASavedChoiceThePlanCannotRunIsMeasuredAgain) {
+    GPUMATH_REQUIRE_GPU();
+    // A hand-edited choices file names warp (n <= 32 only) and SVD's jacobi for plans of n = 40:
+    // automatic must not run them, and the factors must be right.
+    const std::int64_t n = 40, count = 6;
+    std::string model = core::Device::current().properties().name;
+    std::replace(model.begin(), model.end(), ' ', '_');
+    const std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("gpumath_linalg_bad_choices_" + std::to_string(::getpid()));
+    {
+        std::ofstream out(path);
+        out << "# gpumath linalg backend choices 1\n"
+            << model << "\tcholesky\tf64\t" << n << '\t' << count << "\twarp\n"
+            << model << "\tlu\tf64\t" << n << '\t' << count << "\tjacobi\n";
+    }
+    EXPECT_EQ(load_backend_choices(path.string()), 2U);
+    std::filesystem::remove(path);
+    auto rng = test::rng_for_test();
+    std::vector<double> host;
+    for (std::int64_t b = 0; b < count; ++b) {
+        const Matrix m = hermitian<double>(n, rng, true);
+        for (const cd& v : m) host.push_back(v.real());
+    }
+    const Tensor a = Tensor::from_host(host, {count, n, n});
+    Cholesky plan(a.view().layout());
+    plan.plan();
+    EXPECT_NE(plan.backend(), Backend::warp);
+    const CholeskyResult r = cholesky(a);
+    r.check();
+    const std::vector<double> l = r.factor.to_host<double>();
+    for (std::int64_t b = 0; b < count; ++b) {
+        Matrix f(std::size_t(n * n)), ref(std::size_t(n * n));
+        for (std::size_t i = 0; i < f.size(); ++i) {
+            f[i] = l[std::size_t(b * n * n) + i];
+            ref[i] = host[std::size_t(b * n * n) + i];
+        }
+        const Matrix d = difference(product(f, adjoint(f, n), n, n, n), ref);
+        EXPECT_LE(frobenius(d) / frobenius(ref), tolerance<double>(n)) << "matrix " << b;
+    }
+    LU lu(a.view().layout());
+    lu.plan();
+    EXPECT_NE(lu.backend(), Backend::jacobi);
 }
 
 TEST(LinalgSmallGpu, ASingularMatrixIsReportedAsTheLoopedBackendReportsIt) {

@@ -102,7 +102,8 @@ struct InverseResult {
 void save_backend_choices(const std::string& path);
 
 /// Adds the choices of a file `save_backend_choices` wrote: a later plan of the same operation,
-/// n, batch and dtype on a device of the same model takes the saved backend without measuring.
+/// n, batch and dtype on a device of the same model takes the saved backend without measuring
+/// (unless the plan cannot run that backend there: then it warns and measures).
 /// Returns how many were read; 0 when nothing is at `path`. InvalidArgument, with nothing added,
 /// for something other than a regular file of at most 16 MiB, or for a line that is not as
 /// `save_backend_choices` writes them (naming the line).
