@@ -135,11 +135,14 @@ linalg::Backend measured_backend(const ChoiceKey& key, std::span<const linalg::B
                                  const std::function<void(core::StreamRef)>& prepare,
                                  const std::function<void(linalg::Backend, core::StreamRef)>& run,
                                  const std::function<void()>& release) {
+    const auto candidate = [&](linalg::Backend b) {
+        return std::find(candidates.begin(), candidates.end(), b) != candidates.end();
+    };
     linalg::Backend chosen = candidates.front();
     if (find_choice(key, chosen)) {
         // A loaded file may name a backend this plan cannot run here (warp above n = 32, another
         // plan's backend): only a candidate is taken; anything else is measured again and replaced.
-        if (std::find(candidates.begin(), candidates.end(), chosen) != candidates.end()) return chosen;
+        if (candidate(chosen)) return chosen;
         log(LogLevel::warn,
             "linalg {} {} n={} batch={} on {}: the saved backend {} is not one this plan can run; "
             "measuring again",
@@ -184,8 +187,7 @@ linalg::Backend measured_backend(const ChoiceKey& key, std::span<const linalg::B
     // The first measurement of a key wins (plans made at once agree), unless what is kept is not a
     // candidate (a loaded choice refused above).
     const auto [it, inserted] = c.kept.emplace(key_of(key), chosen);
-    if (!inserted && std::find(candidates.begin(), candidates.end(), it->second) == candidates.end())
-        it->second = chosen;
+    if (!inserted && !candidate(it->second)) it->second = chosen;
     return it->second;
 }
 

@@ -52,8 +52,6 @@ cusolverStatus_t potrf_batched(cusolverDnHandle_t h, DataType t, cublasFillMode_
     }
 }
 
-bool fits_int(std::int64_t v) { return v <= INT_MAX; }
-
 }  // namespace
 
 void CholeskyImpl::plan_locked() {

@@ -3,6 +3,7 @@
 // status checks, and the mapping of gpumath's dtypes to cuSOLVER's.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <string_view>
 
@@ -16,6 +17,9 @@ namespace gpumath::detail {
 
 /// Throws CusolverError naming cuSOLVER's status, `api` and `context`.
 [[noreturn]] void throw_cusolver(int status, const char* api, std::string_view context);
+
+/// True when `v` fits the int sizes of cuSOLVER's legacy routines and cuBLAS's batched ones.
+[[nodiscard]] constexpr bool fits_int(std::int64_t v) noexcept { return v <= INT_MAX; }
 
 /// Throws CusolverError unless `status` is CUSOLVER_STATUS_SUCCESS.
 inline void check_cusolver(cusolverStatus_t status, const char* api, std::string_view context) {

@@ -12,8 +12,6 @@
 
 namespace gpumath::detail {
 
-[[nodiscard]] constexpr bool fits_int(std::int64_t v) noexcept { return v <= INT_MAX; }
-
 /// NotSupported naming `api` when `value` (what `what` says) is above INT_MAX, the limit of the
 /// legacy routine `routine`.
 void check_int_size(std::int64_t value, const char* what, const char* routine, const char* api);

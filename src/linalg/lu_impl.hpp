@@ -41,9 +41,6 @@ struct LUImpl final : PlanState {
                const TensorView& x, const RightHandSides& r, core::StreamRef stream);
 };
 
-/// True when `v` fits cuBLAS's int sizes (getrfBatched, getrsBatched).
-[[nodiscard]] constexpr bool fits_int(std::int64_t v) noexcept { return v <= INT_MAX; }
-
 /// cublas<t>getrfBatched of `type` (f32, f64, c32, c64) on `stream`: the `count` column-major n×n
 /// matrices whose addresses are the device array `matrices`, leading dimension `ld`, factorized in
 /// place with 1-based pivots (`n` per matrix, one after another) and one info per matrix, both on

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <gpumath/core/launch.hpp>
+#include <gpumath/core/device.hpp>
 #include "core/kernel_loader.hpp"
 #include "detail/status.hpp"
 #include "linalg/kernels/small_matrices.cu.inc"
@@ -72,12 +73,6 @@ bool solver_type(DataType t) noexcept {
     return t == DataType::f32 || t == DataType::f64 || t == DataType::c32 || t == DataType::c64;
 }
 
-int current() {
-    int device = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice", "finding the device of a small-matrix kernel");
-    return device;
-}
-
 kernels::SmallBatch batch_params(const SquareBatch& batch) {
     kernels::SmallBatch b;
     b.rank = batch.batch_rank;
@@ -110,7 +105,7 @@ void launch_small(SmallOp op, const SquareBatch& batch, const Params& params, co
     std::int64_t warps = batch.count <= 1024 ? 1 : batch.count <= 8192 ? 2 : kernels::small_max_warps;
     warps = std::max<std::int64_t>(1, std::min(warps, shared_limit / bytes));
     const std::int64_t blocks = std::min((batch.count + warps - 1) / warps, max_blocks);
-    const core::Kernel k = device_kernel(current(), program(), kernel_name(op, batch.dtype));
+    const core::Kernel k = device_kernel(current_device(), program(), kernel_name(op, batch.dtype));
     core::launch(stream, {.grid = blocks, .block = warps * 32, .shared_memory = std::size_t(warps * bytes)}, k, params);
 }
 

@@ -15,6 +15,7 @@
 #include "detail/enum_check.hpp"
 #include "detail/status.hpp"
 #include "linalg/choice.hpp"
+#include "linalg/cusolver.hpp"
 #include "linalg/matrices.hpp"
 #include "linalg/svd_impl.hpp"
 
@@ -25,8 +26,6 @@ constexpr const char* plan_api = "linalg::SVD";
 constexpr std::int64_t measured_elements = std::int64_t(1) << 26;
 constexpr std::int64_t measured_n = 1024;
 constexpr std::int64_t batched_max = 32;
-
-bool fits_int(std::int64_t v) { return v <= INT_MAX; }
 
 /// Xgesvd's job for U and Vᴴ: none, the min(m, n) columns or rows, or all.
 signed char gesvd_job(linalg::SVDJob job) {
