@@ -139,6 +139,7 @@ bool lookup_data_type(std::uint8_t code, std::uint8_t bits, DataType& out) {
         {DataType::e5m2, {code_float8_e5m2, 8, 1}},
         {DataType::i8, {kDLInt, 8, 1}},
         {DataType::i32, {kDLInt, 32, 1}},
+        {DataType::i64, {kDLInt, 64, 1}},
     }};
     for (const auto& [type, dl] : table)
         if (dl.code == code && dl.bits == bits) {
@@ -191,9 +192,9 @@ DataType check_dtype(const DLDataType& dtype, const char* api) {
             fmt::format("DLTensor.dtype.lanes: {} lanes; gpumath takes scalar elements (lanes 1)", dtype.lanes), api);
     DataType out = DataType::f32;
     if (lookup_data_type(dtype.code, dtype.bits, out)) return out;
-    std::string_view why = "gpumath has f16, bf16, f32, f64, c32, c64, e4m3, e5m2, i8 and i32";
+    std::string_view why = "gpumath has f16, bf16, f32, f64, c32, c64, e4m3, e5m2, i8, i32 and i64";
     if (dtype.code == code_bool) why = "gpumath has no boolean type";
-    else if (dtype.code == kDLUInt) why = "gpumath's integers are signed (i8, i32)";
+    else if (dtype.code == kDLUInt) why = "gpumath's integers are signed (i8, i32, i64)";
     throw_invalid(fmt::format("DLTensor.dtype: {} ({}) of {} bits has no gpumath type; {}", type_code_name(dtype.code),
                               dtype.code, dtype.bits, why),
                   api);
@@ -333,6 +334,8 @@ DLDataType to_dlpack(DataType t) noexcept {
             return {kDLInt, 8, 1};
         case DataType::i32:
             return {kDLInt, 32, 1};
+        case DataType::i64:
+            return {kDLInt, 64, 1};
     }
     return {kDLOpaqueHandle, 0, 0};  // no type: to_data_type and every DLPack consumer refuse it
 }

@@ -26,7 +26,7 @@
 namespace gpumath {
 
 /// The DataType of a DLPack dtype: kDLFloat 16/32/64 bits (f16, f32, f64), kDLBfloat 16 (bf16),
-/// kDLComplex 64/128 (c32, c64), kDLInt 8/32 (i8, i32), and DLPack 1.1's kDLFloat8_e4m3fn (code
+/// kDLComplex 64/128 (c32, c64), kDLInt 8/32/64 (i8, i32, i64), and DLPack 1.1's kDLFloat8_e4m3fn (code
 /// 10) and kDLFloat8_e5m2 (code 12) of 8 bits (e4m3, e5m2), each with one lane. InvalidArgument
 /// naming `DLTensor.dtype` (or `DLTensor.dtype.lanes`) for anything else: vectors, bool,
 /// unsigned integers, other widths and codes.

@@ -41,11 +41,12 @@ enum class DataType : std::uint8_t {
     e4m3,  ///< 8-bit float with 4 exponent and 3 mantissa bits (`__nv_fp8_e4m3`).
     e5m2,  ///< 8-bit float with 5 exponent and 2 mantissa bits (`__nv_fp8_e5m2`).
     i8,    ///< Signed 8-bit integer (`std::int8_t`).
-    i32    ///< Signed 32-bit integer (`std::int32_t`).
+    i32,   ///< Signed 32-bit integer (`std::int32_t`).
+    i64    ///< Signed 64-bit integer (`std::int64_t`): sparse indices and offsets.
 };
 
 /// Number of DataType enumerators.
-inline constexpr int data_type_count = 10;
+inline constexpr int data_type_count = 11;
 
 /// True when `t` is one of the enumerators (a value cast from an out-of-range integer is not).
 [[nodiscard]] constexpr bool is_valid(DataType t) noexcept { return static_cast<int>(t) < data_type_count; }
@@ -61,6 +62,7 @@ inline constexpr int data_type_count = 10;
             return 4;
         case DataType::f64:
         case DataType::c32:
+        case DataType::i64:
             return 8;
         case DataType::c64:
             return 16;
@@ -95,6 +97,8 @@ inline constexpr int data_type_count = 10;
             return "i8";
         case DataType::i32:
             return "i32";
+        case DataType::i64:
+            return "i64";
     }
     return "unknown";
 }
@@ -104,7 +108,9 @@ inline constexpr int data_type_count = 10;
 /// True for the 8-bit floating-point types e4m3 and e5m2.
 [[nodiscard]] constexpr bool is_fp8(DataType t) noexcept { return t == DataType::e4m3 || t == DataType::e5m2; }
 /// True for the floating-point and complex types.
-[[nodiscard]] constexpr bool is_floating(DataType t) noexcept { return t != DataType::i8 && t != DataType::i32; }
+[[nodiscard]] constexpr bool is_floating(DataType t) noexcept {
+    return t != DataType::i8 && t != DataType::i32 && t != DataType::i64;
+}
 
 /// The matching `cudaDataType_t` used by cuBLASLt and cufftXt.
 [[nodiscard]] constexpr cudaDataType_t to_cuda(DataType t) noexcept {
@@ -129,13 +135,15 @@ inline constexpr int data_type_count = 10;
             return CUDA_R_8I;
         case DataType::i32:
             return CUDA_R_32I;
+        case DataType::i64:
+            return CUDA_R_64I;
     }
     return CUDA_R_32F;
 }
 
 /// The DataType of the element type `T`: a customization point. gpumath specializes it for float,
 /// double, __half, __nv_bfloat16, std::complex<float/double>, cuComplex/cuDoubleComplex (float2 and
-/// double2), __nv_fp8_e4m3/_e5m2, int8_t and int32_t; specialize it (deriving from
+/// double2), __nv_fp8_e4m3/_e5m2, int8_t, int32_t and int64_t; specialize it (deriving from
 /// `std::integral_constant<DataType, ...>`) for a type of your own with the same bytes to pass it
 /// to TensorView and Tensor. The primary template has no `value`.
 template <class T>
@@ -177,6 +185,9 @@ struct DataTypeTraits<std::int8_t> : std::integral_constant<DataType, DataType::
 /// int32_t is i32.
 template <>
 struct DataTypeTraits<std::int32_t> : std::integral_constant<DataType, DataType::i32> {};
+/// int64_t is i64.
+template <>
+struct DataTypeTraits<std::int64_t> : std::integral_constant<DataType, DataType::i64> {};
 
 /// True when `data_type_of<T>()` is defined (`DataTypeTraits` of T without cv has a `value`).
 template <class T>
@@ -191,7 +202,7 @@ inline constexpr bool always_false = false;
 
 /// The DataType of a C++ element type (cv-qualifiers ignored), from `DataTypeTraits`. Maps float,
 /// double, __half, __nv_bfloat16, std::complex<float/double>, cuComplex/cuDoubleComplex,
-/// __nv_fp8_e4m3/_e5m2, int8_t, int32_t; any other type fails to compile. The CUDA types need not
+/// __nv_fp8_e4m3/_e5m2, int8_t, int32_t, int64_t; any other type fails to compile. The CUDA types need not
 /// be complete: this header declares them.
 template <class T>
 [[nodiscard]] constexpr DataType data_type_of() noexcept {

@@ -100,6 +100,8 @@ std::complex<double> decode(const unsigned char* p, DataType t) {
             return double(as(std::int8_t{}));
         case DataType::i32:
             return double(as(std::int32_t{}));
+        case DataType::i64:
+            return double(as(std::int64_t{}));
     }
     return 0.0;
 }
@@ -184,7 +186,7 @@ std::string preview(const TensorView& tensor, const PreviewOptions& options, cor
     }
     const std::vector<std::complex<double>> values = detail::gather(tensor, axes, stream);
     const DataType t = tensor.dtype();
-    const bool integer = t == DataType::i8 || t == DataType::i32;
+    const bool integer = t == DataType::i8 || t == DataType::i32 || t == DataType::i64;
     const bool complex = t == DataType::c32 || t == DataType::c64;
     double largest = 0, smallest = INFINITY;
     for (const auto& v : values)

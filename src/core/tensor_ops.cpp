@@ -66,6 +66,8 @@ std::string_view kernel_type(DataType t) {
             return "signed char";
         case DataType::i32:
             return "int";
+        case DataType::i64:
+            return "long long";
     }
     return "float";
 }
@@ -310,6 +312,7 @@ std::optional<std::uint32_t> element_bits(DataType type, std::complex<double> va
         case DataType::f64:
         case DataType::c32:
         case DataType::c64:
+        case DataType::i64:
             break;
     }
     return std::nullopt;

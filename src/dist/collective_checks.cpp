@@ -53,6 +53,8 @@ NcclType nccl_type(DataType t, const CollectiveCall& call, int nccl_version, con
             return {ncclInt8, 1};
         case DataType::i32:
             return {ncclInt32, 1};
+        case DataType::i64:
+            return {ncclInt64, 1};
         case DataType::c32:
         case DataType::c64:
             if (reduces(call.kind) && call.op != dist::ReduceOp::sum && call.op != dist::ReduceOp::avg) {

@@ -52,6 +52,7 @@ TEST(DLPackDataType, MapsEveryGpumathType) {
         {dl_type(kDLComplex, 64), DataType::c32}, {dl_type(kDLComplex, 128), DataType::c64},
         {dl_type(10, 8), DataType::e4m3},         {dl_type(12, 8), DataType::e5m2},
         {dl_type(kDLInt, 8), DataType::i8},       {dl_type(kDLInt, 32), DataType::i32},
+        {dl_type(kDLInt, 64), DataType::i64},
     };
     ASSERT_EQ(pairs.size(), std::size_t(gpumath::data_type_count));
     for (const auto& [dl, type] : pairs) {
@@ -76,7 +77,7 @@ TEST(DLPackDataType, RefusesTypesGpumathLacks) {
     refused(dl_type(kDLUInt, 8), {"DLTensor.dtype", "kDLUInt", "signed"});
     refused(dl_type(kDLUInt, 32), {"DLTensor.dtype", "kDLUInt"});
     refused(dl_type(kDLInt, 16), {"DLTensor.dtype", "kDLInt", "16 bits"});
-    refused(dl_type(kDLInt, 64), {"DLTensor.dtype", "64 bits"});
+    refused(dl_type(kDLInt, 128), {"DLTensor.dtype", "128 bits"});
     refused(dl_type(kDLFloat, 8), {"DLTensor.dtype", "kDLFloat", "8 bits"});
     refused(dl_type(kDLBfloat, 32), {"DLTensor.dtype", "kDLBfloat"});
     refused(dl_type(kDLComplex, 32), {"DLTensor.dtype", "kDLComplex"});

@@ -45,7 +45,8 @@ TEST(DataType, SizesNamesAndMapping) {
     static_assert(gpumath::data_type_of<__nv_fp8_e5m2>() == DataType::e5m2);
     static_assert(gpumath::data_type_of<std::int8_t>() == DataType::i8);
     static_assert(gpumath::data_type_of<std::int32_t>() == DataType::i32);
-    static_assert(!gpumath::is_element_type_v<long>);
+    static_assert(gpumath::data_type_of<std::int64_t>() == DataType::i64);
+    static_assert(!gpumath::is_element_type_v<unsigned>);
     static_assert(sizeof(__nv_fp8_e4m3) == 1 && sizeof(__half) == 2 && sizeof(cuDoubleComplex) == 16);
     EXPECT_EQ(gpumath::to_cuda(DataType::bf16), CUDA_R_16BF);
     EXPECT_EQ(gpumath::to_cuda(DataType::c32), CUDA_C_32F);

@@ -30,8 +30,9 @@ using namespace gpumath;
 
 namespace {
 
-constexpr DataType k_types[] = {DataType::f16, DataType::bf16, DataType::f32,  DataType::f64, DataType::c32,
-                                DataType::c64, DataType::e4m3, DataType::e5m2, DataType::i8,  DataType::i32};
+constexpr DataType k_types[] = {DataType::f16, DataType::bf16, DataType::f32,  DataType::f64,
+                                DataType::c32, DataType::c64,  DataType::e4m3, DataType::e5m2,
+                                DataType::i8,  DataType::i32,  DataType::i64};
 
 class TensorOps : public ::testing::Test {
 protected:
@@ -75,6 +76,8 @@ std::complex<double> read(DataType t, const unsigned char* p) {
             return double(as(std::int8_t{}));
         case DataType::i32:
             return double(as(std::int32_t{}));
+        case DataType::i64:
+            return double(as(std::int64_t{}));
     }
     return 0.0;
 }
@@ -104,6 +107,8 @@ void write(DataType t, std::complex<double> v, unsigned char* p) {
             return put(std::int8_t(integer(v.real(), -128, 127)));
         case DataType::i32:
             return put(std::int32_t(integer(v.real(), -2147483648.0, 2147483647.0)));
+        case DataType::i64:  // the largest double below 2^63 is the upper bound
+            return put(std::int64_t(integer(v.real(), -9223372036854775808.0, 9223372036854774784.0)));
     }
 }
 

@@ -81,6 +81,11 @@ void encode(DataType t, cd x, unsigned char* out) {
             std::memcpy(out, &i, 4);
             break;
         }
+        case DataType::i64: {
+            const auto i = static_cast<std::int64_t>(std::llround(x.real()));
+            std::memcpy(out, &i, 8);
+            break;
+        }
     }
 }
 
@@ -134,6 +139,11 @@ cd decode(DataType t, const unsigned char* in) {
         case DataType::i32: {
             std::int32_t i;
             std::memcpy(&i, in, 4);
+            return double(i);
+        }
+        case DataType::i64: {
+            std::int64_t i;
+            std::memcpy(&i, in, 8);
             return double(i);
         }
     }

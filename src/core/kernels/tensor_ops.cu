@@ -26,7 +26,7 @@ struct Value {
     double re, im;
 };
 
-// Reading: every type to a complex double, exactly.
+// Reading: every type to a complex double, exactly (i64 beyond 2^53 rounds to the nearest double).
 __device__ inline Value to_value(float x) { return {x, 0.0}; }
 __device__ inline Value to_value(double x) { return {x, 0.0}; }
 __device__ inline Value to_value(__half x) { return {__half2float(x), 0.0}; }
@@ -35,6 +35,7 @@ __device__ inline Value to_value(__nv_fp8_e4m3 x) { return {static_cast<float>(x
 __device__ inline Value to_value(__nv_fp8_e5m2 x) { return {static_cast<float>(x), 0.0}; }
 __device__ inline Value to_value(signed char x) { return {double(x), 0.0}; }
 __device__ inline Value to_value(int x) { return {double(x), 0.0}; }
+__device__ inline Value to_value(long long x) { return {double(x), 0.0}; }
 __device__ inline Value to_value(c32 x) { return {x.re, x.im}; }
 __device__ inline Value to_value(c64 x) { return {x.re, x.im}; }
 
@@ -84,6 +85,11 @@ __device__ inline signed char from_value<signed char>(Value v) {
 template <>
 __device__ inline int from_value<int>(Value v) {
     return static_cast<int>(to_integer(v.re, -2147483648.0, 2147483647.0));
+}
+// The upper bound is the largest double below 2^63 (2^63 itself does not fit).
+template <>
+__device__ inline long long from_value<long long>(Value v) {
+    return static_cast<long long>(to_integer(v.re, -9223372036854775808.0, 9223372036854774784.0));
 }
 template <>
 __device__ inline c32 from_value<c32>(Value v) {
