@@ -76,6 +76,39 @@ public:
     using Error::Error;
 };
 
+/// cuSPARSE reported an error; `status()` is the cusparseStatus_t.
+class CusparseError : public Error {
+public:
+    using Error::Error;
+};
+
+/// cuDSS reported an error, or cuDSS could not be loaded (gpumath loads `libcudss.so.0` at run
+/// time); `status()` is the cudssStatus_t (0 when the library is missing or lacks a function).
+class CudssError : public Error {
+public:
+    using Error::Error;
+};
+
+/// The device-side content of a sparse matrix breaks its format: an offset array that is not
+/// monotone or does not start at 0 or end at nnz, an index out of range, or indices out of order
+/// where the operation needs them sorted. Thrown by the blocking check (gpumath::sparse::check, or
+/// an operation asked to validate) before the matrix reaches cuSPARSE or cuDSS. `array()` names the
+/// array ("row_offsets", "col_indices", ...) and `position()` the first bad entry in it.
+class InvalidSparseData : public InvalidArgument {
+public:
+    /// `message` says what is wrong; `api` the call that checked; `array` and `position` locate it.
+    InvalidSparseData(const std::string& message, std::string api, std::string array, long long position)
+        : InvalidArgument(message, std::move(api)), array_(std::move(array)), position_(position) {}
+    /// The array holding the first bad entry.
+    [[nodiscard]] const std::string& array() const noexcept { return array_; }
+    /// The index of the first bad entry in that array.
+    [[nodiscard]] long long position() const noexcept { return position_; }
+
+private:
+    std::string array_;
+    long long position_;
+};
+
 /// A factorization, solve or decomposition met a matrix it cannot handle: not positive definite,
 /// singular, or an iteration that did not converge. Thrown only by the blocking checks of the
 /// per-matrix `info` (gpumath::linalg::check_info and the results' `check()`), never by the calls

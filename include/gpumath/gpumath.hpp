@@ -11,6 +11,7 @@
 #include <gpumath/layout.hpp>
 #include <gpumath/log.hpp>
 #include <gpumath/matmul.hpp>
+#include <gpumath/sparse.hpp>
 #include <gpumath/tensor.hpp>
 #include <gpumath/tensor_io.hpp>
 #include <gpumath/tensor_ops.hpp>

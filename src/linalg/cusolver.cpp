@@ -8,7 +8,7 @@
 
 #include <gpumath/error.hpp>
 #include "detail/status.hpp"
-#include "linalg/handle_pool.hpp"
+#include "detail/handle_pool.hpp"
 
 namespace gpumath::detail {
 namespace {

@@ -11,6 +11,7 @@ set(rules
     "gpumath/matmul.hpp|${cuda_types},cuda.h"
     "gpumath/fft.hpp|${cuda_types},cuda.h"
     "gpumath/linalg.hpp|${cuda_types},cuda.h"
+    "gpumath/sparse.hpp|${cuda_types},cuda.h,cusparse.h"
     "gpumath/fft/options.hpp|${cuda_types},cuda.h,gpumath/core/program.hpp"
     "gpumath/core.hpp|${cuda_types},gpumath/tensor.hpp"
     "gpumath/core/launch.hpp|gpumath/tensor.hpp"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Uses what its target offers, on a machine with or without a GPU: the whole library, or one module
-// through its umbrella header (GPUMATH_CONSUMER_CORE / _MATMUL / _FFT / _LINALG / _DIST).
+// through its umbrella header (GPUMATH_CONSUMER_CORE / _MATMUL / _FFT / _LINALG / _SPARSE / _DIST).
 #include <cstdio>
 #include <cstring>
 
@@ -12,6 +12,8 @@
 #include <gpumath/fft.hpp>
 #elif defined(GPUMATH_CONSUMER_LINALG)
 #include <gpumath/linalg.hpp>
+#elif defined(GPUMATH_CONSUMER_SPARSE)
+#include <gpumath/sparse.hpp>
 #elif defined(GPUMATH_CONSUMER_DIST)
 #include <gpumath/dist.hpp>  // gpumath::dist links the matmul and FFT modules too
 #include <gpumath/fft.hpp>
@@ -78,8 +80,8 @@ int main() {
         return 1;
     }
 #endif
-#if defined(GPUMATH_CONSUMER_FFT) || \
-    !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_MATMUL) || defined(GPUMATH_CONSUMER_LINALG))
+#if defined(GPUMATH_CONSUMER_FFT) || !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_MATMUL) || \
+                                       defined(GPUMATH_CONSUMER_LINALG) || defined(GPUMATH_CONSUMER_SPARSE))
     const gpumath::FFT fft(gpumath::TensorLayout(gpumath::DataType::c32, {4, 64}));
     if (fft.kind() != gpumath::FFTKind::c2c || fft.output_layout().shape(1) != 64) {
         std::printf("unexpected FFT plan\n");
@@ -96,6 +98,16 @@ int main() {
     try {
         (void)gpumath::linalg::Cholesky(gpumath::TensorLayout(gpumath::DataType::f32, {4, 5}));
         std::printf("a non-square Cholesky was accepted\n");
+        return 1;
+    } catch (const gpumath::InvalidArgument&) {}
+#endif
+#if defined(GPUMATH_CONSUMER_SPARSE) || defined(GPUMATH_CONSUMER_GPUMATH)
+    // A sparse view is checked on the host, without a GPU.
+    try {
+        (void)gpumath::sparse::MatrixView::csr(4, 4, gpumath::TensorView(nullptr, gpumath::DataType::i32, {4}),
+                                               gpumath::TensorView(nullptr, gpumath::DataType::i32, {0}),
+                                               gpumath::TensorView(nullptr, gpumath::DataType::f32, {0}));
+        std::printf("a CSR view with 4 row offsets for 4 rows was accepted\n");
         return 1;
     } catch (const gpumath::InvalidArgument&) {}
 #endif

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to src/linalg: a device's idle library handles (cuSOLVER's, cuBLAS's). A call takes one
+// Private: a device's idle library handles (cuSOLVER's, cuBLAS's, cuSPARSE's). A call takes one
 // for as long as it enqueues work and gives it back; handles are made on demand (in relaxed capture
 // mode: a caller's capture may be under way) and never destroyed (work may be in flight at exit).
 #pragma once
@@ -19,7 +19,7 @@ public:
     /// The pool of `device` (one per device and handle type, never destroyed).
     static HandlePool& of(int device) {
         static auto& pools = *new DeviceRegistry<HandlePool>();
-        return pools.get(device, "gpumath::linalg", [](int) { return new HandlePool; });
+        return pools.get(device, "gpumath", [](int) { return new HandlePool; });
     }
 
     /// An idle handle, or a new one from `make()` (run in relaxed capture mode; `what` names it).

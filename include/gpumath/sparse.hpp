@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file
+/// gpumath::sparse, sparse matrices on cuSPARSE and cuDSS: CSR, CSC, COO and BSR views and owning
+/// matrices, their checks and conversions, products as plans, and a direct solver. Link
+/// gpumath::sparse.
+#pragma once
+
+#include <gpumath/error.hpp>
+#include <gpumath/sparse/matrix.hpp>

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sparse/cusparse.hpp"
+
+#include <fmt/format.h>
+
+#include <gpumath/error.hpp>
+#include "detail/handle_pool.hpp"
+#include "detail/status.hpp"
+
+namespace gpumath::detail {
+
+void throw_cusparse(int status, const char* api, std::string_view context) {
+    const char* name = cusparseGetErrorName(cusparseStatus_t(status));
+    throw CusparseError(status_message(api, name != nullptr ? name : "CUSPARSE_STATUS_UNKNOWN", status, context),
+                        status, api);
+}
+
+cusparseIndexType_t index_type_of(DataType t) noexcept {
+    return t == DataType::i64 ? CUSPARSE_INDEX_64I : CUSPARSE_INDEX_32I;
+}
+
+SparseHandle::SparseHandle(int device, cudaStream_t stream) : device_(device) {
+    handle_ = HandlePool<cusparseHandle_t>::of(device).take("creating a cuSPARSE handle", [&] {
+        cusparseHandle_t h = nullptr;
+        check_cusparse(cusparseCreate(&h), "cusparseCreate", fmt::format("creating a cuSPARSE handle on device {}", device));
+        return h;
+    });
+    if (const cusparseStatus_t s = cusparseSetStream(handle_, stream); s != CUSPARSE_STATUS_SUCCESS) {
+        HandlePool<cusparseHandle_t>::of(device_).give_back(handle_);
+        throw_cusparse(int(s), "cusparseSetStream", "setting a cuSPARSE handle's stream");
+    }
+}
+
+SparseHandle::~SparseHandle() { HandlePool<cusparseHandle_t>::of(device_).give_back(handle_); }
+
+SpMatDescriptor::SpMatDescriptor(const sparse::MatrixView& m) : format_(m.format()) {
+    const cusparseIndexType_t it = index_type_of(m.index_type());
+    const cudaDataType vt = to_cuda(m.value_type());
+    const std::int64_t stored = m.stored();
+    void* values = m.values().data();
+    switch (m.format()) {
+        case sparse::Format::csr:
+            check_cusparse(cusparseCreateCsr(&descr_, m.rows(), m.cols(), stored, m.offsets().data(),
+                                             m.indices().data(), values, it, it, CUSPARSE_INDEX_BASE_ZERO, vt),
+                           "cusparseCreateCsr", "describing a CSR matrix");
+            break;
+        case sparse::Format::csc:
+            check_cusparse(cusparseCreateCsc(&descr_, m.rows(), m.cols(), stored, m.offsets().data(),
+                                             m.indices().data(), values, it, it, CUSPARSE_INDEX_BASE_ZERO, vt),
+                           "cusparseCreateCsc", "describing a CSC matrix");
+            break;
+        case sparse::Format::coo:
+            check_cusparse(cusparseCreateCoo(&descr_, m.rows(), m.cols(), stored, m.row_indices().data(),
+                                             m.indices().data(), values, it, CUSPARSE_INDEX_BASE_ZERO, vt),
+                           "cusparseCreateCoo", "describing a COO matrix");
+            break;
+        case sparse::Format::bsr:
+            check_cusparse(cusparseCreateBsr(&descr_, m.rows() / m.block(), m.cols() / m.block(), stored, m.block(),
+                                             m.block(), m.offsets().data(), m.indices().data(), values, it, it,
+                                             CUSPARSE_INDEX_BASE_ZERO, vt,
+                                             m.block_order() == sparse::BlockOrder::row_major ? CUSPARSE_ORDER_ROW
+                                                                                              : CUSPARSE_ORDER_COL),
+                           "cusparseCreateBsr", "describing a BSR matrix");
+            break;
+    }
+    if (m.batch() > 1) {
+        const std::int64_t per = m.values().shape(-1);
+        cusparseStatus_t s = CUSPARSE_STATUS_SUCCESS;
+        const char* api = "";
+        switch (m.format()) {
+            case sparse::Format::csr:
+            case sparse::Format::csc:  // cuSPARSE describes a CSC batch with the CSR call
+                s = cusparseCsrSetStridedBatch(descr_, int(m.batch()), 0, per);
+                api = "cusparseCsrSetStridedBatch";
+                break;
+            case sparse::Format::coo:
+                s = cusparseCooSetStridedBatch(descr_, int(m.batch()), per);
+                api = "cusparseCooSetStridedBatch";
+                break;
+            case sparse::Format::bsr:
+                s = cusparseBsrSetStridedBatch(descr_, int(m.batch()), 0, m.stored(), per);
+                api = "cusparseBsrSetStridedBatch";
+                break;
+        }
+        if (s != CUSPARSE_STATUS_SUCCESS) {
+            (void)cusparseDestroySpMat(descr_);
+            throw_cusparse(int(s), api, "describing a batch of sparse matrices sharing one pattern");
+        }
+    }
+}
+
+SpMatDescriptor::~SpMatDescriptor() { (void)cusparseDestroySpMat(descr_); }
+
+void SpMatDescriptor::set_pointers(const sparse::MatrixView& m) const {
+    switch (format_) {
+        case sparse::Format::csr:
+            check_cusparse(cusparseCsrSetPointers(descr_, m.offsets().data(), m.indices().data(), m.values().data()),
+                           "cusparseCsrSetPointers", "pointing a CSR descriptor at new arrays");
+            break;
+        case sparse::Format::csc:
+            check_cusparse(cusparseCscSetPointers(descr_, m.offsets().data(), m.indices().data(), m.values().data()),
+                           "cusparseCscSetPointers", "pointing a CSC descriptor at new arrays");
+            break;
+        case sparse::Format::coo:
+            check_cusparse(
+                cusparseCooSetPointers(descr_, m.row_indices().data(), m.indices().data(), m.values().data()),
+                "cusparseCooSetPointers", "pointing a COO descriptor at new arrays");
+            break;
+        case sparse::Format::bsr:  // no BSR setter: values through the generic one (the pattern is the plan's)
+            check_cusparse(cusparseSpMatSetValues(descr_, m.values().data()), "cusparseSpMatSetValues",
+                           "pointing a BSR descriptor at new values");
+            break;
+    }
+}
+
+DnVecDescriptor::DnVecDescriptor(const TensorView& v) {
+    check_cusparse(cusparseCreateDnVec(&descr_, v.size(), v.data(), to_cuda(v.dtype())), "cusparseCreateDnVec",
+                   "describing a dense vector");
+}
+
+DnVecDescriptor::~DnVecDescriptor() { (void)cusparseDestroyDnVec(descr_); }
+
+void DnVecDescriptor::set_pointer(void* data) const {
+    check_cusparse(cusparseDnVecSetValues(descr_, data), "cusparseDnVecSetValues", "pointing a dense vector");
+}
+
+DnMatDescriptor::DnMatDescriptor(const TensorView& m) {
+    const int r = m.rank();
+    const std::int64_t rows = m.shape(r - 2), cols = m.shape(r - 1);
+    const bool row_major = m.stride(r - 1) == 1 && (rows == 1 || m.stride(r - 2) >= cols);
+    const std::int64_t ld = row_major ? (rows == 1 ? cols : m.stride(r - 2)) : (cols == 1 ? rows : m.stride(r - 1));
+    check_cusparse(cusparseCreateDnMat(&descr_, rows, cols, ld, m.data(), to_cuda(m.dtype()),
+                                       row_major ? CUSPARSE_ORDER_ROW : CUSPARSE_ORDER_COL),
+                   "cusparseCreateDnMat", "describing a dense matrix");
+    if (r == 3 && m.shape(0) > 1) {
+        if (const cusparseStatus_t s = cusparseDnMatSetStridedBatch(descr_, int(m.shape(0)), m.stride(0));
+            s != CUSPARSE_STATUS_SUCCESS) {
+            (void)cusparseDestroyDnMat(descr_);
+            throw_cusparse(int(s), "cusparseDnMatSetStridedBatch", "describing a batch of dense matrices");
+        }
+    }
+}
+
+DnMatDescriptor::~DnMatDescriptor() { (void)cusparseDestroyDnMat(descr_); }
+
+void DnMatDescriptor::set_pointer(void* data) const {
+    check_cusparse(cusparseDnMatSetValues(descr_, data), "cusparseDnMatSetValues", "pointing a dense matrix");
+}
+
+}  // namespace gpumath::detail
