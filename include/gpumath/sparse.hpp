@@ -7,3 +7,4 @@
 
 #include <gpumath/error.hpp>
 #include <gpumath/sparse/matrix.hpp>
+#include <gpumath/sparse/operation.hpp>
