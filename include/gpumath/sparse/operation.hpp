@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+/// Sparse matrices on cuSPARSE and cuDSS: CSR, CSC, COO and BSR views and owning matrices, their
+/// checks and conversions, products and triangular solves as plans, and a direct solver.
 namespace gpumath::sparse {
 
 /// op(A) of a sparse product or solve.

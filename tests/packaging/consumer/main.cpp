@@ -70,8 +70,8 @@ int main() {
         return 1;
     } catch (const gpumath::InvalidArgument&) {}
 #endif
-#if defined(GPUMATH_CONSUMER_MATMUL) || \
-    !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_FFT) || defined(GPUMATH_CONSUMER_LINALG))
+#if defined(GPUMATH_CONSUMER_MATMUL) || !(defined(GPUMATH_CONSUMER_CORE) || defined(GPUMATH_CONSUMER_FFT) || \
+                                          defined(GPUMATH_CONSUMER_LINALG) || defined(GPUMATH_CONSUMER_SPARSE))
     // A plan is validated without a GPU.
     const gpumath::Matmul mm(gpumath::TensorLayout(gpumath::DataType::f32, {8, 4}),
                              gpumath::TensorLayout(gpumath::DataType::f32, {4, 6}));
