@@ -122,6 +122,12 @@ std::size_t add_choices(std::string_view text, const char* api) {
     return parsed.size();
 }
 
+void clear_choices() {
+    Choices& c = choices();
+    std::lock_guard lock(c.mutex);
+    c.kept.clear();
+}
+
 bool find_choice(const ChoiceKey& key, linalg::Backend& backend) {
     Choices& c = choices();
     std::lock_guard lock(c.mutex);

@@ -45,6 +45,9 @@ std::size_t add_choices(std::string_view text, const char* api);
                                                const std::function<void(linalg::Backend, core::StreamRef)>& run,
                                                const std::function<void()>& release);
 
+/// Forgets every choice kept in this process (tests and fuzzing start from none).
+void clear_choices();
+
 /// The choice kept for `key`, if one was measured.
 [[nodiscard]] bool find_choice(const ChoiceKey& key, linalg::Backend& backend);
 

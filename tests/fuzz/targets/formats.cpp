@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fuzz targets for the files and strings gpumath reads from outside: compile-cache entries on
-// disk, matmul tuning files, and the values of environment variables.
+// disk, matmul tuning files, linalg's saved backend choices, and the values of environment variables.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "detail/shared_library.hpp"
 #include "fuzz/targets/fuzz_inputs.hpp"
 #include "fuzz/targets/target.hpp"
+#include "linalg/choice.hpp"
 #include "matmul/call.hpp"
 #include "matmul/tuning.hpp"
 
@@ -61,6 +63,30 @@ GPUMATH_FUZZ_TARGET(tuning) {
                            "a key that does not read back as itself");
     }
     GPUMATH_FUZZ_CHECK(parsed.stale >= 0 && parsed.malformed >= 0, "negative counts");
+}
+
+// A file of linalg backend choices (linalg::load_backend_choices reads it): refused with
+// InvalidArgument as a whole, or every line taken; what is kept is written back as a file that
+// reads again to the same choices.
+GPUMATH_FUZZ_TARGET(linalg_choices) {
+    const std::string_view input = text(data);
+    gpumath::detail::clear_choices();
+    std::size_t added = 0;
+    try {
+        added = gpumath::detail::add_choices(input, "fuzz");
+    } catch (const gpumath::InvalidArgument&) {
+        GPUMATH_FUZZ_CHECK(gpumath::detail::choices_text().find('\n') + 1 == gpumath::detail::choices_text().size(),
+                           "a refused file left choices behind");
+        return;
+    }
+    const std::size_t lines = std::size_t(std::count(input.begin(), input.end(), '\n')) + 1;
+    GPUMATH_FUZZ_CHECK(added < lines, "more choices than lines after the header");
+    const std::string written = gpumath::detail::choices_text();
+    const std::size_t kept = std::size_t(std::count(written.begin(), written.end(), '\n')) - 1;
+    GPUMATH_FUZZ_CHECK(kept <= added, "more choices kept than read");
+    gpumath::detail::clear_choices();
+    GPUMATH_FUZZ_CHECK(gpumath::detail::add_choices(written, "fuzz") == kept, "a written file that reads differently");
+    GPUMATH_FUZZ_CHECK(gpumath::detail::choices_text() == written, "choices that do not write back the same");
 }
 
 // Fields separated by line breaks: a count, a log level, the three cache-directory variables and

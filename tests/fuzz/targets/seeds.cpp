@@ -217,6 +217,11 @@ std::vector<std::string> seeds(std::string_view name) {
     if (name == "zstd") return compressed_images(0x8000);
     if (name == "compile_cache") return cache_entries();
     if (name == "tuning") return tuning_files();
+    if (name == "linalg_choices")
+        return {"# gpumath linalg backend choices 1\nNVIDIA_H100_80GB_HBM3\teigh\tf32\t100\t500\tbatched\n",
+                "# gpumath linalg backend choices 1\nNVIDIA_H200\tcholesky\tf64\t3\t512\twarp\n"
+                "NVIDIA_H200\tsvd thin m=16\tc32\t16\t1000\tjacobi\n\nNVIDIA_H200\tlu\tc64\t33\t128\tlooped\n",
+                "# gpumath linalg backend choices 1\n"};
     if (name == "dlpack") return dlpack_inputs();
     if (name == "ld_so_cache") {
         std::ifstream in("/etc/ld.so.cache", std::ios::binary);
