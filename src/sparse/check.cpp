@@ -57,17 +57,18 @@ std::string describe(int kind, long long position, const char* array, const spar
         case kernels::sparse_offset_last:
             return fmt::format("{}[{}] is not {}, the number of stored entries", array, position, m.stored());
         case kernels::sparse_index_range:
-            return fmt::format("{}[{}] is outside [0, {})", array, position,
-                               m.format() == sparse::Format::coo && array == std::string_view("row_indices") ? major
-                                                                                                             : minor);
+            return fmt::format(
+                "{}[{}] is outside [0, {})", array, position,
+                m.format() == sparse::Format::coo && array == std::string_view("row_indices") ? major : minor);
         default:
             return m.format() == sparse::Format::coo && array == std::string_view("row_indices")
                        ? fmt::format("{}[{}] is smaller than {}[{}]; COO entries are sorted by row", array, position,
                                      array, position - 1)
-                       : fmt::format("{}[{}] is not greater than {}[{}]; indices within a {} are strictly increasing "
-                                     "(no duplicates)",
-                                     array, position, array, position - 1,
-                                     m.format() == sparse::Format::csc ? "column" : "row");
+                       : fmt::format(
+                             "{}[{}] is not greater than {}[{}]; indices within a {} are strictly increasing "
+                             "(no duplicates)",
+                             array, position, array, position - 1,
+                             m.format() == sparse::Format::csc ? "column" : "row");
     }
 }
 
@@ -116,10 +117,12 @@ void enqueue_sparse_check(const sparse::MatrixView& matrix, bool sorted, unsigne
                                        .result = result};
     const std::int64_t work = std::max(matrix.stored(), coo ? std::int64_t{0} : major + 1);
     if (work == 0) return;
-    const core::Kernel k = device_kernel(current(), program(),
-                                         matrix.index_type() == DataType::i64 ? "gpumath::kernels::sparse_check<long long>"
-                                                                              : "gpumath::kernels::sparse_check<int>");
-    core::launch(stream, {.grid = std::min<std::int64_t>((work + threads - 1) / threads, 8192), .block = threads}, k, p);
+    const core::Kernel k =
+        device_kernel(current(), program(),
+                      matrix.index_type() == DataType::i64 ? "gpumath::kernels::sparse_check<long long>"
+                                                           : "gpumath::kernels::sparse_check<int>");
+    core::launch(stream, {.grid = std::min<std::int64_t>((work + threads - 1) / threads, 8192), .block = threads}, k,
+                 p);
 }
 
 void throw_sparse_check_result(const sparse::MatrixView& matrix, const unsigned long long* result, const char* api) {
@@ -129,10 +132,10 @@ void throw_sparse_check_result(const sparse::MatrixView& matrix, const unsigned 
         const auto position = static_cast<long long>(result[slot] / 8);
         const int kind = static_cast<int>(result[slot] % 8);
         const char* array = names[std::size_t(slot)];
-        throw InvalidSparseData(fmt::format("{}: {} {} matrix: {}", api, to_string(matrix.format()),
-                                            fmt::format("{} × {}", matrix.rows(), matrix.cols()),
-                                            describe(kind, position, array, matrix)),
-                                api, array, position);
+        throw InvalidSparseData(
+            fmt::format("{}: {} {} matrix: {}", api, to_string(matrix.format()),
+                        fmt::format("{} × {}", matrix.rows(), matrix.cols()), describe(kind, position, array, matrix)),
+            api, array, position);
     }
 }
 

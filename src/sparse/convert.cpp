@@ -80,7 +80,8 @@ core::LaunchConfig grid_for(std::int64_t work) {
 }
 
 void require_one(const MatrixView& m, const char* api) {
-    if (m.empty()) throw_invalid("matrix: the view is empty (default-constructed); make it with csr, csc, coo or bsr", api);
+    if (m.empty())
+        throw_invalid("matrix: the view is empty (default-constructed); make it with csr, csc, coo or bsr", api);
     if (m.batch() != 1)
         throw_invalid(fmt::format("matrix: a batch of {} value arrays; conversions take one matrix (pass "
                                   "with_values of one row)",
@@ -178,12 +179,12 @@ void transpose_compressed(const MatrixView& from, std::int64_t major, std::int64
     const detail::SparseHandle handle(current(), stream.handle());
     const cudaDataType vt = to_cuda(from.value_type());
     std::size_t bytes = 0;
-    check_cusparse(cusparseCsr2cscEx2_bufferSize(
-                       handle.get(), int(major), int(minor), int(from.stored()), from.values().data(),
-                       static_cast<const int*>(from.offsets().data()), static_cast<const int*>(from.indices().data()),
-                       to.values().data(), static_cast<int*>(to.offsets().data()),
-                       static_cast<int*>(to.indices().data()), vt, CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO,
-                       CUSPARSE_CSR2CSC_ALG_DEFAULT, &bytes),
+    check_cusparse(cusparseCsr2cscEx2_bufferSize(handle.get(), int(major), int(minor), int(from.stored()),
+                                                 from.values().data(), static_cast<const int*>(from.offsets().data()),
+                                                 static_cast<const int*>(from.indices().data()), to.values().data(),
+                                                 static_cast<int*>(to.offsets().data()),
+                                                 static_cast<int*>(to.indices().data()), vt, CUSPARSE_ACTION_NUMERIC,
+                                                 CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG_DEFAULT, &bytes),
                    "cusparseCsr2cscEx2_bufferSize", api);
     const core::Buffer work(std::max<std::size_t>(bytes, 1), stream);
     check_cusparse(cusparseCsr2cscEx2(handle.get(), int(major), int(minor), int(from.stored()), from.values().data(),
@@ -209,15 +210,14 @@ Matrix csr_from_coo(const MatrixView& m, core::StreamRef stream, const char* api
     copy_view(v.values(), m.values(), stream);
     if (m.index_type() == DataType::i32 && m.stored() > 0) {
         const detail::SparseHandle handle(current(), stream.handle());
-        check_cusparse(cusparseXcoo2csr(handle.get(), static_cast<const int*>(m.row_indices().data()),
-                                        int(m.stored()), int(m.rows()), static_cast<int*>(v.offsets().data()),
-                                        CUSPARSE_INDEX_BASE_ZERO),
+        check_cusparse(cusparseXcoo2csr(handle.get(), static_cast<const int*>(m.row_indices().data()), int(m.stored()),
+                                        int(m.rows()), static_cast<int*>(v.offsets().data()), CUSPARSE_INDEX_BASE_ZERO),
                        "cusparseXcoo2csr", api);
     } else {
-        rows_kernel("compress_rows", m.index_type(),
-                    {.offsets = v.offsets().data(), .rows = m.row_indices().data(), .major = m.rows(),
-                     .stored = m.stored()},
-                    m.rows() + 1, stream);
+        rows_kernel(
+            "compress_rows", m.index_type(),
+            {.offsets = v.offsets().data(), .rows = m.row_indices().data(), .major = m.rows(), .stored = m.stored()},
+            m.rows() + 1, stream);
     }
     return out;
 }
@@ -225,9 +225,8 @@ Matrix csr_from_coo(const MatrixView& m, core::StreamRef stream, const char* api
 Matrix csr_from_bsr(const MatrixView& m, core::StreamRef stream, const char* api) {
     require_i32(m, "bsr2csr", api);
     if (!legacy_value_type(m.value_type()))
-        throw_not_supported(fmt::format("values: {}; cuSPARSE's bsr2csr takes f32, f64, c32 or c64",
-                                        to_string(m.value_type())),
-                            api);
+        throw_not_supported(
+            fmt::format("values: {}; cuSPARSE's bsr2csr takes f32, f64, c32 or c64", to_string(m.value_type())), api);
     Matrix out = like(m, Format::csr, m.nnz(), stream);
     const MatrixView& v = out.view();
     const std::int64_t b = m.block(), mb = m.rows() / b, nb = m.cols() / b;
@@ -247,8 +246,9 @@ Matrix csr_from_bsr(const MatrixView& m, core::StreamRef stream, const char* api
     cusparseStatus_t s = CUSPARSE_STATUS_SUCCESS;
     switch (m.value_type()) {
         case DataType::f32:
-            s = cusparseSbsr2csr(handle.get(), dir, int(mb), int(nb), a.get(), static_cast<const float*>(m.values().data()),
-                                 ro, ci, int(b), c.get(), static_cast<float*>(v.values().data()), oro, oci);
+            s = cusparseSbsr2csr(handle.get(), dir, int(mb), int(nb), a.get(),
+                                 static_cast<const float*>(m.values().data()), ro, ci, int(b), c.get(),
+                                 static_cast<float*>(v.values().data()), oro, oci);
             break;
         case DataType::f64:
             s = cusparseDbsr2csr(handle.get(), dir, int(mb), int(nb), a.get(),
@@ -328,13 +328,15 @@ Matrix to_coo(const MatrixView& matrix, core::StreamRef stream) {
     if (from.stored() == 0) return out;
     if (from.index_type() == DataType::i32) {
         const detail::SparseHandle handle(current(), stream.handle());
-        check_cusparse(cusparseXcsr2coo(handle.get(), static_cast<const int*>(from.offsets().data()),
-                                        int(from.stored()), int(from.rows()), static_cast<int*>(v.row_indices().data()),
-                                        CUSPARSE_INDEX_BASE_ZERO),
-                       "cusparseXcsr2coo", api);
+        check_cusparse(
+            cusparseXcsr2coo(handle.get(), static_cast<const int*>(from.offsets().data()), int(from.stored()),
+                             int(from.rows()), static_cast<int*>(v.row_indices().data()), CUSPARSE_INDEX_BASE_ZERO),
+            "cusparseXcsr2coo", api);
     } else {
         rows_kernel("expand_rows", from.index_type(),
-                    {.offsets = from.offsets().data(), .rows = v.row_indices().data(), .major = from.rows(),
+                    {.offsets = from.offsets().data(),
+                     .rows = v.row_indices().data(),
+                     .major = from.rows(),
                      .stored = from.stored()},
                     from.stored(), stream);
     }
@@ -425,9 +427,8 @@ Matrix from_dense(const TensorView& dense, DataType index_type, core::StreamRef 
     if (index_type == DataType::i32 &&
         (rows > std::numeric_limits<std::int32_t>::max() || cols > std::numeric_limits<std::int32_t>::max() ||
          rows * cols > std::numeric_limits<std::int32_t>::max()))
-        throw_invalid(fmt::format("dense: {} × {} may hold more nonzeros than i32 indices count; ask for i64", rows,
-                                  cols),
-                      api);
+        throw_invalid(
+            fmt::format("dense: {} × {} may hold more nonzeros than i32 indices count; ask for i64", rows, cols), api);
     reject_capture(stream, api);
     if (rows == 0 || cols == 0) {
         Matrix out = Matrix::allocate(Format::csr, rows, cols, 0, dense.dtype(), index_type, stream);
@@ -454,9 +455,9 @@ Matrix from_dense(const TensorView& dense, DataType index_type, core::StreamRef 
     const detail::DnMatDescriptor in(dense);
     const detail::SparseHandle handle(current(), stream.handle());
     std::size_t bytes = 0;
-    check_cusparse(cusparseDenseToSparse_bufferSize(handle.get(), in.get(), raw, CUSPARSE_DENSETOSPARSE_ALG_DEFAULT,
-                                                    &bytes),
-                   "cusparseDenseToSparse_bufferSize", api);
+    check_cusparse(
+        cusparseDenseToSparse_bufferSize(handle.get(), in.get(), raw, CUSPARSE_DENSETOSPARSE_ALG_DEFAULT, &bytes),
+        "cusparseDenseToSparse_bufferSize", api);
     const core::Buffer work(std::max<std::size_t>(bytes, 1), stream);
     check_cusparse(
         cusparseDenseToSparse_analysis(handle.get(), in.get(), raw, CUSPARSE_DENSETOSPARSE_ALG_DEFAULT, work.data()),
@@ -495,9 +496,9 @@ void to_dense(const MatrixView& matrix, const TensorView& out, core::StreamRef s
         const detail::DnMatDescriptor b(out);
         const detail::SparseHandle handle(current(), stream.handle());
         std::size_t bytes = 0;
-        check_cusparse(
-            cusparseSparseToDense_bufferSize(handle.get(), a.get(), b.get(), CUSPARSE_SPARSETODENSE_ALG_DEFAULT, &bytes),
-            "cusparseSparseToDense_bufferSize", api);
+        check_cusparse(cusparseSparseToDense_bufferSize(handle.get(), a.get(), b.get(),
+                                                        CUSPARSE_SPARSETODENSE_ALG_DEFAULT, &bytes),
+                       "cusparseSparseToDense_bufferSize", api);
         const core::Buffer work = bytes == 0 ? core::Buffer{} : core::Buffer(bytes, stream);
         check_cusparse(
             cusparseSparseToDense(handle.get(), a.get(), b.get(), CUSPARSE_SPARSETODENSE_ALG_DEFAULT, work.data()),

@@ -163,16 +163,17 @@ Matrix from_triplets(std::int64_t rows, std::int64_t cols, std::span<const std::
     if (index_type != DataType::i32 && index_type != DataType::i64)
         detail::throw_invalid(fmt::format("index_type: {}; indices are i32 or i64", to_string(index_type)), api);
     if (value_count != std::int64_t(row_idx.size()))
-        detail::throw_invalid(fmt::format("values: {} entries for {} triplets; each triplet has one value",
-                                          value_count, row_idx.size()),
-                              api);
-    if (value_count > 0 && values == nullptr) detail::throw_invalid("values: null for a non-empty list of triplets", api);
+        detail::throw_invalid(
+            fmt::format("values: {} entries for {} triplets; each triplet has one value", value_count, row_idx.size()),
+            api);
+    if (value_count > 0 && values == nullptr)
+        detail::throw_invalid("values: null for a non-empty list of triplets", api);
     // Sizes first: the assembly allocates the offsets on the host.
     constexpr std::int64_t limit = std::numeric_limits<std::int32_t>::max();
     if (index_type == DataType::i32 && (rows > limit || cols > limit || value_count > limit))
-        detail::throw_invalid(fmt::format("{} × {} with {} triplets does not fit i32 indices; ask for i64", rows, cols,
-                                          value_count),
-                              api);
+        detail::throw_invalid(
+            fmt::format("{} × {} with {} triplets does not fit i32 indices; ask for i64", rows, cols, value_count),
+            api);
     const detail::TripletAssembly a = detail::assemble_triplets(rows, cols, row_idx, col_idx, format, block, api);
     std::vector<std::byte> summed(std::size_t(a.stored() * block * block) * size_of(value_type));
     detail::sum_triplet_values(a, row_idx, col_idx, values, value_type, summed.data());

@@ -117,8 +117,9 @@ TEST(SparseFromTriplets, RefusesBeforeAnyCudaCall) {
     expect_throw_with<InvalidArgument>(
         [&] { (void)from_triplets(2, 2, r, c, std::span<const double>(v), Format::csr, DataType(42), s); },
         {api, "index_type: 42"});
-    expect_throw_with<InvalidArgument>([&] { (void)from_triplets(2, 2, r, c, v.data(), DataType::i32, 2, Format::csr, DataType::i32, s); },
-                                       {api, "values: dtype i32"});
+    expect_throw_with<InvalidArgument>(
+        [&] { (void)from_triplets(2, 2, r, c, v.data(), DataType::i32, 2, Format::csr, DataType::i32, s); },
+        {api, "values: dtype i32"});
     expect_throw_with<InvalidArgument>(
         [&] { (void)from_triplets(2, 2, r, c, nullptr, DataType::f64, 2, Format::csr, DataType::i32, s); },
         {api, "values: null"});
@@ -129,14 +130,17 @@ TEST(SparseFromTriplets, RefusesBeforeAnyCudaCall) {
         [&] { (void)from_triplets(4, 6, r, c, std::span<const double>(v), Format::bsr, DataType::i32, s, 4); },
         {api, "block: 4"});
     expect_throw_with<InvalidArgument>(
-        [&] { (void)from_triplets(std::int64_t(1) << 32, 2, r, c, std::span<const double>(v), Format::csr, DataType::i32, s); },
+        [&] {
+            (void)from_triplets(std::int64_t(1) << 32, 2, r, c, std::span<const double>(v), Format::csr, DataType::i32,
+                                s);
+        },
         {api, "does not fit i32"});
 }
 
 // A 4 × 5 CSR view over fake addresses, and others like it.
 MatrixView csr(DataType index = DataType::i32, DataType value = DataType::f32, std::int64_t batch = 1) {
-    const TensorView values = batch == 1 ? TensorView(fake(2 << 20), value, {6})
-                                         : TensorView(fake(2 << 20), value, {batch, 6});
+    const TensorView values =
+        batch == 1 ? TensorView(fake(2 << 20), value, {6}) : TensorView(fake(2 << 20), value, {batch, 6});
     return MatrixView::csr(4, 5, {fake(0), index, {5}}, {fake(1 << 20), index, {6}}, values);
 }
 
@@ -147,16 +151,16 @@ TEST(SparseConvert, RefusesBeforeAnyCudaCall) {
                                        {"sparse::to_coo", "a batch of 3"});
     expect_throw_with<NotSupported>([&] { (void)to_csc(csr(DataType::i64), s); },
                                     {"sparse::to_csc", "i64 indices", "csr2cscEx2", "32-bit"});
-    const MatrixView csc64 =
-        MatrixView::csc(4, 5, {fake(0), DataType::i64, {6}}, {fake(1 << 20), DataType::i64, {6}}, {fake(2 << 20), DataType::f64, {6}});
+    const MatrixView csc64 = MatrixView::csc(4, 5, {fake(0), DataType::i64, {6}}, {fake(1 << 20), DataType::i64, {6}},
+                                             {fake(2 << 20), DataType::f64, {6}});
     expect_throw_with<NotSupported>([&] { (void)to_csr(csc64, s); }, {"sparse::to_csr", "i64"});
     expect_throw_with<InvalidArgument>([&] { (void)to_bsr(csr(), 3, s); }, {"sparse::to_bsr", "block: 3"});
     expect_throw_with<InvalidArgument>([&] { (void)to_bsr(csr(), 0, s); }, {"sparse::to_bsr", "block: 0"});
     expect_throw_with<NotSupported>([&] { (void)to_bsr(csr(DataType::i64), 1, s); }, {"sparse::to_bsr", "csr2bsr"});
     expect_throw_with<NotSupported>([&] { (void)to_bsr(csr(DataType::i32, DataType::f16), 1, s); },
                                     {"sparse::to_bsr", "values: f16"});
-    const MatrixView bsr64 = MatrixView::bsr(4, 4, 2, {fake(0), DataType::i64, {3}}, {fake(1 << 20), DataType::i64, {2}},
-                                             {fake(2 << 20), DataType::f32, {8}});
+    const MatrixView bsr64 = MatrixView::bsr(4, 4, 2, {fake(0), DataType::i64, {3}},
+                                             {fake(1 << 20), DataType::i64, {2}}, {fake(2 << 20), DataType::f32, {8}});
     expect_throw_with<NotSupported>([&] { (void)to_csr(bsr64, s); }, {"sparse::to_csr", "bsr2csr"});
 }
 
@@ -164,29 +168,58 @@ TEST(SparseConvert, DenseRefusalsBeforeAnyCudaCall) {
     const core::StreamRef s{};
     const char* api = "sparse::to_dense";
     const MatrixView m = csr();
-    expect_throw_with<InvalidArgument>([&] { to_dense(m, TensorView(fake(3 << 20), DataType::f32, {4, 5, 1}), s); },
-                                       {api, "out: rank 3"});
-    expect_throw_with<InvalidArgument>([&] { to_dense(m, TensorView(fake(3 << 20), DataType::f32, {5, 4}), s); },
-                                       {api, "out: shape", "4 × 5"});
-    expect_throw_with<InvalidArgument>([&] { to_dense(m, TensorView(fake(3 << 20), DataType::f64, {4, 5}), s); },
-                                       {api, "out: dtype f64"});
     expect_throw_with<InvalidArgument>(
-        [&] { to_dense(m, TensorView(fake(3 << 20), DataType::f32, {4, 5}, {2, 8}), s); }, {api, "out: strides"});
-    expect_throw_with<InvalidArgument>([&] { to_dense(m, TensorView(fake(2 << 20), DataType::f32, {4, 5}), s); },
-                                       {api, "overlaps"});
-    expect_throw_with<InvalidArgument>([&] { to_dense(MatrixView{}, TensorView(fake(3 << 20), DataType::f32, {4, 5}), s); },
-                                       {api, "empty"});
+        [&] {
+            to_dense(m, TensorView(fake(3 << 20), DataType::f32, {4, 5, 1}), s);
+        },
+        {api, "out: rank 3"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            to_dense(m, TensorView(fake(3 << 20), DataType::f32, {5, 4}), s);
+        },
+        {api, "out: shape", "4 × 5"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            to_dense(m, TensorView(fake(3 << 20), DataType::f64, {4, 5}), s);
+        },
+        {api, "out: dtype f64"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            to_dense(m, TensorView(fake(3 << 20), DataType::f32, {4, 5}, {2, 8}), s);
+        },
+        {api, "out: strides"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            to_dense(m, TensorView(fake(2 << 20), DataType::f32, {4, 5}), s);
+        },
+        {api, "overlaps"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            to_dense(MatrixView{}, TensorView(fake(3 << 20), DataType::f32, {4, 5}), s);
+        },
+        {api, "empty"});
     const char* fd = "sparse::from_dense";
-    expect_throw_with<InvalidArgument>([&] { (void)from_dense(TensorView(fake(), DataType::f32, {4}), DataType::i32, s); },
-                                       {fd, "dense: rank 1"});
-    expect_throw_with<InvalidArgument>([&] { (void)from_dense(TensorView(fake(), DataType::f16, {4, 4}), DataType::i32, s); },
-                                       {fd, "dense: dtype f16"});
-    expect_throw_with<InvalidArgument>([&] { (void)from_dense(TensorView(fake(), DataType::f32, {4, 4}), DataType::f32, s); },
-                                       {fd, "index_type: f32"});
-    expect_throw_with<InvalidArgument>([&] { (void)from_dense(TensorView(fake(), DataType::f32, {4, 4}), DataType(40), s); },
-                                       {fd, "index_type: 40"});
     expect_throw_with<InvalidArgument>(
-        [&] { (void)from_dense(TensorView(fake(), DataType::f32, {70000, 70000}), DataType::i32, s); },
+        [&] { (void)from_dense(TensorView(fake(), DataType::f32, {4}), DataType::i32, s); }, {fd, "dense: rank 1"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)from_dense(TensorView(fake(), DataType::f16, {4, 4}), DataType::i32, s);
+        },
+        {fd, "dense: dtype f16"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)from_dense(TensorView(fake(), DataType::f32, {4, 4}), DataType::f32, s);
+        },
+        {fd, "index_type: f32"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)from_dense(TensorView(fake(), DataType::f32, {4, 4}), DataType(40), s);
+        },
+        {fd, "index_type: 40"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            (void)from_dense(TensorView(fake(), DataType::f32, {70000, 70000}), DataType::i32, s);
+        },
         {fd, "ask for i64"});
 }
 
@@ -230,9 +263,9 @@ TEST(SparseKernels, EveryKernelCompilesAndIsFoundByItsName) {
         core::ProgramOptions options;
         std::vector<std::string> names;
     };
-    for (const Prog& p : {Prog{detail::sparse_check_source(), detail::sparse_check_options(), detail::sparse_check_names()},
-                          Prog{detail::sparse_convert_source(), detail::sparse_convert_options(),
-                               detail::sparse_convert_names()}}) {
+    for (const Prog& p :
+         {Prog{detail::sparse_check_source(), detail::sparse_check_options(), detail::sparse_check_names()},
+          Prog{detail::sparse_convert_source(), detail::sparse_convert_options(), detail::sparse_convert_names()}}) {
         core::ProgramOptions options = p.options;
         options.arch = GPUMATH_TEST_ARCH;
         core::Program program(std::string(p.source), options);

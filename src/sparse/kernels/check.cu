@@ -34,7 +34,8 @@ __global__ void __launch_bounds__(256) sparse_check(SparseCheckParams p) {
         if (offsets != nullptr && i <= p.major) {
             const long long o = offsets[i];
             if (i == 0 && o != 0) report(p.result + sparse_slot_offsets, 0, sparse_offset_first);
-            if (i > 0 && o < (long long)offsets[i - 1]) report(p.result + sparse_slot_offsets, i, sparse_offset_decrease);
+            if (i > 0 && o < (long long)offsets[i - 1])
+                report(p.result + sparse_slot_offsets, i, sparse_offset_decrease);
             if (i == p.major && o != p.stored) report(p.result + sparse_slot_offsets, i, sparse_offset_last);
         }
         if (i >= p.stored) continue;
