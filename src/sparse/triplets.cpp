@@ -20,8 +20,10 @@ namespace {
 /// The sort key of a triplet: (major, minor) in the format's order.
 struct Key {
     std::int64_t major, minor;
-    friend bool operator==(const Key&, const Key&) = default;
-    friend auto operator<=>(const Key&, const Key&) = default;
+    friend bool operator==(const Key& a, const Key& b) { return a.major == b.major && a.minor == b.minor; }
+    friend bool operator<(const Key& a, const Key& b) {
+        return a.major != b.major ? a.major < b.major : a.minor < b.minor;
+    }
 };
 
 Key key_of(sparse::Format format, std::int64_t r, std::int64_t c, std::int64_t block) {

@@ -48,7 +48,8 @@ INSTANTIATE_TEST_SUITE_P(Index, SparseCheckGpu, ::testing::Values(DataType::i32,
 
 TEST_P(SparseCheckGpu, ValidMatricesPass) {
     GPUMATH_REQUIRE_GPU();
-    for (const Format f : {Format::csr, Format::csc, Format::coo}) EXPECT_NO_THROW(check(sample(f, GetParam(), {}), {}, {}));
+    for (const Format f : {Format::csr, Format::csc, Format::coo})
+        EXPECT_NO_THROW(check(sample(f, GetParam(), {}), {}, {}));
     EXPECT_NO_THROW(check(sample(Format::bsr, GetParam(), {}, 2), {}, {}));
     const Matrix empty = from_triplets(5, 5, {}, {}, std::span<const float>(), Format::csr, GetParam(), {});
     EXPECT_NO_THROW(check(empty, {}, {}));

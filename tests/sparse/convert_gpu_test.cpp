@@ -62,8 +62,8 @@ TYPED_TEST(SparseConvertGpu, TripletsEveryFormatAndDense) {
     for (const DataType index : {DataType::i32, DataType::i64}) {
         for (const Format f : {Format::csr, Format::csc, Format::coo, Format::bsr}) {
             SCOPED_TRACE(std::string(to_string(f)) + " " + std::string(to_string(index)));
-            const Matrix m = from_triplets(rows, cols, t.r, t.c, std::span<const T>(v), f, index, stream,
-                                           f == Format::bsr ? 3 : 1);
+            const Matrix m =
+                from_triplets(rows, cols, t.r, t.c, std::span<const T>(v), f, index, stream, f == Format::bsr ? 3 : 1);
             stream.synchronize();
             EXPECT_EQ(m.view().index_type(), index);
             expect_dense(dense_of<T>(m.view()), ref, "arrays");
@@ -167,9 +167,9 @@ TEST(SparseConvertGpuCapture, ToDenseReplaysFromAGraph) {
         core::Graph graph = core::Graph::capture(stream, [&](core::StreamRef s) { to_dense(m, out, s); });
         for (int round = 0; round < 2; ++round) {
             const std::vector<double> vals = test::random_vector<double>(std::size_t(m.view().values().size()), rng);
-            ASSERT_EQ(cudaMemcpy(m.view().values().data(), vals.data(), vals.size() * sizeof(double),
-                                 cudaMemcpyHostToDevice),
-                      cudaSuccess);
+            ASSERT_EQ(
+                cudaMemcpy(m.view().values().data(), vals.data(), vals.size() * sizeof(double), cudaMemcpyHostToDevice),
+                cudaSuccess);
             ASSERT_EQ(cudaMemset(out.data(), 0xFF, std::size_t(out.view().span_bytes())), cudaSuccess);
             graph.launch(stream);
             stream.synchronize();

@@ -39,9 +39,9 @@ inline void poke(const TensorView& v, std::int64_t position, std::int64_t value)
     const std::size_t size = size_of(v.dtype());
     const auto narrow = static_cast<std::int32_t>(value);
     const void* src = v.dtype() == DataType::i64 ? static_cast<const void*>(&value) : &narrow;
-    ASSERT_EQ(cudaMemcpy(static_cast<char*>(v.data()) + position * std::int64_t(size), src, size,
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
+    ASSERT_EQ(
+        cudaMemcpy(static_cast<char*>(v.data()) + position * std::int64_t(size), src, size, cudaMemcpyHostToDevice),
+        cudaSuccess);
 }
 
 /// The matrix as a row-major host dense matrix, from its arrays alone.
