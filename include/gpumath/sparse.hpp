@@ -6,5 +6,7 @@
 #pragma once
 
 #include <gpumath/error.hpp>
+#include <gpumath/sparse/check.hpp>
+#include <gpumath/sparse/convert.hpp>
 #include <gpumath/sparse/matrix.hpp>
 #include <gpumath/sparse/operation.hpp>
