@@ -6,5 +6,6 @@
 #pragma once
 
 #include <gpumath/error.hpp>
+#include <gpumath/sparse/direct_solver.hpp>
 #include <gpumath/sparse/matrix.hpp>
 #include <gpumath/sparse/operation.hpp>
