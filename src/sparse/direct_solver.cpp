@@ -444,9 +444,9 @@ int DirectSolver::info(core::StreamRef stream) const {
 }
 
 void DirectSolver::check(core::StreamRef stream) const {
+    const DirectSolverImpl& state = impl("sparse::DirectSolver::check");
     const int value = info(stream);
     if (value == 0) return;
-    const DirectSolverImpl& state = *impl_;
     const bool definite = state.options.type == MatrixType::spd || state.options.type == MatrixType::hpd;
     throw NumericalError(
         fmt::format("sparse::DirectSolver: cuDSS reported info {} after {} the {} × {} matrix: it is {}", value,
