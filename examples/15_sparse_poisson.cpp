@@ -66,7 +66,7 @@ std::vector<double> host_residual(const Poisson& p, const std::vector<double>& x
 /// lookup on the MatrixView, so this compiles either way), else on the host.
 template <class Matrix>
 std::vector<double> residual(const Poisson& p, const Matrix& a, const gm::Tensor& x, gm::core::StreamRef stream) {
-    if constexpr (requires(gm::Tensor& r) { spmv(a, x.view(), r.view(), -1.0, 1.0, {}, stream); }) {
+    if constexpr (requires(gm::Tensor & r) { spmv(a, x.view(), r.view(), -1.0, 1.0, {}, stream); }) {
         gm::Tensor r = gm::Tensor::from_host(p.b, {p.n}, stream);
         spmv(a, x.view(), r.view(), -1.0, 1.0, {}, stream);
         return r.to_host<double>(stream);
@@ -100,8 +100,9 @@ int main(int argc, char** argv) try {
         return 77;
     }
     if (!sp::DirectSolver::supported()) {
-        std::printf("this gpumath was built without cuDSS's header, so it has no direct solver: run scripts/deps.sh "
-                    "(or `pip install nvidia-cudss-cu13` and configure with -DGPUMATH_CUDSS_ROOT=<its folder>)\n");
+        std::printf(
+            "this gpumath was built without cuDSS's header, so it has no direct solver: run scripts/deps.sh "
+            "(or `pip install nvidia-cudss-cu13` and configure with -DGPUMATH_CUDSS_ROOT=<its folder>)\n");
         return 77;
     }
     try {
@@ -139,7 +140,8 @@ int main(int argc, char** argv) try {
     const double relative_residual = norm(residual(p, a, x, stream)) / norm(p.b);
     const std::vector<double> hx = x.to_host<double>(stream);
     double error = 0;
-    for (std::int64_t i = 0; i < p.n; ++i) error = std::max(error, std::abs(hx[std::size_t(i)] - p.exact[std::size_t(i)]));
+    for (std::int64_t i = 0; i < p.n; ++i)
+        error = std::max(error, std::abs(hx[std::size_t(i)] - p.exact[std::size_t(i)]));
     const double h = 1.0 / (m + 1);
     std::printf("relative residual %.2e; max error against the exact solution %.2e (h² = %.2e)\n", relative_residual,
                 error, h * h);

@@ -107,12 +107,14 @@ void check_matrix(const sparse::MatrixView& a, const sparse::DirectSolverOptions
 }
 
 /// b or x of solve: A's dtype, (n) with unit stride or (n, k) column-major.
-[[maybe_unused]] void check_dense(const TensorView& v, const char* name, std::int64_t n, DataType dtype, const char* api) {
+[[maybe_unused]] void check_dense(const TensorView& v, const char* name, std::int64_t n, DataType dtype,
+                                  const char* api) {
     if (v.dtype() != dtype)
-        throw_invalid(fmt::format("{}: dtype {} where the matrix holds {}", name, to_string(v.dtype()), to_string(dtype)),
-                      api);
+        throw_invalid(
+            fmt::format("{}: dtype {} where the matrix holds {}", name, to_string(v.dtype()), to_string(dtype)), api);
     if (v.rank() != 1 && v.rank() != 2)
-        throw_invalid(fmt::format("{}: rank {}; right-hand sides and solutions are (n) or (n, k)", name, v.rank()), api);
+        throw_invalid(fmt::format("{}: rank {}; right-hand sides and solutions are (n) or (n, k)", name, v.rank()),
+                      api);
     if (v.shape(0) != n)
         throw_invalid(fmt::format("{}: {} rows where the matrix has n = {}", name, v.shape(0), n), api);
     if (n > 1 && v.stride(0) != 1)
@@ -246,11 +248,11 @@ struct DirectSolverImpl {
         const cudaDataType_t t = to_cuda(a.value_type());
         if (matrix == nullptr) {
             const bool complex = a.value_type() == DataType::c32 || a.value_type() == DataType::c64;
-            check_cudss(api.cudssMatrixCreateCsr(&matrix, n(), n(), a.nnz(), a.offsets().data(), nullptr,
-                                                 a.indices().data(), a.values().data(), CUDA_R_32I, CUDA_R_32I, t,
-                                                 cudss_type(options.type, complex), cudss_view(options.part),
-                                                 CUDSS_BASE_ZERO),
-                        "cudssMatrixCreateCsr", "describing the matrix");
+            check_cudss(
+                api.cudssMatrixCreateCsr(&matrix, n(), n(), a.nnz(), a.offsets().data(), nullptr, a.indices().data(),
+                                         a.values().data(), CUDA_R_32I, CUDA_R_32I, t,
+                                         cudss_type(options.type, complex), cudss_view(options.part), CUDSS_BASE_ZERO),
+                "cudssMatrixCreateCsr", "describing the matrix");
         }
         for (cudssMatrix_t* m : {&unread_x, &unread_b})
             if (*m == nullptr)
@@ -285,8 +287,8 @@ struct DirectSolverImpl {
             check_cudss(api.cudssDataSet(handle, data, CUDSS_DATA_INFO, &zero, sizeof(zero)), "cudssDataSet",
                         "clearing the info of an earlier factorization");
             const bool refactor = again && stage == Stage::factorized;
-            execute(api, refactor ? CUDSS_PHASE_REFACTORIZATION : CUDSS_PHASE_FACTORIZATION, unread_x, unread_b,
-                    stream, refactor ? "refactorization" : "numeric factorization");
+            execute(api, refactor ? CUDSS_PHASE_REFACTORIZATION : CUDSS_PHASE_FACTORIZATION, unread_x, unread_b, stream,
+                    refactor ? "refactorization" : "numeric factorization");
             last_phase = refactor ? "refactorizing" : "factorizing";
         }
         stage = Stage::factorized;
@@ -411,10 +413,9 @@ void DirectSolver::solve(const TensorView& b, const TensorView& x, core::StreamR
             api);
     if (detail::overlap(b, x))
         detail::throw_invalid("x: overlaps b; the solution needs its own memory (copy b first to solve in place)", api);
-    const std::pair<const TensorView*, const char*> arrays[] = {
-        {&state.a.offsets(), "the matrix's row offsets"},
-        {&state.a.indices(), "the matrix's column indices"},
-        {&state.a.values(), "the matrix's values"}};
+    const std::pair<const TensorView*, const char*> arrays[] = {{&state.a.offsets(), "the matrix's row offsets"},
+                                                                {&state.a.indices(), "the matrix's column indices"},
+                                                                {&state.a.values(), "the matrix's values"}};
     for (const auto& [array, name] : arrays) {
         if (detail::overlap(x, *array)) detail::throw_invalid(fmt::format("x: overlaps {}", name), api);
     }
@@ -437,9 +438,9 @@ int DirectSolver::info(core::StreamRef stream) const {
     stream.synchronize();
     int value = 0;
     std::size_t written = 0;
-    detail::check_cudss(detail::cudss().cudssDataGet(state.handle, state.data, CUDSS_DATA_INFO, &value, sizeof(value),
-                                                     &written),
-                        "cudssDataGet", "reading the factorization's info");
+    detail::check_cudss(
+        detail::cudss().cudssDataGet(state.handle, state.data, CUDSS_DATA_INFO, &value, sizeof(value), &written),
+        "cudssDataGet", "reading the factorization's info");
     return value;
 }
 

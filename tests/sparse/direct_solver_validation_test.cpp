@@ -49,16 +49,13 @@ TEST(SparseDirectSolver, EnumNames) {
 TEST(SparseDirectSolver, ConstructorRefusesWhatTheHostCanSee) {
     const char* api = "sparse::DirectSolver";
     expect_throw_with<InvalidArgument>([] { DirectSolver s{MatrixView()}; }, {api, "a: an empty MatrixView"});
+    expect_throw_with<InvalidArgument>([] { DirectSolver s{MatrixView::csc(4, 4, offsets(), indices(), values())}; },
+                                       {api, "a: format csc", "sparse::to_csr"});
     expect_throw_with<InvalidArgument>(
-        [] { DirectSolver s{MatrixView::csc(4, 4, offsets(), indices(), values())}; },
-        {api, "a: format csc", "sparse::to_csr"});
-    expect_throw_with<InvalidArgument>(
-        [] {
-            DirectSolver s{MatrixView::coo(4, 4, TensorView(fake(0), DataType::i32, {7}), indices(), values())};
-        },
+        [] { DirectSolver s{MatrixView::coo(4, 4, TensorView(fake(0), DataType::i32, {7}), indices(), values())}; },
         {api, "a: format coo", "CSR"});
-    expect_throw_with<InvalidArgument>(
-        [] { DirectSolver s{MatrixView::csr(4, 5, offsets(), indices(), values())}; }, {api, "4 × 5 is not square"});
+    expect_throw_with<InvalidArgument>([] { DirectSolver s{MatrixView::csr(4, 5, offsets(), indices(), values())}; },
+                                       {api, "4 × 5 is not square"});
     expect_throw_with<NotSupported>([] { DirectSolver s{square(DataType::f16)}; },
                                     {api, "a: values of dtype f16", "f32, f64, c32 and c64"});
     expect_throw_with<NotSupported>(
@@ -66,7 +63,8 @@ TEST(SparseDirectSolver, ConstructorRefusesWhatTheHostCanSee) {
         {api, "a: indices of dtype i64", "i32"});
     expect_throw_with<NotSupported>(
         [] {
-            DirectSolver s{MatrixView::csr(4, 4, offsets(), indices(), TensorView(fake(2 << 20), DataType::f64, {3, 7}))};
+            DirectSolver s{
+                MatrixView::csr(4, 4, offsets(), indices(), TensorView(fake(2 << 20), DataType::f64, {3, 7}))};
         },
         {api, "a batch of 3 value arrays"});
 }
@@ -118,19 +116,30 @@ TEST_F(SparseDirectSolverBuilt, SolveRefusesBadOperandsBeforeAnyCudaCall) {
     expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4}), dense(x_at, {4}, {}, DataType::c64)); },
                                        {api, "x: dtype c64"});
     expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {2, 4, 1}), dense(x_at, {4})); }, {api, "b: rank 3"});
-    expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {5}), dense(x_at, {4})); },
-                                       {api, "b: 5 rows", "n = 4"});
+    expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {5}), dense(x_at, {4})); }, {api, "b: 5 rows", "n = 4"});
     expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4}, {2}), dense(x_at, {4})); },
                                        {api, "b: row stride 2", "column-major"});
     // (4, 3) row-major: unit stride along columns, not rows.
-    expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4, 3}), dense(x_at, {4, 3}, {1, 4})); },
-                                       {api, "b: row stride 3"});
-    expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4, 3}, {1, 4}), dense(x_at, {4, 3}, {1, 2})); },
-                                       {api, "x: column stride 2 below n = 4"});
-    expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4, 3}, {1, 4}), dense(x_at, {4, 2}, {1, 4})); },
-                                       {api, "x: shape", "one shape"});
-    expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4, 1}, {1, 4}), dense(x_at, {4})); },
-                                       {api, "x: shape"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            solve(dense(b_at, {4, 3}), dense(x_at, {4, 3}, {1, 4}));
+        },
+        {api, "b: row stride 3"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            solve(dense(b_at, {4, 3}, {1, 4}), dense(x_at, {4, 3}, {1, 2}));
+        },
+        {api, "x: column stride 2 below n = 4"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            solve(dense(b_at, {4, 3}, {1, 4}), dense(x_at, {4, 2}, {1, 4}));
+        },
+        {api, "x: shape", "one shape"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            solve(dense(b_at, {4, 1}, {1, 4}), dense(x_at, {4}));
+        },
+        {api, "x: shape"});
     expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4}), dense(b_at + 8, {4})); },
                                        {api, "x: overlaps b", "own memory"});
     expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4}), dense(b_at, {4})); }, {api, "x: overlaps b"});
@@ -139,20 +148,26 @@ TEST_F(SparseDirectSolverBuilt, SolveRefusesBadOperandsBeforeAnyCudaCall) {
     expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4}), TensorView(fake(0), DataType::f64, {4})); },
                                        {api, "x: overlaps the matrix's row offsets"});
     // Good operands, but nothing factorized yet: refused on the host too.
-    expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4, 3}, {1, 8}), dense(x_at, {4, 3}, {1, 4})); },
-                                       {api, "not factorized", "factorize()"});
+    expect_throw_with<InvalidArgument>(
+        [&] {
+            solve(dense(b_at, {4, 3}, {1, 8}), dense(x_at, {4, 3}, {1, 4}));
+        },
+        {api, "not factorized", "factorize()"});
     expect_throw_with<InvalidArgument>([&] { solve(dense(b_at, {4}), dense(x_at, {4})); }, {api, "not factorized"});
 }
 
 TEST_F(SparseDirectSolverBuilt, RefactorizeRefusesOtherValues) {
     DirectSolver s{square()};
     const char* api = "sparse::DirectSolver::refactorize";
+    expect_throw_with<InvalidArgument>([&] { s.refactorize(TensorView(fake(8 << 20), DataType::f32, {7}), no_stream); },
+                                       {api, "values:", "f32"});
+    expect_throw_with<InvalidArgument>([&] { s.refactorize(TensorView(fake(8 << 20), DataType::f64, {6}), no_stream); },
+                                       {api, "values:"});
     expect_throw_with<InvalidArgument>(
-        [&] { s.refactorize(TensorView(fake(8 << 20), DataType::f32, {7}), no_stream); }, {api, "values:", "f32"});
-    expect_throw_with<InvalidArgument>(
-        [&] { s.refactorize(TensorView(fake(8 << 20), DataType::f64, {6}), no_stream); }, {api, "values:"});
-    expect_throw_with<InvalidArgument>(
-        [&] { s.refactorize(TensorView(fake(8 << 20), DataType::f64, {2, 7}), no_stream); }, {api, "values:"});
+        [&] {
+            s.refactorize(TensorView(fake(8 << 20), DataType::f64, {2, 7}), no_stream);
+        },
+        {api, "values:"});
     // Same dtype and shape but on top of the column indices.
     expect_throw_with<InvalidArgument>([&] { s.refactorize(TensorView(fake(1 << 20), DataType::f64, {7}), no_stream); },
                                        {"overlap"});
@@ -208,7 +223,10 @@ TEST(SparseCudssLoader, FilesThatAreNoLibraryAreRefusedWithoutLoading) {
     const std::string truncated = folder + "gpumath_cudss_truncated.so";
     {
         std::ofstream out(truncated, std::ios::binary);
-        out.write("\x7f" "ELF\x02\x01\x01", 7);
+        out.write(
+            "\x7f"
+            "ELF\x02\x01\x01",
+            7);
     }
     EXPECT_NE(detail::cudss_load_error(truncated, true).find("could not be loaded"), std::string::npos);
     std::remove(truncated.c_str());
