@@ -82,7 +82,7 @@ public:
     using Error::Error;
 };
 
-/// cuDSS reported an error, or cuDSS could not be loaded (gpumath loads `libcudss.so.0` at run
+/// cuDSS reported an error, or cuDSS could not be loaded (gpumath loads `libcudss.so.1`, cuDSS 1.x at run
 /// time); `status()` is the cudssStatus_t (0 when the library is missing or lacks a function).
 class CudssError : public Error {
 public:

@@ -8,5 +8,6 @@
 #include <gpumath/error.hpp>
 #include <gpumath/sparse/check.hpp>
 #include <gpumath/sparse/convert.hpp>
+#include <gpumath/sparse/direct_solver.hpp>
 #include <gpumath/sparse/matrix.hpp>
 #include <gpumath/sparse/operation.hpp>
