@@ -8,3 +8,6 @@
 #include <gpumath/error.hpp>
 #include <gpumath/sparse/matrix.hpp>
 #include <gpumath/sparse/operation.hpp>
+#include <gpumath/sparse/sddmm.hpp>
+#include <gpumath/sparse/spgemm.hpp>
+#include <gpumath/sparse/triangular.hpp>
