@@ -34,9 +34,8 @@ void check_sparse_operand(const sparse::MatrixView& m, const char* name, std::in
                                   sparse::to_string(m.format()), api, names),
                       api);
     if (m.batch() != 1)
-        throw_not_supported(fmt::format("{}: a batch of {} matrices; {} takes one matrix (values 1-D)", name,
-                                        m.batch(), api),
-                            api);
+        throw_not_supported(
+            fmt::format("{}: a batch of {} matrices; {} takes one matrix (values 1-D)", name, m.batch(), api), api);
     check_product_dtype(m.value_type(), fmt::format("{}.values", name).c_str(), api);
 }
 
@@ -56,6 +55,12 @@ void check_aligned(const TensorView& v, const char* name, const char* api) {
 }  // namespace
 
 DenseStorage check_dense_matrix(const TensorView& m, DataType dtype, const char* name, const char* api) {
+    const DenseStorage s = check_dense_matrix(static_cast<const TensorLayout&>(m), dtype, name, api);
+    check_aligned(m, name, api);
+    return s;
+}
+
+DenseStorage check_dense_matrix(const TensorLayout& m, DataType dtype, const char* name, const char* api) {
     if (m.rank() != 2) throw_invalid(fmt::format("{}: rank {}; a dense matrix operand is 2-D", name, m.rank()), api);
     if (m.dtype() != dtype)
         throw_invalid(fmt::format("{}: dtype {} where the operation computes in {}; all operands have one dtype", name,
@@ -74,11 +79,15 @@ DenseStorage check_dense_matrix(const TensorView& m, DataType dtype, const char*
                                   name, to_string(m.strides()), to_string(m.shape())),
                       api);
     }
-    check_aligned(m, name, api);
     return s;
 }
 
 void check_dense_vector(const TensorView& v, std::int64_t length, DataType dtype, const char* name, const char* api) {
+    check_dense_vector(static_cast<const TensorLayout&>(v), length, dtype, name, api);
+    check_aligned(v, name, api);
+}
+
+void check_dense_vector(const TensorLayout& v, std::int64_t length, DataType dtype, const char* name, const char* api) {
     if (v.rank() != 1) throw_invalid(fmt::format("{}: rank {}; a dense vector operand is 1-D", name, v.rank()), api);
     if (v.dtype() != dtype)
         throw_invalid(fmt::format("{}: dtype {} where the operation computes in {}; all operands have one dtype", name,
@@ -89,7 +98,6 @@ void check_dense_vector(const TensorView& v, std::int64_t length, DataType dtype
     if (length > 1 && v.stride(0) != 1)
         throw_invalid(fmt::format("{}: stride {}; a dense vector operand is contiguous (stride 1)", name, v.stride(0)),
                       api);
-    check_aligned(v, name, api);
 }
 
 bool overlaps(const TensorView& a, const TensorView& b) noexcept {

@@ -40,9 +40,13 @@ struct DenseStorage {
 /// (row-major) or its columns (column-major) with the other stride at least the extent, aligned to
 /// its element size. InvalidArgument naming `name` otherwise.
 DenseStorage check_dense_matrix(const TensorView& m, DataType dtype, const char* name, const char* api);
+/// The same for a layout (no address, so no alignment check).
+DenseStorage check_dense_matrix(const TensorLayout& m, DataType dtype, const char* name, const char* api);
 
 /// Checks a dense vector operand of `length` entries of `dtype`: 1-D, unit stride, aligned.
 void check_dense_vector(const TensorView& v, std::int64_t length, DataType dtype, const char* name, const char* api);
+/// The same for a layout (no address, so no alignment check).
+void check_dense_vector(const TensorLayout& v, std::int64_t length, DataType dtype, const char* name, const char* api);
 
 /// True when the byte ranges of `a` and `b` overlap (empty ranges never do).
 [[nodiscard]] bool overlaps(const TensorView& a, const TensorView& b) noexcept;

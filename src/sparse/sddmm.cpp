@@ -53,12 +53,12 @@ void SDDMMImpl::plan_locked(core::StreamRef stream) {
     const SparseHandle h(device, stream.handle());
     const cusparseOperation_t op_a = cusparse_operation(options.op_a), op_b = cusparse_operation(options.op_b);
     std::size_t bytes = 0;
-    check_cusparse(cusparseSDDMM_bufferSize(h.get(), op_a, op_b, one.get(), da->get(), db->get(), zero.get(),
-                                            dc->get(), to_cuda(vt), CUSPARSE_SDDMM_ALG_DEFAULT, &bytes),
+    check_cusparse(cusparseSDDMM_bufferSize(h.get(), op_a, op_b, one.get(), da->get(), db->get(), zero.get(), dc->get(),
+                                            to_cuda(vt), CUSPARSE_SDDMM_ALG_DEFAULT, &bytes),
                    "cusparseSDDMM_bufferSize", "sizing an SDDMM");
     buffer = plan_buffer(bytes, options.memory_resource);
-    check_cusparse(cusparseSDDMM_preprocess(h.get(), op_a, op_b, one.get(), da->get(), db->get(), zero.get(),
-                                            dc->get(), to_cuda(vt), CUSPARSE_SDDMM_ALG_DEFAULT, buffer.data()),
+    check_cusparse(cusparseSDDMM_preprocess(h.get(), op_a, op_b, one.get(), da->get(), db->get(), zero.get(), dc->get(),
+                                            to_cuda(vt), CUSPARSE_SDDMM_ALG_DEFAULT, buffer.data()),
                    "cusparseSDDMM_preprocess", "preprocessing an SDDMM");
     stream.synchronize();
 }

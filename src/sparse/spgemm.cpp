@@ -84,8 +84,8 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
     // C once it is allocated.
     core::Buffer offsets = plan_buffer(std::size_t(m + 1) * index_bytes, resource);
     const cusparseIndexType_t cit = index_type_of(it);
-    check_cusparse(cusparseCreateCsr(&dc, m, n, 0, offsets.data(), nullptr, nullptr, cit, cit,
-                                     CUSPARSE_INDEX_BASE_ZERO, to_cuda(vt)),
+    check_cusparse(cusparseCreateCsr(&dc, m, n, 0, offsets.data(), nullptr, nullptr, cit, cit, CUSPARSE_INDEX_BASE_ZERO,
+                                     to_cuda(vt)),
                    "cusparseCreateCsr", "describing SpGEMM's product");
     check_cusparse(cusparseSpGEMM_createDescr(&descr), "cusparseSpGEMM_createDescr", "planning a SpGEMM");
 
@@ -130,9 +130,9 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
                    "cusparseCsrSetPointers", "pointing SpGEMM's product at its arrays");
 
     std::size_t size5 = 0;
-    check_cusparse(cusparseSpGEMMreuse_copy(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size5,
-                                            nullptr),
-                   "cusparseSpGEMMreuse_copy", "sizing SpGEMM's copy");
+    check_cusparse(
+        cusparseSpGEMMreuse_copy(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size5, nullptr),
+        "cusparseSpGEMMreuse_copy", "sizing SpGEMM's copy");
     buffer5 = plan_buffer(size5, resource);
     check_cusparse(cusparseSpGEMMreuse_copy(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size5,
                                             buffer5.data()),

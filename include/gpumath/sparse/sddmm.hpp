@@ -26,7 +26,7 @@ struct SDDMMOptions {
     /// op(B): none or transpose.
     Operation op_b = Operation::none;
     /// Where cuSPARSE's buffer is allocated (null: the current device's pool).
-    std::shared_ptr<core::MemoryResource> memory_resource;
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };
 
 /// A planned sampled dense-dense product C = α·(op(A)·op(B)) ∘ spy(C) + β·C: for every entry (i, j)

@@ -20,7 +20,7 @@ namespace gpumath::sparse {
 /// Options of a SpGEMM plan.
 struct SpGEMMOptions {
     /// Where the product and cuSPARSE's buffers are allocated (null: the current device's pool).
-    std::shared_ptr<core::MemoryResource> memory_resource;
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };
 
 /// A planned product C = A·B of two CSR matrices on cuSPARSE's structure-reuse SpGEMM.

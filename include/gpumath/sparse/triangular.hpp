@@ -54,7 +54,7 @@ struct TriangularSolveOptions {
     /// Solve with A, Aᵀ or Aᴴ.
     Operation op = Operation::none;
     /// Where cuSPARSE's analysis buffer is allocated (null: the current device's pool).
-    std::shared_ptr<core::MemoryResource> memory_resource;
+    std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };
 
 /// A planned sparse triangular solve op(A)·x = α·b: cuSPARSE's SpSV when the right-hand sides are
