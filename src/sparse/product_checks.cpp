@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sparse/product_checks.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
@@ -157,8 +158,8 @@ Scalar::Scalar(std::complex<double> value, DataType dtype, const char* name, con
 }
 
 core::Buffer plan_buffer(std::size_t bytes, const std::shared_ptr<core::MemoryResource>& resource) {
-    if (bytes == 0) return {};
-    core::Buffer b(bytes, core::StreamRef{}, resource);
+    // Never empty: cuSPARSE reads a null buffer as a size query.
+    core::Buffer b(std::max<std::size_t>(bytes, 16), core::StreamRef{}, resource);
     sync_default_stream();
     return b;
 }

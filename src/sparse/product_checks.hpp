@@ -80,7 +80,7 @@ private:
     } storage_{};
 };
 
-/// `bytes` of device memory from `resource` (null: the current device's pool) that work on any
+/// At least `bytes` (and never 0) of device memory from `resource` (null: the current device's pool) that work on any
 /// stream may use: allocated in order on the legacy default stream, which is then synchronized, and
 /// freed on it. For the buffers a plan keeps, made while planning (which blocks anyway), so that
 /// they never depend on a caller's stream staying alive.

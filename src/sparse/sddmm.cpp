@@ -27,6 +27,15 @@ struct SDDMMImpl {
     std::optional<SpMatDescriptor> dc;
     core::Buffer buffer;  // written by the preprocessing, read by every product
 
+    /// Back to the unplanned state (after a failed plan).
+    void reset() noexcept {
+        da.reset();
+        db.reset();
+        dc.reset();
+        buffer.reset();
+        trivial = false;
+    }
+
     void plan(core::StreamRef stream, const char* api);
     void plan_locked(core::StreamRef stream);
     void compute(const Scalar& alpha, const Scalar& beta, core::StreamRef stream) const;
@@ -37,7 +46,13 @@ void SDDMMImpl::plan(core::StreamRef stream, const char* api) {
     reject_planning_in_capture(stream, api);
     std::lock_guard lock(mutex);
     if (planned.load(std::memory_order_relaxed)) return;
-    plan_locked(stream);
+    try {
+        plan_locked(stream);
+    } catch (...) {
+        release_noexcept([&] { stream.synchronize(); });  // before the buffer goes
+        reset();
+        throw;
+    }
     planned.store(true, std::memory_order_release);
 }
 

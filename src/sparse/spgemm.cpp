@@ -7,6 +7,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -36,6 +37,7 @@ struct SpGEMMImpl {
     cusparseSpMatDescr_t dc = nullptr;
     cusparseSpGEMMDescr_t descr = nullptr;
     core::Buffer buffer3, buffer4, buffer5;  // read by every compute
+    std::vector<core::Buffer> scratch;       // planning's own, freed once it has finished
     sparse::Matrix c;
     std::int64_t nnz = -1;
 
@@ -44,9 +46,23 @@ struct SpGEMMImpl {
     SpGEMMImpl& operator=(const SpGEMMImpl&) = delete;
     SpGEMMImpl(SpGEMMImpl&&) = delete;
     SpGEMMImpl& operator=(SpGEMMImpl&&) = delete;
-    ~SpGEMMImpl() {
+    ~SpGEMMImpl() { reset(); }
+
+    /// Back to the unplanned state (after a failed plan).
+    void reset() noexcept {
         if (descr != nullptr) (void)cusparseSpGEMM_destroyDescr(descr);
         if (dc != nullptr) (void)cusparseDestroySpMat(dc);
+        descr = nullptr;
+        dc = nullptr;
+        da.reset();
+        db.reset();
+        buffer3.reset();
+        buffer4.reset();
+        buffer5.reset();
+        scratch.clear();
+        c = sparse::Matrix();
+        nnz = -1;
+        trivial = false;
     }
 
     void plan(core::StreamRef stream, const char* api);
@@ -59,7 +75,14 @@ void SpGEMMImpl::plan(core::StreamRef stream, const char* api) {
     reject_planning_in_capture(stream, api);
     std::lock_guard lock(mutex);
     if (planned.load(std::memory_order_relaxed)) return;
-    plan_locked(stream);
+    try {
+        plan_locked(stream);
+    } catch (...) {
+        // What was enqueued may still use the buffers: wait for it before they go.
+        release_noexcept([&] { stream.synchronize(); });
+        reset();
+        throw;
+    }
     planned.store(true, std::memory_order_release);
 }
 
@@ -82,11 +105,11 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
     db.emplace(b);
     // C's row offsets are found before its nnz is known: into a buffer of their own, copied into
     // C once it is allocated.
-    core::Buffer offsets = plan_buffer(std::size_t(m + 1) * index_bytes, resource);
+    void* offsets = scratch.emplace_back(plan_buffer(std::size_t(m + 1) * index_bytes, resource)).data();
     const cusparseIndexType_t cit = index_type_of(it);
-    check_cusparse(cusparseCreateCsr(&dc, m, n, 0, offsets.data(), nullptr, nullptr, cit, cit, CUSPARSE_INDEX_BASE_ZERO,
-                                     to_cuda(vt)),
-                   "cusparseCreateCsr", "describing SpGEMM's product");
+    check_cusparse(
+        cusparseCreateCsr(&dc, m, n, 0, offsets, nullptr, nullptr, cit, cit, CUSPARSE_INDEX_BASE_ZERO, to_cuda(vt)),
+        "cusparseCreateCsr", "describing SpGEMM's product");
     check_cusparse(cusparseSpGEMM_createDescr(&descr), "cusparseSpGEMM_createDescr", "planning a SpGEMM");
 
     const SparseHandle h(device, stream.handle());
@@ -94,24 +117,22 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
     check_cusparse(cusparseSpGEMMreuse_workEstimation(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg,
                                                       descr, &size1, nullptr),
                    "cusparseSpGEMMreuse_workEstimation", "sizing SpGEMM's work estimation");
-    core::Buffer buffer1 = plan_buffer(size1, resource);
+    void* buffer1 = scratch.emplace_back(plan_buffer(size1, resource)).data();
     check_cusparse(cusparseSpGEMMreuse_workEstimation(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg,
-                                                      descr, &size1, buffer1.data()),
+                                                      descr, &size1, buffer1),
                    "cusparseSpGEMMreuse_workEstimation", "SpGEMM's work estimation");
 
     std::size_t size2 = 0, size3 = 0, size4 = 0;
     check_cusparse(cusparseSpGEMMreuse_nnz(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size2,
                                            nullptr, &size3, nullptr, &size4, nullptr),
                    "cusparseSpGEMMreuse_nnz", "sizing SpGEMM's symbolic phase");
-    core::Buffer buffer2 = plan_buffer(size2, resource);
+    void* buffer2 = scratch.emplace_back(plan_buffer(size2, resource)).data();
     buffer3 = plan_buffer(size3, resource);
     buffer4 = plan_buffer(size4, resource);
     check_cusparse(cusparseSpGEMMreuse_nnz(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size2,
-                                           buffer2.data(), &size3, buffer3.data(), &size4, buffer4.data()),
+                                           buffer2, &size3, buffer3.data(), &size4, buffer4.data()),
                    "cusparseSpGEMMreuse_nnz", "SpGEMM's symbolic phase");
     stream.synchronize();  // C's nnz reaches the host
-    buffer1.reset();
-    buffer2.reset();
 
     std::int64_t rows = 0, cols = 0;
     check_cusparse(cusparseSpMatGetSize(dc, &rows, &cols, &nnz), "cusparseSpMatGetSize", "reading SpGEMM's nnz");
@@ -123,9 +144,15 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
     c = sparse::Matrix::allocate(sparse::Format::csr, m, n, nnz, vt, it, core::StreamRef{});
     sync_default_stream();
     const sparse::MatrixView& cv = c.view();
-    check(cudaMemcpyAsync(cv.offsets().data(), offsets.data(), std::size_t(m + 1) * index_bytes,
-                          cudaMemcpyDeviceToDevice, stream.handle()),
+    check(cudaMemcpyAsync(cv.offsets().data(), offsets, std::size_t(m + 1) * index_bytes, cudaMemcpyDeviceToDevice,
+                          stream.handle()),
           "cudaMemcpyAsync", "copying SpGEMM's row offsets into the product");
+    if (nnz == 0) {  // no product of stored entries: C is its offsets alone
+        trivial = true;
+        stream.synchronize();
+        scratch.clear();
+        return;
+    }
     check_cusparse(cusparseCsrSetPointers(dc, cv.offsets().data(), cv.indices().data(), cv.values().data()),
                    "cusparseCsrSetPointers", "pointing SpGEMM's product at its arrays");
 
@@ -137,7 +164,8 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
     check_cusparse(cusparseSpGEMMreuse_copy(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size5,
                                             buffer5.data()),
                    "cusparseSpGEMMreuse_copy", "SpGEMM's copy of the product's pattern");
-    stream.synchronize();  // the offsets buffer goes now
+    stream.synchronize();
+    scratch.clear();
 }
 
 void SpGEMMImpl::compute(core::StreamRef stream) const {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -56,16 +57,30 @@ struct TriangularSolveImpl {
     std::optional<DnMatDescriptor> mb, mx;
     cusparseSpSVDescr_t sv = nullptr;
     cusparseSpSMDescr_t sm = nullptr;
-    core::Buffer buffer;  // the analysis, read by every solve
+    core::Buffer buffer;                // the analysis, read by every solve
+    std::vector<core::Buffer> scratch;  // planning's own, freed once it has finished
 
     TriangularSolveImpl() = default;
     TriangularSolveImpl(const TriangularSolveImpl&) = delete;
     TriangularSolveImpl& operator=(const TriangularSolveImpl&) = delete;
     TriangularSolveImpl(TriangularSolveImpl&&) = delete;
     TriangularSolveImpl& operator=(TriangularSolveImpl&&) = delete;
-    ~TriangularSolveImpl() {
+    ~TriangularSolveImpl() { reset(); }
+
+    /// Back to the unplanned state (after a failed plan).
+    void reset() noexcept {
         if (sv != nullptr) (void)cusparseSpSV_destroyDescr(sv);
         if (sm != nullptr) (void)cusparseSpSM_destroyDescr(sm);
+        sv = nullptr;
+        sm = nullptr;
+        vb.reset();
+        vx.reset();
+        mb.reset();
+        mx.reset();
+        da.reset();
+        buffer.reset();
+        scratch.clear();
+        trivial = false;
     }
 
     void plan(core::StreamRef stream, const char* api);
@@ -78,7 +93,13 @@ void TriangularSolveImpl::plan(core::StreamRef stream, const char* api) {
     reject_planning_in_capture(stream, api);
     std::lock_guard lock(mutex);
     if (planned.load(std::memory_order_relaxed)) return;
-    plan_locked(stream);
+    try {
+        plan_locked(stream);
+    } catch (...) {
+        release_noexcept([&] { stream.synchronize(); });  // before the buffers go
+        reset();
+        throw;
+    }
     planned.store(true, std::memory_order_release);
 }
 
@@ -96,9 +117,11 @@ void TriangularSolveImpl::plan_locked(core::StreamRef stream) {
     check_cusparse(cusparseSpMatSetAttribute(da->get(), CUSPARSE_SPMAT_DIAG_TYPE, &diag, sizeof(diag)),
                    "cusparseSpMatSetAttribute", "setting a triangular solve's diagonal");
     // The analysis takes descriptors of b and x: scratch of the planned layout stands in for them.
-    const core::Buffer b_scratch = plan_buffer(std::size_t(layout.span_bytes()), options.memory_resource);
-    const core::Buffer x_scratch = plan_buffer(std::size_t(layout.span_bytes()), options.memory_resource);
-    const TensorView bv(b_scratch.data(), layout), xv(x_scratch.data(), layout);
+    const void* b_scratch =
+        scratch.emplace_back(plan_buffer(std::size_t(layout.span_bytes()), options.memory_resource)).data();
+    const void* x_scratch =
+        scratch.emplace_back(plan_buffer(std::size_t(layout.span_bytes()), options.memory_resource)).data();
+    const TensorView bv(b_scratch, layout), xv(x_scratch, layout);
     const DataType vt = a.value_type();
     const cudaDataType ct = to_cuda(vt);
     const Scalar one(1.0, vt, "alpha", "sparse::TriangularSolve::plan");
@@ -128,7 +151,8 @@ void TriangularSolveImpl::plan_locked(core::StreamRef stream) {
                                              CUSPARSE_SPSV_ALG_DEFAULT, sv, buffer.data()),
                        "cusparseSpSV_analysis", "analysing a triangular matrix");
     }
-    stream.synchronize();  // the scratch goes now
+    stream.synchronize();
+    scratch.clear();
 }
 
 void TriangularSolveImpl::run(const TensorView& b, const TensorView& x, const Scalar& alpha, core::StreamRef stream) {
