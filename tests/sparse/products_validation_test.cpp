@@ -16,6 +16,7 @@ using test::expect_throw_with;
 
 // Addresses that are never dereferenced, each array in its own 1 MiB range.
 std::byte* fake(std::uintptr_t slot, std::uintptr_t offset = 0) {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): fake addresses, never dereferenced
     return reinterpret_cast<std::byte*>(std::uintptr_t(1) << 40) + (slot << 20) + offset;
 }
 
