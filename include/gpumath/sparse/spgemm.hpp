@@ -19,7 +19,8 @@ namespace gpumath::sparse {
 
 /// Options of a SpGEMM plan.
 struct SpGEMMOptions {
-    /// Where the product and cuSPARSE's buffers are allocated (null: the current device's pool).
+    /// Where cuSPARSE's buffers are allocated (null: the current device's pool). The product itself
+    /// comes from the current device's pool, as Matrix::allocate's arrays do.
     std::shared_ptr<core::MemoryResource> memory_resource = nullptr;
 };
 
