@@ -123,6 +123,8 @@ SDDMM::SDDMM(const TensorView& a, const TensorView& b, const MatrixView& c, cons
                                           "c.rows() × c.cols()",
                                           am, ak, bk, bn, c.rows(), c.cols()),
                               api);
+    if (ak == 0 && c.stored() != 0)
+        detail::throw_not_supported("op(a)·op(b) has inner extent 0 (C = β·C); cuSPARSE's SDDMM needs k >= 1", api);
     detail::check_apart(a, "a", c, "c", api);
     detail::check_apart(b, "b", c, "c", api);
     impl_ = std::make_unique<SDDMMImpl>();

@@ -132,6 +132,12 @@ TEST(SparseProductsValidation, SDDMMRefusesBadOperands) {
     expect_throw_with<InvalidArgument>(
         [] { SDDMM p(dense(20, 4, 3), dense(21, 3, 5), csr(4, 5), {.op_a = Operation(7)}); },
         {api, "options.op_a: 7 is not an Operation", "none, transpose, conjugate_transpose"});
+    expect_throw_with<NotSupported>(
+        [] {
+            SDDMM p(TensorView(fake(20), DataType::f32, {4, 0}), TensorView(fake(21), DataType::f32, {0, 5}),
+                    csr(4, 5));
+        },
+        {api, "inner extent 0"});
     // A over C's values; B misaligned.
     expect_throw_with<InvalidArgument>(
         [] {
