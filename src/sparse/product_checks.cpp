@@ -11,7 +11,7 @@
 #include "detail/enum_check.hpp"
 #include "detail/status.hpp"
 
-namespace gpumath::detail {
+namespace gpumath::detail::products {
 
 void check_product_dtype(DataType t, const char* name, const char* api) {
     if (t != DataType::f32 && t != DataType::f64 && t != DataType::c32 && t != DataType::c64)
@@ -182,4 +182,4 @@ void reject_planning_in_capture(core::StreamRef stream, const char* api) {
                    "capture");
 }
 
-}  // namespace gpumath::detail
+}  // namespace gpumath::detail::products

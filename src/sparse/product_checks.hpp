@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Private to src/sparse: the host checks and small pieces that SpGEMM, SDDMM and the triangular
 // solves share: operand rules (format, dtype, batch), dense operand layouts, overlap, the
-// operation's cuSPARSE enumerator, scalars in the compute type, and the plan's device.
+// operation's cuSPARSE enumerator, scalars in the compute type, and the plan's device. In a
+// namespace of their own: linalg has helpers of the same names in gpumath::detail.
 #pragma once
 
 #include <complex>
@@ -16,7 +17,7 @@
 #include <gpumath/sparse/matrix.hpp>
 #include <gpumath/sparse/operation.hpp>
 
-namespace gpumath::detail {
+namespace gpumath::detail::products {
 
 /// InvalidArgument unless `v` is f32, f64, c32 or c64 ("<name>: dtype ...; <api> takes ..."):
 /// the value types the products and solves run in one precision.
@@ -96,4 +97,4 @@ void check_plan_device(int planned, const char* api);
 /// allocates and runs cuSPARSE's analysis, which a capture cannot hold.
 void reject_planning_in_capture(core::StreamRef stream, const char* api);
 
-}  // namespace gpumath::detail
+}  // namespace gpumath::detail::products

@@ -38,12 +38,12 @@ struct SDDMMImpl {
 
     void plan(core::StreamRef stream, const char* api);
     void plan_locked(core::StreamRef stream);
-    void compute(const Scalar& alpha, const Scalar& beta, core::StreamRef stream) const;
+    void compute(const products::Scalar& alpha, const products::Scalar& beta, core::StreamRef stream) const;
 };
 
 void SDDMMImpl::plan(core::StreamRef stream, const char* api) {
     if (planned.load(std::memory_order_acquire)) return;
-    reject_planning_in_capture(stream, api);
+    products::reject_planning_in_capture(stream, api);
     std::lock_guard lock(mutex);
     if (planned.load(std::memory_order_relaxed)) return;
     try {
@@ -64,27 +64,29 @@ void SDDMMImpl::plan_locked(core::StreamRef stream) {
     db.emplace(b);
     dc.emplace(c);
     const DataType vt = c.value_type();
-    const Scalar one(1.0, vt, "alpha", "sparse::SDDMM::plan"), zero(0.0, vt, "beta", "sparse::SDDMM::plan");
+    const products::Scalar one(1.0, vt, "alpha", "sparse::SDDMM::plan"), zero(0.0, vt, "beta", "sparse::SDDMM::plan");
     const SparseHandle h(device, stream.handle());
-    const cusparseOperation_t op_a = cusparse_operation(options.op_a), op_b = cusparse_operation(options.op_b);
+    const cusparseOperation_t op_a = products::cusparse_operation(options.op_a),
+                              op_b = products::cusparse_operation(options.op_b);
     std::size_t bytes = 0;
     check_cusparse(cusparseSDDMM_bufferSize(h.get(), op_a, op_b, one.get(), da->get(), db->get(), zero.get(), dc->get(),
                                             to_cuda(vt), CUSPARSE_SDDMM_ALG_DEFAULT, &bytes),
                    "cusparseSDDMM_bufferSize", "sizing an SDDMM");
-    buffer = plan_buffer(bytes, options.memory_resource);
+    buffer = products::plan_buffer(bytes, options.memory_resource);
     check_cusparse(cusparseSDDMM_preprocess(h.get(), op_a, op_b, one.get(), da->get(), db->get(), zero.get(), dc->get(),
                                             to_cuda(vt), CUSPARSE_SDDMM_ALG_DEFAULT, buffer.data()),
                    "cusparseSDDMM_preprocess", "preprocessing an SDDMM");
     stream.synchronize();
 }
 
-void SDDMMImpl::compute(const Scalar& alpha, const Scalar& beta, core::StreamRef stream) const {
+void SDDMMImpl::compute(const products::Scalar& alpha, const products::Scalar& beta, core::StreamRef stream) const {
     if (trivial) return;
     const SparseHandle h(device, stream.handle());
-    check_cusparse(cusparseSDDMM(h.get(), cusparse_operation(options.op_a), cusparse_operation(options.op_b),
-                                 alpha.get(), da->get(), db->get(), beta.get(), dc->get(), to_cuda(c.value_type()),
-                                 CUSPARSE_SDDMM_ALG_DEFAULT, buffer.data()),
-                   "cusparseSDDMM", "a sampled dense-dense product");
+    check_cusparse(
+        cusparseSDDMM(h.get(), products::cusparse_operation(options.op_a), products::cusparse_operation(options.op_b),
+                      alpha.get(), da->get(), db->get(), beta.get(), dc->get(), to_cuda(c.value_type()),
+                      CUSPARSE_SDDMM_ALG_DEFAULT, buffer.data()),
+        "cusparseSDDMM", "a sampled dense-dense product");
 }
 
 }  // namespace gpumath::detail
@@ -96,7 +98,7 @@ using detail::SDDMMImpl;
 namespace {
 
 void check_sddmm_op(Operation op, const char* field, const char* api) {
-    detail::check_operation(op, field, api);
+    detail::products::check_operation(op, field, api);
     if (op == Operation::conjugate_transpose)
         detail::throw_invalid(
             fmt::format("{}: conjugate_transpose; cuSPARSE's SDDMM takes none or transpose (conjugate the dense "
@@ -111,10 +113,10 @@ SDDMM::SDDMM(const TensorView& a, const TensorView& b, const MatrixView& c, cons
     constexpr const char* api = "sparse::SDDMM";
     check_sddmm_op(options.op_a, "options.op_a", api);
     check_sddmm_op(options.op_b, "options.op_b", api);
-    detail::check_sparse_operand(c, "c", {Format::csr}, api);
+    detail::products::check_sparse_operand(c, "c", {Format::csr}, api);
     const DataType vt = c.value_type();
-    const detail::DenseStorage sa = detail::check_dense_matrix(a, vt, "a", api);
-    const detail::DenseStorage sb = detail::check_dense_matrix(b, vt, "b", api);
+    const detail::products::DenseStorage sa = detail::products::check_dense_matrix(a, vt, "a", api);
+    const detail::products::DenseStorage sb = detail::products::check_dense_matrix(b, vt, "b", api);
     const bool ta = options.op_a != Operation::none, tb = options.op_b != Operation::none;
     const std::int64_t am = ta ? sa.cols : sa.rows, ak = ta ? sa.rows : sa.cols;
     const std::int64_t bk = tb ? sb.cols : sb.rows, bn = tb ? sb.rows : sb.cols;
@@ -125,8 +127,8 @@ SDDMM::SDDMM(const TensorView& a, const TensorView& b, const MatrixView& c, cons
                               api);
     if (ak == 0 && c.stored() != 0)
         detail::throw_not_supported("op(a)·op(b) has inner extent 0 (C = β·C); cuSPARSE's SDDMM needs k >= 1", api);
-    detail::check_apart(a, "a", c, "c", api);
-    detail::check_apart(b, "b", c, "c", api);
+    detail::products::check_apart(a, "a", c, "c", api);
+    detail::products::check_apart(b, "b", c, "c", api);
     impl_ = std::make_unique<SDDMMImpl>();
     impl_->a = a;
     impl_->b = b;
@@ -154,9 +156,9 @@ void SDDMM::execute(std::complex<double> alpha, std::complex<double> beta, core:
     constexpr const char* api = "sparse::SDDMM::execute";
     SDDMMImpl& state = impl(api);
     const DataType vt = state.c.value_type();
-    const detail::Scalar a(alpha, vt, "alpha", api), b(beta, vt, "beta", api);
+    const detail::products::Scalar a(alpha, vt, "alpha", api), b(beta, vt, "beta", api);
     state.plan(stream, api);
-    detail::check_plan_device(state.device, api);
+    detail::products::check_plan_device(state.device, api);
     std::lock_guard lock(state.mutex);
     state.compute(a, b, stream);
 }

@@ -72,7 +72,7 @@ struct SpGEMMImpl {
 
 void SpGEMMImpl::plan(core::StreamRef stream, const char* api) {
     if (planned.load(std::memory_order_acquire)) return;
-    reject_planning_in_capture(stream, api);
+    products::reject_planning_in_capture(stream, api);
     std::lock_guard lock(mutex);
     if (planned.load(std::memory_order_relaxed)) return;
     try {
@@ -96,7 +96,7 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
         c = sparse::Matrix::allocate(sparse::Format::csr, m, n, 0, vt, it, core::StreamRef{});
         check(cudaMemsetAsync(c.view().offsets().data(), 0, std::size_t(m + 1) * index_bytes, nullptr),
               "cudaMemsetAsync", "zeroing an empty product's row offsets");
-        sync_default_stream();
+        products::sync_default_stream();
         nnz = 0;
         return;
     }
@@ -105,7 +105,7 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
     db.emplace(b);
     // C's row offsets are found before its nnz is known: into a buffer of their own, copied into
     // C once it is allocated.
-    void* offsets = scratch.emplace_back(plan_buffer(std::size_t(m + 1) * index_bytes, resource)).data();
+    void* offsets = scratch.emplace_back(products::plan_buffer(std::size_t(m + 1) * index_bytes, resource)).data();
     const cusparseIndexType_t cit = index_type_of(it);
     check_cusparse(
         cusparseCreateCsr(&dc, m, n, 0, offsets, nullptr, nullptr, cit, cit, CUSPARSE_INDEX_BASE_ZERO, to_cuda(vt)),
@@ -117,7 +117,7 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
     check_cusparse(cusparseSpGEMMreuse_workEstimation(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg,
                                                       descr, &size1, nullptr),
                    "cusparseSpGEMMreuse_workEstimation", "sizing SpGEMM's work estimation");
-    void* buffer1 = scratch.emplace_back(plan_buffer(size1, resource)).data();
+    void* buffer1 = scratch.emplace_back(products::plan_buffer(size1, resource)).data();
     check_cusparse(cusparseSpGEMMreuse_workEstimation(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg,
                                                       descr, &size1, buffer1),
                    "cusparseSpGEMMreuse_workEstimation", "SpGEMM's work estimation");
@@ -126,9 +126,9 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
     check_cusparse(cusparseSpGEMMreuse_nnz(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size2,
                                            nullptr, &size3, nullptr, &size4, nullptr),
                    "cusparseSpGEMMreuse_nnz", "sizing SpGEMM's symbolic phase");
-    void* buffer2 = scratch.emplace_back(plan_buffer(size2, resource)).data();
-    buffer3 = plan_buffer(size3, resource);
-    buffer4 = plan_buffer(size4, resource);
+    void* buffer2 = scratch.emplace_back(products::plan_buffer(size2, resource)).data();
+    buffer3 = products::plan_buffer(size3, resource);
+    buffer4 = products::plan_buffer(size4, resource);
     check_cusparse(cusparseSpGEMMreuse_nnz(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size2,
                                            buffer2, &size3, buffer3.data(), &size4, buffer4.data()),
                    "cusparseSpGEMMreuse_nnz", "SpGEMM's symbolic phase");
@@ -142,7 +142,7 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
                         nnz),
             "sparse::SpGEMM::plan");
     c = sparse::Matrix::allocate(sparse::Format::csr, m, n, nnz, vt, it, core::StreamRef{});
-    sync_default_stream();
+    products::sync_default_stream();
     const sparse::MatrixView& cv = c.view();
     check(cudaMemcpyAsync(cv.offsets().data(), offsets, std::size_t(m + 1) * index_bytes, cudaMemcpyDeviceToDevice,
                           stream.handle()),
@@ -160,7 +160,7 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
     check_cusparse(
         cusparseSpGEMMreuse_copy(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size5, nullptr),
         "cusparseSpGEMMreuse_copy", "sizing SpGEMM's copy");
-    buffer5 = plan_buffer(size5, resource);
+    buffer5 = products::plan_buffer(size5, resource);
     check_cusparse(cusparseSpGEMMreuse_copy(h.get(), no_op, no_op, da->get(), db->get(), dc, spgemm_alg, descr, &size5,
                                             buffer5.data()),
                    "cusparseSpGEMMreuse_copy", "SpGEMM's copy of the product's pattern");
@@ -171,7 +171,8 @@ void SpGEMMImpl::plan_locked(core::StreamRef stream) {
 void SpGEMMImpl::compute(core::StreamRef stream) const {
     if (trivial) return;
     const DataType vt = a.value_type();
-    const Scalar one(1.0, vt, "alpha", "sparse::SpGEMM::execute"), zero(0.0, vt, "beta", "sparse::SpGEMM::execute");
+    const products::Scalar one(1.0, vt, "alpha", "sparse::SpGEMM::execute"),
+        zero(0.0, vt, "beta", "sparse::SpGEMM::execute");
     const SparseHandle h(device, stream.handle());
     check_cusparse(cusparseSpGEMMreuse_compute(h.get(), no_op, no_op, one.get(), da->get(), db->get(), zero.get(), dc,
                                                to_cuda(vt), spgemm_alg, descr),
@@ -187,8 +188,8 @@ using detail::SpGEMMImpl;
 namespace {
 
 void check_spgemm_operands(const MatrixView& a, const MatrixView& b, const char* api) {
-    detail::check_sparse_operand(a, "a", {Format::csr}, api);
-    detail::check_sparse_operand(b, "b", {Format::csr}, api);
+    detail::products::check_sparse_operand(a, "a", {Format::csr}, api);
+    detail::products::check_sparse_operand(b, "b", {Format::csr}, api);
     if (a.value_type() != b.value_type())
         detail::throw_invalid(fmt::format("a.values: dtype {}, b.values: dtype {}; both operands have one dtype",
                                           to_string(a.value_type()), to_string(b.value_type())),
@@ -233,7 +234,7 @@ void SpGEMM::execute(core::StreamRef stream) {
     constexpr const char* api = "sparse::SpGEMM::execute";
     SpGEMMImpl& state = impl(api);
     state.plan(stream, api);
-    detail::check_plan_device(state.device, api);
+    detail::products::check_plan_device(state.device, api);
     std::lock_guard lock(state.mutex);
     state.compute(stream);
 }

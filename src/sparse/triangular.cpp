@@ -85,12 +85,12 @@ struct TriangularSolveImpl {
 
     void plan(core::StreamRef stream, const char* api);
     void plan_locked(core::StreamRef stream);
-    void run(const TensorView& b, const TensorView& x, const Scalar& alpha, core::StreamRef stream);
+    void run(const TensorView& b, const TensorView& x, const products::Scalar& alpha, core::StreamRef stream);
 };
 
 void TriangularSolveImpl::plan(core::StreamRef stream, const char* api) {
     if (planned.load(std::memory_order_acquire)) return;
-    reject_planning_in_capture(stream, api);
+    products::reject_planning_in_capture(stream, api);
     std::lock_guard lock(mutex);
     if (planned.load(std::memory_order_relaxed)) return;
     try {
@@ -118,14 +118,14 @@ void TriangularSolveImpl::plan_locked(core::StreamRef stream) {
                    "cusparseSpMatSetAttribute", "setting a triangular solve's diagonal");
     // The analysis takes descriptors of b and x: scratch of the planned layout stands in for them.
     const void* b_scratch =
-        scratch.emplace_back(plan_buffer(std::size_t(layout.span_bytes()), options.memory_resource)).data();
+        scratch.emplace_back(products::plan_buffer(std::size_t(layout.span_bytes()), options.memory_resource)).data();
     const void* x_scratch =
-        scratch.emplace_back(plan_buffer(std::size_t(layout.span_bytes()), options.memory_resource)).data();
+        scratch.emplace_back(products::plan_buffer(std::size_t(layout.span_bytes()), options.memory_resource)).data();
     const TensorView bv(b_scratch, layout), xv(x_scratch, layout);
     const DataType vt = a.value_type();
     const cudaDataType ct = to_cuda(vt);
-    const Scalar one(1.0, vt, "alpha", "sparse::TriangularSolve::plan");
-    const cusparseOperation_t op = cusparse_operation(options.op);
+    const products::Scalar one(1.0, vt, "alpha", "sparse::TriangularSolve::plan");
+    const cusparseOperation_t op = products::cusparse_operation(options.op);
     const SparseHandle h(device, stream.handle());
     std::size_t bytes = 0;
     if (matrix) {
@@ -135,7 +135,7 @@ void TriangularSolveImpl::plan_locked(core::StreamRef stream) {
         check_cusparse(cusparseSpSM_bufferSize(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.get(), da->get(),
                                                mb->get(), mx->get(), ct, CUSPARSE_SPSM_ALG_DEFAULT, sm, &bytes),
                        "cusparseSpSM_bufferSize", "sizing a triangular solve's analysis");
-        buffer = plan_buffer(bytes, options.memory_resource);
+        buffer = products::plan_buffer(bytes, options.memory_resource);
         check_cusparse(cusparseSpSM_analysis(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.get(), da->get(),
                                              mb->get(), mx->get(), ct, CUSPARSE_SPSM_ALG_DEFAULT, sm, buffer.data()),
                        "cusparseSpSM_analysis", "analysing a triangular matrix");
@@ -146,7 +146,7 @@ void TriangularSolveImpl::plan_locked(core::StreamRef stream) {
         check_cusparse(cusparseSpSV_bufferSize(h.get(), op, one.get(), da->get(), vb->get(), vx->get(), ct,
                                                CUSPARSE_SPSV_ALG_DEFAULT, sv, &bytes),
                        "cusparseSpSV_bufferSize", "sizing a triangular solve's analysis");
-        buffer = plan_buffer(bytes, options.memory_resource);
+        buffer = products::plan_buffer(bytes, options.memory_resource);
         check_cusparse(cusparseSpSV_analysis(h.get(), op, one.get(), da->get(), vb->get(), vx->get(), ct,
                                              CUSPARSE_SPSV_ALG_DEFAULT, sv, buffer.data()),
                        "cusparseSpSV_analysis", "analysing a triangular matrix");
@@ -155,10 +155,11 @@ void TriangularSolveImpl::plan_locked(core::StreamRef stream) {
     scratch.clear();
 }
 
-void TriangularSolveImpl::run(const TensorView& b, const TensorView& x, const Scalar& alpha, core::StreamRef stream) {
+void TriangularSolveImpl::run(const TensorView& b, const TensorView& x, const products::Scalar& alpha,
+                              core::StreamRef stream) {
     if (trivial) return;
     const cudaDataType ct = to_cuda(a.value_type());
-    const cusparseOperation_t op = cusparse_operation(options.op);
+    const cusparseOperation_t op = products::cusparse_operation(options.op);
     const SparseHandle h(device, stream.handle());
     if (matrix) {
         mb->set_pointer(b.data());
@@ -187,13 +188,13 @@ namespace {
 /// True for a matrix.
 bool check_rhs_layout(const TensorLayout& layout, std::int64_t n, DataType vt, const char* name, const char* api) {
     if (layout.rank() == 1) {
-        detail::check_dense_vector(layout, n, vt, name, api);
+        detail::products::check_dense_vector(layout, n, vt, name, api);
         return false;
     }
     if (layout.rank() != 2)
         detail::throw_invalid(
             fmt::format("{}: rank {}; right-hand sides are a vector (n) or a matrix (n, k)", name, layout.rank()), api);
-    (void)detail::check_dense_matrix(layout, vt, name, api);
+    (void)detail::products::check_dense_matrix(layout, vt, name, api);
     if (layout.shape(0) != n)
         detail::throw_invalid(fmt::format("{}: {} rows where A is {} × {}", name, layout.shape(0), n, n), api);
     return true;
@@ -208,7 +209,7 @@ void check_planned_operand(const TensorView& v, const TensorLayout& layout, cons
                                           gpumath::to_string(layout)),
                               api);
     if (layout.rank() == 1) {
-        detail::check_dense_vector(v, layout.shape(0), layout.dtype(), name, api);
+        detail::products::check_dense_vector(v, layout.shape(0), layout.dtype(), name, api);
         return;
     }
     const bool same_strides =
@@ -217,7 +218,7 @@ void check_planned_operand(const TensorView& v, const TensorLayout& layout, cons
         detail::throw_invalid(fmt::format("{}: strides {} where the plan was made for strides {}; plan for this layout",
                                           name, gpumath::to_string(v.strides()), gpumath::to_string(layout.strides())),
                               api);
-    (void)detail::check_dense_matrix(v, layout.dtype(), name, api);
+    (void)detail::products::check_dense_matrix(v, layout.dtype(), name, api);
 }
 
 }  // namespace
@@ -226,8 +227,8 @@ TriangularSolve::TriangularSolve(const MatrixView& a, const TensorLayout& b, con
     constexpr const char* api = "sparse::TriangularSolve";
     detail::check_enum(options.triangle, triangle_count, "a Triangle", "options.triangle", api);
     detail::check_enum(options.diagonal, diagonal_count, "a Diagonal", "options.diagonal", api);
-    detail::check_operation(options.op, "options.op", api);
-    detail::check_sparse_operand(a, "a", {Format::csr, Format::coo}, api);
+    detail::products::check_operation(options.op, "options.op", api);
+    detail::products::check_sparse_operand(a, "a", {Format::csr, Format::coo}, api);
     if (a.rows() != a.cols())
         detail::throw_invalid(fmt::format("a: {} × {}; a triangular solve takes a square matrix", a.rows(), a.cols()),
                               api);
@@ -261,11 +262,11 @@ void TriangularSolve::solve(const TensorView& b, const TensorView& x, std::compl
     TriangularSolveImpl& state = impl(api);
     check_planned_operand(b, state.layout, "b", api);
     check_planned_operand(x, state.layout, "x", api);
-    detail::check_apart(x, "x", b, "b", api);
-    detail::check_apart(x, "x", state.a, "a", api);
-    const detail::Scalar s(alpha, state.a.value_type(), "alpha", api);
+    detail::products::check_apart(x, "x", b, "b", api);
+    detail::products::check_apart(x, "x", state.a, "a", api);
+    const detail::products::Scalar s(alpha, state.a.value_type(), "alpha", api);
     state.plan(stream, api);
-    detail::check_plan_device(state.device, api);
+    detail::products::check_plan_device(state.device, api);
     std::lock_guard lock(state.mutex);
     state.run(b, x, s, stream);
 }
@@ -274,7 +275,7 @@ void TriangularSolve::update_values(core::StreamRef stream) {
     constexpr const char* api = "sparse::TriangularSolve::update_values";
     TriangularSolveImpl& state = impl(api);
     state.plan(stream, api);
-    detail::check_plan_device(state.device, api);
+    detail::products::check_plan_device(state.device, api);
     std::lock_guard lock(state.mutex);
     if (state.trivial) return;
     const detail::SparseHandle h(state.device, stream.handle());
