@@ -11,3 +11,6 @@
 #include <gpumath/sparse/direct_solver.hpp>
 #include <gpumath/sparse/matrix.hpp>
 #include <gpumath/sparse/operation.hpp>
+#include <gpumath/sparse/sddmm.hpp>
+#include <gpumath/sparse/spgemm.hpp>
+#include <gpumath/sparse/triangular.hpp>
