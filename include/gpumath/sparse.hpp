@@ -8,3 +8,7 @@
 #include <gpumath/error.hpp>
 #include <gpumath/sparse/matrix.hpp>
 #include <gpumath/sparse/operation.hpp>
+#include <gpumath/sparse/functions.hpp>
+#include <gpumath/sparse/options.hpp>
+#include <gpumath/sparse/spmm.hpp>
+#include <gpumath/sparse/spmv.hpp>
