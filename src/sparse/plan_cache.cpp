@@ -40,8 +40,8 @@ std::string pattern_key(const sparse::MatrixView& a) {
 
 /// The plan's key: the operation, A's pattern, the dense layouts, the options, the device and the
 /// stream (a plan's buffer serves one stream at a time).
-std::string key_of(const char* operation, const sparse::MatrixView& a, const TensorLayout& in,
-                   const TensorLayout& out, int op, int algorithm, const void* resource, core::StreamRef stream) {
+std::string key_of(const char* operation, const sparse::MatrixView& a, const TensorLayout& in, const TensorLayout& out,
+                   int op, int algorithm, const void* resource, core::StreamRef stream) {
     return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", operation, pattern_key(a), gpumath::to_string(in),
                        gpumath::to_string(out), op, algorithm, resource, current_device(), stream_identity(stream));
 }
@@ -58,8 +58,8 @@ void spmv(const MatrixView& a, const TensorView& x, const TensorView& y, core::S
 void spmv(const MatrixView& a, const TensorView& x, const TensorView& y, double alpha, double beta,
           const SpMVOptions& options, core::StreamRef stream) {
     SpMV fresh(a, x, y, options);  // validated in full before any CUDA call
-    const std::string key = detail::key_of("spmv", a, x, y, int(options.op), int(options.algorithm),
-                                           options.memory_resource.get(), stream);
+    const std::string key =
+        detail::key_of("spmv", a, x, y, int(options.op), int(options.algorithm), options.memory_resource.get(), stream);
     const auto plan = detail::plan_cache().get_or_create(key, [&] {
         auto p = std::make_shared<detail::SparsePlan>();
         p->spmv.emplace(std::move(fresh));
@@ -76,8 +76,8 @@ void spmm(const MatrixView& a, const TensorView& b, const TensorView& c, core::S
 void spmm(const MatrixView& a, const TensorView& b, const TensorView& c, double alpha, double beta,
           const SpMMOptions& options, core::StreamRef stream) {
     SpMM fresh(a, b, c, options);
-    const std::string key = detail::key_of("spmm", a, b, c, int(options.op), int(options.algorithm),
-                                           options.memory_resource.get(), stream);
+    const std::string key =
+        detail::key_of("spmm", a, b, c, int(options.op), int(options.algorithm), options.memory_resource.get(), stream);
     const auto plan = detail::plan_cache().get_or_create(key, [&] {
         auto p = std::make_shared<detail::SparsePlan>();
         p->spmm.emplace(std::move(fresh));

@@ -51,9 +51,9 @@ void check_apart(const TensorView& out, const char* out_name, const TensorView& 
 void check_apart_from_matrix(const TensorView& out, const char* out_name, const sparse::MatrixView& a,
                              const char* api) {
     const std::array<std::pair<const TensorView*, const char*>, 4> arrays{{{&a.offsets(), "A's offsets"},
-                                                                            {&a.indices(), "A's indices"},
-                                                                            {&a.row_indices(), "A's row indices"},
-                                                                            {&a.values(), "A's values"}}};
+                                                                           {&a.indices(), "A's indices"},
+                                                                           {&a.row_indices(), "A's row indices"},
+                                                                           {&a.values(), "A's values"}}};
     for (const auto& [v, name] : arrays) check_apart(out, out_name, *v, name, api);
 }
 
@@ -78,8 +78,7 @@ void check_same_pattern(const sparse::MatrixView& a, const sparse::MatrixView& p
                       api);
 }
 
-void throw_layout_mismatch(const char* name, const TensorLayout& got, const TensorLayout& planned,
-                           const char* api) {
+void throw_layout_mismatch(const char* name, const TensorLayout& got, const TensorLayout& planned, const char* api) {
     throw_invalid(fmt::format("{}: {} where the plan was made for {}; make a plan for this layout", name,
                               gpumath::to_string(got), gpumath::to_string(planned)),
                   api);
@@ -136,9 +135,9 @@ Scalars::Scalars(DataType compute, double a, double b) noexcept {
 void check_plan_device(int device, const char* api) {
     const int d = current_device();
     if (d != device)
-        throw_invalid(fmt::format("the plan was made for device {}, the current device is {}; make a plan per device",
-                                  device, d),
-                      api);
+        throw_invalid(
+            fmt::format("the plan was made for device {}, the current device is {}; make a plan per device", device, d),
+            api);
 }
 
 void ProductPlan::plan() {
@@ -201,9 +200,8 @@ int measured_choice(const std::string& key, const char* what, std::span<const st
         }
     }
     if (std::find(usable.begin(), usable.end(), true) == usable.end())
-        throw CusparseError(fmt::format("{}: cuSPARSE refuses every algorithm for this problem; the last: {}", what,
-                                        refusal),
-                            0, what);
+        throw CusparseError(
+            fmt::format("{}: cuSPARSE refuses every algorithm for this problem; the last: {}", what, refusal), 0, what);
     std::vector<std::array<float, rounds>> times(names.size());
     const core::Event start({.timing = true}), stop({.timing = true});
     for (int r = 0; r < rounds; ++r)

@@ -36,8 +36,7 @@ void check_apart(const TensorView& out, const char* out_name, const TensorView& 
                  const char* api);
 
 /// InvalidArgument when `out` overlaps one of `a`'s arrays.
-void check_apart_from_matrix(const TensorView& out, const char* out_name, const sparse::MatrixView& a,
-                             const char* api);
+void check_apart_from_matrix(const TensorView& out, const char* out_name, const sparse::MatrixView& a, const char* api);
 
 /// InvalidArgument unless `a` has `planned`'s format, sizes, pattern arrays (the same pointers) and
 /// values layout: a matrix an execute may take in place of the planned one.

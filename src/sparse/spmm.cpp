@@ -44,7 +44,9 @@ cusparseSpMMAlg_t spmm_alg(sparse::Format f, sparse::SpMMAlgorithm a) noexcept {
     const bool coo = f == sparse::Format::coo;
     switch (a) {
         case sparse::SpMMAlgorithm::alg1:
-            return coo ? CUSPARSE_SPMM_COO_ALG1 : f == sparse::Format::bsr ? CUSPARSE_SPMM_BSR_ALG1 : CUSPARSE_SPMM_CSR_ALG1;
+            return coo                        ? CUSPARSE_SPMM_COO_ALG1
+                   : f == sparse::Format::bsr ? CUSPARSE_SPMM_BSR_ALG1
+                                              : CUSPARSE_SPMM_CSR_ALG1;
         case sparse::SpMMAlgorithm::alg2:
             return coo ? CUSPARSE_SPMM_COO_ALG2 : CUSPARSE_SPMM_CSR_ALG2;
         case sparse::SpMMAlgorithm::alg3:
@@ -209,33 +211,33 @@ void SpMMImpl::plan_locked() {
         const cusparseSpMMAlg_t with = spmm_alg(a.format(), candidates[std::size_t(i)]);
         const SparseHandle h(device, s.handle());
         std::size_t bytes = 0;
-        check_cusparse(cusparseSpMM_bufferSize(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha,
-                                               res->mat->get(), res->b->get(), one.beta, res->c->get(), ct, with,
-                                               &bytes),
-                       "cusparseSpMM_bufferSize",
-                       fmt::format("sizing an SpMM with {}", to_string(candidates[std::size_t(i)])));
+        check_cusparse(
+            cusparseSpMM_bufferSize(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, res->mat->get(),
+                                    res->b->get(), one.beta, res->c->get(), ct, with, &bytes),
+            "cusparseSpMM_bufferSize", fmt::format("sizing an SpMM with {}", to_string(candidates[std::size_t(i)])));
         buffers[std::size_t(i)] = core::Buffer(std::max<std::size_t>(bytes, 1), s, options.memory_resource);
-        check_cusparse(cusparseSpMM_preprocess(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha,
-                                               res->mat->get(), res->b->get(), one.beta, res->c->get(), ct, with,
-                                               buffers[std::size_t(i)].data()),
-                       "cusparseSpMM_preprocess", "preprocessing an SpMM");
+        check_cusparse(
+            cusparseSpMM_preprocess(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, res->mat->get(),
+                                    res->b->get(), one.beta, res->c->get(), ct, with, buffers[std::size_t(i)].data()),
+            "cusparseSpMM_preprocess", "preprocessing an SpMM");
         prepared[std::size_t(i)] = true;
     };
     int chosen = 0;
     if (candidates.size() > 1) {
-        const std::string key = fmt::format(
-            "spmm {} op={} {}x{} nnz={} a_batch={} b={} c={} a={} bc={} index={} on {}", sparse::to_string(a.format()),
-            sparse::to_string(options.op), a.rows(), a.cols(), a.nnz(), a.batch(), gpumath::to_string(b),
-            gpumath::to_string(c), to_string(a.value_type()), to_string(c.dtype()), to_string(a.index_type()),
-            sparse_device_model(device));
+        const std::string key =
+            fmt::format("spmm {} op={} {}x{} nnz={} a_batch={} b={} c={} a={} bc={} index={} on {}",
+                        sparse::to_string(a.format()), sparse::to_string(options.op), a.rows(), a.cols(), a.nnz(),
+                        a.batch(), gpumath::to_string(b), gpumath::to_string(c), to_string(a.value_type()),
+                        to_string(c.dtype()), to_string(a.index_type()), sparse_device_model(device));
         std::vector<std::string> names;
         for (const sparse::SpMMAlgorithm x : candidates) names.emplace_back(to_string(x));
         chosen = measured_choice(key, "SpMM", names, prepare, [&](int i, core::StreamRef s) {
             const SparseHandle h(device, s.handle());
-            check_cusparse(cusparseSpMM(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, res->mat->get(),
-                                        res->b->get(), one.beta, res->c->get(), ct,
-                                        spmm_alg(a.format(), candidates[std::size_t(i)]), buffers[std::size_t(i)].data()),
-                           "cusparseSpMM", "measuring an SpMM algorithm");
+            check_cusparse(
+                cusparseSpMM(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, res->mat->get(), res->b->get(),
+                             one.beta, res->c->get(), ct, spmm_alg(a.format(), candidates[std::size_t(i)]),
+                             buffers[std::size_t(i)].data()),
+                "cusparseSpMM", "measuring an SpMM algorithm");
         });
     }
     if (!prepared[std::size_t(chosen)]) prepare(chosen, stream);
@@ -252,8 +254,8 @@ void SpMMImpl::plan_locked() {
     resources = std::move(res);
 }
 
-void SpMMImpl::run(const TensorView& bv, const TensorView& cv, const sparse::MatrixView& m, double alpha,
-                   double beta, core::StreamRef stream, const char* api) {
+void SpMMImpl::run(const TensorView& bv, const TensorView& cv, const sparse::MatrixView& m, double alpha, double beta,
+                   core::StreamRef stream, const char* api) {
     if (cv.size() == 0) return;
     ensure_planned(api);
     if (trivial) {  // op(A) has no columns: C = β·C
@@ -274,10 +276,10 @@ void SpMMImpl::run(const TensorView& bv, const TensorView& cv, const sparse::Mat
             r.values = m.values().data();
         }
         const SparseHandle h(device, stream.handle());
-        check_cusparse(cusparseSpMM(h.get(), to_cusparse(options.op), CUSPARSE_OPERATION_NON_TRANSPOSE, s.alpha,
-                                    r.mat->get(), r.b->get(), s.beta, r.c->get(), to_cuda(compute), alg,
-                                    r.buffer.data()),
-                       "cusparseSpMM", "a sparse matrix-dense matrix product");
+        check_cusparse(
+            cusparseSpMM(h.get(), to_cusparse(options.op), CUSPARSE_OPERATION_NON_TRANSPOSE, s.alpha, r.mat->get(),
+                         r.b->get(), s.beta, r.c->get(), to_cuda(compute), alg, r.buffer.data()),
+            "cusparseSpMM", "a sparse matrix-dense matrix product");
     }
     if (const CaptureTarget t = capture_target(stream); t.graph != nullptr)
         hold_for_graph(t.graph, t.capture, resources);
@@ -323,10 +325,10 @@ SpMM::SpMM(const MatrixView& a, const TensorLayout& b, const TensorLayout& c, co
     if (cs.batch > std::numeric_limits<int>::max())
         detail::throw_not_supported(fmt::format("c: a batch of {} is above cuSPARSE's int range", cs.batch), api);
     if (bs.row_major != cs.row_major)
-        detail::throw_not_supported(fmt::format("b, c: B is {} and C {}; give both in one order",
-                                                bs.row_major ? "row-major" : "column-major",
-                                                cs.row_major ? "row-major" : "column-major"),
-                                    api);
+        detail::throw_not_supported(
+            fmt::format("b, c: B is {} and C {}; give both in one order", bs.row_major ? "row-major" : "column-major",
+                        cs.row_major ? "row-major" : "column-major"),
+            api);
     if (!detail::spmm_types(a.value_type(), b.dtype(), c.dtype()) &&
         !detail::spmm_half_types(a.value_type(), b.dtype(), c.dtype()))
         detail::throw_not_supported(

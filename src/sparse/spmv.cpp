@@ -57,9 +57,9 @@ cusparseSpMVAlg_t spmv_alg(sparse::Format f, sparse::SpMVAlgorithm a) noexcept {
 /// A vector layout: 1-D, `n` entries, unit stride (or at most one entry).
 void check_vector_layout(const TensorLayout& v, std::int64_t n, const char* name, const char* what, const char* api) {
     if (v.rank() != 1)
-        throw_invalid(fmt::format("{}: rank {}; {} is a 1-D vector of {} entries (op(A)'s {})", name, v.rank(), name, n,
-                                  what),
-                      api);
+        throw_invalid(
+            fmt::format("{}: rank {}; {} is a 1-D vector of {} entries (op(A)'s {})", name, v.rank(), name, n, what),
+            api);
     if (v.shape(0) != n)
         throw_invalid(fmt::format("{}: {} entries where op(A) has {} {}", name, v.shape(0), n, what), api);
     if (n > 1 && v.stride(0) != 1)
@@ -151,7 +151,8 @@ void SpMVImpl::plan_locked() {
         std::size_t bytes = 0;
         check_cusparse(cusparseSpMV_bufferSize(h.get(), op, one.alpha, res->mat->get(), res->x->get(), one.beta,
                                                res->y->get(), ct, with, &bytes),
-                       "cusparseSpMV_bufferSize", fmt::format("sizing a SpMV with {}", to_string(candidates[std::size_t(i)])));
+                       "cusparseSpMV_bufferSize",
+                       fmt::format("sizing a SpMV with {}", to_string(candidates[std::size_t(i)])));
         buffers[std::size_t(i)] = core::Buffer(std::max<std::size_t>(bytes, 1), s, options.memory_resource);
         check_cusparse(cusparseSpMV_preprocess(h.get(), op, one.alpha, res->mat->get(), res->x->get(), one.beta,
                                                res->y->get(), ct, with, buffers[std::size_t(i)].data()),
@@ -160,20 +161,19 @@ void SpMVImpl::plan_locked() {
     };
     int chosen = 0;
     if (candidates.size() > 1) {
-        const std::string key = fmt::format("spmv {} op={} {}x{} nnz={} batch={} a={} xy={} index={} on {}",
-                                            sparse::to_string(a.format()), sparse::to_string(options.op), a.rows(),
-                                            a.cols(), a.nnz(), a.batch(), to_string(a.value_type()),
-                                            to_string(x.dtype()), to_string(a.index_type()), sparse_device_model(device));
+        const std::string key = fmt::format(
+            "spmv {} op={} {}x{} nnz={} batch={} a={} xy={} index={} on {}", sparse::to_string(a.format()),
+            sparse::to_string(options.op), a.rows(), a.cols(), a.nnz(), a.batch(), to_string(a.value_type()),
+            to_string(x.dtype()), to_string(a.index_type()), sparse_device_model(device));
         std::vector<std::string> names;
         for (const sparse::SpMVAlgorithm c : candidates) names.emplace_back(to_string(c));
-        chosen = measured_choice(
-            key, "SpMV", names, prepare, [&](int i, core::StreamRef s) {
-                const SparseHandle h(device, s.handle());
-                check_cusparse(cusparseSpMV(h.get(), op, one.alpha, res->mat->get(), res->x->get(), one.beta,
-                                            res->y->get(), ct, spmv_alg(a.format(), candidates[std::size_t(i)]),
-                                            buffers[std::size_t(i)].data()),
-                               "cusparseSpMV", "measuring a SpMV algorithm");
-            });
+        chosen = measured_choice(key, "SpMV", names, prepare, [&](int i, core::StreamRef s) {
+            const SparseHandle h(device, s.handle());
+            check_cusparse(
+                cusparseSpMV(h.get(), op, one.alpha, res->mat->get(), res->x->get(), one.beta, res->y->get(), ct,
+                             spmv_alg(a.format(), candidates[std::size_t(i)]), buffers[std::size_t(i)].data()),
+                "cusparseSpMV", "measuring a SpMV algorithm");
+        });
     }
     if (!prepared[std::size_t(chosen)]) prepare(chosen, stream);
     stream.synchronize();
@@ -189,8 +189,8 @@ void SpMVImpl::plan_locked() {
     resources = std::move(res);
 }
 
-void SpMVImpl::run(const TensorView& xv, const TensorView& yv, const sparse::MatrixView& m, double alpha,
-                   double beta, core::StreamRef stream, const char* api) {
+void SpMVImpl::run(const TensorView& xv, const TensorView& yv, const sparse::MatrixView& m, double alpha, double beta,
+                   core::StreamRef stream, const char* api) {
     if (yv.size() == 0) return;
     ensure_planned(api);
     if (trivial) {  // op(A) has no columns: y = β·y
@@ -243,10 +243,9 @@ SpMV::SpMV(const MatrixView& a, const TensorLayout& x, const TensorLayout& y, co
     detail::check_vector_layout(x, k, "x", "columns", api);
     detail::check_vector_layout(y, m, "y", "rows", api);
     if (x.dtype() != y.dtype())
-        detail::throw_not_supported(
-            fmt::format("x, y: dtypes {} and {}; cuSPARSE's SpMV takes x and y of one dtype", to_string(x.dtype()),
-                        to_string(y.dtype())),
-            api);
+        detail::throw_not_supported(fmt::format("x, y: dtypes {} and {}; cuSPARSE's SpMV takes x and y of one dtype",
+                                                to_string(x.dtype()), to_string(y.dtype())),
+                                    api);
     if (!detail::spmv_types(a.value_type(), x.dtype()))
         detail::throw_not_supported(
             fmt::format("a, x: values {} with vectors {}; cuSPARSE's SpMV takes A, x and y of one dtype among f32, "
@@ -285,10 +284,8 @@ void check_vectors(const SpMVImpl& state, const TensorView& x, const TensorView&
         return v.dtype() == planned.dtype() && v.rank() == 1 && v.shape(0) == planned.shape(0) &&
                (v.shape(0) <= 1 || v.stride(0) == 1);
     };
-    if (!same(x, state.x))
-        detail::throw_layout_mismatch("x", x, state.x, api);
-    if (!same(y, state.y))
-        detail::throw_layout_mismatch("y", y, state.y, api);
+    if (!same(x, state.x)) detail::throw_layout_mismatch("x", x, state.x, api);
+    if (!same(y, state.y)) detail::throw_layout_mismatch("y", y, state.y, api);
     detail::check_aligned_to_elements(x, "x", api);
     detail::check_aligned_to_elements(y, "y", api);
     detail::check_apart(y, "y", x, "x", api);

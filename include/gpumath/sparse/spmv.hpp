@@ -65,8 +65,8 @@ public:
                  core::StreamRef stream = core::current_stream());
     /// The same with `a`, a matrix of the planned pattern (the same pattern arrays as the plan's)
     /// and other values of the same layout (InvalidArgument otherwise).
-    void execute(const MatrixView& a, const TensorView& x, const TensorView& y, double alpha = 1.0,
-                 double beta = 0.0, core::StreamRef stream = core::current_stream());
+    void execute(const MatrixView& a, const TensorView& x, const TensorView& y, double alpha = 1.0, double beta = 0.0,
+                 core::StreamRef stream = core::current_stream());
 
     /// The planned matrix (an empty view when moved from).
     [[nodiscard]] const MatrixView& matrix() const noexcept;
