@@ -22,8 +22,7 @@ cusparseIndexType_t index_type_of(DataType t) noexcept {
 SparseHandle::SparseHandle(int device, cudaStream_t stream) : device_(device) {
     handle_ = HandlePool<cusparseHandle_t>::of(device).take("creating a cuSPARSE handle", [&] {
         cusparseHandle_t h = nullptr;
-        check_cusparse(cusparseCreate(&h), "cusparseCreate",
-                       fmt::format("creating a cuSPARSE handle on device {}", device));
+        check_cusparse(cusparseCreate(&h), "cusparseCreate", fmt::format("creating a cuSPARSE handle on device {}", device));
         return h;
     });
     if (const cusparseStatus_t s = cusparseSetStream(handle_, stream); s != CUSPARSE_STATUS_SUCCESS) {
@@ -56,12 +55,12 @@ SpMatDescriptor::SpMatDescriptor(const sparse::MatrixView& m) : format_(m.format
                            "cusparseCreateCoo", "describing a COO matrix");
             break;
         case sparse::Format::bsr:
-            check_cusparse(
-                cusparseCreateBsr(
-                    &descr_, m.rows() / m.block(), m.cols() / m.block(), stored, m.block(), m.block(),
-                    m.offsets().data(), m.indices().data(), values, it, it, CUSPARSE_INDEX_BASE_ZERO, vt,
-                    m.block_order() == sparse::BlockOrder::row_major ? CUSPARSE_ORDER_ROW : CUSPARSE_ORDER_COL),
-                "cusparseCreateBsr", "describing a BSR matrix");
+            check_cusparse(cusparseCreateBsr(&descr_, m.rows() / m.block(), m.cols() / m.block(), stored, m.block(),
+                                             m.block(), m.offsets().data(), m.indices().data(), values, it, it,
+                                             CUSPARSE_INDEX_BASE_ZERO, vt,
+                                             m.block_order() == sparse::BlockOrder::row_major ? CUSPARSE_ORDER_ROW
+                                                                                              : CUSPARSE_ORDER_COL),
+                           "cusparseCreateBsr", "describing a BSR matrix");
             break;
     }
     if (m.batch() > 1) {

@@ -58,16 +58,17 @@ void check_index_array(const Named& a, std::int64_t length, const char* api) {
     if (v.shape(0) != length)
         throw_invalid(fmt::format("{}: {} entries where the matrix needs {}", a.name, v.shape(0), length), api);
     if (length > 1 && v.stride(0) != 1)
-        throw_invalid(
-            fmt::format("{}: stride {}; index and offset arrays are contiguous (stride 1)", a.name, v.stride(0)), api);
+        throw_invalid(fmt::format("{}: stride {}; index and offset arrays are contiguous (stride 1)", a.name,
+                                  v.stride(0)),
+                      api);
 }
 
 void check_aligned(const Named& a, const char* api) {
     const auto address = reinterpret_cast<std::uintptr_t>(a.view->data());
     const std::size_t size = size_of(a.view->dtype());
     if (size != 0 && address % size != 0)
-        throw_invalid(
-            fmt::format("{}: address {} is not aligned to its {}-byte elements", a.name, a.view->data(), size), api);
+        throw_invalid(fmt::format("{}: address {} is not aligned to its {}-byte elements", a.name, a.view->data(), size),
+                      api);
 }
 
 bool overlap(const TensorView& a, const TensorView& b) {
@@ -79,9 +80,9 @@ bool overlap(const TensorView& a, const TensorView& b) {
 /// The values: floating or complex, contiguous, `per_matrix` entries or (batch, per_matrix).
 void check_values(const TensorView& v, std::int64_t per_matrix, const char* api) {
     if (!is_floating(v.dtype()) || is_fp8(v.dtype()))
-        throw_invalid(
-            fmt::format("values: dtype {}; sparse values are f16, bf16, f32, f64, c32 or c64", to_string(v.dtype())),
-            api);
+        throw_invalid(fmt::format("values: dtype {}; sparse values are f16, bf16, f32, f64, c32 or c64",
+                                  to_string(v.dtype())),
+                      api);
     if (v.rank() != 1 && v.rank() != 2)
         throw_invalid(fmt::format("values: rank {}; values are 1-D ({} entries) or 2-D (batch, {})", v.rank(),
                                   per_matrix, per_matrix),
@@ -113,9 +114,9 @@ void check_together(std::span<const Named> arrays, std::int64_t rows, std::int64
         constexpr std::int64_t limit = std::numeric_limits<std::int32_t>::max();
         const std::int64_t nnz = arrays[1].view->shape(0);
         if (rows > limit || cols > limit || nnz > limit)
-            throw_invalid(
-                fmt::format("{} × {} with {} entries does not fit i32 indices; give i64 index arrays", rows, cols, nnz),
-                api);
+            throw_invalid(fmt::format("{} × {} with {} entries does not fit i32 indices; give i64 index arrays", rows,
+                                      cols, nnz),
+                          api);
     }
     for (std::size_t i = 0; i < arrays.size(); ++i)
         for (std::size_t j = i + 1; j < arrays.size(); ++j)
@@ -227,8 +228,8 @@ MatrixView MatrixView::with_values(const TensorView& values) const {
     if (!made_) throw_invalid("the view is empty (default-constructed); make it with csr, csc, coo or bsr", api);
     if (values.dtype() != values_.dtype() || values.layout() != values_.layout())
         throw_invalid(fmt::format("values: {} of shape {}; the view's values are {} of shape {}",
-                                  to_string(values.dtype()), gpumath::to_string(values.shape()),
-                                  to_string(values_.dtype()), gpumath::to_string(values_.shape())),
+                                  to_string(values.dtype()), gpumath::to_string(values.shape()), to_string(values_.dtype()),
+                                  gpumath::to_string(values_.shape())),
                       api);
     check_aligned({&values, "values"}, api);
     for (const TensorView* a : {&offsets_, &indices_, &rows_of_coo_})
@@ -275,9 +276,9 @@ Matrix Matrix::allocate(Format format, std::int64_t rows, std::int64_t cols, std
                                   rows, cols),
                       api);
     if (stored > std::numeric_limits<std::int64_t>::max() / block / block / batch)
-        throw_invalid(
-            fmt::format("{} entries of {} × {} blocks in a batch of {} overflow int64", stored, block, block, batch),
-            api);
+        throw_invalid(fmt::format("{} entries of {} × {} blocks in a batch of {} overflow int64", stored, block, block,
+                                  batch),
+                      api);
     const std::int64_t per_matrix = stored * block * block;
     Matrix m;
     const std::int64_t major = format == Format::csr ? rows : format == Format::csc ? cols : rows / block;

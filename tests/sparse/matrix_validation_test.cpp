@@ -54,8 +54,8 @@ TEST(SparseMatrixView, OtherFormats) {
     const MatrixView c = MatrixView::csc(4, 5, TensorView(fake(0), DataType::i32, {6}), indices(), values());
     EXPECT_EQ(c.format(), Format::csc);
     EXPECT_EQ(c.offsets().size(), 6);
-    const MatrixView o =
-        MatrixView::coo(4, 5, TensorView(fake(0), DataType::i64, {6}), indices(DataType::i64), values(DataType::f64));
+    const MatrixView o = MatrixView::coo(4, 5, TensorView(fake(0), DataType::i64, {6}), indices(DataType::i64),
+                                         values(DataType::f64));
     EXPECT_EQ(o.format(), Format::coo);
     EXPECT_EQ(o.row_indices().data(), fake(0));
     EXPECT_EQ(o.offsets().data(), nullptr);
@@ -75,11 +75,11 @@ TEST(SparseMatrixView, RefusesWhatTheHostCanSee) {
     const char* api = "sparse::MatrixView::csr";
     expect_throw_with<InvalidArgument>([] { (void)MatrixView::csr(-1, 5, offsets(), indices(), values()); },
                                        {api, "rows, cols", ">= 0"});
+    expect_throw_with<InvalidArgument>([] { (void)MatrixView::csr(4, 5, offsets(DataType::i32, 4), indices(), values()); },
+                                       {api, "row_offsets: 4 entries", "needs 5"});
     expect_throw_with<InvalidArgument>(
-        [] { (void)MatrixView::csr(4, 5, offsets(DataType::i32, 4), indices(), values()); },
-        {api, "row_offsets: 4 entries", "needs 5"});
-    expect_throw_with<InvalidArgument>([] { (void)MatrixView::csr(4, 5, offsets(DataType::f32), indices(), values()); },
-                                       {api, "row_offsets: dtype f32", "i32 or i64"});
+        [] { (void)MatrixView::csr(4, 5, offsets(DataType::f32), indices(), values()); },
+        {api, "row_offsets: dtype f32", "i32 or i64"});
     expect_throw_with<InvalidArgument>(
         [] { (void)MatrixView::csr(4, 5, offsets(DataType::i64), indices(DataType::i32), values()); },
         {api, "dtype", "all index arrays have one dtype"});
@@ -91,7 +91,9 @@ TEST(SparseMatrixView, RefusesWhatTheHostCanSee) {
     expect_throw_with<InvalidArgument>(
         [] { (void)MatrixView::csr(4, 5, offsets(), indices(), values(DataType::e4m3)); }, {api, "values: dtype e4m3"});
     expect_throw_with<InvalidArgument>(
-        [] { (void)MatrixView::csr(4, 5, offsets(), TensorView(fake(1 << 20), DataType::i32, {6}, {2}), values()); },
+        [] {
+            (void)MatrixView::csr(4, 5, offsets(), TensorView(fake(1 << 20), DataType::i32, {6}, {2}), values());
+        },
         {api, "col_indices: stride 2", "contiguous"});
     expect_throw_with<InvalidArgument>(
         [] {
@@ -106,10 +108,12 @@ TEST(SparseMatrixView, RefusesWhatTheHostCanSee) {
         {api, "row_offsets and col_indices overlap"});
     // i32 indices cap the sizes.
     expect_throw_with<InvalidArgument>(
-        [] { (void)MatrixView::csr(4, std::int64_t(INT_MAX) + 1, offsets(), indices(), values()); },
+        [] {
+            (void)MatrixView::csr(4, std::int64_t(INT_MAX) + 1, offsets(), indices(), values());
+        },
         {api, "does not fit i32 indices", "i64"});
-    EXPECT_NO_THROW(
-        (void)MatrixView::csr(4, std::int64_t(INT_MAX) + 1, offsets(DataType::i64), indices(DataType::i64), values()));
+    EXPECT_NO_THROW((void)MatrixView::csr(4, std::int64_t(INT_MAX) + 1, offsets(DataType::i64),
+                                          indices(DataType::i64), values()));
     // BSR: the block divides both extents; the order is an enumerator.
     expect_throw_with<InvalidArgument>(
         [] { (void)MatrixView::bsr(8, 5, 2, offsets(), indices(DataType::i32, 3), values(DataType::f32, 12)); },
@@ -144,8 +148,7 @@ TEST(SparseMatrixView, WithValuesKeepsThePattern) {
 TEST(SparseMatrix, AllocateRefusesBadRequestsWithoutCuda) {
     const char* api = "sparse::Matrix::allocate";
     expect_throw_with<InvalidArgument>(
-        [] { (void)Matrix::allocate(Format(7), 4, 4, 4, DataType::f32, DataType::i32, {}); },
-        {api, "format: 7", "csr, csc, coo, bsr"});
+        [] { (void)Matrix::allocate(Format(7), 4, 4, 4, DataType::f32, DataType::i32, {}); }, {api, "format: 7", "csr, csc, coo, bsr"});
     expect_throw_with<InvalidArgument>(
         [] { (void)Matrix::allocate(Format::csr, 4, 4, 4, DataType::f32, DataType::f32, {}); },
         {api, "index_type: f32", "i32 or i64"});
@@ -154,8 +157,8 @@ TEST(SparseMatrix, AllocateRefusesBadRequestsWithoutCuda) {
         {api, "block: 2 for csr"});
     expect_throw_with<InvalidArgument>(
         [] {
-            (void)Matrix::allocate(Format::bsr, 1 << 20, 1 << 20, std::int64_t(1) << 44, DataType::f32, DataType::i64,
-                                   {}, 1 << 10);
+            (void)Matrix::allocate(Format::bsr, 1 << 20, 1 << 20, std::int64_t(1) << 44, DataType::f32,
+                                   DataType::i64, {}, 1 << 10);
         },
         {api, "overflow int64"});
     const Matrix empty;
