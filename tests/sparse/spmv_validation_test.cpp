@@ -60,8 +60,7 @@ TEST(SparseSpMVValidation, RefusesDtypesCuSparseDoesNotTake) {
                                     {"sparse::SpMV", "values f64 with vectors f32"});
     expect_throw_with<NotSupported>([] { (void)SpMV(csr(DataType::f16), x_of(DataType::f16), y_of(DataType::f16)); },
                                     {"sparse::SpMV", "f16"});
-    expect_throw_with<NotSupported>([] { (void)SpMV(csr(), x_of(), y_of(DataType::f64)); },
-                                    {"x, y", "one dtype"});
+    expect_throw_with<NotSupported>([] { (void)SpMV(csr(), x_of(), y_of(DataType::f64)); }, {"x, y", "one dtype"});
     expect_throw_with<NotSupported>([] { (void)SpMV(csr(), x_of(DataType::i32), y_of(DataType::i32)); },
                                     {"sparse::SpMV"});
 }
@@ -72,32 +71,34 @@ TEST(SparseSpMVValidation, RefusesShapesThatDoNotAgree) {
     expect_throw_with<InvalidArgument>([] { (void)SpMV(csr(), x_of(), vec(DataType::f32, 5, 4 * mib)); },
                                        {"y:", "5 entries", "4 rows"});
     // Transposed: x has A's rows, y its columns.
+    expect_throw_with<InvalidArgument>([] { (void)SpMV(csr(), x_of(), y_of(), {.op = Operation::transpose}); },
+                                       {"x:", "5 entries", "4 columns"});
+    EXPECT_NO_THROW(
+        SpMV(csr(), vec(DataType::f32, 4, 3 * mib), vec(DataType::f32, 5, 4 * mib), {.op = Operation::transpose}));
     expect_throw_with<InvalidArgument>(
-        [] { (void)SpMV(csr(), x_of(), y_of(), {.op = Operation::transpose}); }, {"x:", "5 entries", "4 columns"});
-    EXPECT_NO_THROW(SpMV(csr(), vec(DataType::f32, 4, 3 * mib), vec(DataType::f32, 5, 4 * mib),
-                         {.op = Operation::transpose}));
-    expect_throw_with<InvalidArgument>(
-        [] { (void)SpMV(csr(), TensorLayout(DataType::f32, {5, 1}), y_of()); }, {"x:", "rank 2", "1-D"});
-    expect_throw_with<InvalidArgument>(
-        [] { (void)SpMV(csr(), TensorLayout(DataType::f32, {5}, {2}), y_of()); }, {"x:", "stride 2"});
-    expect_throw_with<InvalidArgument>(
-        [] { (void)SpMV(csr(), x_of(), TensorLayout(DataType::f32, {4}, {0})); }, {"y:", "stride 0"});
+        [] {
+            (void)SpMV(csr(), TensorLayout(DataType::f32, {5, 1}), y_of());
+        },
+        {"x:", "rank 2", "1-D"});
+    expect_throw_with<InvalidArgument>([] { (void)SpMV(csr(), TensorLayout(DataType::f32, {5}, {2}), y_of()); },
+                                       {"x:", "stride 2"});
+    expect_throw_with<InvalidArgument>([] { (void)SpMV(csr(), x_of(), TensorLayout(DataType::f32, {4}, {0})); },
+                                       {"y:", "stride 0"});
 }
 
 TEST(SparseSpMVValidation, RefusesEmptyViewsBatchesAndEnumsOutOfRange) {
     expect_throw_with<InvalidArgument>([] { (void)SpMV(MatrixView(), x_of(), y_of()); }, {"a:", "empty"});
-    const MatrixView batched = MatrixView::csr(4, 5, TensorView(fake(0), DataType::i32, {5}),
-                                               TensorView(fake(mib), DataType::i32, {6}),
-                                               TensorView(fake(2 * mib), DataType::f32, {3, 6}));
+    const MatrixView batched =
+        MatrixView::csr(4, 5, TensorView(fake(0), DataType::i32, {5}), TensorView(fake(mib), DataType::i32, {6}),
+                        TensorView(fake(2 * mib), DataType::f32, {3, 6}));
     expect_throw_with<NotSupported>([&] { (void)SpMV(batched, x_of(), y_of()); }, {"batch of 3", "SpMM"});
     expect_throw_with<InvalidArgument>([] { (void)SpMV(csr(), x_of(), y_of(), {.op = Operation(7)}); },
                                        {"options.op", "7", "none, transpose, conjugate_transpose"});
-    expect_throw_with<InvalidArgument>(
-        [] { (void)SpMV(csr(), x_of(), y_of(), {.algorithm = SpMVAlgorithm(9)}); },
-        {"options.algorithm", "9", "automatic, library_default, alg1, alg2"});
-    const MatrixView bsr = MatrixView::bsr(4, 4, 2, TensorView(fake(0), DataType::i32, {3}),
-                                           TensorView(fake(mib), DataType::i32, {2}),
-                                           TensorView(fake(2 * mib), DataType::f32, {8}));
+    expect_throw_with<InvalidArgument>([] { (void)SpMV(csr(), x_of(), y_of(), {.algorithm = SpMVAlgorithm(9)}); },
+                                       {"options.algorithm", "9", "automatic, library_default, alg1, alg2"});
+    const MatrixView bsr =
+        MatrixView::bsr(4, 4, 2, TensorView(fake(0), DataType::i32, {3}), TensorView(fake(mib), DataType::i32, {2}),
+                        TensorView(fake(2 * mib), DataType::f32, {8}));
     expect_throw_with<NotSupported>(
         [&] { (void)SpMV(bsr, vec(DataType::f32, 4, 3 * mib), y_of(), {.algorithm = SpMVAlgorithm::alg2}); },
         {"alg2", "BSR"});
@@ -108,8 +109,7 @@ TEST(SparseSpMVValidation, ExecuteRefusesOtherLayoutsMisalignmentAndOverlap) {
     SpMV p(csr(), x_of(), y_of());
     expect_throw_with<InvalidArgument>([&] { p.execute(vec(DataType::f32, 6, 3 * mib), y_of(), 1, 0, no_stream); },
                                        {"sparse::SpMV::execute", "x:", "make a plan"});
-    expect_throw_with<InvalidArgument>([&] { p.execute(x_of(), y_of(DataType::f64), 1, 0, no_stream); },
-                                       {"y:"});
+    expect_throw_with<InvalidArgument>([&] { p.execute(x_of(), y_of(DataType::f64), 1, 0, no_stream); }, {"y:"});
     expect_throw_with<InvalidArgument>([&] { p.execute(x_of(), vec(DataType::f32, 4, 4 * mib + 2), 1, 0, no_stream); },
                                        {"y:", "aligned"});
     // y overlapping x, and y overlapping A's values or indices.
@@ -124,9 +124,9 @@ TEST(SparseSpMVValidation, ExecuteRefusesOtherLayoutsMisalignmentAndOverlap) {
 TEST(SparseSpMVValidation, ExecuteWithNewValuesKeepsThePattern) {
     SpMV p(csr(), x_of(), y_of());
     // Other pattern arrays (a copy of the pattern elsewhere) are refused.
-    const MatrixView other = MatrixView::csr(4, 5, TensorView(fake(8 * mib), DataType::i32, {5}),
-                                             TensorView(fake(mib), DataType::i32, {6}),
-                                             TensorView(fake(2 * mib), DataType::f32, {6}));
+    const MatrixView other =
+        MatrixView::csr(4, 5, TensorView(fake(8 * mib), DataType::i32, {5}), TensorView(fake(mib), DataType::i32, {6}),
+                        TensorView(fake(2 * mib), DataType::f32, {6}));
     expect_throw_with<InvalidArgument>([&] { p.execute(other, x_of(), y_of(), 1, 0, no_stream); },
                                        {"a:", "pattern arrays are not the plan's"});
     expect_throw_with<InvalidArgument>([&] { p.execute(MatrixView(), x_of(), y_of(), 1, 0, no_stream); },
@@ -159,8 +159,8 @@ TEST(SparseSpMVValidation, StatelessValidatesBeforeAnyCudaCall) {
     expect_throw_with<NotSupported>([] { spmv(csr(DataType::f64), x_of(), y_of(), no_stream); }, {"sparse::SpMV"});
     expect_throw_with<InvalidArgument>(
         [] {
-            spmm(csr(), TensorView(fake(3 * mib), DataType::f32, {4, 2}), TensorView(fake(4 * mib), DataType::f32, {4, 2}),
-                 no_stream);
+            spmm(csr(), TensorView(fake(3 * mib), DataType::f32, {4, 2}),
+                 TensorView(fake(4 * mib), DataType::f32, {4, 2}), no_stream);
         },
         {"b:", "4 rows"});
 }
@@ -173,32 +173,40 @@ TensorView dense(DataType t, std::initializer_list<std::int64_t> shape, std::uin
 
 TEST(SparseSpMMValidation, TakesRowAndColumnMajorAndBatches) {
     EXPECT_NO_THROW(SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib)));
-    EXPECT_NO_THROW(SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib, {1, 5}),
-                         dense(DataType::f32, {4, 3}, 4 * mib, {1, 4})));
+    EXPECT_NO_THROW(
+        SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib, {1, 5}), dense(DataType::f32, {4, 3}, 4 * mib, {1, 4})));
     EXPECT_NO_THROW(SpMM(csr(), TensorLayout(DataType::f32, {5, 3}, {8, 1}), dense(DataType::f32, {4, 3}, 4 * mib)));
     // Batches: C (2, 4, 3), B batched or broadcast, A batched or broadcast.
     EXPECT_NO_THROW(SpMM(csr(), dense(DataType::f32, {2, 5, 3}, 3 * mib), dense(DataType::f32, {2, 4, 3}, 4 * mib)));
     EXPECT_NO_THROW(SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {2, 4, 3}, 4 * mib)));
-    const MatrixView batched = MatrixView::coo(4, 5, TensorView(fake(0), DataType::i32, {6}),
-                                               TensorView(fake(mib), DataType::i32, {6}),
-                                               TensorView(fake(2 * mib), DataType::f64, {2, 6}));
+    const MatrixView batched =
+        MatrixView::coo(4, 5, TensorView(fake(0), DataType::i32, {6}), TensorView(fake(mib), DataType::i32, {6}),
+                        TensorView(fake(2 * mib), DataType::f64, {2, 6}));
     EXPECT_NO_THROW(SpMM(batched, dense(DataType::f64, {5, 3}, 3 * mib), dense(DataType::f64, {2, 4, 3}, 4 * mib)));
-    EXPECT_NO_THROW(SpMM(csr(DataType::f16), dense(DataType::f16, {5, 3}, 3 * mib),
-                         dense(DataType::f32, {4, 3}, 4 * mib)));
+    EXPECT_NO_THROW(
+        SpMM(csr(DataType::f16), dense(DataType::f16, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib)));
 }
 
 TEST(SparseSpMMValidation, RefusesBadShapesOrdersBatchesAndDtypes) {
     expect_throw_with<InvalidArgument>(
-        [] { (void)SpMM(csr(), dense(DataType::f32, {4, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib)); },
+        [] {
+            (void)SpMM(csr(), dense(DataType::f32, {4, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib));
+        },
         {"b:", "4 rows", "5 columns"});
     expect_throw_with<InvalidArgument>(
-        [] { (void)SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {5, 3}, 4 * mib)); },
+        [] {
+            (void)SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {5, 3}, 4 * mib));
+        },
         {"c:", "5 rows"});
     expect_throw_with<InvalidArgument>(
-        [] { (void)SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 2}, 4 * mib)); },
+        [] {
+            (void)SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 2}, 4 * mib));
+        },
         {"b, c", "columns"});
     expect_throw_with<InvalidArgument>(
-        [] { (void)SpMM(csr(), dense(DataType::f32, {5}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib)); },
+        [] {
+            (void)SpMM(csr(), dense(DataType::f32, {5}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib));
+        },
         {"b:", "rank 1"});
     expect_throw_with<InvalidArgument>(
         [] {
@@ -216,19 +224,21 @@ TEST(SparseSpMMValidation, RefusesBadShapesOrdersBatchesAndDtypes) {
                        dense(DataType::f32, {2, 4, 3}, 4 * mib, {6, 3, 1}));
         },
         {"c:", "batch stride 6"});
-    const MatrixView batched3 = MatrixView::csr(4, 5, TensorView(fake(0), DataType::i32, {5}),
-                                                TensorView(fake(mib), DataType::i32, {6}),
-                                                TensorView(fake(2 * mib), DataType::f32, {3, 6}));
+    const MatrixView batched3 =
+        MatrixView::csr(4, 5, TensorView(fake(0), DataType::i32, {5}), TensorView(fake(mib), DataType::i32, {6}),
+                        TensorView(fake(2 * mib), DataType::f32, {3, 6}));
     expect_throw_with<InvalidArgument>(
         [&] {
             (void)SpMM(batched3, dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {2, 4, 3}, 4 * mib));
         },
         {"a:", "batch of 3"});
-    const MatrixView csc = MatrixView::csc(4, 5, TensorView(fake(0), DataType::i32, {6}),
-                                           TensorView(fake(mib), DataType::i32, {6}),
-                                           TensorView(fake(2 * mib), DataType::f32, {6}));
+    const MatrixView csc =
+        MatrixView::csc(4, 5, TensorView(fake(0), DataType::i32, {6}), TensorView(fake(mib), DataType::i32, {6}),
+                        TensorView(fake(2 * mib), DataType::f32, {6}));
     expect_throw_with<NotSupported>(
-        [&] { (void)SpMM(csc, dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {2, 4, 3}, 4 * mib)); },
+        [&] {
+            (void)SpMM(csc, dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {2, 4, 3}, 4 * mib));
+        },
         {"CSR and COO", "csc"});
     expect_throw_with<NotSupported>(
         [] {
@@ -236,11 +246,14 @@ TEST(SparseSpMMValidation, RefusesBadShapesOrdersBatchesAndDtypes) {
         },
         {"b, c", "row-major", "column-major"});
     expect_throw_with<NotSupported>(
-        [] { (void)SpMM(csr(), dense(DataType::f64, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib)); },
+        [] {
+            (void)SpMM(csr(), dense(DataType::f64, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib));
+        },
         {"a, b, c", "f32, f64 and f32"});
     expect_throw_with<NotSupported>(
         [] {
-            (void)SpMM(csr(DataType::f16), dense(DataType::f16, {5, 3}, 3 * mib), dense(DataType::f16, {4, 3}, 4 * mib));
+            (void)SpMM(csr(DataType::f16), dense(DataType::f16, {5, 3}, 3 * mib),
+                       dense(DataType::f16, {4, 3}, 4 * mib));
         },
         {"a, b, c"});
     expect_throw_with<NotSupported>(
@@ -262,7 +275,9 @@ TEST(SparseSpMMValidation, RefusesBadShapesOrdersBatchesAndDtypes) {
         },
         {"options.op", "3"});
     expect_throw_with<InvalidArgument>(
-        [] { (void)SpMM(MatrixView(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib)); },
+        [] {
+            (void)SpMM(MatrixView(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib));
+        },
         {"a:", "empty"});
 }
 
@@ -275,16 +290,25 @@ TEST(SparseSpMMValidation, ExecuteRefusesOtherLayoutsAndOverlap) {
         },
         {"sparse::SpMM::execute", "b:"});
     expect_throw_with<InvalidArgument>(
-        [&] { p.execute(dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 3 * mib + 4), 1, 0, no_stream); },
+        [&] {
+            p.execute(dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 3 * mib + 4), 1, 0,
+                      no_stream);
+        },
         {"c overlaps b"});
     expect_throw_with<InvalidArgument>(
-        [&] { p.execute(dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 2 * mib), 1, 0, no_stream); },
+        [&] {
+            p.execute(dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 2 * mib), 1, 0, no_stream);
+        },
         {"c overlaps A's values"});
     expect_throw_with<InvalidArgument>(
-        [&] { p.execute(dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib + 1), 1, 0, no_stream); },
+        [&] {
+            p.execute(dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib + 1), 1, 0,
+                      no_stream);
+        },
         {"c:", "aligned"});
     SpMM q(std::move(p));
-    expect_throw_with<InvalidArgument>([&] { p.plan(); }, {"sparse::SpMM", "moved"});  // NOLINT(bugprone-use-after-move)
+    expect_throw_with<InvalidArgument>([&] { p.plan(); },
+                                       {"sparse::SpMM", "moved"});  // NOLINT(bugprone-use-after-move)
     EXPECT_TRUE(p.matrix().empty());
     EXPECT_EQ(q.c_layout().shape(0), 4);
 }
