@@ -230,6 +230,7 @@ void SpMMImpl::plan_locked() {
                         a.batch(), gpumath::to_string(b), gpumath::to_string(c), to_string(a.value_type()),
                         to_string(c.dtype()), to_string(a.index_type()), sparse_device_model(device));
         std::vector<std::string> names;
+        names.reserve(candidates.size());
         for (const sparse::SpMMAlgorithm x : candidates) names.emplace_back(to_string(x));
         chosen = measured_choice(key, "SpMM", names, prepare, [&](int i, core::StreamRef s) {
             const SparseHandle h(device, s.handle());

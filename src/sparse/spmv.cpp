@@ -166,6 +166,7 @@ void SpMVImpl::plan_locked() {
             sparse::to_string(options.op), a.rows(), a.cols(), a.nnz(), a.batch(), to_string(a.value_type()),
             to_string(x.dtype()), to_string(a.index_type()), sparse_device_model(device));
         std::vector<std::string> names;
+        names.reserve(candidates.size());
         for (const sparse::SpMVAlgorithm c : candidates) names.emplace_back(to_string(c));
         chosen = measured_choice(key, "SpMV", names, prepare, [&](int i, core::StreamRef s) {
             const SparseHandle h(device, s.handle());
