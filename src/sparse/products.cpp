@@ -92,12 +92,12 @@ std::int64_t op_cols(const sparse::MatrixView& a, sparse::Operation op) noexcept
     return op == sparse::Operation::none ? a.cols() : a.rows();
 }
 
-cusparseOperation_t to_cusparse(sparse::Operation op) noexcept {
+cusparseOperation_t to_cusparse(sparse::Operation op, DataType values) noexcept {
     switch (op) {
         case sparse::Operation::transpose:
             return CUSPARSE_OPERATION_TRANSPOSE;
         case sparse::Operation::conjugate_transpose:
-            return CUSPARSE_OPERATION_CONJUGATE_TRANSPOSE;
+            return is_complex(values) ? CUSPARSE_OPERATION_CONJUGATE_TRANSPOSE : CUSPARSE_OPERATION_TRANSPOSE;
         case sparse::Operation::none:
             break;
     }

@@ -50,8 +50,9 @@ void check_same_pattern(const sparse::MatrixView& a, const sparse::MatrixView& p
 [[nodiscard]] std::int64_t op_rows(const sparse::MatrixView& a, sparse::Operation op) noexcept;
 [[nodiscard]] std::int64_t op_cols(const sparse::MatrixView& a, sparse::Operation op) noexcept;
 
-/// cuSPARSE's operation of `op`.
-[[nodiscard]] cusparseOperation_t to_cusparse(sparse::Operation op) noexcept;
+/// cuSPARSE's operation of `op` on values of `values`: the conjugate transpose of real values is
+/// their transpose, and is asked of cuSPARSE as such.
+[[nodiscard]] cusparseOperation_t to_cusparse(sparse::Operation op, DataType values) noexcept;
 
 /// α and β in the compute type (real; the imaginary part 0 for complex), for cuSPARSE's host
 /// pointer mode.

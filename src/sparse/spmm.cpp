@@ -195,7 +195,7 @@ void SpMMImpl::plan_locked() {
     res->b = describe(bv, bs);
     res->c = describe(cv, cs);
     const cudaDataType ct = to_cuda(compute);
-    const cusparseOperation_t op = to_cusparse(options.op);
+    const cusparseOperation_t op = to_cusparse(options.op, a.value_type());
     const Scalars one(compute, 1.0, 0.0);
 
     std::vector<sparse::SpMMAlgorithm> candidates;
@@ -278,8 +278,8 @@ void SpMMImpl::run(const TensorView& bv, const TensorView& cv, const sparse::Mat
         }
         const SparseHandle h(device, stream.handle());
         check_cusparse(
-            cusparseSpMM(h.get(), to_cusparse(options.op), CUSPARSE_OPERATION_NON_TRANSPOSE, s.alpha, r.mat->get(),
-                         r.b->get(), s.beta, r.c->get(), to_cuda(compute), alg, r.buffer.data()),
+            cusparseSpMM(h.get(), to_cusparse(options.op, a.value_type()), CUSPARSE_OPERATION_NON_TRANSPOSE, s.alpha,
+                         r.mat->get(), r.b->get(), s.beta, r.c->get(), to_cuda(compute), alg, r.buffer.data()),
             "cusparseSpMM", "a sparse matrix-dense matrix product");
     }
     if (const CaptureTarget t = capture_target(stream); t.graph != nullptr)

@@ -135,7 +135,7 @@ void SpMVImpl::plan_locked() {
     res->x = std::make_unique<DnVecDescriptor>(xs.view());
     res->y = std::make_unique<DnVecDescriptor>(ys.view());
     const cudaDataType ct = to_cuda(compute);
-    const cusparseOperation_t op = to_cusparse(options.op);
+    const cusparseOperation_t op = to_cusparse(options.op, a.value_type());
     const Scalars one(compute, 1.0, 0.0);
 
     std::vector<sparse::SpMVAlgorithm> candidates;
@@ -212,8 +212,8 @@ void SpMVImpl::run(const TensorView& xv, const TensorView& yv, const sparse::Mat
             r.values = m.values().data();
         }
         const SparseHandle h(device, stream.handle());
-        check_cusparse(cusparseSpMV(h.get(), to_cusparse(options.op), s.alpha, r.mat->get(), r.x->get(), s.beta,
-                                    r.y->get(), to_cuda(compute), alg, r.buffer.data()),
+        check_cusparse(cusparseSpMV(h.get(), to_cusparse(options.op, a.value_type()), s.alpha, r.mat->get(), r.x->get(),
+                                    s.beta, r.y->get(), to_cuda(compute), alg, r.buffer.data()),
                        "cusparseSpMV", "a sparse matrix-vector product");
     }
     if (const CaptureTarget t = capture_target(stream); t.graph != nullptr)
