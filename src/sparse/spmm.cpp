@@ -119,7 +119,9 @@ struct SpMMResources {
     std::unique_ptr<SpMatDescriptor> mat;
     std::unique_ptr<DnMatDescriptor> b, c;
     core::Buffer buffer;
-    const void* values = nullptr;
+    const void* values = nullptr;  // what the descriptors point at (set again only when it changes)
+    const void* b_data = nullptr;
+    const void* c_data = nullptr;
 
     SpMMResources() = default;
     SpMMResources(const SpMMResources&) = delete;
@@ -269,8 +271,14 @@ void SpMMImpl::run(const TensorView& bv, const TensorView& cv, const sparse::Mat
     const Scalars s(compute, alpha, beta);
     {
         std::lock_guard lock(execute_mutex);
-        r.b->set_pointer(bv.data());
-        r.c->set_pointer(cv.data());
+        if (bv.data() != r.b_data) {
+            r.b->set_pointer(bv.data());
+            r.b_data = bv.data();
+        }
+        if (cv.data() != r.c_data) {
+            r.c->set_pointer(cv.data());
+            r.c_data = cv.data();
+        }
         if (m.values().data() != r.values) {
             check_cusparse(cusparseSpMatSetValues(r.mat->get(), m.values().data()), "cusparseSpMatSetValues",
                            "pointing an SpMM plan at new values");

@@ -76,7 +76,9 @@ struct SpMVResources {
     std::unique_ptr<SpMatDescriptor> mat;
     std::unique_ptr<DnVecDescriptor> x, y;
     core::Buffer buffer;
-    const void* values = nullptr;  // the values the matrix descriptor points at
+    const void* values = nullptr;  // what the descriptors point at (set again only when it changes)
+    const void* x_data = nullptr;
+    const void* y_data = nullptr;
 
     SpMVResources() = default;
     SpMVResources(const SpMVResources&) = delete;
@@ -204,8 +206,14 @@ void SpMVImpl::run(const TensorView& xv, const TensorView& yv, const sparse::Mat
     const Scalars s(compute, alpha, beta);
     {
         std::lock_guard lock(execute_mutex);
-        r.x->set_pointer(xv.data());
-        r.y->set_pointer(yv.data());
+        if (xv.data() != r.x_data) {
+            r.x->set_pointer(xv.data());
+            r.x_data = xv.data();
+        }
+        if (yv.data() != r.y_data) {
+            r.y->set_pointer(yv.data());
+            r.y_data = yv.data();
+        }
         if (m.values().data() != r.values) {
             check_cusparse(cusparseSpMatSetValues(r.mat->get(), m.values().data()), "cusparseSpMatSetValues",
                            "pointing a SpMV plan at new values");
