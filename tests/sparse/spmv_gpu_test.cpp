@@ -411,6 +411,48 @@ TEST(SparseSpMVGpu, CapturedAndReplayed) {
     }
 }
 
+TEST(SparseSpMVGpu, FirstExecuteInsideACapturePlansOutsideIt) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    const HostCsr a = power_law(300, 200, rng, false, 9);
+    const core::Stream stream;
+    const DeviceMatrix d = upload<double, std::int64_t>(a, Format::coo, stream);
+    const std::vector<cd> x = random_vector<double>(a.cols, rng);
+    const Tensor xd = Tensor::from_host(values_of<double>(x), {a.cols}, stream);
+    const Tensor yd = Tensor::empty(DataType::f64, {a.rows}, stream);
+    stream.synchronize();
+    SpMV plan(d.view, xd, yd);  // not planned: the captured execute plans (on a private stream)
+    core::Graph graph = core::Graph::capture(stream, [&](core::StreamRef s) { plan.execute(xd, yd, 1.0, 0.0, s); });
+    EXPECT_TRUE(plan.planned());
+    fill(yd, std::complex<double>(std::numeric_limits<double>::quiet_NaN(), 0.0), stream);
+    graph.launch(stream);
+    stream.synchronize();
+    expect_close<double>(download<double>(yd), reference_spmv(a, Operation::none, x, x, 1.0, 0.0),
+                         row_scales(a, Operation::none, x, x, 1.0, 0.0), "planned inside a capture");
+}
+
+TEST(SparseSpMVGpu, StatelessKeepsAPlanPerStream) {
+    GPUMATH_REQUIRE_GPU();
+    auto rng = test::rng_for_test();
+    const HostCsr a = laplacian27(3);
+    const core::Stream s1, s2;
+    const DeviceMatrix d = upload<float, std::int32_t>(a, Format::csr, s1);
+    const std::vector<cd> x = random_vector<float>(a.cols, rng);
+    const Tensor xd = Tensor::from_host(values_of<float>(x), {a.cols}, s1);
+    const Tensor y1 = Tensor::empty(DataType::f32, {a.rows}, s1), y2 = Tensor::empty(DataType::f32, {a.rows}, s1);
+    s1.synchronize();
+    sparse_plan_cache().clear();
+    sparse_plan_cache().reset_stats();
+    spmv(d.view, xd, y1, s1);
+    spmv(d.view, xd, y2, s2);
+    EXPECT_EQ(sparse_plan_cache().stats().misses, 2U);
+    const auto want = reference_spmv(a, Operation::none, x, x, 1.0, 0.0);
+    const auto scale = row_scales(a, Operation::none, x, x, 1.0, 0.0);
+    expect_close<float>(download<float>(y1), want, scale, "stream 1");
+    s2.synchronize();
+    expect_close<float>(download<float>(y2), want, scale, "stream 2");
+}
+
 TEST(SparseSpMVGpu, AutomaticChoiceIsKept) {
     GPUMATH_REQUIRE_GPU();
     auto rng = test::rng_for_test();

@@ -119,6 +119,10 @@ TEST(SparseSpMVValidation, ExecuteRefusesOtherLayoutsMisalignmentAndOverlap) {
                                        {"y overlaps A's values"});
     expect_throw_with<InvalidArgument>([&] { p.execute(x_of(), vec(DataType::f32, 4, mib), 1, 0, no_stream); },
                                        {"y overlaps A's indices"});
+    expect_throw_with<InvalidArgument>([&] { p.execute(x_of(), vec(DataType::f32, 4, 8), 1, 0, no_stream); },
+                                       {"y overlaps A's offsets"});
+    expect_throw_with<InvalidArgument>([&] { p.execute(vec(DataType::f32, 5, 3 * mib + 1), y_of(), 1, 0, no_stream); },
+                                       {"x:", "aligned"});
 }
 
 TEST(SparseSpMVValidation, ExecuteWithNewValuesKeepsThePattern) {
@@ -131,6 +135,12 @@ TEST(SparseSpMVValidation, ExecuteWithNewValuesKeepsThePattern) {
                                        {"a:", "pattern arrays are not the plan's"});
     expect_throw_with<InvalidArgument>([&] { p.execute(MatrixView(), x_of(), y_of(), 1, 0, no_stream); },
                                        {"a:", "empty"});
+    // The planned pattern with values of another dtype or batch.
+    const MatrixView wider =
+        MatrixView::csr(4, 5, TensorView(fake(0), DataType::i32, {5}), TensorView(fake(mib), DataType::i32, {6}),
+                        TensorView(fake(6 * mib), DataType::f64, {6}));
+    expect_throw_with<InvalidArgument>([&] { p.execute(wider, x_of(), y_of(), 1, 0, no_stream); },
+                                       {"a:", "values f64", "the plan has f32"});
     // New values overlapping y.
     const MatrixView moved = csr().with_values(TensorView(fake(5 * mib), DataType::f32, {6}));
     expect_throw_with<InvalidArgument>(
@@ -240,6 +250,12 @@ TEST(SparseSpMMValidation, RefusesBadShapesOrdersBatchesAndDtypes) {
             (void)SpMM(csc, dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {2, 4, 3}, 4 * mib));
         },
         {"CSR and COO", "csc"});
+    expect_throw_with<NotSupported>(
+        [] {
+            (void)SpMM(csr(), dense(DataType::f32, {5, 1}, 3 * mib),
+                       dense(DataType::f32, {std::int64_t(1) << 31, 4, 1}, 4 * mib));
+        },
+        {"c:", "int range"});
     expect_throw_with<NotSupported>(
         [] {
             (void)SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib, {1, 4}));
