@@ -188,10 +188,11 @@ void SpMMImpl::plan_locked() {
     fill(cv, std::complex<double>(0.0, 0.0), stream);
     res->mat = std::make_unique<SpMatDescriptor>(a);
     if (a.batch() == 1 && cs.batch > 1) {
-        cusparseStatus_t s = CUSPARSE_STATUS_SUCCESS;
-        if (a.format() == sparse::Format::coo) s = cusparseCooSetStridedBatch(res->mat->get(), int(cs.batch), 0);
-        else s = cusparseCsrSetStridedBatch(res->mat->get(), int(cs.batch), 0, 0);
-        check_cusparse(s, "cusparseCsrSetStridedBatch", "broadcasting one sparse matrix over a batch");
+        const bool coo = a.format() == sparse::Format::coo;
+        const cusparseStatus_t s = coo ? cusparseCooSetStridedBatch(res->mat->get(), int(cs.batch), 0)
+                                       : cusparseCsrSetStridedBatch(res->mat->get(), int(cs.batch), 0, 0);
+        check_cusparse(s, coo ? "cusparseCooSetStridedBatch" : "cusparseCsrSetStridedBatch",
+                       "broadcasting one sparse matrix over a batch");
     }
     res->values = a.values().data();
     res->b = describe(bv, bs);
