@@ -14,3 +14,7 @@
 #include <gpumath/sparse/sddmm.hpp>
 #include <gpumath/sparse/spgemm.hpp>
 #include <gpumath/sparse/triangular.hpp>
+#include <gpumath/sparse/functions.hpp>
+#include <gpumath/sparse/options.hpp>
+#include <gpumath/sparse/spmm.hpp>
+#include <gpumath/sparse/spmv.hpp>
