@@ -146,8 +146,8 @@ using RealOf = typename Real<T>::type;
 /// place where the routine's orientation allows), 2 padded A and outputs with gaps (through
 /// workspace).
 template <class T>
-void svd_case(std::int64_t m, std::int64_t n, SVDJob job, Backend backend, std::int64_t rank, int layout,
-              std::mt19937_64& rng) {
+void svd_case_body(std::int64_t m, std::int64_t n, SVDJob job, Backend backend, std::int64_t rank, int layout,
+                   std::mt19937_64& rng) {
     const std::int64_t count = 3, full_k = std::min(m, n), k = rank != 0 ? rank : full_k;
     const bool vectors = job != SVDJob::values, full = job == SVDJob::full;
     const std::int64_t ku = full ? m : k, kv = full ? n : k;
@@ -184,6 +184,19 @@ void svd_case(std::int64_t m, std::int64_t n, SVDJob job, Backend backend, std::
         const Matrix um = vectors ? u.get(b) : Matrix(), vm = vectors ? vh.get(b) : Matrix();
         check_decomposition(ref[std::size_t(b)], m, n, vectors ? &um : nullptr, ku, sv, vectors ? &vm : nullptr, kv, e,
                             what + " matrix " + std::to_string(b));
+    }
+}
+
+/// One case, with the case named when a call throws (a library error says which call failed, not
+/// which case reached it).
+template <class T>
+void svd_case(std::int64_t m, std::int64_t n, SVDJob job, Backend backend, std::int64_t rank, int layout,
+              std::mt19937_64& rng) {
+    try {
+        svd_case_body<T>(m, n, job, backend, rank, layout, rng);
+    } catch (const std::exception& e) {
+        FAIL() << m << "x" << n << " " << to_string(job) << " " << to_string(backend) << " rank " << rank << " layout "
+               << layout << ": " << e.what();
     }
 }
 
