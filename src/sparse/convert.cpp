@@ -140,8 +140,10 @@ Matrix like(const MatrixView& m, Format format, std::int64_t stored, core::Strea
 
 Matrix copy_of(const MatrixView& m, core::StreamRef stream) {
     Matrix out = like(m, m.format(), m.stored(), stream, m.block());
-    copy_view(out.view().offsets(), m.offsets(), stream);
-    copy_view(out.view().row_indices(), m.row_indices(), stream);
+    // Only the arrays the format has: the absent one is a default (rank-0) view, whose span is one
+    // element at a null address, not zero bytes.
+    if (m.format() == Format::coo) copy_view(out.view().row_indices(), m.row_indices(), stream);
+    else copy_view(out.view().offsets(), m.offsets(), stream);
     copy_view(out.view().indices(), m.indices(), stream);
     copy_view(out.view().values(), m.values(), stream);
     return out;

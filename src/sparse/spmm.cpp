@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include <gpumath/core/device.hpp>
+#include <gpumath/core/memory.hpp>
 #include <gpumath/error.hpp>
 #include <gpumath/tensor.hpp>
 #include <gpumath/tensor_ops.hpp>
@@ -70,6 +72,28 @@ int spmm_algorithms_of(sparse::Format f) noexcept {
     }
 }
 
+/// cuSPARSE's CSR_ALG3 runs op(A) = A of a CSR matrix, one matrix (no batch): CSC maps to it and is
+/// refused ("not valid for CSC format"), as are transposes and batches ("numBatches != 1").
+bool csr_alg3_takes(sparse::Format f, sparse::Operation op, std::int64_t batch) noexcept {
+    return f == sparse::Format::csr && op == sparse::Operation::none && batch == 1;
+}
+
+/// `count` copies of the `bytes` at `src`, one after another in a new buffer on `stream` (log2(count)
+/// copies, each doubling what is there).
+core::Buffer repeated(const void* src, std::size_t bytes, std::int64_t count, core::StreamRef stream,
+                      const std::shared_ptr<core::MemoryResource>& resource) {
+    core::Buffer out(std::max<std::size_t>(bytes * std::size_t(count), 1), stream, resource);
+    if (bytes == 0) return out;
+    auto* base = static_cast<unsigned char*>(out.data());
+    copy_async(base, src, bytes, stream);
+    for (std::int64_t done = 1; done < count;) {
+        const std::int64_t now = std::min(done, count - done);
+        copy_async(base + bytes * std::size_t(done), base, bytes * std::size_t(now), stream);
+        done += now;
+    }
+    return out;
+}
+
 /// How a dense operand is stored: row- or column-major with a leading dimension, and its batch.
 struct DenseShape {
     std::int64_t rows = 0, cols = 0, batch = 1, batch_stride = 0;
@@ -119,6 +143,10 @@ struct SpMMResources {
     std::unique_ptr<SpMatDescriptor> mat;
     std::unique_ptr<DnMatDescriptor> b, c;
     core::Buffer buffer;
+    // A's index arrays once per matrix of a batch of value arrays: cuSPARSE strides a CSR batch's
+    // column indices with its values (one stride for both; COO: rows, columns and values), so a
+    // pattern shared by the batch is repeated for it.
+    core::Buffer batch_indices, batch_rows;
     const void* values = nullptr;  // what the descriptors point at (set again only when it changes)
     const void* b_data = nullptr;
     const void* c_data = nullptr;
@@ -129,9 +157,11 @@ struct SpMMResources {
     SpMMResources(SpMMResources&&) = delete;
     SpMMResources& operator=(SpMMResources&&) = delete;
     ~SpMMResources() {
-        if (!buffer.empty()) {
+        if (!buffer.empty() || !batch_indices.empty()) {
             (void)cudaDeviceSynchronize();  // executions in flight on any stream
             buffer.reset(core::StreamRef{});
+            batch_indices.reset(core::StreamRef{});
+            batch_rows.reset(core::StreamRef{});
         }
     }
 };
@@ -186,14 +216,33 @@ void SpMMImpl::plan_locked() {
     const TensorView bv(bbuf.data(), b), cv(cbuf.data(), c);
     fill(bv, std::complex<double>(1.0, 0.0), stream);
     fill(cv, std::complex<double>(0.0, 0.0), stream);
-    res->mat = std::make_unique<SpMatDescriptor>(a);
-    if (a.batch() == 1 && cs.batch > 1) {
-        const bool coo = a.format() == sparse::Format::coo;
-        const cusparseStatus_t s = coo ? cusparseCooSetStridedBatch(res->mat->get(), int(cs.batch), 0)
-                                       : cusparseCsrSetStridedBatch(res->mat->get(), int(cs.batch), 0, 0);
-        check_cusparse(s, coo ? "cusparseCooSetStridedBatch" : "cusparseCsrSetStridedBatch",
-                       "broadcasting one sparse matrix over a batch");
+    if (a.batch() > 1) {
+        const std::size_t isz = size_of(a.index_type()), stored = std::size_t(a.stored());
+        res->batch_indices = repeated(a.indices().data(), isz * stored, a.batch(), stream, options.memory_resource);
+        if (a.format() == sparse::Format::coo)
+            res->batch_rows =
+                repeated(a.row_indices().data(), isz * stored, a.batch(), stream, options.memory_resource);
     }
+    // A descriptor per candidate: preprocess makes its buffer the matrix's one active buffer, and a
+    // product with another algorithm's buffer on that matrix may read the wrong acceleration data.
+    const auto describe_a = [&] {
+        auto mat = std::make_unique<SpMatDescriptor>(a);
+        const bool coo = a.format() == sparse::Format::coo;
+        if (a.batch() == 1 && cs.batch > 1) {
+            const cusparseStatus_t s = coo ? cusparseCooSetStridedBatch(mat->get(), int(cs.batch), 0)
+                                           : cusparseCsrSetStridedBatch(mat->get(), int(cs.batch), 0, 0);
+            check_cusparse(s, coo ? "cusparseCooSetStridedBatch" : "cusparseCsrSetStridedBatch",
+                           "broadcasting one sparse matrix over a batch");
+        } else if (a.batch() > 1) {
+            const cusparseStatus_t s = coo ? cusparseCooSetPointers(mat->get(), res->batch_rows.data(),
+                                                                    res->batch_indices.data(), a.values().data())
+                                           : cusparseCsrSetPointers(mat->get(), a.offsets().data(),
+                                                                    res->batch_indices.data(), a.values().data());
+            check_cusparse(s, coo ? "cusparseCooSetPointers" : "cusparseCsrSetPointers",
+                           "pointing a batch of sparse matrices at their repeated pattern");
+        }
+        return mat;
+    };
     res->values = a.values().data();
     res->b = describe(bv, bs);
     res->c = describe(cv, cs);
@@ -205,24 +254,32 @@ void SpMMImpl::plan_locked() {
     if (options.algorithm != sparse::SpMMAlgorithm::automatic) {
         candidates.push_back(options.algorithm);
     } else {
-        for (int i = 0; i < spmm_algorithms_of(a.format()); ++i)
-            candidates.push_back(sparse::SpMMAlgorithm(int(sparse::SpMMAlgorithm::alg1) + i));
+        for (int i = 0; i < spmm_algorithms_of(a.format()); ++i) {
+            const auto x = sparse::SpMMAlgorithm(int(sparse::SpMMAlgorithm::alg1) + i);
+            if (x == sparse::SpMMAlgorithm::alg3 && a.format() != sparse::Format::coo &&
+                !csr_alg3_takes(a.format(), options.op, cs.batch))
+                continue;
+            candidates.push_back(x);
+        }
     }
     std::vector<core::Buffer> buffers(candidates.size());
+    std::vector<std::unique_ptr<SpMatDescriptor>> mats(candidates.size());
     std::vector<bool> prepared(candidates.size(), false);
     const auto prepare = [&](int i, core::StreamRef s) {
         const cusparseSpMMAlg_t with = spmm_alg(a.format(), candidates[std::size_t(i)]);
         const SparseHandle h(device, s.handle());
+        auto mat = describe_a();
         std::size_t bytes = 0;
-        check_cusparse(
-            cusparseSpMM_bufferSize(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, res->mat->get(),
-                                    res->b->get(), one.beta, res->c->get(), ct, with, &bytes),
-            "cusparseSpMM_bufferSize", fmt::format("sizing an SpMM with {}", to_string(candidates[std::size_t(i)])));
+        check_cusparse(cusparseSpMM_bufferSize(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, mat->get(),
+                                               res->b->get(), one.beta, res->c->get(), ct, with, &bytes),
+                       "cusparseSpMM_bufferSize",
+                       fmt::format("sizing an SpMM with {}", to_string(candidates[std::size_t(i)])));
         buffers[std::size_t(i)] = core::Buffer(std::max<std::size_t>(bytes, 1), s, options.memory_resource);
         check_cusparse(
-            cusparseSpMM_preprocess(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, res->mat->get(),
-                                    res->b->get(), one.beta, res->c->get(), ct, with, buffers[std::size_t(i)].data()),
+            cusparseSpMM_preprocess(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, mat->get(), res->b->get(),
+                                    one.beta, res->c->get(), ct, with, buffers[std::size_t(i)].data()),
             "cusparseSpMM_preprocess", "preprocessing an SpMM");
+        mats[std::size_t(i)] = std::move(mat);
         prepared[std::size_t(i)] = true;
     };
     int chosen = 0;
@@ -238,9 +295,9 @@ void SpMMImpl::plan_locked() {
         chosen = measured_choice(key, "SpMM", names, prepare, [&](int i, core::StreamRef s) {
             const SparseHandle h(device, s.handle());
             check_cusparse(
-                cusparseSpMM(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, res->mat->get(), res->b->get(),
-                             one.beta, res->c->get(), ct, spmm_alg(a.format(), candidates[std::size_t(i)]),
-                             buffers[std::size_t(i)].data()),
+                cusparseSpMM(h.get(), op, CUSPARSE_OPERATION_NON_TRANSPOSE, one.alpha, mats[std::size_t(i)]->get(),
+                             res->b->get(), one.beta, res->c->get(), ct,
+                             spmm_alg(a.format(), candidates[std::size_t(i)]), buffers[std::size_t(i)].data()),
                 "cusparseSpMM", "measuring an SpMM algorithm");
         });
     }
@@ -248,6 +305,7 @@ void SpMMImpl::plan_locked() {
     stream.synchronize();
     algorithm = candidates[std::size_t(chosen)];
     alg = spmm_alg(a.format(), algorithm);
+    res->mat = std::move(mats[std::size_t(chosen)]);
     res->buffer = std::move(buffers[std::size_t(chosen)]);
     res->buffer.set_stream(core::StreamRef{});
     buffer_bytes = res->buffer.size_bytes();
@@ -352,6 +410,13 @@ SpMM::SpMM(const MatrixView& a, const TensorLayout& b, const TensorLayout& c, co
                                                 to_string(options.algorithm), to_string(a.format()),
                                                 to_string(a.format()), detail::spmm_algorithms_of(a.format())),
                                     api);
+    if (options.algorithm == SpMMAlgorithm::alg3 && a.format() != Format::coo &&
+        !detail::csr_alg3_takes(a.format(), options.op, cs.batch))
+        detail::throw_not_supported(
+            fmt::format("options.algorithm: alg3 (cuSPARSE's CSR_ALG3) takes op(A) = A of one CSR matrix; here a {} "
+                        "matrix, op {}, a batch of {} (choose alg1, alg2 or automatic)",
+                        to_string(a.format()), to_string(options.op), cs.batch),
+            api);
     impl_->a = a;
     impl_->b = b;
     impl_->c = c;

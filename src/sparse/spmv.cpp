@@ -24,12 +24,18 @@ namespace {
 
 constexpr const char* plan_api = "sparse::SpMV";
 
-/// cuSPARSE's SpMV dtypes: x, y and the compute type share one dtype; A's is that one or one
-/// cuSPARSE widens to it.
-bool spmv_types(DataType a, DataType xy) noexcept {
-    switch (xy) {
+bool is_half(DataType t) noexcept { return t == DataType::f16 || t == DataType::bf16; }
+
+/// cuSPARSE's SpMV dtypes (its "supported data types" tables): A, x, y and the compute type of one
+/// dtype among f32, f64, c32 and c64; A and x f16 (or bf16) with y of theirs or f32, computed in
+/// f32; A f32 with x and y f64 or c32; A f64 with x and y c64. A half-precision A never takes f32
+/// vectors: A and x share the half dtype.
+bool spmv_types(DataType a, DataType x, DataType y) noexcept {
+    if (is_half(a)) return x == a && (y == a || y == DataType::f32);
+    if (x != y) return false;
+    switch (x) {
         case DataType::f32:
-            return a == DataType::f32 || a == DataType::f16 || a == DataType::bf16;
+            return a == DataType::f32;
         case DataType::f64:
             return a == DataType::f64 || a == DataType::f32;
         case DataType::c32:
@@ -40,6 +46,9 @@ bool spmv_types(DataType a, DataType xy) noexcept {
             return false;
     }
 }
+
+/// The compute type of a combination spmv_types takes: f32 for half-precision A, else x's dtype.
+DataType spmv_compute(DataType a, DataType x) noexcept { return is_half(a) ? DataType::f32 : x; }
 
 cusparseSpMVAlg_t spmv_alg(sparse::Format f, sparse::SpMVAlgorithm a) noexcept {
     switch (a) {
@@ -132,7 +141,6 @@ void SpMVImpl::plan_locked() {
     Tensor ys = Tensor::empty(y.dtype(), {y.size()}, stream, options.memory_resource);
     fill(xs, std::complex<double>(1.0, 0.0), stream);
     fill(ys, std::complex<double>(0.0, 0.0), stream);
-    res->mat = std::make_unique<SpMatDescriptor>(a);
     res->values = a.values().data();
     res->x = std::make_unique<DnVecDescriptor>(xs.view());
     res->y = std::make_unique<DnVecDescriptor>(ys.view());
@@ -145,43 +153,49 @@ void SpMVImpl::plan_locked() {
     else if (a.format() == sparse::Format::bsr) candidates.push_back(sparse::SpMVAlgorithm::alg1);
     else candidates = {sparse::SpMVAlgorithm::alg1, sparse::SpMVAlgorithm::alg2};
     std::vector<core::Buffer> buffers(candidates.size());
+    // A descriptor per candidate: preprocess makes its buffer the matrix's one active buffer, and a
+    // product with another algorithm's buffer on that matrix may read the wrong acceleration data.
+    std::vector<std::unique_ptr<SpMatDescriptor>> mats(candidates.size());
     std::vector<bool> prepared(candidates.size(), false);
 
     const auto prepare = [&](int i, core::StreamRef s) {
         const cusparseSpMVAlg_t with = spmv_alg(a.format(), candidates[std::size_t(i)]);
         const SparseHandle h(device, s.handle());
+        auto mat = std::make_unique<SpMatDescriptor>(a);
         std::size_t bytes = 0;
-        check_cusparse(cusparseSpMV_bufferSize(h.get(), op, one.alpha, res->mat->get(), res->x->get(), one.beta,
+        check_cusparse(cusparseSpMV_bufferSize(h.get(), op, one.alpha, mat->get(), res->x->get(), one.beta,
                                                res->y->get(), ct, with, &bytes),
                        "cusparseSpMV_bufferSize",
                        fmt::format("sizing a SpMV with {}", to_string(candidates[std::size_t(i)])));
         buffers[std::size_t(i)] = core::Buffer(std::max<std::size_t>(bytes, 1), s, options.memory_resource);
-        check_cusparse(cusparseSpMV_preprocess(h.get(), op, one.alpha, res->mat->get(), res->x->get(), one.beta,
+        check_cusparse(cusparseSpMV_preprocess(h.get(), op, one.alpha, mat->get(), res->x->get(), one.beta,
                                                res->y->get(), ct, with, buffers[std::size_t(i)].data()),
                        "cusparseSpMV_preprocess", "preprocessing a SpMV");
+        mats[std::size_t(i)] = std::move(mat);
         prepared[std::size_t(i)] = true;
     };
     int chosen = 0;
     if (candidates.size() > 1) {
         const std::string key = fmt::format(
-            "spmv {} op={} {}x{} nnz={} batch={} a={} xy={} index={} on {}", sparse::to_string(a.format()),
+            "spmv {} op={} {}x{} nnz={} batch={} a={} x={} y={} index={} on {}", sparse::to_string(a.format()),
             sparse::to_string(options.op), a.rows(), a.cols(), a.nnz(), a.batch(), to_string(a.value_type()),
-            to_string(x.dtype()), to_string(a.index_type()), sparse_device_model(device));
+            to_string(x.dtype()), to_string(y.dtype()), to_string(a.index_type()), sparse_device_model(device));
         std::vector<std::string> names;
         names.reserve(candidates.size());
         for (const sparse::SpMVAlgorithm c : candidates) names.emplace_back(to_string(c));
         chosen = measured_choice(key, "SpMV", names, prepare, [&](int i, core::StreamRef s) {
             const SparseHandle h(device, s.handle());
-            check_cusparse(
-                cusparseSpMV(h.get(), op, one.alpha, res->mat->get(), res->x->get(), one.beta, res->y->get(), ct,
-                             spmv_alg(a.format(), candidates[std::size_t(i)]), buffers[std::size_t(i)].data()),
-                "cusparseSpMV", "measuring a SpMV algorithm");
+            check_cusparse(cusparseSpMV(h.get(), op, one.alpha, mats[std::size_t(i)]->get(), res->x->get(), one.beta,
+                                        res->y->get(), ct, spmv_alg(a.format(), candidates[std::size_t(i)]),
+                                        buffers[std::size_t(i)].data()),
+                           "cusparseSpMV", "measuring a SpMV algorithm");
         });
     }
     if (!prepared[std::size_t(chosen)]) prepare(chosen, stream);
     stream.synchronize();
     algorithm = candidates[std::size_t(chosen)];
     alg = spmv_alg(a.format(), algorithm);
+    res->mat = std::move(mats[std::size_t(chosen)]);
     res->buffer = std::move(buffers[std::size_t(chosen)]);
     res->buffer.set_stream(core::StreamRef{});
     buffer_bytes = res->buffer.size_bytes();
@@ -251,15 +265,12 @@ SpMV::SpMV(const MatrixView& a, const TensorLayout& x, const TensorLayout& y, co
     const std::int64_t m = detail::op_rows(a, options.op), k = detail::op_cols(a, options.op);
     detail::check_vector_layout(x, k, "x", "columns", api);
     detail::check_vector_layout(y, m, "y", "rows", api);
-    if (x.dtype() != y.dtype())
-        detail::throw_not_supported(fmt::format("x, y: dtypes {} and {}; cuSPARSE's SpMV takes x and y of one dtype",
-                                                to_string(x.dtype()), to_string(y.dtype())),
-                                    api);
-    if (!detail::spmv_types(a.value_type(), x.dtype()))
+    if (!detail::spmv_types(a.value_type(), x.dtype(), y.dtype()))
         detail::throw_not_supported(
-            fmt::format("a, x: values {} with vectors {}; cuSPARSE's SpMV takes A, x and y of one dtype among f32, "
-                        "f64, c32 and c64, or A f16/bf16 with f32 vectors, f32 with f64 or c32, f64 with c64",
-                        to_string(a.value_type()), to_string(x.dtype())),
+            fmt::format("a, x, y: values {} with x {} and y {}; cuSPARSE's SpMV takes A, x and y of one dtype among "
+                        "f32, f64, c32 and c64; A and x f16 (or bf16) with y of theirs or f32; A f32 with x and y f64 "
+                        "or c32; A f64 with x and y c64",
+                        to_string(a.value_type()), to_string(x.dtype()), to_string(y.dtype())),
             api);
     if (a.format() == Format::bsr && options.algorithm == SpMVAlgorithm::alg2)
         detail::throw_not_supported("options.algorithm: alg2 has no BSR counterpart (BSR has alg1 only)", api);
@@ -268,7 +279,7 @@ SpMV::SpMV(const MatrixView& a, const TensorLayout& x, const TensorLayout& y, co
     impl_->y = y;
     impl_->options = options;
     impl_->algorithm = options.algorithm;
-    impl_->compute = x.dtype();
+    impl_->compute = detail::spmv_compute(a.value_type(), x.dtype());
     impl_->trivial = m == 0 || k == 0;
 }
 

@@ -92,7 +92,7 @@ TEST_P(SparseCheckGpu, CsrIndices) {
     }
     {
         const Matrix m = sample(Format::csr, GetParam(), {});
-        poke(m.view().indices(), 4, 5);  // row 2 becomes 0 2 5 5: a duplicate at 5
+        poke(m.view().indices(), 5, 5);  // row 2 (entries 2..5) becomes 0 2 5 5: a duplicate at 5
         expect_bad(m, "col_indices", 5, "not greater than col_indices[4]");
         EXPECT_NO_THROW(check(m, {.sorted = false}, {}));
     }

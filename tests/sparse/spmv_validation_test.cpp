@@ -47,8 +47,11 @@ TEST(SparseSpMVValidation, PlanRecordsItsOperands) {
 TEST(SparseSpMVValidation, TakesCuSparseDtypeCombinations) {
     EXPECT_NO_THROW(SpMV(csr(DataType::f64), x_of(DataType::f64), y_of(DataType::f64)));
     EXPECT_NO_THROW(SpMV(csr(DataType::c32), x_of(DataType::c32), y_of(DataType::c32)));
-    EXPECT_NO_THROW(SpMV(csr(DataType::f16), x_of(DataType::f32), y_of(DataType::f32)));
-    EXPECT_NO_THROW(SpMV(csr(DataType::bf16), x_of(DataType::f32), y_of(DataType::f32)));
+    // Half-precision A takes x of its dtype, y of its dtype or f32 (cuSPARSE's mixed-precision table).
+    EXPECT_NO_THROW(SpMV(csr(DataType::f16), x_of(DataType::f16), y_of(DataType::f32)));
+    EXPECT_NO_THROW(SpMV(csr(DataType::bf16), x_of(DataType::bf16), y_of(DataType::f32)));
+    EXPECT_NO_THROW(SpMV(csr(DataType::f16), x_of(DataType::f16), y_of(DataType::f16)));
+    EXPECT_NO_THROW(SpMV(csr(DataType::bf16), x_of(DataType::bf16), y_of(DataType::bf16)));
     EXPECT_NO_THROW(SpMV(csr(DataType::f32), x_of(DataType::f64), y_of(DataType::f64)));
     EXPECT_NO_THROW(SpMV(csr(DataType::f32), x_of(DataType::c32), y_of(DataType::c32)));
     EXPECT_NO_THROW(SpMV(csr(DataType::f64), x_of(DataType::c64), y_of(DataType::c64)));
@@ -57,10 +60,13 @@ TEST(SparseSpMVValidation, TakesCuSparseDtypeCombinations) {
 
 TEST(SparseSpMVValidation, RefusesDtypesCuSparseDoesNotTake) {
     expect_throw_with<NotSupported>([] { (void)SpMV(csr(DataType::f64), x_of(), y_of()); },
-                                    {"sparse::SpMV", "values f64 with vectors f32"});
-    expect_throw_with<NotSupported>([] { (void)SpMV(csr(DataType::f16), x_of(DataType::f16), y_of(DataType::f16)); },
-                                    {"sparse::SpMV", "f16"});
-    expect_throw_with<NotSupported>([] { (void)SpMV(csr(), x_of(), y_of(DataType::f64)); }, {"x, y", "one dtype"});
+                                    {"sparse::SpMV", "values f64 with x f32"});
+    // cuSPARSE refuses f16 A with f32 x ("type combination ... is not supported"): A and x share the dtype.
+    expect_throw_with<NotSupported>([] { (void)SpMV(csr(DataType::f16), x_of(DataType::f32), y_of(DataType::f32)); },
+                                    {"sparse::SpMV", "values f16 with x f32 and y f32"});
+    expect_throw_with<NotSupported>([] { (void)SpMV(csr(DataType::bf16), x_of(DataType::bf16), y_of(DataType::f16)); },
+                                    {"sparse::SpMV", "bf16"});
+    expect_throw_with<NotSupported>([] { (void)SpMV(csr(), x_of(), y_of(DataType::f64)); }, {"x", "y", "one dtype"});
     expect_throw_with<NotSupported>([] { (void)SpMV(csr(), x_of(DataType::i32), y_of(DataType::i32)); },
                                     {"sparse::SpMV"});
 }
@@ -189,6 +195,21 @@ TEST(SparseSpMMValidation, TakesRowAndColumnMajorAndBatches) {
     // Batches: C (2, 4, 3), B batched or broadcast, A batched or broadcast.
     EXPECT_NO_THROW(SpMM(csr(), dense(DataType::f32, {2, 5, 3}, 3 * mib), dense(DataType::f32, {2, 4, 3}, 4 * mib)));
     EXPECT_NO_THROW(SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {2, 4, 3}, 4 * mib)));
+    // CSR_ALG3 runs one untransposed CSR matrix: asked for a batch or a transpose, it is refused here.
+    expect_throw_with<NotSupported>(
+        [] {
+            (void)SpMM(csr(), dense(DataType::f32, {2, 5, 3}, 3 * mib), dense(DataType::f32, {2, 4, 3}, 4 * mib),
+                       {.algorithm = SpMMAlgorithm::alg3});
+        },
+        {"sparse::SpMM", "alg3", "a batch of 2"});
+    expect_throw_with<NotSupported>(
+        [] {
+            (void)SpMM(csr(), dense(DataType::f32, {4, 3}, 3 * mib), dense(DataType::f32, {5, 3}, 4 * mib),
+                       {.op = Operation::transpose, .algorithm = SpMMAlgorithm::alg3});
+        },
+        {"sparse::SpMM", "alg3", "op transpose"});
+    EXPECT_NO_THROW(SpMM(csr(), dense(DataType::f32, {5, 3}, 3 * mib), dense(DataType::f32, {4, 3}, 4 * mib),
+                         {.algorithm = SpMMAlgorithm::alg3}));
     const MatrixView batched =
         MatrixView::coo(4, 5, TensorView(fake(0), DataType::i32, {6}), TensorView(fake(mib), DataType::i32, {6}),
                         TensorView(fake(2 * mib), DataType::f64, {2, 6}));

@@ -24,9 +24,10 @@ namespace gpumath::sparse {
 /// The constructor validates only (no CUDA call): InvalidArgument for an empty A, shapes that do
 /// not agree (op(A)'s rows = y's size, op(A)'s columns = x's size), x and y not 1-D, an enum value
 /// outside its enumerators; NotSupported for dtypes cuSPARSE's SpMV does not take and for a batch
-/// of matrices (use SpMM with one column). The dtypes: x and y share one dtype, which is also the
-/// compute type, and A's values are of that dtype or of one cuSPARSE widens to it: f32 from f16 or
-/// bf16, f64 from f32, c32 from f32, c64 from f64.
+/// of matrices (use SpMM with one column). The dtypes: A, x and y of one dtype among f32, f64, c32
+/// and c64 (the compute type); A and x f16 (or bf16) with y of theirs or f32, computed in f32 (an
+/// f16 A with f32 vectors is refused, as cuSPARSE refuses it); A f32 with x and y f64 or c32; A f64
+/// with x and y c64.
 ///
 /// `plan()` makes the cuSPARSE descriptors on the current device, sizes and allocates the plan's
 /// buffer and runs cusparseSpMV_preprocess with it. It reads A's pattern, and for
