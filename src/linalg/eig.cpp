@@ -14,6 +14,7 @@
 #include <gpumath/core/device.hpp>
 #include <gpumath/linalg/info.hpp>
 #include <gpumath/tensor.hpp>
+#include <gpumath/tensor_ops.hpp>
 #include "core/stream_workspace.hpp"
 #include "detail/enum_check.hpp"
 #include "detail/status.hpp"
@@ -137,7 +138,14 @@ void EigImpl::run(const TensorView& a, const TensorView& values, const TensorVie
     auto* vrdata = static_cast<std::byte*>(vr.data());
     int* infos = static_cast<int*>(info.data());
     std::byte* ws = area + a_bytes + w_bytes + vr_bytes + out_bytes;
-    {
+    if (n == 1) {
+        // cuSOLVER's Xgeev fails on 1 × 1 matrices (CUSOLVER_STATUS_INTERNAL_ERROR, CUDA 13.0): the
+        // eigenvalue is the matrix's one entry, the (unit) eigenvector 1.
+        gpumath::cast(TensorView(adata, t, {count}), TensorView(wdata, ct, {count}, {at.w_stride}), stream);
+        if (vrdata != nullptr) gpumath::fill(TensorView(vrdata, t, {count}, {vr_step}), 1.0, stream);
+        check(cudaMemsetAsync(infos, 0, std::size_t(count) * sizeof(int), stream.handle()), "cudaMemsetAsync",
+              "writing the info of 1 × 1 eigendecompositions");
+    } else {
         std::lock_guard lock(host_mutex);  // the host workspaces
         grow_host_workspaces(host, host_needed);
         Lanes lanes(device, stream, count, true);

@@ -91,14 +91,23 @@ void SVDImpl::size_routines() {
         check_cusolver(gesvdj_size(h.get(), batch.dtype, eig_mode(vectors()), full() ? 0 : 1, int(wm), int(wn), int(wm),
                                    int(wm), int(wn), &lwork, jacobi_params[0]),
                        "cusolverDn<t>gesvdj_bufferSize", "sizing a Jacobi SVD");
-        jacobi_bytes = std::size_t(lwork) * elem;
+        jacobi_solver_bytes = std::size_t(lwork) * elem;
+        jacobi_bytes = jacobi_solver_bytes;
+        if (!vectors())
+            jacobi_bytes = aligned_bytes(jacobi_solver_bytes) + aligned_bytes(std::size_t(wm * wm) * elem) +
+                           aligned_bytes(std::size_t(wn * wn) * elem);
     }
     if ((any && batch.count > 1 && batched_fits()) || want == linalg::Backend::batched) {
         int lwork = 0;
         check_cusolver(gesvdj_batched_size(h.get(), batch.dtype, eig_mode(vectors()), int(wm), int(wn), int(wm),
                                            int(wm), int(wn), &lwork, jacobi_params[0], int(batch.count)),
                        "cusolverDn<t>gesvdjBatched_bufferSize", "sizing a batched Jacobi SVD");
-        batched_bytes = std::size_t(lwork) * elem;
+        batched_solver_bytes = std::size_t(lwork) * elem;
+        batched_bytes = batched_solver_bytes;
+        if (!vectors())
+            batched_bytes = aligned_bytes(batched_solver_bytes) +
+                            aligned_bytes(std::size_t(batch.count * wm * wm) * elem) +
+                            aligned_bytes(std::size_t(batch.count * wn * wn) * elem);
     }
     if (want == linalg::Backend::approximate) {
         int lwork = 0;
@@ -208,14 +217,28 @@ void SVDImpl::call_routine(linalg::Backend with, std::byte* a, std::int64_t lda,
     const std::int64_t wm = orient.wm, wn = orient.wn, count = batch.count;
     const std::int64_t a_step = a_stride * std::int64_t(size_of(batch.dtype));
     const std::int64_t ldu = up != nullptr ? up->ld : wm, ldv = vp != nullptr ? vp->ld : wn;
+    const std::size_t elem = size_of(batch.dtype);
+    // Values only: gesvdj(Batched) still writes V and may touch U, so they get scratch matrices
+    // after the routine's own workspace (sized in plan_locked), one set per lane (per matrix for
+    // the batched routine).
+    const bool scratch = up == nullptr && (with == linalg::Backend::jacobi || with == linalg::Backend::batched);
+    const std::size_t solver_bytes = with == linalg::Backend::jacobi    ? jacobi_solver_bytes
+                                     : with == linalg::Backend::batched ? batched_solver_bytes
+                                                                        : per_lane;
+    const std::int64_t scratch_count = with == linalg::Backend::batched ? count : 1;
+    const auto scratch_u = [&](std::byte* work) { return work + aligned_bytes(solver_bytes); };
+    const auto scratch_v = [&](std::byte* work) {
+        return scratch_u(work) + aligned_bytes(std::size_t(scratch_count * wm * wm) * elem);
+    };
+    const int lwork = int((scratch ? solver_bytes : per_lane) / elem);
     const auto u_at = [&](std::int64_t b) { return up != nullptr ? up->at(b) : nullptr; };
     const auto v_at = [&](std::int64_t b) { return vp != nullptr ? vp->at(b) : nullptr; };
     std::unique_lock lock(host_mutex);  // the host workspaces and gesvdj's parameters
     if (with == linalg::Backend::batched) {
         const SolverHandle h(device, stream.handle());
         check_cusolver(gesvdj_batched(h.get(), batch.dtype, eig_mode(vectors()), int(wm), int(wn), a, int(lda), sp.data,
-                                      u_at(0), int(ldu), v_at(0), int(ldv), ws, int(per_lane / size_of(batch.dtype)),
-                                      info, jacobi_params[0], int(count)),
+                                      scratch ? scratch_u(ws) : u_at(0), int(ldu), scratch ? scratch_v(ws) : v_at(0),
+                                      int(ldv), ws, lwork, info, jacobi_params[0], int(count)),
                        "cusolverDn<t>gesvdjBatched", "a batched Jacobi SVD");
         return;
     }
@@ -245,8 +268,9 @@ void SVDImpl::call_routine(linalg::Backend with, std::byte* a, std::int64_t lda,
                            "cusolverDnXgesvd", "an SVD");
         else
             check_cusolver(gesvdj(h.get(), batch.dtype, eig_mode(vectors()), full() ? 0 : 1, int(wm), int(wn),
-                                  a + b * a_step, int(lda), sp.at(b), u_at(b), int(ldu), v_at(b), int(ldv), work,
-                                  int(per_lane / size_of(batch.dtype)), info + b, jacobi_params[std::size_t(l)]),
+                                  a + b * a_step, int(lda), sp.at(b), scratch ? scratch_u(work) : u_at(b), int(ldu),
+                                  scratch ? scratch_v(work) : v_at(b), int(ldv), work, lwork, info + b,
+                                  jacobi_params[std::size_t(l)]),
                            "cusolverDn<t>gesvdj", "a Jacobi SVD");
     }
     lanes.join();
