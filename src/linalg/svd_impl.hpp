@@ -111,9 +111,9 @@ struct SVDImpl final : PlanState {
     std::int64_t k = 0;  // singular values per matrix
     TensorLayout s_layout, u_layout, vh_layout;
     linalg::Backend backend = linalg::Backend::automatic;
-    std::size_t gesvd_bytes = 0, gesvd_host = 0;                 // Xgesvd per matrix
-    std::size_t jacobi_bytes = 0;                                // gesvdj per matrix (+ scratch U, V)
-    std::size_t batched_bytes = 0;                               // gesvdjBatched for the batch (+ scratch)
+    std::size_t gesvd_bytes = 0, gesvd_host = 0;  // Xgesvd per matrix
+    std::size_t jacobi_bytes = 0;                 // gesvdj per matrix (+ scratch U, V)
+    std::size_t batched_bytes = 0;                // gesvdjBatched for the batch (+ scratch)
     // gesvdj and gesvdjBatched write V (an identity to start from) and may touch U even without
     // vectors: a values-only plan gives them scratch matrices after their workspace. The solver's
     // own part of jacobi_bytes and batched_bytes (what lwork says):

@@ -127,15 +127,31 @@ void check_together(std::span<const Named> arrays, std::int64_t rows, std::int64
 
 }  // namespace
 
+namespace {
+
+/// The arrays of a compressed format (CSR or CSC) as `names` calls them, checked.
+struct Compressed {
+    const char* offsets;
+    const char* indices;
+    std::int64_t major;
+};
+
+void check_compressed(std::int64_t rows, std::int64_t cols, const TensorView& offsets, const TensorView& indices,
+                      const TensorView& values, const Compressed& names, const char* api) {
+    check_shape(rows, cols, api);
+    check_index_array({&offsets, names.offsets}, names.major + 1, api);
+    check_index_array({&indices, names.indices}, indices.rank() == 1 ? indices.shape(0) : 0, api);
+    check_values(values, indices.shape(0), api);
+    const std::array<Named, 3> all{{{&offsets, names.offsets}, {&indices, names.indices}, {&values, "values"}}};
+    check_together(all, rows, cols, api);
+}
+
+}  // namespace
+
 MatrixView MatrixView::csr(std::int64_t rows, std::int64_t cols, const TensorView& row_offsets,
                            const TensorView& col_indices, const TensorView& values) {
-    constexpr const char* api = "sparse::MatrixView::csr";
-    check_shape(rows, cols, api);
-    check_index_array({&row_offsets, "row_offsets"}, rows + 1, api);
-    check_index_array({&col_indices, "col_indices"}, col_indices.rank() == 1 ? col_indices.shape(0) : 0, api);
-    check_values(values, col_indices.shape(0), api);
-    const std::array<Named, 3> all{{{&row_offsets, "row_offsets"}, {&col_indices, "col_indices"}, {&values, "values"}}};
-    check_together(all, rows, cols, api);
+    check_compressed(rows, cols, row_offsets, col_indices, values, {"row_offsets", "col_indices", rows},
+                     "sparse::MatrixView::csr");
     MatrixView m;
     m.format_ = Format::csr;
     m.made_ = true;
@@ -149,13 +165,8 @@ MatrixView MatrixView::csr(std::int64_t rows, std::int64_t cols, const TensorVie
 
 MatrixView MatrixView::csc(std::int64_t rows, std::int64_t cols, const TensorView& col_offsets,
                            const TensorView& row_indices, const TensorView& values) {
-    constexpr const char* api = "sparse::MatrixView::csc";
-    check_shape(rows, cols, api);
-    check_index_array({&col_offsets, "col_offsets"}, cols + 1, api);
-    check_index_array({&row_indices, "row_indices"}, row_indices.rank() == 1 ? row_indices.shape(0) : 0, api);
-    check_values(values, row_indices.shape(0), api);
-    const std::array<Named, 3> all{{{&col_offsets, "col_offsets"}, {&row_indices, "row_indices"}, {&values, "values"}}};
-    check_together(all, rows, cols, api);
+    check_compressed(rows, cols, col_offsets, row_indices, values, {"col_offsets", "row_indices", cols},
+                     "sparse::MatrixView::csc");
     MatrixView m;
     m.format_ = Format::csc;
     m.made_ = true;
