@@ -171,6 +171,7 @@ void spmv_case(bench::Reporter& report, const core::Stream& stream, const HostPa
 
     // The plan (automatic) against raw cuSPARSE with the algorithm the plan chose.
     sparse::SpMV plan(m.view, x, y);
+    stream.synchronize();  // plan() reads A's arrays on a private stream
     plan.plan();
     const RawSpMV same(m, x, y, raw_alg(plan.algorithm()), stream);
     const auto [raw_ms, ours_ms] = bench::compare(
@@ -216,6 +217,7 @@ void spmm_case(bench::Reporter& report, const core::Stream& stream, const HostPa
     const Tensor c = Tensor::empty(DataType::f32, {p.rows, n}, stream);
     random::uniform(b, -1.0, 1.0, {}, stream);
     sparse::SpMM plan(m.view, b, c);
+    stream.synchronize();  // plan() reads A's arrays on a private stream
     plan.plan();
     const cusparseSpMMAlg_t alg = plan.algorithm() == sparse::SpMMAlgorithm::alg1   ? CUSPARSE_SPMM_CSR_ALG1
                                   : plan.algorithm() == sparse::SpMMAlgorithm::alg2 ? CUSPARSE_SPMM_CSR_ALG2
@@ -268,6 +270,7 @@ void host_cost(bench::Reporter& report, const core::Stream& stream) {
     const Tensor y = Tensor::empty(DataType::f32, {p.rows}, stream);
     random::uniform(x, -1.0, 1.0, {}, stream);
     sparse::SpMV plan(m.view, x, y);
+    stream.synchronize();  // plan() reads A's arrays on a private stream
     plan.plan();
     const RawSpMV raw(m, x, y, raw_alg(plan.algorithm()), stream);
     const std::vector<double> us = bench::interleaved_host_us(

@@ -140,17 +140,27 @@ void check_plan_device(int device, const char* api) {
             api);
 }
 
-void ProductPlan::plan() {
+void ProductPlan::plan(const core::StreamRef* after) {
     if (planned.load(std::memory_order_acquire)) return;
     std::lock_guard lock(plan_mutex);
     if (planned.load(std::memory_order_relaxed)) return;
     device = current_device();
+    if (after != nullptr) {
+        // A's arrays may still be being written on the caller's stream (an upload just enqueued):
+        // the private planning stream must not read them before that work ends.
+        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+        check(cudaStreamIsCapturing(after->handle(), &status), "cudaStreamIsCapturing",
+              "asking whether the caller's stream captures");
+        if (status == cudaStreamCaptureStatusNone)
+            check(cudaStreamSynchronize(after->handle()), "cudaStreamSynchronize",
+                  "waiting for the writes of A's arrays before planning");
+    }
     plan_locked();
     planned.store(true, std::memory_order_release);
 }
 
-void ProductPlan::ensure_planned(const char* api) {
-    plan();
+void ProductPlan::ensure_planned(const char* api, core::StreamRef stream) {
+    plan(&stream);
     check_plan_device(device, api);
 }
 

@@ -82,10 +82,14 @@ struct ProductPlan {
     ProductPlan(ProductPlan&&) = delete;
     ProductPlan& operator=(ProductPlan&&) = delete;
 
-    /// Plans on the current device unless planned (idempotent, thread-safe).
-    void plan();
-    /// Plans if needed; InvalidArgument naming `api` when another device is current.
-    void ensure_planned(const char* api);
+    /// Plans on the current device unless planned (idempotent, thread-safe). Planning reads A's
+    /// pattern on a private stream (cuSPARSE's preprocess, the measured choice), so when `after` is
+    /// given and not capturing, the work enqueued on it so far (the writes of A's arrays) is waited
+    /// for first; while it captures, A's arrays must hold their values already.
+    void plan(const core::StreamRef* after = nullptr);
+    /// Plans if needed, after the work on `stream` (as plan); InvalidArgument naming `api` when
+    /// another device is current.
+    void ensure_planned(const char* api, core::StreamRef stream);
 
 protected:
     /// The plan's own work under `plan_mutex`, once, on `device` (current).

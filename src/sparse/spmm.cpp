@@ -319,7 +319,7 @@ void SpMMImpl::plan_locked() {
 void SpMMImpl::run(const TensorView& bv, const TensorView& cv, const sparse::MatrixView& m, double alpha, double beta,
                    core::StreamRef stream, const char* api) {
     if (cv.size() == 0) return;
-    ensure_planned(api);
+    ensure_planned(api, stream);
     if (trivial) {  // op(A) has no columns: C = β·C
         if (beta == 0.0) fill(cv, std::complex<double>(0.0, 0.0), stream);
         else if (beta != 1.0)

@@ -209,7 +209,7 @@ void SpMVImpl::plan_locked() {
 void SpMVImpl::run(const TensorView& xv, const TensorView& yv, const sparse::MatrixView& m, double alpha, double beta,
                    core::StreamRef stream, const char* api) {
     if (yv.size() == 0) return;
-    ensure_planned(api);
+    ensure_planned(api, stream);
     if (trivial) {  // op(A) has no columns: y = β·y
         if (beta == 0.0) fill(yv, std::complex<double>(0.0, 0.0), stream);
         else if (beta != 1.0)

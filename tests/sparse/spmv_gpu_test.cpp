@@ -379,6 +379,7 @@ TEST(SparseSpMVGpu, NewValuesOfThePlannedPattern) {
     const Tensor xd = Tensor::from_host(values_of<double>(x), {a.cols}, stream);
     const Tensor yd = Tensor::empty(DataType::f64, {a.rows}, stream);
     SpMV plan(d.view, xd, yd);
+    stream.synchronize();  // plan() reads A's arrays on a private stream
     plan.plan();
     HostCsr b = a;
     for (cd& v : b.values) v = random_value(rng, false);
@@ -401,6 +402,7 @@ TEST(SparseSpMVGpu, CapturedAndReplayed) {
     const Tensor xd = Tensor::empty(DataType::f32, {a.cols}, stream);
     const Tensor yd = Tensor::empty(DataType::f32, {a.rows}, stream);
     SpMV plan(d.view, xd, yd);
+    stream.synchronize();  // plan() reads A's arrays on a private stream
     plan.plan();
     core::Graph graph = core::Graph::capture(stream, [&](core::StreamRef s) { plan.execute(xd, yd, 2.0, 0.0, s); });
     for (int round = 0; round < 3; ++round) {
@@ -465,11 +467,13 @@ TEST(SparseSpMVGpu, AutomaticChoiceIsKept) {
     const Tensor xd = Tensor::empty(DataType::f32, {a.cols}, stream);
     const Tensor yd = Tensor::empty(DataType::f32, {a.rows}, stream);
     SpMV first(d.view, xd, yd);
+    stream.synchronize();  // plan() reads A's arrays on a private stream
     first.plan();
     const SpMVAlgorithm chosen = first.algorithm();
     EXPECT_TRUE(chosen == SpMVAlgorithm::alg1 || chosen == SpMVAlgorithm::alg2) << to_string(chosen);
     EXPECT_GT(first.buffer_size(), 0U);
     SpMV second(d.view, xd, yd);
+    stream.synchronize();  // plan() reads A's arrays on a private stream
     second.plan();
     EXPECT_EQ(second.algorithm(), chosen);
 }
@@ -636,6 +640,7 @@ TEST(SparseSpMMGpu, CapturedReplayedAndStateless) {
     const Tensor b = Tensor::empty(DataType::f32, {a.cols, n}, stream);
     const Tensor c = Tensor::empty(DataType::f32, {a.rows, n}, stream);
     SpMM plan(d.view, b, c);
+    stream.synchronize();  // plan() reads A's arrays on a private stream
     plan.plan();
     core::Graph graph = core::Graph::capture(stream, [&](core::StreamRef s) { plan.execute(b, c, 1.0, 0.0, s); });
     for (int round = 0; round < 2; ++round) {

@@ -48,7 +48,10 @@ public:
 
     /// Describes the operands, allocates the buffer, chooses the algorithm (measuring for
     /// `automatic`) and runs cusparseSpMM_preprocess on the current device; blocks until done
-    /// (idempotent, thread-safe; implicit on the first execute). CusparseError or CudaError.
+    /// (idempotent, thread-safe; implicit on the first execute). It reads A's arrays on a private
+    /// stream: they must hold their values (synchronize the stream that wrote them); the implicit
+    /// plan of a first execute waits for the work already on the execute's stream itself (unless
+    /// that stream captures). CusparseError or CudaError.
     void plan();
     /// True once `plan()` has run (false when moved from).
     [[nodiscard]] bool planned() const noexcept;

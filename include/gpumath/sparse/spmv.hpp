@@ -31,7 +31,11 @@ namespace gpumath::sparse {
 ///
 /// `plan()` makes the cuSPARSE descriptors on the current device, sizes and allocates the plan's
 /// buffer and runs cusparseSpMV_preprocess with it. It reads A's pattern, and for
-/// SpMVAlgorithm::automatic runs products with A: A's arrays must hold a valid matrix by then.
+/// SpMVAlgorithm::automatic runs products with A, on a private stream: A's arrays must hold a valid
+/// matrix by then. An explicit `plan()` orders itself after nothing (synchronize the stream that
+/// wrote A's arrays first); the plan an `execute` makes implicitly first waits for the work already
+/// enqueued on the execute's stream (unless that stream captures a graph, when A's arrays must hold
+/// their values before the capture began).
 ///
 /// `execute` enqueues cusparseSpMV on the caller's stream, never allocates or synchronizes, and may
 /// be captured into a CUDA graph once the plan is planned. cuSPARSE requires the buffer given to
