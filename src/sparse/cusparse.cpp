@@ -34,85 +34,59 @@ SparseHandle::SparseHandle(int device, cudaStream_t stream) : device_(device) {
 
 SparseHandle::~SparseHandle() { HandlePool<cusparseHandle_t>::of(device_).give_back(handle_); }
 
-SpMatDescriptor::SpMatDescriptor(const sparse::MatrixView& m) : format_(m.format()) {
+SpMatDescriptor::SpMatDescriptor(const sparse::MatrixView& m, const void* batch_indices, const void* batch_rows) {
     const cusparseIndexType_t it = index_type_of(m.index_type());
     const cudaDataType vt = to_cuda(m.value_type());
     const std::int64_t stored = m.stored();
     void* values = m.values().data();
+    const bool batch = m.batch() > 1;
+    if (batch && (m.format() == sparse::Format::csc || m.format() == sparse::Format::bsr || batch_indices == nullptr ||
+                  (m.format() == sparse::Format::coo && batch_rows == nullptr)))
+        throw_invalid(fmt::format("a batch of {} matrices over one pattern: cuSPARSE describes CSR and COO "
+                                  "batches, with their index arrays repeated per matrix",
+                                  sparse::to_string(m.format())),
+                      "gpumath::sparse");
+    // cuSPARSE takes non-const pointers for the arrays it only reads.
+    void* indices = batch ? const_cast<void*>(batch_indices) : m.indices().data();  // NOLINT
     switch (m.format()) {
         case sparse::Format::csr:
-            check_cusparse(cusparseCreateCsr(&descr_, m.rows(), m.cols(), stored, m.offsets().data(),
-                                             m.indices().data(), values, it, it, CUSPARSE_INDEX_BASE_ZERO, vt),
+            check_cusparse(cusparseCreateCsr(&descr_, m.rows(), m.cols(), stored, m.offsets().data(), indices, values,
+                                             it, it, CUSPARSE_INDEX_BASE_ZERO, vt),
                            "cusparseCreateCsr", "describing a CSR matrix");
             break;
         case sparse::Format::csc:
-            check_cusparse(cusparseCreateCsc(&descr_, m.rows(), m.cols(), stored, m.offsets().data(),
-                                             m.indices().data(), values, it, it, CUSPARSE_INDEX_BASE_ZERO, vt),
+            check_cusparse(cusparseCreateCsc(&descr_, m.rows(), m.cols(), stored, m.offsets().data(), indices, values,
+                                             it, it, CUSPARSE_INDEX_BASE_ZERO, vt),
                            "cusparseCreateCsc", "describing a CSC matrix");
             break;
         case sparse::Format::coo:
-            check_cusparse(cusparseCreateCoo(&descr_, m.rows(), m.cols(), stored, m.row_indices().data(),
-                                             m.indices().data(), values, it, CUSPARSE_INDEX_BASE_ZERO, vt),
+            check_cusparse(cusparseCreateCoo(&descr_, m.rows(), m.cols(), stored,
+                                             batch ? const_cast<void*>(batch_rows) : m.row_indices().data(),  // NOLINT
+                                             indices, values, it, CUSPARSE_INDEX_BASE_ZERO, vt),
                            "cusparseCreateCoo", "describing a COO matrix");
             break;
         case sparse::Format::bsr:
             check_cusparse(
                 cusparseCreateBsr(
                     &descr_, m.rows() / m.block(), m.cols() / m.block(), stored, m.block(), m.block(),
-                    m.offsets().data(), m.indices().data(), values, it, it, CUSPARSE_INDEX_BASE_ZERO, vt,
+                    m.offsets().data(), indices, values, it, it, CUSPARSE_INDEX_BASE_ZERO, vt,
                     m.block_order() == sparse::BlockOrder::row_major ? CUSPARSE_ORDER_ROW : CUSPARSE_ORDER_COL),
                 "cusparseCreateBsr", "describing a BSR matrix");
             break;
     }
-    if (m.batch() > 1) {
-        const std::int64_t per = m.values().shape(-1);
-        cusparseStatus_t s = CUSPARSE_STATUS_SUCCESS;
-        const char* api = "";
-        switch (m.format()) {
-            case sparse::Format::csr:
-            case sparse::Format::csc:  // cuSPARSE describes a CSC batch with the CSR call
-                s = cusparseCsrSetStridedBatch(descr_, int(m.batch()), 0, per);
-                api = "cusparseCsrSetStridedBatch";
-                break;
-            case sparse::Format::coo:
-                s = cusparseCooSetStridedBatch(descr_, int(m.batch()), per);
-                api = "cusparseCooSetStridedBatch";
-                break;
-            case sparse::Format::bsr:
-                s = cusparseBsrSetStridedBatch(descr_, int(m.batch()), 0, m.stored(), per);
-                api = "cusparseBsrSetStridedBatch";
-                break;
-        }
-        if (s != CUSPARSE_STATUS_SUCCESS) {
-            (void)cusparseDestroySpMat(descr_);
-            throw_cusparse(int(s), api, "describing a batch of sparse matrices sharing one pattern");
-        }
+    if (!batch) return;
+    const std::int64_t per = m.values().shape(-1);
+    const bool coo = m.format() == sparse::Format::coo;
+    const cusparseStatus_t s = coo ? cusparseCooSetStridedBatch(descr_, int(m.batch()), per)
+                                   : cusparseCsrSetStridedBatch(descr_, int(m.batch()), 0, per);
+    if (s != CUSPARSE_STATUS_SUCCESS) {
+        (void)cusparseDestroySpMat(descr_);
+        throw_cusparse(int(s), coo ? "cusparseCooSetStridedBatch" : "cusparseCsrSetStridedBatch",
+                       "describing a batch of sparse matrices sharing one pattern");
     }
 }
 
 SpMatDescriptor::~SpMatDescriptor() { (void)cusparseDestroySpMat(descr_); }
-
-void SpMatDescriptor::set_pointers(const sparse::MatrixView& m) const {
-    switch (format_) {
-        case sparse::Format::csr:
-            check_cusparse(cusparseCsrSetPointers(descr_, m.offsets().data(), m.indices().data(), m.values().data()),
-                           "cusparseCsrSetPointers", "pointing a CSR descriptor at new arrays");
-            break;
-        case sparse::Format::csc:
-            check_cusparse(cusparseCscSetPointers(descr_, m.offsets().data(), m.indices().data(), m.values().data()),
-                           "cusparseCscSetPointers", "pointing a CSC descriptor at new arrays");
-            break;
-        case sparse::Format::coo:
-            check_cusparse(
-                cusparseCooSetPointers(descr_, m.row_indices().data(), m.indices().data(), m.values().data()),
-                "cusparseCooSetPointers", "pointing a COO descriptor at new arrays");
-            break;
-        case sparse::Format::bsr:  // no BSR setter: values through the generic one (the pattern is the plan's)
-            check_cusparse(cusparseSpMatSetValues(descr_, m.values().data()), "cusparseSpMatSetValues",
-                           "pointing a BSR descriptor at new values");
-            break;
-    }
-}
 
 DnVecDescriptor::DnVecDescriptor(const TensorView& v) {
     check_cusparse(cusparseCreateDnVec(&descr_, v.size(), v.data(), to_cuda(v.dtype())), "cusparseCreateDnVec",

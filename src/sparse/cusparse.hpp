@@ -44,11 +44,15 @@ private:
     cusparseHandle_t handle_ = nullptr;
 };
 
-/// cuSPARSE's descriptor of a sparse view (CSR, CSC, COO or BSR; a batch as a strided batch with
-/// one pattern), destroyed with it. Made on the host only: no GPU work.
+/// cuSPARSE's descriptor of a sparse view (CSR, CSC, COO or BSR), destroyed with it. Made on the
+/// host only: no GPU work. A batch of value arrays over one pattern (CSR or COO) is a strided batch,
+/// and cuSPARSE strides column indices (COO: row and column indices) by the values' stride: such a
+/// view needs `batch_indices` (and for COO `batch_rows`), the pattern's index arrays repeated once
+/// per matrix, back to back, which the descriptor reads instead of the view's own.
 class SpMatDescriptor {
 public:
-    explicit SpMatDescriptor(const sparse::MatrixView& m);
+    explicit SpMatDescriptor(const sparse::MatrixView& m, const void* batch_indices = nullptr,
+                             const void* batch_rows = nullptr);
     ~SpMatDescriptor();
     SpMatDescriptor(const SpMatDescriptor&) = delete;
     SpMatDescriptor& operator=(const SpMatDescriptor&) = delete;
@@ -56,12 +60,9 @@ public:
     SpMatDescriptor& operator=(SpMatDescriptor&&) = delete;
 
     [[nodiscard]] cusparseSpMatDescr_t get() const noexcept { return descr_; }
-    /// Points the descriptor at `m`'s arrays (same pattern sizes and types as at construction).
-    void set_pointers(const sparse::MatrixView& m) const;
 
 private:
     cusparseSpMatDescr_t descr_ = nullptr;
-    sparse::Format format_;
 };
 
 /// cuSPARSE's descriptor of a dense vector: a contiguous 1-D tensor (or unit-stride last dimension).

@@ -226,20 +226,13 @@ void SpMMImpl::plan_locked() {
     // A descriptor per candidate: preprocess makes its buffer the matrix's one active buffer, and a
     // product with another algorithm's buffer on that matrix may read the wrong acceleration data.
     const auto describe_a = [&] {
-        auto mat = std::make_unique<SpMatDescriptor>(a);
-        const bool coo = a.format() == sparse::Format::coo;
+        auto mat = std::make_unique<SpMatDescriptor>(a, res->batch_indices.data(), res->batch_rows.data());
         if (a.batch() == 1 && cs.batch > 1) {
+            const bool coo = a.format() == sparse::Format::coo;
             const cusparseStatus_t s = coo ? cusparseCooSetStridedBatch(mat->get(), int(cs.batch), 0)
                                            : cusparseCsrSetStridedBatch(mat->get(), int(cs.batch), 0, 0);
             check_cusparse(s, coo ? "cusparseCooSetStridedBatch" : "cusparseCsrSetStridedBatch",
                            "broadcasting one sparse matrix over a batch");
-        } else if (a.batch() > 1) {
-            const cusparseStatus_t s = coo ? cusparseCooSetPointers(mat->get(), res->batch_rows.data(),
-                                                                    res->batch_indices.data(), a.values().data())
-                                           : cusparseCsrSetPointers(mat->get(), a.offsets().data(),
-                                                                    res->batch_indices.data(), a.values().data());
-            check_cusparse(s, coo ? "cusparseCooSetPointers" : "cusparseCsrSetPointers",
-                           "pointing a batch of sparse matrices at their repeated pattern");
         }
         return mat;
     };
