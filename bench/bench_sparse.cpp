@@ -4,8 +4,13 @@
 // per row on average), each the plan against raw cusparseSpMV with the algorithm the plan runs, the
 // automatic choice against raw CUSPARSE_SPMV_ALG_DEFAULT, and the bandwidth reached as a fraction
 // of a bare device-to-device copy of the same bytes; SpMM with 32 and 128 right-hand sides against
-// raw cusparseSpMM; the host cost of a planned SpMV against raw cusparseSpMV.
+// raw cusparseSpMM; the host cost of a planned SpMV against raw cusparseSpMV; and DirectSolver's
+// analysis + factorization + solve of a 7-point 3-D Laplacian (64³, 100³, f64) against cuDSS called
+// directly through the same loaded library, with each phase and the refactorization timed.
 #include <algorithm>
+#include <chrono>
+#include <functional>
+#include <optional>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -14,12 +19,16 @@
 #include <vector>
 
 #include <cusparse.h>
+#include <fmt/format.h>
 
 #include <gpumath/core.hpp>
 #include <gpumath/sparse.hpp>
 #include <gpumath/tensor_ops.hpp>
 
 #include "harness.hpp"
+#if defined(GPUMATH_HAS_CUDSS)
+#include "sparse/cudss_api.hpp"
+#endif
 
 using namespace gpumath;
 using bench::Row;
@@ -280,6 +289,207 @@ void host_cost(bench::Reporter& report, const core::Stream& stream) {
                 "+" + std::to_string(us[1] - us[0]).substr(0, 5) + " us (target <= +0.5)"});
 }
 
+#if defined(GPUMATH_HAS_CUDSS)
+
+/// The 7-point Laplacian of an n³ grid with Dirichlet boundaries: 6 on the diagonal, −1 to each
+/// neighbour (symmetric positive definite), as i32 CSR with f64 values.
+struct HostCsr {
+    HostPattern p;
+    std::vector<double> values;
+};
+
+HostCsr laplacian7(std::int64_t n) {
+    HostCsr m;
+    m.p.rows = m.p.cols = n * n * n;
+    m.p.offsets.reserve(std::size_t(m.p.rows + 1));
+    m.p.offsets.push_back(0);
+    for (std::int64_t z = 0; z < n; ++z)
+        for (std::int64_t y = 0; y < n; ++y)
+            for (std::int64_t x = 0; x < n; ++x) {
+                const std::int64_t row = (z * n + y) * n + x;
+                const auto add = [&](std::int64_t col, double v) {
+                    m.p.indices.push_back(std::int32_t(col));
+                    m.values.push_back(v);
+                };
+                if (z > 0) add(row - n * n, -1);
+                if (y > 0) add(row - n, -1);
+                if (x > 0) add(row - 1, -1);
+                add(row, 6);
+                if (x + 1 < n) add(row + 1, -1);
+                if (y + 1 < n) add(row + n, -1);
+                if (z + 1 < n) add(row + n * n, -1);
+                m.p.offsets.push_back(std::int32_t(m.p.indices.size()));
+            }
+    return m;
+}
+
+void cudss_check(cudssStatus_t st, const char* what) { bench::check_status(st, CUDSS_STATUS_SUCCESS, what); }
+
+/// Wall milliseconds of fn() until `s` drains (the analysis works partly on the host).
+double wall_ms(const core::Stream& s, const std::function<void()>& fn) {
+    s.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    s.synchronize();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// ‖A·x − b‖₂ / ‖b‖₂ on the host.
+double relative_residual(const HostCsr& a, const std::vector<double>& x, const std::vector<double>& b) {
+    double r2 = 0, b2 = 0;
+    for (std::int64_t i = 0; i < a.p.rows; ++i) {
+        double ax = 0;
+        for (std::int32_t k = a.p.offsets[std::size_t(i)]; k < a.p.offsets[std::size_t(i) + 1]; ++k)
+            ax += a.values[std::size_t(k)] * x[std::size_t(a.p.indices[std::size_t(k)])];
+        const double r = ax - b[std::size_t(i)];
+        r2 += r * r;
+        b2 += b[std::size_t(i)] * b[std::size_t(i)];
+    }
+    return std::sqrt(r2 / b2);
+}
+
+/// One solver's phase times (ms).
+struct Phases {
+    double total = 0, analysis = 0, factorization = 0, solve = 0, refactorization = 0;
+};
+
+/// cuDSS called directly: handle, configuration, data and matrices made inside the timed region,
+/// as DirectSolver makes them inside analyze().
+class RawCudss {
+public:
+    RawCudss(const HostCsr& host, const Tensor& off, const Tensor& idx, const Tensor& val, const Tensor& b,
+             const Tensor& x)
+        : host_(host), off_(off), idx_(idx), val_(val), b_(b), x_(x) {}
+
+    Phases run(const core::Stream& s, const Tensor& new_values) {
+        const detail::CudssApi& api = detail::cudss();
+        Phases t;
+        cudssHandle_t h = nullptr;
+        cudssConfig_t config = nullptr;
+        cudssData_t data = nullptr;
+        cudssMatrix_t a = nullptr, xm = nullptr, bm = nullptr;
+        const std::int64_t n = host_.p.rows;
+        t.analysis = wall_ms(s, [&] {
+            cudss_check(api.cudssCreate(&h), "cudssCreate");
+            cudss_check(api.cudssSetStream(h, s.handle()), "cudssSetStream");
+            cudss_check(api.cudssConfigCreate(&config), "cudssConfigCreate");
+            cudss_check(api.cudssDataCreate(h, &data), "cudssDataCreate");
+            cudss_check(api.cudssMatrixCreateCsr(&a, n, n, std::int64_t(host_.values.size()), off_.data(), nullptr,
+                                                 idx_.data(), val_.data(), CUDA_R_32I, CUDA_R_32I, CUDA_R_64F,
+                                                 CUDSS_MTYPE_SPD, CUDSS_MVIEW_FULL, CUDSS_BASE_ZERO),
+                        "cudssMatrixCreateCsr");
+            cudss_check(api.cudssMatrixCreateDn(&xm, n, 1, n, x_.data(), CUDA_R_64F, CUDSS_LAYOUT_COL_MAJOR),
+                        "cudssMatrixCreateDn");
+            cudss_check(api.cudssMatrixCreateDn(&bm, n, 1, n, b_.data(), CUDA_R_64F, CUDSS_LAYOUT_COL_MAJOR),
+                        "cudssMatrixCreateDn");
+            cudss_check(api.cudssExecute(h, CUDSS_PHASE_ANALYSIS, config, data, a, xm, bm), "analysis");
+        });
+        t.factorization = wall_ms(s, [&] {
+            cudss_check(api.cudssExecute(h, CUDSS_PHASE_FACTORIZATION, config, data, a, xm, bm), "factorization");
+        });
+        t.solve =
+            wall_ms(s, [&] { cudss_check(api.cudssExecute(h, CUDSS_PHASE_SOLVE, config, data, a, xm, bm), "solve"); });
+        t.total = t.analysis + t.factorization + t.solve;
+        t.refactorization = wall_ms(s, [&] {
+            cudss_check(api.cudssMatrixSetValues(a, new_values.data()), "cudssMatrixSetValues");
+            cudss_check(api.cudssExecute(h, CUDSS_PHASE_REFACTORIZATION, config, data, a, xm, bm), "refactorization");
+        });
+        cudss_check(api.cudssMatrixSetValues(a, val_.data()), "cudssMatrixSetValues");
+        api.cudssMatrixDestroy(a);
+        api.cudssMatrixDestroy(xm);
+        api.cudssMatrixDestroy(bm);
+        api.cudssDataDestroy(h, data);
+        api.cudssConfigDestroy(config);
+        api.cudssDestroy(h);
+        return t;
+    }
+
+private:
+    const HostCsr& host_;
+    const Tensor &off_, &idx_, &val_, &b_, &x_;
+};
+
+/// DirectSolver made, analyzed, factorized and solved inside the timed region.
+Phases ours(const sparse::MatrixView& view, const Tensor& b, const Tensor& x, const Tensor& new_values,
+            const core::Stream& s) {
+    Phases t;
+    std::optional<sparse::DirectSolver> solver;
+    t.analysis = wall_ms(s, [&] {
+        solver.emplace(view, sparse::DirectSolverOptions{.type = sparse::MatrixType::spd});
+        solver->analyze(s);
+    });
+    t.factorization = wall_ms(s, [&] { solver->factorize(s); });
+    t.solve = wall_ms(s, [&] { solver->solve(b, x, s); });
+    t.total = t.analysis + t.factorization + t.solve;
+    t.refactorization = wall_ms(s, [&] { solver->refactorize(new_values, s); });
+    return t;
+}
+
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+void direct_case(bench::Reporter& report, const core::Stream& stream, std::int64_t grid) {
+    const std::string group = "cuDSS f64 Laplacian7 " + std::to_string(grid) + "^3";
+    if (!report.selected(group)) return;
+    try {
+        (void)sparse::DirectSolver::library_version();
+    } catch (const Error& e) {
+        std::printf("  %-44s skipped: %s\n", group.c_str(), e.what());
+        return;
+    }
+    const HostCsr host = laplacian7(grid);
+    const std::int64_t n = host.p.rows, nnz = std::int64_t(host.values.size());
+    const Tensor off = Tensor::from_host(host.p.offsets, {n + 1}, stream);
+    const Tensor idx = Tensor::from_host(host.p.indices, {nnz}, stream);
+    const Tensor val = Tensor::from_host(host.values, {nnz}, stream);
+    // The same pattern with 1% larger off-diagonal weights for the refactorization.
+    std::vector<double> scaled = host.values;
+    for (double& v : scaled)
+        if (v < 0) v *= 1.01;
+    const Tensor val2 = Tensor::from_host(scaled, {nnz}, stream);
+    const Tensor b = Tensor::empty(DataType::f64, {n}, stream);
+    random::uniform(b, -1.0, 1.0, {}, stream);
+    const Tensor x = Tensor::empty(DataType::f64, {n}, stream), x_raw = Tensor::empty(DataType::f64, {n}, stream);
+    const sparse::MatrixView view = sparse::MatrixView::csr(n, n, off, idx, val);
+    RawCudss raw(host, off, idx, val, b, x_raw);
+    // One warm-up each (first handles, module loads), then interleaved runs.
+    (void)raw.run(stream, val2);
+    (void)ours(view, b, x, val2, stream);
+    const int runs = grid > 64 ? 3 : 5;
+    std::vector<Phases> r, o;
+    for (int i = 0; i < runs; ++i) {
+        r.push_back(raw.run(stream, val2));
+        o.push_back(ours(view, b, x, val2, stream));
+    }
+    const auto med = [](const std::vector<Phases>& v, double Phases::*f) {
+        std::vector<double> xs;
+        for (const Phases& p : v) xs.push_back(p.*f);
+        return median_of(xs);
+    };
+    // The residuals of the last solves (the refactorization leaves the solutions of the original
+    // values in x and x_raw).
+    const std::vector<double> hb = b.to_host<double>(stream);
+    const double res_raw = relative_residual(host, x_raw.to_host<double>(stream), hb);
+    const double res_ours = relative_residual(host, x.to_host<double>(stream), hb);
+    const std::pair<const char*, double Phases::*> phases[] = {{"analysis+factor+solve", &Phases::total},
+                                                               {"analysis", &Phases::analysis},
+                                                               {"factorization", &Phases::factorization},
+                                                               {"solve", &Phases::solve},
+                                                               {"refactorization", &Phases::refactorization}};
+    for (const auto& [name, f] : phases) {
+        const double rm = med(r, f), om = med(o, f);
+        report.add({group + " " + name, "raw cuDSS", "ms", rm, 0,
+                    f == &Phases::total ? fmt::format("residual {:.1e}", res_raw) : ""});
+        report.add(
+            {group + " " + name, "gpumath", "ms", om, rm / om,
+             f == &Phases::total ? fmt::format("residual {:.1e}, median of {} (target >= 0.98)", res_ours, runs) : ""});
+    }
+}
+
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -299,5 +509,9 @@ int main(int argc, char** argv) {
         spmv_case(report, stream, graph, t, graph_name);
     }
     for (const std::int64_t n : {32, 128}) spmm_case(report, stream, lap, n, lap_name);
+#if defined(GPUMATH_HAS_CUDSS)
+    for (const std::int64_t side : report.quick() ? std::vector<std::int64_t>{32} : std::vector<std::int64_t>{64, 100})
+        direct_case(report, stream, side);
+#endif
     return 0;
 }
