@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // gpumath::linalg against raw cuSOLVER doing the same work on the same buffers, same process:
-// potrf, geqrf and syevd on large matrices (in place, each call on a fresh copy of the input, made
+// potrf, getrf, geqrf and syevd on large matrices (in place, each call on a fresh copy of the input, made
 // by both sides alike), the host cost of a planned potrf, batched eigh against every cuSOLVER
 // route, time per matrix over n for the batched backends (no cliff); the mixed-precision solve
 // against f64 getrf + getrs, general eigendecompositions (Xgeev) against raw, gesvd on a large
@@ -220,6 +220,60 @@ void large_qr(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
             }
             const double flops = 4.0 / 3.0 * double(n) * double(n) * double(n);
             report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, "copy + Xgeqrf in place"});
+            report.add({group, "gpumath", "ms", ours_ms, raw_ms / ours_ms,
+                        std::to_string(int(flops / (ours_ms * 1e-3) / 1e12)) + " TFLOP/s"});
+        }
+}
+
+/// Xgetrf in place on one n × n column-major matrix (64-bit pivots): raw cuSOLVER against
+/// LU::factorize with `lu` = `a` (no copy), the same info. Few samples at n = 16384.
+void large_lu(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
+    const cudaStream_t s = stream.handle();
+    for (const DataType t : {DataType::f64, DataType::f32})
+        for (const std::int64_t n :
+             report.quick() ? std::vector<std::int64_t>{2048} : std::vector<std::int64_t>{4096, 16384}) {
+            const std::string group = std::string("getrf ") + std::string(to_string(t)) + " n=" + std::to_string(n);
+            if (!report.selected(group)) continue;
+            const Tensor a = matrices(t, 1, n, false, stream);
+            const core::Buffer w(bytes_of(t, 1, n), stream);
+            const core::Buffer raw_pivots(std::size_t(n) * sizeof(std::int64_t), stream);
+            const Tensor pivots = Tensor::empty(DataType::i32, {n}, stream);
+            const Tensor info = Tensor::empty(TensorLayout(DataType::i32, std::span<const std::int64_t>()), stream);
+            const cudaDataType ct = t == DataType::f64 ? CUDA_R_64F : CUDA_R_32F;
+            std::size_t dev = 0, host = 0;
+            solver_check(cusolverDnXgetrf_bufferSize(raw.h, raw.p, n, n, ct, w.data(), n, ct, &dev, &host),
+                         "bufferSize");
+            raw.reserve(dev, host, stream);
+            const TensorLayout l({t, {n, n}, {1, n}});
+            linalg::LU plan(l);
+            plan.plan();
+            const TensorView wv(w.data(), l);
+            const auto fresh = [&] {
+                bench::cuda_check(cudaMemcpyAsync(w.data(), a.data(), w.size_bytes(), cudaMemcpyDeviceToDevice, s),
+                                  "copy");
+            };
+            const auto raw_call = [&](int) {
+                fresh();
+                solver_check(
+                    cusolverDnXgetrf(raw.h, raw.p, n, n, ct, w.data(), n, static_cast<std::int64_t*>(raw_pivots.data()),
+                                     ct, raw.work.data(), dev, raw.host.data(), host, static_cast<int*>(info.data())),
+                    "cusolverDnXgetrf");
+            };
+            const auto ours = [&](int) {
+                fresh();
+                plan.factorize(wv, wv, pivots, info, stream);
+            };
+            double raw_ms = 0, ours_ms = 0;
+            if (n > 8192) {
+                const bench::PairedMs m = bench::paired_gpu_ms(s, raw_call, ours, 1, 3, 1);
+                raw_ms = m.a;
+                ours_ms = m.a / m.ratio;
+            } else {
+                std::tie(raw_ms, ours_ms) =
+                    bench::compare(s, raw_call, ours, {.warmup = 2, .samples = 7, .rounds = 1, .max_seconds = 20});
+            }
+            const double flops = 2.0 / 3.0 * double(n) * double(n) * double(n);
+            report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, "copy + Xgetrf in place, 64-bit pivots"});
             report.add({group, "gpumath", "ms", ours_ms, raw_ms / ours_ms,
                         std::to_string(int(flops / (ours_ms * 1e-3) / 1e12)) + " TFLOP/s"});
         }
@@ -715,6 +769,7 @@ int main(int argc, char** argv) {
     no_cliff_small(report, stream);
     large_factorizations(report, stream, raw);
     large_qr(report, stream, raw);
+    large_lu(report, stream, raw);
     refined_solve(report, stream, raw);
     general_eig(report, stream, raw);
     batched_svd(report, stream, DataType::f32, 1000, 16);
