@@ -8,10 +8,21 @@
 #include <utility>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "detail/capture_mode.hpp"
 #include "detail/device_registry.hpp"
 
 namespace gpumath::detail {
+
+/// A pooled library handle with the stream last set on it. The libraries keep a handle's stream
+/// until it is set again, and a new handle's is the null stream, so a call that finds the stream it
+/// wants already set skips the library's SetStream (a host cost on every execute otherwise).
+template <class Handle>
+struct StreamBound {
+    Handle handle{};
+    cudaStream_t stream = nullptr;
+};
 
 template <class Handle>
 class HandlePool {

@@ -16,19 +16,29 @@ void check_blas(cublasStatus_t status, const char* api, std::string_view context
     throw CublasError(status_message(api, cublasGetStatusName(status), int(status), context), int(status), api);
 }
 
+namespace {
+
+using BlasHandles = StreamBound<cublasHandle_t>;
+
+}  // namespace
+
 BlasHandle::BlasHandle(int device, cudaStream_t stream) : device_(device) {
-    handle_ = HandlePool<cublasHandle_t>::of(device).take("creating a cuBLAS handle", [&] {
+    BlasHandles taken = HandlePool<BlasHandles>::of(device).take("creating a cuBLAS handle", [&] {
         cublasHandle_t h = nullptr;
         check_blas(cublasCreate(&h), "cublasCreate", fmt::format("creating a cuBLAS handle on device {}", device));
-        return h;
+        return BlasHandles{.handle = h};
     });
-    if (const cublasStatus_t s = cublasSetStream(handle_, stream); s != CUBLAS_STATUS_SUCCESS) {
-        HandlePool<cublasHandle_t>::of(device_).give_back(handle_);
-        check_blas(s, "cublasSetStream", "setting a cuBLAS handle's stream");
+    handle_ = taken.handle;
+    if (taken.stream != stream) {
+        if (const cublasStatus_t s = cublasSetStream(handle_, stream); s != CUBLAS_STATUS_SUCCESS) {
+            HandlePool<BlasHandles>::of(device_).give_back(taken);
+            check_blas(s, "cublasSetStream", "setting a cuBLAS handle's stream");
+        }
     }
+    stream_ = stream;
 }
 
-BlasHandle::~BlasHandle() { HandlePool<cublasHandle_t>::of(device_).give_back(handle_); }
+BlasHandle::~BlasHandle() { HandlePool<BlasHandles>::of(device_).give_back({.handle = handle_, .stream = stream_}); }
 
 void trsm(cublasHandle_t handle, DataType type, cublasSideMode_t side, cublasFillMode_t fill, cublasOperation_t op,
           int m, int n, const void* a, int lda, void* b, int ldb) {

@@ -33,6 +33,7 @@ public:
 private:
     int device_;
     cublasHandle_t handle_ = nullptr;
+    cudaStream_t stream_ = nullptr;  // the stream set on the handle
 };
 
 /// B := op(A)⁻¹·B (CUBLAS_SIDE_LEFT, B m × n) or B·op(A)⁻¹ (right) for a triangular A of `type`

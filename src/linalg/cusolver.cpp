@@ -13,9 +13,9 @@
 namespace gpumath::detail {
 namespace {
 
-using SolverHandles = std::pair<cusolverDnHandle_t, cusolverDnParams_t>;
+using SolverHandles = StreamBound<std::pair<cusolverDnHandle_t, cusolverDnParams_t>>;
 
-/// A new cuSOLVER handle of `device` (current) with default parameters.
+/// A new cuSOLVER handle of `device` (current) with default parameters, on the null stream.
 SolverHandles make_solver_handle(int device) {
     cusolverDnHandle_t handle = nullptr;
     check_cusolver(cusolverDnCreate(&handle), "cusolverDnCreate",
@@ -25,7 +25,7 @@ SolverHandles make_solver_handle(int device) {
         (void)cusolverDnDestroy(handle);
         check_cusolver(s, "cusolverDnCreateParams", "creating cuSOLVER's parameters");
     }
-    return {handle, params};
+    return {.handle = {handle, params}};
 }
 
 }  // namespace
@@ -77,20 +77,26 @@ cublasFillMode_t fill_mode(linalg::Triangle t, bool row_major) noexcept {
 }
 
 SolverHandle::SolverHandle(int device, cudaStream_t stream) : device_(device) {
-    std::tie(handle_, params_) = HandlePool<SolverHandles>::of(device).take("creating a cuSOLVER handle",
-                                                                            [&] { return make_solver_handle(device); });
+    const SolverHandles taken = HandlePool<SolverHandles>::of(device).take("creating a cuSOLVER handle",
+                                                                           [&] { return make_solver_handle(device); });
+    std::tie(handle_, params_) = taken.handle;
+    stream_ = taken.stream;
     try {
         set_stream(stream);
     } catch (...) {
-        HandlePool<SolverHandles>::of(device_).give_back({handle_, params_});
+        HandlePool<SolverHandles>::of(device_).give_back({.handle = {handle_, params_}, .stream = stream_});
         throw;
     }
 }
 
-SolverHandle::~SolverHandle() { HandlePool<SolverHandles>::of(device_).give_back({handle_, params_}); }
+SolverHandle::~SolverHandle() {
+    HandlePool<SolverHandles>::of(device_).give_back({.handle = {handle_, params_}, .stream = stream_});
+}
 
-void SolverHandle::set_stream(cudaStream_t stream) const {
+void SolverHandle::set_stream(cudaStream_t stream) {
+    if (stream == stream_) return;
     check_cusolver(cusolverDnSetStream(handle_, stream), "cusolverDnSetStream", "setting a cuSOLVER handle's stream");
+    stream_ = stream;
 }
 
 }  // namespace gpumath::detail

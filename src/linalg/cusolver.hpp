@@ -53,13 +53,14 @@ public:
 
     [[nodiscard]] cusolverDnHandle_t get() const noexcept { return handle_; }
     [[nodiscard]] cusolverDnParams_t params() const noexcept { return params_; }
-    /// Sets the handle's stream (for work spread over side streams).
-    void set_stream(cudaStream_t stream) const;
+    /// Sets the handle's stream (for work spread over side streams); skipped when it has it.
+    void set_stream(cudaStream_t stream);
 
 private:
     int device_;
     cusolverDnHandle_t handle_ = nullptr;
     cusolverDnParams_t params_ = nullptr;
+    cudaStream_t stream_ = nullptr;  // the stream set on the handle
 };
 
 }  // namespace gpumath::detail

@@ -19,20 +19,32 @@ cusparseIndexType_t index_type_of(DataType t) noexcept {
     return t == DataType::i64 ? CUSPARSE_INDEX_64I : CUSPARSE_INDEX_32I;
 }
 
+namespace {
+
+using SparseHandles = StreamBound<cusparseHandle_t>;
+
+}  // namespace
+
 SparseHandle::SparseHandle(int device, cudaStream_t stream) : device_(device) {
-    handle_ = HandlePool<cusparseHandle_t>::of(device).take("creating a cuSPARSE handle", [&] {
+    const SparseHandles taken = HandlePool<SparseHandles>::of(device).take("creating a cuSPARSE handle", [&] {
         cusparseHandle_t h = nullptr;
         check_cusparse(cusparseCreate(&h), "cusparseCreate",
                        fmt::format("creating a cuSPARSE handle on device {}", device));
-        return h;
+        return SparseHandles{.handle = h};
     });
-    if (const cusparseStatus_t s = cusparseSetStream(handle_, stream); s != CUSPARSE_STATUS_SUCCESS) {
-        HandlePool<cusparseHandle_t>::of(device_).give_back(handle_);
-        throw_cusparse(int(s), "cusparseSetStream", "setting a cuSPARSE handle's stream");
+    handle_ = taken.handle;
+    if (taken.stream != stream) {
+        if (const cusparseStatus_t s = cusparseSetStream(handle_, stream); s != CUSPARSE_STATUS_SUCCESS) {
+            HandlePool<SparseHandles>::of(device_).give_back(taken);
+            throw_cusparse(int(s), "cusparseSetStream", "setting a cuSPARSE handle's stream");
+        }
     }
+    stream_ = stream;
 }
 
-SparseHandle::~SparseHandle() { HandlePool<cusparseHandle_t>::of(device_).give_back(handle_); }
+SparseHandle::~SparseHandle() {
+    HandlePool<SparseHandles>::of(device_).give_back({.handle = handle_, .stream = stream_});
+}
 
 SpMatDescriptor::SpMatDescriptor(const sparse::MatrixView& m, const void* batch_indices, const void* batch_rows) {
     const cusparseIndexType_t it = index_type_of(m.index_type());

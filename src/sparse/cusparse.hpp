@@ -42,6 +42,7 @@ public:
 private:
     int device_;
     cusparseHandle_t handle_ = nullptr;
+    cudaStream_t stream_ = nullptr;  // the stream set on the handle
 };
 
 /// cuSPARSE's descriptor of a sparse view (CSR, CSC, COO or BSR), destroyed with it. Made on the
