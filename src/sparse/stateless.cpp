@@ -134,7 +134,7 @@ void check_direct_matrix(const MatrixView& a, const DirectSolverOptions& options
                                     api);
 }
 
-/// spsolve's right-hand sides: A's dtype, (n) or (n, k), any strides, a pointer when not empty.
+/// spsolve's right-hand sides: A's dtype, (n) or (n, k), any strides.
 void check_direct_rhs(const TensorView& b, std::int64_t n, DataType dtype, const char* api) {
     if (b.dtype() != dtype)
         detail::throw_invalid(
@@ -142,7 +142,6 @@ void check_direct_rhs(const TensorView& b, std::int64_t n, DataType dtype, const
     if (b.rank() != 1 && b.rank() != 2)
         detail::throw_invalid(fmt::format("b: rank {}; right-hand sides are (n) or (n, k)", b.rank()), api);
     if (b.shape(0) != n) detail::throw_invalid(fmt::format("b: {} rows where the matrix has n = {}", b.shape(0), n), api);
-    if (b.data() == nullptr && b.span_bytes() > 0) detail::throw_invalid("b: a null data pointer", api);
 }
 
 /// True when cuDSS reads `v` as it is: unit stride along rows (n > 1), and for (n, k) with k > 1 a
