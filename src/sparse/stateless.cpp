@@ -72,7 +72,8 @@ void check_rhs(const TensorView& v, std::int64_t n, DataType vt, const char* nam
         detail::throw_invalid(
             fmt::format("{}: rank {}; right-hand sides are a vector (n) or a matrix (n, k)", name, v.rank()), api);
     (void)products::check_dense_matrix(v, vt, name, api);
-    if (v.shape(0) != n) detail::throw_invalid(fmt::format("{}: {} rows where A is {} × {}", name, v.shape(0), n, n), api);
+    if (v.shape(0) != n)
+        detail::throw_invalid(fmt::format("{}: {} rows where A is {} × {}", name, v.shape(0), n, n), api);
 }
 
 /// TriangularSolve's rules (its constructor's and its solve's), under `api`; x has b's layout.
@@ -141,7 +142,8 @@ void check_direct_rhs(const TensorView& b, std::int64_t n, DataType dtype, const
             fmt::format("b: dtype {} where the matrix holds {}", to_string(b.dtype()), to_string(dtype)), api);
     if (b.rank() != 1 && b.rank() != 2)
         detail::throw_invalid(fmt::format("b: rank {}; right-hand sides are (n) or (n, k)", b.rank()), api);
-    if (b.shape(0) != n) detail::throw_invalid(fmt::format("b: {} rows where the matrix has n = {}", b.shape(0), n), api);
+    if (b.shape(0) != n)
+        detail::throw_invalid(fmt::format("b: {} rows where the matrix has n = {}", b.shape(0), n), api);
 }
 
 /// True when cuDSS reads `v` as it is: unit stride along rows (n > 1), and for (n, k) with k > 1 a
@@ -198,11 +200,12 @@ Tensor spsolve(const MatrixView& a, const TensorView& b, const DirectSolverOptio
     const std::int64_t n = a.rows();
     check_direct_rhs(b, n, a.value_type(), api);
     if (!DirectSolver::supported())
-        detail::throw_not_supported("gpumath was built without cuDSS's header cudss.h, so it has no sparse direct "
-                                    "solver; rebuild with it (run scripts/deps.sh, or `pip install "
-                                    "nvidia-cudss-cu13` and configure with -DGPUMATH_CUDSS_ROOT=<the folder holding "
-                                    "nvidia/cu13>)",
-                                    api);
+        detail::throw_not_supported(
+            "gpumath was built without cuDSS's header cudss.h, so it has no sparse direct "
+            "solver; rebuild with it (run scripts/deps.sh, or `pip install "
+            "nvidia-cudss-cu13` and configure with -DGPUMATH_CUDSS_ROOT=<the folder holding "
+            "nvidia/cu13>)",
+            api);
     detail::reject_capture(stream, api,
                            "cuDSS's phases are not documented as capturable (they allocate and may synchronize); keep "
                            "a DirectSolver, factorize it before the capture and solve outside it");

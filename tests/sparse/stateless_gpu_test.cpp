@@ -185,8 +185,7 @@ TEST_F(SparseStatelessGpu, SddmmMatchesHostSums) {
         for (std::int32_t e = hc.offsets[std::size_t(i)]; e < hc.offsets[std::size_t(i) + 1]; ++e) {
             const std::int32_t j = hc.columns[std::size_t(e)];
             double dot = 0;
-            for (std::int64_t l = 0; l < k; ++l)
-                dot += a_host[std::size_t(i * k + l)] * b_host[std::size_t(j * k + l)];
+            for (std::int64_t l = 0; l < k; ++l) dot += a_host[std::size_t(i * k + l)] * b_host[std::size_t(j * k + l)];
             EXPECT_NEAR(got[std::size_t(e)], alpha * dot + beta * hc.values[std::size_t(e)], 1e-12)
                 << "(" << i << ", " << j << ")";
         }

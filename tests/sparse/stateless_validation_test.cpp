@@ -73,22 +73,42 @@ TEST(SparseStatelessValidation, SddmmRefusesBadOperands) {
                                     {"c: an empty MatrixView"});
     expect_refused<InvalidArgument>(sddmm_api, [&] { sddmm(a, b, coo(4, 3), 1.0, 0.0, {}, no_stream); },
                                     {"c: format coo", "sparse::to_csr"});
-    expect_refused<InvalidArgument>(sddmm_api, [&] { sddmm(dense(10, {4, 4}), b, c, 1.0, 0.0, {}, no_stream); },
+    expect_refused<InvalidArgument>(sddmm_api,
+                                    [&] {
+                                        sddmm(dense(10, {4, 4}), b, c, 1.0, 0.0, {}, no_stream);
+                                    },
                                     {"op(a) is 4 × 4", "op(a)·op(b) must be c.rows() × c.cols()"});
-    expect_refused<InvalidArgument>(sddmm_api, [&] { sddmm(a, dense(11, {5, 2}), c, 1.0, 0.0, {}, no_stream); },
+    expect_refused<InvalidArgument>(sddmm_api,
+                                    [&] {
+                                        sddmm(a, dense(11, {5, 2}), c, 1.0, 0.0, {}, no_stream);
+                                    },
                                     {"op(b) is 5 × 2"});
-    expect_refused<InvalidArgument>(
-        sddmm_api, [&] { sddmm(dense(10, {4, 5}, {}, DataType::f32), b, c, 1.0, 0.0, {}, no_stream); }, {"a"});
-    expect_refused<InvalidArgument>(sddmm_api, [&] { sddmm(dense(10, {4, 5, 1}), b, c, 1.0, 0.0, {}, no_stream); },
+    expect_refused<InvalidArgument>(sddmm_api,
+                                    [&] {
+                                        sddmm(dense(10, {4, 5}, {}, DataType::f32), b, c, 1.0, 0.0, {}, no_stream);
+                                    },
                                     {"a"});
-    expect_refused<InvalidArgument>(sddmm_api, [&] { sddmm(a, dense(11, {5, 3}, {6, 2}), c, 1.0, 0.0, {}, no_stream); },
+    expect_refused<InvalidArgument>(sddmm_api,
+                                    [&] {
+                                        sddmm(dense(10, {4, 5, 1}), b, c, 1.0, 0.0, {}, no_stream);
+                                    },
+                                    {"a"});
+    expect_refused<InvalidArgument>(sddmm_api,
+                                    [&] {
+                                        sddmm(a, dense(11, {5, 3}, {6, 2}), c, 1.0, 0.0, {}, no_stream);
+                                    },
                                     {"b"});
-    expect_refused<InvalidArgument>(
-        sddmm_api, [&] { sddmm(dense(10, {4, 5}, {}, DataType::f16), dense(11, {5, 3}, {}, DataType::f16),
-                               csr(4, 3, 0, DataType::f16), 1.0, 0.0, {}, no_stream); },
-        {"f16", "f32, f64, c32 or c64"});
+    expect_refused<InvalidArgument>(sddmm_api,
+                                    [&] {
+                                        sddmm(dense(10, {4, 5}, {}, DataType::f16),
+                                              dense(11, {5, 3}, {}, DataType::f16), csr(4, 3, 0, DataType::f16), 1.0,
+                                              0.0, {}, no_stream);
+                                    },
+                                    {"f16", "f32, f64, c32 or c64"});
     expect_refused<NotSupported>(sddmm_api,
-                                 [&] { sddmm(dense(10, {4, 0}), dense(11, {0, 3}), c, 1.0, 0.0, {}, no_stream); },
+                                 [&] {
+                                     sddmm(dense(10, {4, 0}), dense(11, {0, 3}), c, 1.0, 0.0, {}, no_stream);
+                                 },
                                  {"inner extent 0"});
 }
 
@@ -96,9 +116,15 @@ TEST(SparseStatelessValidation, SddmmRefusesOverlapsScalarsAndOptions) {
     const MatrixView c = csr(4, 3);
     const TensorView a = dense(10, {4, 5}), b = dense(11, {5, 3});
     // A over C's values (slot 2), B over C's column indices (slot 1).
-    expect_refused<InvalidArgument>(sddmm_api, [&] { sddmm(dense(2, {4, 5}), b, c, 1.0, 0.0, {}, no_stream); },
+    expect_refused<InvalidArgument>(sddmm_api,
+                                    [&] {
+                                        sddmm(dense(2, {4, 5}), b, c, 1.0, 0.0, {}, no_stream);
+                                    },
                                     {"a", "c", "overlap"});
-    expect_refused<InvalidArgument>(sddmm_api, [&] { sddmm(a, dense(1, {5, 3}), c, 1.0, 0.0, {}, no_stream); },
+    expect_refused<InvalidArgument>(sddmm_api,
+                                    [&] {
+                                        sddmm(a, dense(1, {5, 3}), c, 1.0, 0.0, {}, no_stream);
+                                    },
                                     {"b", "c", "overlap"});
     expect_refused<InvalidArgument>(
         sddmm_api, [&] { sddmm(a, b, c, std::complex<double>(1.0, 2.0), 0.0, {}, no_stream); }, {"alpha"});
@@ -107,8 +133,7 @@ TEST(SparseStatelessValidation, SddmmRefusesOverlapsScalarsAndOptions) {
     expect_refused<InvalidArgument>(
         sddmm_api, [&] { sddmm(a, b, c, 1.0, 0.0, {.op_a = Operation::conjugate_transpose}, no_stream); },
         {"options.op_a: conjugate_transpose"});
-    expect_refused<InvalidArgument>(sddmm_api,
-                                    [&] { sddmm(a, b, c, 1.0, 0.0, {.op_b = Operation(7)}, no_stream); },
+    expect_refused<InvalidArgument>(sddmm_api, [&] { sddmm(a, b, c, 1.0, 0.0, {.op_b = Operation(7)}, no_stream); },
                                     {"options.op_b", "7"});
     // Transposed operands change the shapes that must agree.
     expect_refused<InvalidArgument>(
@@ -128,13 +153,12 @@ TEST(SparseStatelessValidation, TriangularSolveRefusesBadMatrices) {
                                     {"a: format csc", "sparse::to_csr"});
     expect_refused<InvalidArgument>(trsv_api, [&] { triangular_solve(csr(4, 5), b, x, {}, no_stream); },
                                     {"a: 4 × 5", "square"});
-    expect_refused<InvalidArgument>(
-        trsv_api,
-        [&] {
-            triangular_solve(csr(4, 4, 0, DataType::f16), dense(10, {4}, {}, DataType::f16),
-                             dense(11, {4}, {}, DataType::f16), {}, no_stream);
-        },
-        {"f16"});
+    expect_refused<InvalidArgument>(trsv_api,
+                                    [&] {
+                                        triangular_solve(csr(4, 4, 0, DataType::f16), dense(10, {4}, {}, DataType::f16),
+                                                         dense(11, {4}, {}, DataType::f16), {}, no_stream);
+                                    },
+                                    {"f16"});
 }
 
 TEST(SparseStatelessValidation, TriangularSolveRefusesBadRightHandSides) {
@@ -144,22 +168,30 @@ TEST(SparseStatelessValidation, TriangularSolveRefusesBadRightHandSides) {
         {"b"});
     expect_refused<InvalidArgument>(trsv_api,
                                     [&] { triangular_solve(a, dense(10, {5}), dense(11, {5}), {}, no_stream); }, {"b"});
-    expect_refused<InvalidArgument>(
-        trsv_api, [&] { triangular_solve(a, dense(10, {4, 2, 1}), dense(11, {4, 2, 1}), {}, no_stream); },
-        {"b: rank 3"});
-    expect_refused<InvalidArgument>(
-        trsv_api, [&] { triangular_solve(a, dense(10, {5, 3}), dense(11, {5, 3}), {}, no_stream); },
-        {"b: 5 rows where A is 4 × 4"});
+    expect_refused<InvalidArgument>(trsv_api,
+                                    [&] {
+                                        triangular_solve(a, dense(10, {4, 2, 1}), dense(11, {4, 2, 1}), {}, no_stream);
+                                    },
+                                    {"b: rank 3"});
+    expect_refused<InvalidArgument>(trsv_api,
+                                    [&] {
+                                        triangular_solve(a, dense(10, {5, 3}), dense(11, {5, 3}), {}, no_stream);
+                                    },
+                                    {"b: 5 rows where A is 4 × 4"});
     // x takes b's shape, dtype and strides.
     expect_refused<InvalidArgument>(trsv_api,
-                                    [&] { triangular_solve(a, dense(10, {4, 3}), dense(11, {4, 2}), {}, no_stream); },
+                                    [&] {
+                                        triangular_solve(a, dense(10, {4, 3}), dense(11, {4, 2}), {}, no_stream);
+                                    },
                                     {"x:", "b's shape, dtype and strides"});
     expect_refused<InvalidArgument>(
-        trsv_api, [&] { triangular_solve(a, dense(10, {4, 3}), dense(11, {4, 3}, {1, 4}), {}, no_stream); },
+        trsv_api,
+        [&] {
+            triangular_solve(a, dense(10, {4, 3}), dense(11, {4, 3}, {1, 4}), {}, no_stream);
+        },
         {"x:", "b's shape, dtype and strides"});
     expect_refused<InvalidArgument>(
-        trsv_api,
-        [&] { triangular_solve(a, dense(10, {4}), dense(11, {4}, {}, DataType::c64), {}, no_stream); },
+        trsv_api, [&] { triangular_solve(a, dense(10, {4}), dense(11, {4}, {}, DataType::c64), {}, no_stream); },
         {"x:", "b's shape, dtype and strides"});
 }
 
@@ -171,11 +203,9 @@ TEST(SparseStatelessValidation, TriangularSolveRefusesOverlapsAndEnums) {
         {"x", "b", "overlap"});
     expect_refused<InvalidArgument>(trsv_api, [&] { triangular_solve(a, b, dense(2, {4}), {}, no_stream); },
                                     {"x", "a", "overlap"});
-    expect_refused<InvalidArgument>(trsv_api,
-                                    [&] { triangular_solve(a, b, x, {.triangle = Triangle(5)}, no_stream); },
+    expect_refused<InvalidArgument>(trsv_api, [&] { triangular_solve(a, b, x, {.triangle = Triangle(5)}, no_stream); },
                                     {"options.triangle: 5", "lower"});
-    expect_refused<InvalidArgument>(trsv_api,
-                                    [&] { triangular_solve(a, b, x, {.diagonal = Diagonal(9)}, no_stream); },
+    expect_refused<InvalidArgument>(trsv_api, [&] { triangular_solve(a, b, x, {.diagonal = Diagonal(9)}, no_stream); },
                                     {"options.diagonal: 9", "unit"});
     expect_refused<InvalidArgument>(trsv_api, [&] { triangular_solve(a, b, x, {.op = Operation(3)}, no_stream); },
                                     {"options.op"});
@@ -197,12 +227,11 @@ TEST(SparseStatelessValidation, SpsolveRefusesBadMatrices) {
                                     {"a: format coo", "sparse::to_csr"});
     expect_refused<InvalidArgument>(spsolve_api, [&] { (void)spsolve(csr(4, 5), b, {}, no_stream); },
                                     {"4 × 5 is not square"});
-    expect_refused<NotSupported>(spsolve_api,
-                                 [&] { (void)spsolve(csr(4, 4, 0, DataType::f16), b, {}, no_stream); },
+    expect_refused<NotSupported>(spsolve_api, [&] { (void)spsolve(csr(4, 4, 0, DataType::f16), b, {}, no_stream); },
                                  {"a: values of dtype f16"});
-    expect_refused<NotSupported>(
-        spsolve_api, [&] { (void)spsolve(csr(4, 4, 0, DataType::f64, DataType::i64), b, {}, no_stream); },
-        {"a: indices of dtype i64"});
+    expect_refused<NotSupported>(spsolve_api,
+                                 [&] { (void)spsolve(csr(4, 4, 0, DataType::f64, DataType::i64), b, {}, no_stream); },
+                                 {"a: indices of dtype i64"});
     const MatrixView batched =
         MatrixView::csr(4, 4, TensorView(fake(0), DataType::i32, {5}), TensorView(fake(1), DataType::i32, {6}),
                         TensorView(fake(2), DataType::f64, {2, 6}));
@@ -222,15 +251,20 @@ TEST(SparseStatelessValidation, SpsolveRefusesBadOptionsAndRightHandSides) {
                                     {"options.refinement_steps: -1", "0 to 100"});
     expect_refused<InvalidArgument>(spsolve_api, [&] { (void)spsolve(a, b, {.refinement_steps = 101}, no_stream); },
                                     {"options.refinement_steps: 101"});
-    expect_refused<InvalidArgument>(spsolve_api,
-                                    [&] { (void)spsolve(a, b, {.part = MatrixPart::lower}, no_stream); },
+    expect_refused<InvalidArgument>(spsolve_api, [&] { (void)spsolve(a, b, {.part = MatrixPart::lower}, no_stream); },
                                     {"options.part: lower for a general matrix"});
-    expect_refused<InvalidArgument>(
-        spsolve_api, [&] { (void)spsolve(a, dense(10, {4}, {}, DataType::f32), {}, no_stream); },
-        {"b: dtype f32 where the matrix holds f64"});
-    expect_refused<InvalidArgument>(spsolve_api, [&] { (void)spsolve(a, dense(10, {4, 2, 1}), {}, no_stream); },
+    expect_refused<InvalidArgument>(spsolve_api,
+                                    [&] { (void)spsolve(a, dense(10, {4}, {}, DataType::f32), {}, no_stream); },
+                                    {"b: dtype f32 where the matrix holds f64"});
+    expect_refused<InvalidArgument>(spsolve_api,
+                                    [&] {
+                                        (void)spsolve(a, dense(10, {4, 2, 1}), {}, no_stream);
+                                    },
                                     {"b: rank 3"});
-    expect_refused<InvalidArgument>(spsolve_api, [&] { (void)spsolve(a, dense(10, {5, 2}), {}, no_stream); },
+    expect_refused<InvalidArgument>(spsolve_api,
+                                    [&] {
+                                        (void)spsolve(a, dense(10, {5, 2}), {}, no_stream);
+                                    },
                                     {"b: 5 rows where the matrix has n = 4"});
 }
 
@@ -248,9 +282,8 @@ TEST(SparseStatelessValidation, SpgemmRefusesBeforeAnyCudaCall) {
                                              {"a is 4 × 5 and b is 4 × 3", "a.cols() must equal b.rows()"});
     test::expect_throw_with<InvalidArgument>([] { (void)spgemm(csr(4, 5), coo(5, 3, 10), no_stream); },
                                              {"b: format coo", "sparse::to_csr"});
-    test::expect_throw_with<InvalidArgument>(
-        [] { (void)spgemm(csr(4, 5), csr(5, 3, 10, DataType::f32), no_stream); },
-        {"a.values: dtype f64, b.values: dtype f32"});
+    test::expect_throw_with<InvalidArgument>([] { (void)spgemm(csr(4, 5), csr(5, 3, 10, DataType::f32), no_stream); },
+                                             {"a.values: dtype f64, b.values: dtype f32"});
     test::expect_throw_with<NotSupported>(
         [] {
             (void)spgemm(csr(4, 5, 0, DataType::f64, DataType::i64), csr(5, 3, 10, DataType::f64, DataType::i64),
