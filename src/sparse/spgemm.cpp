@@ -40,6 +40,7 @@ struct SpGEMMImpl {
     std::vector<core::Buffer> scratch;       // planning's own, freed once it has finished
     sparse::Matrix c;
     std::int64_t nnz = -1;
+    std::optional<core::StreamRef> last_stream;  // of the last compute, under `mutex`
 
     SpGEMMImpl() = default;
     SpGEMMImpl(const SpGEMMImpl&) = delete;
@@ -237,6 +238,7 @@ void SpGEMM::execute(core::StreamRef stream) {
     detail::products::check_plan_device(state.device, api);
     std::lock_guard lock(state.mutex);
     state.compute(stream);
+    state.last_stream = stream;
 }
 
 const MatrixView& SpGEMM::result() const {
@@ -254,12 +256,20 @@ const SpGEMMOptions& SpGEMM::options() const noexcept {
 Matrix SpGEMM::release_result() && {
     SpGEMMImpl& state = impl("sparse::SpGEMM::release_result");
     Matrix c = std::move(state.c);
+    {
+        // The buffers every compute reads go in stream order after the last one (on its stream),
+        // not on the null stream, which a non-blocking stream does not wait for.
+        const std::lock_guard lock(state.mutex);
+        if (state.last_stream)
+            for (core::Buffer* b : {&state.buffer3, &state.buffer4, &state.buffer5}) b->set_stream(*state.last_stream);
+    }
     impl_.reset();
     return c;
 }
 
 Matrix spgemm(const MatrixView& a, const MatrixView& b, core::StreamRef stream, const SpGEMMOptions& options) {
-    SpGEMM plan(a, b, options);  // validated before any CUDA call
+    check_spgemm_operands(a, b, "sparse::spgemm");  // before any CUDA call, under this call's name
+    SpGEMM plan(a, b, options);
     detail::reject_capture(stream, "sparse::spgemm",
                            "the product's nnz must reach the host; plan a SpGEMM before the capture and capture its "
                            "execute");

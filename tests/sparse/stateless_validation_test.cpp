@@ -275,21 +275,22 @@ TEST(SparseStatelessValidation, SpsolveWithoutCudssHeaderIsNotSupported) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// spgemm (declared with SpGEMM in spgemm.hpp): validated before any CUDA call.
+// spgemm (declared with SpGEMM in spgemm.hpp): validated before any CUDA call, under its name.
 
 TEST(SparseStatelessValidation, SpgemmRefusesBeforeAnyCudaCall) {
-    test::expect_throw_with<InvalidArgument>([] { (void)spgemm(csr(4, 5), csr(4, 3, 10), no_stream); },
-                                             {"a is 4 × 5 and b is 4 × 3", "a.cols() must equal b.rows()"});
+    test::expect_throw_with<InvalidArgument>(
+        [] { (void)spgemm(csr(4, 5), csr(4, 3, 10), no_stream); },
+        {"sparse::spgemm", "a is 4 × 5 and b is 4 × 3", "a.cols() must equal b.rows()"});
     test::expect_throw_with<InvalidArgument>([] { (void)spgemm(csr(4, 5), coo(5, 3, 10), no_stream); },
-                                             {"b: format coo", "sparse::to_csr"});
+                                             {"sparse::spgemm", "b: format coo", "sparse::to_csr"});
     test::expect_throw_with<InvalidArgument>([] { (void)spgemm(csr(4, 5), csr(5, 3, 10, DataType::f32), no_stream); },
-                                             {"a.values: dtype f64, b.values: dtype f32"});
+                                             {"sparse::spgemm", "a.values: dtype f64, b.values: dtype f32"});
     test::expect_throw_with<NotSupported>(
         [] {
             (void)spgemm(csr(4, 5, 0, DataType::f64, DataType::i64), csr(5, 3, 10, DataType::f64, DataType::i64),
                          no_stream);
         },
-        {"i32 indices"});
+        {"sparse::spgemm", "i32 indices"});
 }
 
 }  // namespace

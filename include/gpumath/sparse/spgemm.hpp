@@ -73,7 +73,9 @@ public:
     /// The options the plan was made with (default SpGEMMOptions when moved from).
     [[nodiscard]] const SpGEMMOptions& options() const noexcept;
 
-    /// Moves C out of the plan (an empty Matrix before `plan()`); the plan is empty afterwards.
+    /// Moves C out of the plan (an empty Matrix before `plan()`); the plan is empty afterwards. The
+    /// plan's buffers are freed in stream order after the last `execute`, on its stream (which must
+    /// still exist).
     [[nodiscard]] Matrix release_result() &&;
 
 private:
