@@ -83,6 +83,27 @@ std::pair<double, double> alternating_ms(cudaStream_t s, const std::function<voi
     return best ? std::pair{r.front(), o.front()} : std::pair{r[r.size() / 2], o[o.size() / 2]};
 }
 
+/// Times raw against gpumath on one large matrix and reports both, with gpumath's TFLOP/s for
+/// `flops`: bench::compare, or above n = 8192 where `few_when_large` (a call takes over a second)
+/// one warm-up and three interleaved pairs of single calls (compare would first time 22 calls to
+/// size its samples).
+void report_large(bench::Reporter& report, const std::string& group, const char* raw_note, std::int64_t n, double flops,
+                  bool few_when_large, cudaStream_t s, const std::function<void(int)>& raw_call,
+                  const std::function<void(int)>& ours) {
+    double raw_ms = 0, ours_ms = 0;
+    if (few_when_large && n > 8192) {
+        const bench::PairedMs m = bench::paired_gpu_ms(s, raw_call, ours, 1, 3, 1);
+        raw_ms = m.a;
+        ours_ms = m.a / m.ratio;
+    } else {
+        std::tie(raw_ms, ours_ms) =
+            bench::compare(s, raw_call, ours, {.warmup = 2, .samples = 7, .rounds = 1, .max_seconds = 20});
+    }
+    report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, raw_note});
+    report.add({group, "gpumath", "ms", ours_ms, raw_ms / ours_ms,
+                std::to_string(int(flops / (ours_ms * 1e-3) / 1e12)) + " TFLOP/s"});
+}
+
 void large_factorizations(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
     const cudaStream_t s = stream.handle();
     for (const DataType t : {DataType::f64, DataType::f32})
@@ -118,12 +139,8 @@ void large_factorizations(bench::Reporter& report, const core::Stream& stream, R
                 fresh();
                 plan.factorize(wv, wv, info, stream);
             };
-            const auto [raw_ms, ours_ms] =
-                bench::compare(s, raw_call, ours, {.warmup = 2, .samples = 7, .rounds = 1, .max_seconds = 20});
-            const double flops = double(n) * double(n) * double(n) / 3.0;
-            report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, "copy + Xpotrf in place"});
-            report.add({group, "gpumath", "ms", ours_ms, raw_ms / ours_ms,
-                        std::to_string(int(flops / (ours_ms * 1e-3) / 1e12)) + " TFLOP/s"});
+            report_large(report, group, "copy + Xpotrf in place", n, double(n) * double(n) * double(n) / 3.0, false, s,
+                         raw_call, ours);
         }
     for (const DataType t : {DataType::f64, DataType::f32})
         for (const std::int64_t n :
@@ -207,21 +224,8 @@ void large_qr(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
                 fresh();
                 plan.factorize(wv, wv, tau, stream);
             };
-            // A call at n = 16384 takes over a second: one warm-up and three interleaved pairs, one
-            // call per sample (compare would first time 22 calls to size its samples).
-            double raw_ms = 0, ours_ms = 0;
-            if (n > 8192) {
-                const bench::PairedMs m = bench::paired_gpu_ms(s, raw_call, ours, 1, 3, 1);
-                raw_ms = m.a;
-                ours_ms = m.a / m.ratio;
-            } else {
-                std::tie(raw_ms, ours_ms) =
-                    bench::compare(s, raw_call, ours, {.warmup = 2, .samples = 7, .rounds = 1, .max_seconds = 20});
-            }
-            const double flops = 4.0 / 3.0 * double(n) * double(n) * double(n);
-            report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, "copy + Xgeqrf in place"});
-            report.add({group, "gpumath", "ms", ours_ms, raw_ms / ours_ms,
-                        std::to_string(int(flops / (ours_ms * 1e-3) / 1e12)) + " TFLOP/s"});
+            report_large(report, group, "copy + Xgeqrf in place", n, 4.0 / 3.0 * double(n) * double(n) * double(n),
+                         true, s, raw_call, ours);
         }
 }
 
@@ -263,19 +267,8 @@ void large_lu(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
                 fresh();
                 plan.factorize(wv, wv, pivots, info, stream);
             };
-            double raw_ms = 0, ours_ms = 0;
-            if (n > 8192) {
-                const bench::PairedMs m = bench::paired_gpu_ms(s, raw_call, ours, 1, 3, 1);
-                raw_ms = m.a;
-                ours_ms = m.a / m.ratio;
-            } else {
-                std::tie(raw_ms, ours_ms) =
-                    bench::compare(s, raw_call, ours, {.warmup = 2, .samples = 7, .rounds = 1, .max_seconds = 20});
-            }
-            const double flops = 2.0 / 3.0 * double(n) * double(n) * double(n);
-            report.add({group, "raw cuSOLVER", "ms", raw_ms, 0, "copy + Xgetrf in place, 64-bit pivots"});
-            report.add({group, "gpumath", "ms", ours_ms, raw_ms / ours_ms,
-                        std::to_string(int(flops / (ours_ms * 1e-3) / 1e12)) + " TFLOP/s"});
+            report_large(report, group, "copy + Xgetrf in place, 64-bit pivots", n,
+                         2.0 / 3.0 * double(n) * double(n) * double(n), true, s, raw_call, ours);
         }
 }
 

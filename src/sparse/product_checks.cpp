@@ -182,4 +182,39 @@ void reject_planning_in_capture(core::StreamRef stream, const char* api) {
                    "capture");
 }
 
+namespace {
+
+void check_sddmm_op(sparse::Operation op, const char* field, const char* api) {
+    check_operation(op, field, api);
+    if (op == sparse::Operation::conjugate_transpose)
+        throw_invalid(fmt::format("{}: conjugate_transpose; cuSPARSE's SDDMM takes none or transpose (conjugate the "
+                                  "dense operand's values instead)",
+                                  field),
+                      api);
+}
+
+}  // namespace
+
+void check_sddmm(const TensorView& a, const TensorView& b, const sparse::MatrixView& c, sparse::Operation op_a,
+                 sparse::Operation op_b, const char* api) {
+    check_sddmm_op(op_a, "options.op_a", api);
+    check_sddmm_op(op_b, "options.op_b", api);
+    check_sparse_operand(c, "c", {sparse::Format::csr}, api);
+    const DataType vt = c.value_type();
+    const DenseStorage sa = check_dense_matrix(a, vt, "a", api);
+    const DenseStorage sb = check_dense_matrix(b, vt, "b", api);
+    const bool ta = op_a != sparse::Operation::none, tb = op_b != sparse::Operation::none;
+    const std::int64_t am = ta ? sa.cols : sa.rows, ak = ta ? sa.rows : sa.cols;
+    const std::int64_t bk = tb ? sb.cols : sb.rows, bn = tb ? sb.rows : sb.cols;
+    if (am != c.rows() || bn != c.cols() || ak != bk)
+        throw_invalid(fmt::format("op(a) is {} × {}, op(b) is {} × {} and c is {} × {}; op(a)·op(b) must be "
+                                  "c.rows() × c.cols()",
+                                  am, ak, bk, bn, c.rows(), c.cols()),
+                      api);
+    if (ak == 0 && c.stored() != 0)
+        throw_not_supported("op(a)·op(b) has inner extent 0 (C = β·C); cuSPARSE's SDDMM needs k >= 1", api);
+    check_apart(a, "a", c, "c", api);
+    check_apart(b, "b", c, "c", api);
+}
+
 }  // namespace gpumath::detail::products

@@ -31,6 +31,12 @@ void check_sparse_operand(const sparse::MatrixView& m, const char* name, std::in
 /// InvalidArgument unless `op` is one of Operation's enumerators.
 void check_operation(sparse::Operation op, const char* field, const char* api);
 
+/// SDDMM's operand rules (the plan's and the stateless call's): op_a and op_b none or transpose,
+/// C a CSR matrix, A and B dense of C's value dtype with op(A)·op(B) of C's shape and an inner
+/// extent of at least 1 where C stores entries, neither overlapping C.
+void check_sddmm(const TensorView& a, const TensorView& b, const sparse::MatrixView& c, sparse::Operation op_a,
+                 sparse::Operation op_b, const char* api);
+
 /// A dense operand's storage as cuSPARSE reads it.
 struct DenseStorage {
     std::int64_t rows = 0, cols = 0;

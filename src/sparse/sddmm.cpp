@@ -95,40 +95,8 @@ namespace gpumath::sparse {
 
 using detail::SDDMMImpl;
 
-namespace {
-
-void check_sddmm_op(Operation op, const char* field, const char* api) {
-    detail::products::check_operation(op, field, api);
-    if (op == Operation::conjugate_transpose)
-        detail::throw_invalid(
-            fmt::format("{}: conjugate_transpose; cuSPARSE's SDDMM takes none or transpose (conjugate the dense "
-                        "operand's values instead)",
-                        field),
-            api);
-}
-
-}  // namespace
-
 SDDMM::SDDMM(const TensorView& a, const TensorView& b, const MatrixView& c, const SDDMMOptions& options) {
-    constexpr const char* api = "sparse::SDDMM";
-    check_sddmm_op(options.op_a, "options.op_a", api);
-    check_sddmm_op(options.op_b, "options.op_b", api);
-    detail::products::check_sparse_operand(c, "c", {Format::csr}, api);
-    const DataType vt = c.value_type();
-    const detail::products::DenseStorage sa = detail::products::check_dense_matrix(a, vt, "a", api);
-    const detail::products::DenseStorage sb = detail::products::check_dense_matrix(b, vt, "b", api);
-    const bool ta = options.op_a != Operation::none, tb = options.op_b != Operation::none;
-    const std::int64_t am = ta ? sa.cols : sa.rows, ak = ta ? sa.rows : sa.cols;
-    const std::int64_t bk = tb ? sb.cols : sb.rows, bn = tb ? sb.rows : sb.cols;
-    if (am != c.rows() || bn != c.cols() || ak != bk)
-        detail::throw_invalid(fmt::format("op(a) is {} × {}, op(b) is {} × {} and c is {} × {}; op(a)·op(b) must be "
-                                          "c.rows() × c.cols()",
-                                          am, ak, bk, bn, c.rows(), c.cols()),
-                              api);
-    if (ak == 0 && c.stored() != 0)
-        detail::throw_not_supported("op(a)·op(b) has inner extent 0 (C = β·C); cuSPARSE's SDDMM needs k >= 1", api);
-    detail::products::check_apart(a, "a", c, "c", api);
-    detail::products::check_apart(b, "b", c, "c", api);
+    detail::products::check_sddmm(a, b, c, options.op_a, options.op_b, "sparse::SDDMM");
     impl_ = std::make_unique<SDDMMImpl>();
     impl_->a = a;
     impl_->b = b;

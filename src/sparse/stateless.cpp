@@ -25,38 +25,11 @@ namespace products = detail::products;
 
 constexpr int max_refinement_steps = 100;  // DirectSolverOptions::refinement_steps' bound
 
-/// op(A) or op(B) of an SDDMM: an Operation, and not conjugate_transpose.
-void check_sddmm_op(Operation op, const char* field, const char* api) {
-    products::check_operation(op, field, api);
-    if (op == Operation::conjugate_transpose)
-        detail::throw_invalid(
-            fmt::format("{}: conjugate_transpose; cuSPARSE's SDDMM takes none or transpose (conjugate the dense "
-                        "operand's values instead)",
-                        field),
-            api);
-}
-
 /// SDDMM's rules (its constructor's and its execute's scalars), under `api`.
 void check_sddmm(const TensorView& a, const TensorView& b, const MatrixView& c, std::complex<double> alpha,
                  std::complex<double> beta, const SDDMMOptions& options, const char* api) {
-    check_sddmm_op(options.op_a, "options.op_a", api);
-    check_sddmm_op(options.op_b, "options.op_b", api);
-    products::check_sparse_operand(c, "c", {Format::csr}, api);
+    products::check_sddmm(a, b, c, options.op_a, options.op_b, api);
     const DataType vt = c.value_type();
-    const products::DenseStorage sa = products::check_dense_matrix(a, vt, "a", api);
-    const products::DenseStorage sb = products::check_dense_matrix(b, vt, "b", api);
-    const bool ta = options.op_a != Operation::none, tb = options.op_b != Operation::none;
-    const std::int64_t am = ta ? sa.cols : sa.rows, ak = ta ? sa.rows : sa.cols;
-    const std::int64_t bk = tb ? sb.cols : sb.rows, bn = tb ? sb.rows : sb.cols;
-    if (am != c.rows() || bn != c.cols() || ak != bk)
-        detail::throw_invalid(fmt::format("op(a) is {} × {}, op(b) is {} × {} and c is {} × {}; op(a)·op(b) must be "
-                                          "c.rows() × c.cols()",
-                                          am, ak, bk, bn, c.rows(), c.cols()),
-                              api);
-    if (ak == 0 && c.stored() != 0)
-        detail::throw_not_supported("op(a)·op(b) has inner extent 0 (C = β·C); cuSPARSE's SDDMM needs k >= 1", api);
-    products::check_apart(a, "a", c, "c", api);
-    products::check_apart(b, "b", c, "c", api);
     (void)products::Scalar(alpha, vt, "alpha", api);
     (void)products::Scalar(beta, vt, "beta", api);
 }
