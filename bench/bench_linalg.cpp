@@ -494,7 +494,9 @@ void refined_solve(bench::Reporter& report, const core::Stream& stream, Raw& raw
     linalg::RefinedSolve plan(l, b.view().layout());
     plan.plan();
     std::vector<linalg::RefinementStatus> last;
-    const auto ours = [&](int) { last = plan.execute(a, b, x, info, stream); };
+    // A as the raw side reads it: column-major (a Tensor's own view is row-major, which is Aᵀ).
+    const TensorView av(a.data(), l);
+    const auto ours = [&](int) { last = plan.execute(av, b, x, info, stream); };
     const auto [raw_ms, ours_ms] = alternating_ms(s, raw_call, ours, 3, 3);
     stream.synchronize();
     const std::vector<double> ha = a.to_host<double>(stream), hb = b.to_host<double>(stream);
@@ -546,7 +548,7 @@ void refined_solve(bench::Reporter& report, const core::Stream& stream, Raw& raw
             variant.plan();
             std::vector<linalg::RefinementStatus> st;
             const double ms = bench::gpu_ms(
-                s, [&](int) { st = variant.execute(a, b, x, info, stream); }, 1, 3, 1);
+                s, [&](int) { st = variant.execute(av, b, x, info, stream); }, 1, 3, 1);
             stream.synchronize();
             const double e = backward_error(ha, x.to_host<double>(stream), hb, n);
             report.add({group, fmt::format("gpumath {} {}", linalg::to_string(lp), linalg::to_string(r)), "ms", ms,
@@ -631,7 +633,8 @@ void large_svd(bench::Reporter& report, const core::Stream& stream, Raw& raw) {
         };
         // U and Vᴴ column-major: written in place, as the raw call writes them.
         const auto ours = [&](int) {
-            plan.execute(a, TensorView(u.data(), l), values, TensorView(vt.data(), l), info, stream);
+            plan.execute(TensorView(a.data(), l), TensorView(u.data(), l), values, TensorView(vt.data(), l), info,
+                         stream);
         };
         const bench::PairedMs m = bench::paired_gpu_ms(s, raw_call, ours, 1, 2, 1);
         report.add({group, "raw cuSOLVER", "ms", m.a, 0, "copy + Xgesvd, thin U and Vh"});

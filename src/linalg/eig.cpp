@@ -99,7 +99,9 @@ EigTargets EigImpl::targets(const TensorView& values, const TensorView& vectors)
         t.out_direct = uniform_batch_stride(vectors, batch.batch_rank).has_value();
     } else {
         t.vr = storage_of(vectors);
-        t.vr_direct = t.vr.direct && !t.vr.row_major;
+        // Only with a leading dimension of n: cuSOLVER 12.0's Xgeev fails (INTERNAL_ERROR) on a
+        // VR with a larger one, so such vectors go through workspace too.
+        t.vr_direct = t.vr.direct && !t.vr.row_major && t.vr.ld == std::max<std::int64_t>(n, 1);
     }
     return t;
 }
@@ -115,11 +117,10 @@ void EigImpl::run(const TensorView& a, const TensorView& values, const TensorVie
     const std::size_t w_bytes = at.w_direct ? 0 : aligned_bytes(std::size_t(count * n) * celem);
     const std::size_t vr_bytes = vr_temp ? aligned_bytes(std::size_t(count * n * n) * elem) : 0;
     const std::size_t out_bytes = unpacks() && !at.out_direct ? aligned_bytes(std::size_t(count * n * n) * celem) : 0;
-    const std::int64_t ldvr = at.vr_direct ? std::max<std::int64_t>(at.vr.ld, 1) : ld;
-    std::size_t solver_bytes = device_bytes, host_needed = host_bytes;
-    if (ldvr != ld) sizes(ldvr, solver_bytes, host_needed);
+    const std::int64_t ldvr = ld;  // targets() takes vectors in place only with this one
+    const std::size_t solver_bytes = device_bytes, host_needed = host_bytes;
     const std::size_t per_lane = aligned_bytes(solver_bytes);
-    const int lanes_wanted = int(std::min<std::int64_t>(count, Lanes::max_lanes));
+    const int lanes_wanted = 1;  // see the loop below
     const StreamWorkspace::Lease lease =
         workspace->acquire(a_bytes + w_bytes + vr_bytes + out_bytes + per_lane * std::size_t(lanes_wanted), stream);
     auto* area = static_cast<std::byte*>(lease.data);
@@ -148,7 +149,9 @@ void EigImpl::run(const TensorView& a, const TensorView& values, const TensorVie
     } else {
         std::lock_guard lock(host_mutex);  // the host workspaces
         grow_host_workspaces(host, host_needed);
-        Lanes lanes(device, stream, count, true);
+        // One lane, the caller's stream: Xgeev waits for the GPU inside, so side streams would
+        // overlap nothing.
+        Lanes lanes(device, stream, count, false);
         for (std::int64_t b = 0; b < count; ++b) {
             const int l = lanes.lane_of(b);
             const SolverHandle& h = lanes.handle(l);
@@ -288,10 +291,9 @@ std::size_t Eig::workspace_size() const noexcept {
     const detail::SquareBatch& batch = impl_->batch;
     const std::size_t matrices = std::size_t(batch.count * batch.n * batch.n);
     const std::size_t elem = size_of(batch.dtype), celem = size_of(detail::complex_of(batch.dtype));
-    const std::size_t lanes = std::size_t(std::min<std::int64_t>(batch.count, detail::Lanes::max_lanes));
     return 2 * detail::aligned_bytes(matrices * elem) + detail::aligned_bytes(matrices * celem) +
            detail::aligned_bytes(std::size_t(batch.count * batch.n) * celem) +
-           lanes * detail::aligned_bytes(impl_->device_bytes);
+           detail::aligned_bytes(impl_->device_bytes);
 }
 
 void EigResult::check(core::StreamRef stream) const { check_info(info, "linalg::eig", stream); }

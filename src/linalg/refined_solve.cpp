@@ -137,8 +137,17 @@ struct RefinedSolveImpl final : PlanState {
     bool matrices = false;  // B is (..., n, k), not (..., n)
     std::int64_t k = 1;
     linalg::RefinedSolveOptions options;
-    cusolverDnIRSParams_t params = nullptr;  // set at planning, read under host_mutex
-    std::size_t device_bytes = 0;            // IRSXgesv's workspace
+    cusolverDnIRSParams_t params = nullptr;       // set at planning, read under host_mutex
+    std::size_t device_bytes = 0;                 // IRSXgesv's workspace
+    std::size_t lu_bytes = 0, lu_host_bytes = 0;  // Xgetrf's, for a refinement that did not converge
+
+    /// Bytes of the area after A's and B's and X's copies: IRSXgesv's workspace, or Xgetrf's with
+    /// the pivots and Xgetrs' info (they run one after the other).
+    [[nodiscard]] std::size_t solver_area() const noexcept {
+        return std::max(aligned_bytes(device_bytes), aligned_bytes(lu_bytes) +
+                                                         aligned_bytes(std::size_t(batch.n) * sizeof(std::int64_t)) +
+                                                         aligned_bytes(sizeof(int)));
+    }
 
     RefinedSolveImpl() = default;
     ~RefinedSolveImpl() override {
@@ -150,6 +159,10 @@ struct RefinedSolveImpl final : PlanState {
     RefinedSolveImpl& operator=(RefinedSolveImpl&&) = delete;
 
     void plan_locked() override;
+    /// Xgetrf of the column-major copy `a` (ld n) into `info`; with `options.fallback`, X = A⁻¹·B
+    /// by Xgetrs into `x` from `b`. `ws` is solver_area() bytes. Under host_mutex.
+    void full_precision_lu(const SolverHandle& h, std::byte* a, const std::byte* b, std::int64_t ldb, std::byte* x,
+                           std::int64_t ldx, std::byte* ws, int* info, core::StreamRef stream);
     [[nodiscard]] std::vector<linalg::RefinementStatus> run(const TensorView& a, const TensorView& b,
                                                             const TensorView& x, const TensorView& info,
                                                             core::StreamRef stream);
@@ -176,7 +189,33 @@ void RefinedSolveImpl::plan_locked() {
         const SolverHandle h(device, nullptr);
         check_cusolver(cusolverDnIRSXgesv_bufferSize(h.get(), params, int(batch.n), int(k), &device_bytes),
                        "cusolverDnIRSXgesv_bufferSize", "sizing a mixed-precision solve");
+        const cudaDataType t = to_cuda(batch.dtype);
+        check_cusolver(cusolverDnXgetrf_bufferSize(h.get(), h.params(), batch.n, batch.n, t, nullptr, batch.n, t,
+                                                   &lu_bytes, &lu_host_bytes),
+                       "cusolverDnXgetrf_bufferSize", "sizing a mixed-precision solve's full-precision LU");
     }
+    size_host(lu_host_bytes);
+}
+
+void RefinedSolveImpl::full_precision_lu(const SolverHandle& h, std::byte* a, const std::byte* b, std::int64_t ldb,
+                                         std::byte* x, std::int64_t ldx, std::byte* ws, int* info,
+                                         core::StreamRef stream) {
+    const std::int64_t n = batch.n;
+    const cudaDataType t = to_cuda(batch.dtype);
+    auto* pivots = reinterpret_cast<std::int64_t*>(ws + aligned_bytes(lu_bytes));
+    int* solve_info =
+        reinterpret_cast<int*>(ws + aligned_bytes(lu_bytes) + aligned_bytes(std::size_t(n) * sizeof(std::int64_t)));
+    grow_host_workspaces(host, lu_host_bytes);
+    check_cusolver(cusolverDnXgetrf(h.get(), h.params(), n, n, t, a, n, pivots, t, ws, lu_bytes, host[0].data(),
+                                    lu_host_bytes, info),
+                   "cusolverDnXgetrf", "the full-precision LU of a refinement that did not converge");
+    if (!options.fallback) return;
+    const std::size_t elem = size_of(batch.dtype);
+    check(cudaMemcpy2DAsync(x, std::size_t(ldx) * elem, b, std::size_t(ldb) * elem, std::size_t(n) * elem,
+                            std::size_t(k), cudaMemcpyDeviceToDevice, stream.handle()),
+          "cudaMemcpy2DAsync", "copying B into X for the full-precision solve");
+    check_cusolver(cusolverDnXgetrs(h.get(), h.params(), CUBLAS_OP_N, n, k, t, a, n, pivots, t, x, ldx, solve_info),
+                   "cusolverDnXgetrs", "the full-precision solve of a refinement that did not converge");
 }
 
 std::vector<linalg::RefinementStatus> RefinedSolveImpl::run(const TensorView& a, const TensorView& b,
@@ -188,8 +227,7 @@ std::vector<linalg::RefinementStatus> RefinedSolveImpl::run(const TensorView& a,
     const std::size_t a_bytes = aligned_bytes(std::size_t(count * n * n * elem));
     const std::size_t rhs_bytes = aligned_bytes(std::size_t(count * n * k * elem));
     const std::size_t b_bytes = bs.direct ? 0 : rhs_bytes, x_bytes = xs.direct ? 0 : rhs_bytes;
-    const StreamWorkspace::Lease lease =
-        workspace->acquire(a_bytes + b_bytes + x_bytes + aligned_bytes(device_bytes), stream);
+    const StreamWorkspace::Lease lease = workspace->acquire(a_bytes + b_bytes + x_bytes + solver_area(), stream);
     auto* area = static_cast<std::byte*>(lease.data);
     // cuSOLVER leaves A as it was when the refinement converges, and writes its full-precision
     // factors over it when it falls back: it works on a column-major copy.
@@ -218,6 +256,20 @@ std::vector<linalg::RefinementStatus> RefinedSolveImpl::run(const TensorView& a,
                                               xdata + m * x_step, int(ldx), ws, device_bytes, &niters, infos + m),
                            "cusolverDnIRSXgesv", "a mixed-precision solve");
             statuses[std::size_t(m)] = {.iterations = niters, .fell_back = niters < 0 && options.fallback};
+        }
+        // A refinement that did not converge: cuSOLVER does not always report a singular matrix
+        // then (its info can stay 0), nor say whether its own fallback ran. Each such matrix is
+        // factorized again here in full precision from a fresh copy of A, which sets its info
+        // (the first zero pivot, if any) and, with `fallback`, solves X from B by that LU.
+        bool recopied = false;
+        for (std::int64_t m = 0; m < count; ++m) {
+            if (statuses[std::size_t(m)].converged()) continue;
+            if (!recopied) {
+                detail::copy_matrices(a, TensorView(area, packed_column_major(batch.dtype, batch.a.shape())), stream);
+                recopied = true;
+            }
+            full_precision_lu(h, area + m * n * n * elem, bdata + m * b_step, ldb, xdata + m * x_step, ldx, ws,
+                              infos + m, stream);
         }
     }
     if (!xs.direct) detail::copy_matrices(xt, x, stream);
@@ -338,8 +390,7 @@ std::size_t RefinedSolve::workspace_size() const noexcept {
     const detail::SquareBatch& batch = impl_->batch;
     const std::size_t elem = size_of(batch.dtype);
     return detail::aligned_bytes(std::size_t(batch.count * batch.n * batch.n) * elem) +
-           2 * detail::aligned_bytes(std::size_t(batch.count * batch.n * impl_->k) * elem) +
-           detail::aligned_bytes(impl_->device_bytes);
+           2 * detail::aligned_bytes(std::size_t(batch.count * batch.n * impl_->k) * elem) + impl_->solver_area();
 }
 
 void RefinedSolveResult::check(core::StreamRef stream) const { check_info(info, "linalg::refined_solve", stream); }

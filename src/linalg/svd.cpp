@@ -115,7 +115,12 @@ void SVDImpl::size_routines() {
         check_cusolver(gesvda_size(h.get(), batch.dtype, eig_mode(vectors()), int(k), int(wm), int(wn), int(wm),
                                    int(wm), int(wn), st, &lwork, int(batch.count)),
                        "cusolverDn<t>gesvdaStridedBatched_bufferSize", "sizing an approximate SVD");
-        approximate_bytes = std::size_t(lwork) * elem;
+        approximate_solver_bytes = std::size_t(lwork) * elem;
+        approximate_bytes = approximate_solver_bytes;
+        if (!vectors())
+            approximate_bytes = aligned_bytes(approximate_solver_bytes) +
+                                aligned_bytes(std::size_t(batch.count * wm * k) * elem) +
+                                aligned_bytes(std::size_t(batch.count * wn * k) * elem);
         host_bytes = std::max(host_bytes, std::size_t(batch.count) * sizeof(double));  // the residuals
     }
     size_host(host_bytes);
@@ -218,17 +223,20 @@ void SVDImpl::call_routine(linalg::Backend with, std::byte* a, std::int64_t lda,
     const std::int64_t a_step = a_stride * std::int64_t(size_of(batch.dtype));
     const std::int64_t ldu = up != nullptr ? up->ld : wm, ldv = vp != nullptr ? vp->ld : wn;
     const std::size_t elem = size_of(batch.dtype);
-    // Values only: gesvdj(Batched) still writes V and may touch U, so they get scratch matrices
-    // after the routine's own workspace (sized in plan_locked), one set per lane (per matrix for
-    // the batched routine).
-    const bool scratch = up == nullptr && (with == linalg::Backend::jacobi || with == linalg::Backend::batched);
+    // Values only: gesvdj(Batched) still writes V and may touch U, and gesvdaStridedBatched copies
+    // its rank-k U and V out, so they get scratch matrices after the routine's own workspace
+    // (sized in plan_locked), one set per lane (per matrix for the batched routines).
+    const bool approximate = with == linalg::Backend::approximate;
+    const bool scratch = up == nullptr && with != linalg::Backend::looped;
     const std::size_t solver_bytes = with == linalg::Backend::jacobi    ? jacobi_solver_bytes
                                      : with == linalg::Backend::batched ? batched_solver_bytes
+                                     : approximate                      ? approximate_solver_bytes
                                                                         : per_lane;
-    const std::int64_t scratch_count = with == linalg::Backend::batched ? count : 1;
+    const std::int64_t scratch_count = with == linalg::Backend::jacobi ? 1 : count;
+    const std::int64_t u_elems = approximate ? wm * k : wm * wm;  // per matrix
     const auto scratch_u = [&](std::byte* work) { return work + aligned_bytes(solver_bytes); };
     const auto scratch_v = [&](std::byte* work) {
-        return scratch_u(work) + aligned_bytes(std::size_t(scratch_count * wm * wm) * elem);
+        return scratch_u(work) + aligned_bytes(std::size_t(scratch_count * u_elems) * elem);
     };
     const int lwork = int((scratch ? solver_bytes : per_lane) / elem);
     const auto u_at = [&](std::int64_t b) { return up != nullptr ? up->at(b) : nullptr; };
@@ -249,8 +257,8 @@ void SVDImpl::call_routine(linalg::Backend with, std::byte* a, std::int64_t lda,
                                .u = up != nullptr ? up->stride : wm * k,
                                .v = vp != nullptr ? vp->stride : wn * k};
         check_cusolver(gesvda(h.get(), batch.dtype, eig_mode(vectors()), int(k), int(wm), int(wn), a, int(lda), sp.data,
-                              u_at(0), int(ldu), v_at(0), int(ldv), st, ws, int(per_lane / size_of(batch.dtype)), info,
-                              reinterpret_cast<double*>(host[0].data()), int(count)),
+                              scratch ? scratch_u(ws) : u_at(0), int(ldu), scratch ? scratch_v(ws) : v_at(0), int(ldv),
+                              st, ws, lwork, info, reinterpret_cast<double*>(host[0].data()), int(count)),
                        "cusolverDn<t>gesvdaStridedBatched", "an approximate SVD");
         return;
     }

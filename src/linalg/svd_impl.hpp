@@ -117,7 +117,7 @@ struct SVDImpl final : PlanState {
     // gesvdj and gesvdjBatched write V (an identity to start from) and may touch U even without
     // vectors: a values-only plan gives them scratch matrices after their workspace. The solver's
     // own part of jacobi_bytes and batched_bytes (what lwork says):
-    std::size_t jacobi_solver_bytes = 0, batched_solver_bytes = 0;
+    std::size_t jacobi_solver_bytes = 0, batched_solver_bytes = 0, approximate_solver_bytes = 0;
     std::size_t approximate_bytes = 0;                           // gesvdaStridedBatched for the batch
     std::array<gesvdjInfo_t, Lanes::max_lanes> jacobi_params{};  // one per lane
 

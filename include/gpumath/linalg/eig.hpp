@@ -28,10 +28,10 @@ namespace gpumath::linalg {
 /// The layout is `(..., n, n)` of f32, f64, c32 or c64, any leading batch dimensions, any strides.
 /// The constructor validates only (no GPU work); `plan()` sizes the workspace on the current
 /// device. `execute` enqueues on the caller's stream and leaves A untouched (it is copied to
-/// workspace, because cuSOLVER overwrites it). The matrices run one Xgeev each, spread over the
-/// caller's stream and up to four side streams. Xgeev works on the host as well as on the GPU and
-/// waits for the GPU inside, so the calling thread waits for each matrix in turn and a capturing
-/// stream is refused with NotSupported before any work.
+/// workspace, because cuSOLVER overwrites it). The matrices run one Xgeev each, one after another
+/// on the caller's stream. Xgeev works on the host as well as on the GPU and waits for the GPU
+/// inside, so the calling thread waits for each matrix in turn and a capturing stream is refused
+/// with NotSupported before any work.
 class Eig {
 public:
     /// Plans the decomposition of matrices laid out as `a`. InvalidArgument for a rank below 2,
