@@ -458,7 +458,7 @@ void direct_case(bench::Reporter& report, const core::Stream& stream, std::int64
     // every other pair (the analysis works on the host, where order can matter).
     (void)raw.run(stream, val2);
     (void)ours(view, b, x, val2, stream);
-    const int runs = grid > 64 ? 3 : 5;
+    const int runs = grid > 64 ? 2 : 5;
     std::vector<Phases> r, o;
     for (int i = 0; i < runs; ++i) {
         if (i % 2 == 0) {
