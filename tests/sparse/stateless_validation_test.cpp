@@ -10,28 +10,23 @@
 #include <string>
 
 #include "common/test_util.hpp"
+#include "sparse_fakes.hpp"
 
 namespace gpumath::sparse {
 namespace {
 
 const core::StreamRef no_stream{};
 
-// Addresses that are never dereferenced, each array in its own 1 MiB range.
-std::byte* fake(std::uintptr_t slot, std::uintptr_t offset = 0) {
-    // NOLINTNEXTLINE(performance-no-int-to-ptr): fake addresses, never dereferenced
-    return reinterpret_cast<std::byte*>(std::uintptr_t(1) << 40) + (slot << 20) + offset;
-}
+using fakes::fake;
 
-/// A rows × cols CSR view with `nnz` entries whose arrays live in slots base, base + 1, base + 2.
+/// A rows × cols CSR view over fake arrays in slots base, base + 1, base + 2 (f64 values by default).
 MatrixView csr(std::int64_t rows, std::int64_t cols, std::uintptr_t base = 0, DataType vt = DataType::f64,
                DataType it = DataType::i32, std::int64_t nnz = 6) {
-    return MatrixView::csr(rows, cols, TensorView(fake(base), it, {rows + 1}), TensorView(fake(base + 1), it, {nnz}),
-                           TensorView(fake(base + 2), vt, {nnz}));
+    return fakes::csr(rows, cols, base, vt, it, nnz);
 }
 
 MatrixView coo(std::int64_t rows, std::int64_t cols, std::uintptr_t base = 0, DataType vt = DataType::f64) {
-    return MatrixView::coo(rows, cols, TensorView(fake(base), DataType::i32, {6}),
-                           TensorView(fake(base + 1), DataType::i32, {6}), TensorView(fake(base + 2), vt, {6}));
+    return fakes::coo(rows, cols, base, vt);
 }
 
 MatrixView csc(std::int64_t rows, std::int64_t cols, std::uintptr_t base = 0, DataType vt = DataType::f64) {
