@@ -429,47 +429,25 @@ void DirectSolver::solve(const TensorView& b, const TensorView& x, core::StreamR
     state.execute(detail::cudss(), CUDSS_PHASE_SOLVE, dx.get(), db.get(), stream, "solve");
 }
 
-namespace {
-
-/// cuDSS's integer output `param` of the last factorization (0 before any), after `stream` drains.
-int factorization_output(detail::DirectSolverImpl& state, cudssDataParam_t param, core::StreamRef stream,
-                         const char* what) {
+int DirectSolver::info(core::StreamRef stream) const {
+    const char* api = "sparse::DirectSolver::info";
+    DirectSolverImpl& state = impl(api);
     const std::scoped_lock lock(state.mutex);
-    if (state.handle == nullptr || state.stage != detail::DirectSolverImpl::Stage::factorized) return 0;
+    if (state.handle == nullptr || state.stage != DirectSolverImpl::Stage::factorized) return 0;
     const detail::DeviceGuard guard(state.device);
     stream.synchronize();
     int value = 0;
     std::size_t written = 0;
-    detail::check_cudss(detail::cudss().cudssDataGet(state.handle, state.data, param, &value, sizeof(value), &written),
-                        "cudssDataGet", what);
+    detail::check_cudss(
+        detail::cudss().cudssDataGet(state.handle, state.data, CUDSS_DATA_INFO, &value, sizeof(value), &written),
+        "cudssDataGet", "reading the factorization's info");
     return value;
-}
-
-}  // namespace
-
-int DirectSolver::info(core::StreamRef stream) const {
-    return factorization_output(impl("sparse::DirectSolver::info"), CUDSS_DATA_INFO, stream,
-                                "reading the factorization's info");
-}
-
-int DirectSolver::perturbed_pivots(core::StreamRef stream) const {
-    return factorization_output(impl("sparse::DirectSolver::perturbed_pivots"), CUDSS_DATA_NPIVOTS, stream,
-                                "reading the factorization's number of perturbed pivots");
 }
 
 void DirectSolver::check(core::StreamRef stream) const {
     const DirectSolverImpl& state = impl("sparse::DirectSolver::check");
     const int value = info(stream);
-    if (value == 0) {
-        const int perturbed = perturbed_pivots(stream);
-        if (perturbed == 0) return;
-        throw NumericalError(
-            fmt::format("sparse::DirectSolver: after {} the {} × {} matrix, cuDSS replaced {} pivot{} too small to "
-                        "divide by with a small epsilon: the matrix is singular, or nearly, to working precision "
-                        "(options.refinement_steps may recover accuracy for a nearly singular one)",
-                        state.last_phase, state.n(), state.n(), perturbed, perturbed == 1 ? "" : "s"),
-            "sparse::DirectSolver::check", 0, perturbed);
-    }
+    if (value == 0) return;
     const bool definite = state.options.type == MatrixType::spd || state.options.type == MatrixType::hpd;
     throw NumericalError(
         fmt::format("sparse::DirectSolver: cuDSS reported info {} after {} the {} × {} matrix: it is {}", value,
@@ -496,10 +474,6 @@ const DirectSolverOptions& DirectSolver::options() const noexcept {
 void DirectSolver::analyze(core::StreamRef) { (void)impl("sparse::DirectSolver::analyze"); }
 bool DirectSolver::analyzed() const noexcept { return false; }
 void DirectSolver::factorize(core::StreamRef) { (void)impl("sparse::DirectSolver::factorize"); }
-int DirectSolver::perturbed_pivots(core::StreamRef) const {
-    (void)impl("sparse::DirectSolver::perturbed_pivots");
-    return 0;
-}
 void DirectSolver::refactorize(const TensorView&, core::StreamRef) { (void)impl("sparse::DirectSolver::refactorize"); }
 void DirectSolver::solve(const TensorView&, const TensorView&, core::StreamRef) {
     (void)impl("sparse::DirectSolver::solve");

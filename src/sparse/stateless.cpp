@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 #include <tuple>
 #include <utility>
 
@@ -186,22 +185,14 @@ Tensor spsolve(const MatrixView& a, const TensorView& b, const DirectSolverOptio
 
     DirectSolver solver(a, options);
     solver.factorize(stream);  // analyzes first
-    const int info = solver.info(stream);
-    const int perturbed = info == 0 ? solver.perturbed_pivots(stream) : 0;
-    if (info != 0 || perturbed != 0) {
+    if (const int info = solver.info(stream); info != 0) {
         const bool definite = options.type == MatrixType::spd || options.type == MatrixType::hpd;
-        const std::string what =
-            info == 0 ? fmt::format(
-                            "singular or nearly so to working precision (cuDSS perturbed {} pivot{}); keep a "
-                            "DirectSolver to solve it anyway",
-                            perturbed, perturbed == 1 ? "" : "s")
-            : definite ? std::string(
-                             "singular or not positive definite (a general or symmetric solve factorizes an "
-                             "indefinite one)")
-                       : std::string("singular to working precision (a zero pivot)");
-        throw NumericalError(fmt::format("{}: cuDSS reported info {} after factorizing the {} × {} matrix: it is {}",
-                                         api, info, n, n, what),
-                             api, 0, info != 0 ? info : perturbed);
+        throw NumericalError(
+            fmt::format("{}: cuDSS reported info {} after factorizing the {} × {} matrix: it is {}", api, info, n, n,
+                        definite ? "singular or not positive definite (a general or symmetric solve factorizes an "
+                                   "indefinite one)"
+                                 : "singular to working precision (a zero pivot)"),
+            api, 0, info);
     }
 
     Tensor x = Tensor::empty(TensorLayout(b.dtype(), b.shape()), stream);

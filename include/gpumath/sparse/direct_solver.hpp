@@ -74,9 +74,8 @@ struct DirectSolverOptions {
 /// allocate and may synchronize), so each refuses a capturing stream with InvalidArgument.
 ///
 /// A singular matrix, or one that is not positive definite where `spd`/`hpd` said it would be, is
-/// not an error of the phase that meets it: cuDSS records it in the solver's `info`, or (for a
-/// zero pivot of a general or indefinite matrix, which cuDSS perturbs rather than stops at) in its
-/// count of perturbed pivots, read by the blocking `info()`, `perturbed_pivots()` and `check()`.
+/// not an error of the phase that meets it: cuDSS records it in the solver's `info`, read by the
+/// blocking `info()` and `check()`.
 ///
 /// cuDSS is not part of the CUDA toolkit. gpumath is built against its header when found
 /// (cmake/gpumath-cudss.cmake) and loads the library at run time, from $GPUMATH_CUDSS_LIBRARY or
@@ -124,15 +123,7 @@ public:
     /// cuDSS's status of the last phase: 0, or positive when a factorization met a zero pivot or a
     /// matrix that is not positive definite. Waits for `stream`. 0 before any factorization.
     [[nodiscard]] int info(core::StreamRef stream = core::current_stream()) const;
-    /// The number of pivots cuDSS found too small to divide by in the last factorization and
-    /// replaced with a small epsilon (cuDSS's static pivoting; CUDSS_DATA_NPIVOTS): 0 for a matrix
-    /// that is safely nonsingular; positive for one that is singular or nearly so, which cuDSS
-    /// factorizes anyway, and whose solutions are then only as good as the perturbation allows.
-    /// Waits for `stream`. 0 before any factorization.
-    [[nodiscard]] int perturbed_pivots(core::StreamRef stream = core::current_stream()) const;
-    /// Throws NumericalError naming what was attempted when info() is not 0 (its info() is that
-    /// value) or when perturbed_pivots() is not 0 (its info() is their number): a singular or
-    /// nearly singular matrix, or one that is not positive definite where `spd`/`hpd` said so.
+    /// Throws NumericalError (with info()) when info() is not 0, naming what was attempted.
     /// Waits for `stream`.
     void check(core::StreamRef stream = core::current_stream()) const;
 
